@@ -1,0 +1,49 @@
+//! # switchml-core
+//!
+//! The protocol core of switchml-rs: in-network aggregation for data-parallel training, after
+//! SwitchML (Sapio et al., NSDI'21). Everything here is `no_std`, allocation-free and
+//! deterministic: no clock, no randomness, no I/O. Adapters hand it bytes and the current
+//! time and do what it says; `docs/protocol.md` is the specification it implements.
+//!
+//! The layers, bottom up:
+//!
+//! - [`wire`]: zero-copy views and validated `Repr`s for every message (Contribution,
+//!   Result, Join, JoinReply, Probe, ProbeReply, Abort). Parsing never panics on any bytes.
+//! - [`quant`]: block floating point. Per block a biased exponent byte; after the switch
+//!   returns the job-wide maximum, floats are scaled to int32 so that the `n`-way sum cannot
+//!   overflow, and the summed int32 are scaled back (sum or average). f32, f16, bf16 and
+//!   int32 tensors.
+//! - [`switch`]: the reference aggregator: a pool of slots × 2 shadow versions, seen
+//!   bitmaps, countdowns, max exponents, a job table for several jobs at once, drop counters
+//!   by reason, probe answers. The P4 programs and their software model follow it.
+//! - [`worker`]: the sans-IO worker state machine (quinn-proto style): `submit` tensors,
+//!   feed it packets and timeouts, poll it for datagrams, timers and events. It streams
+//!   chunks through a window of slots, primes exponents, retransmits with backoff, and names
+//!   the slot and the missing ranks when a peer never contributes.
+//! - [`time`]: our own microsecond `Instant` and `Duration`.
+//!
+//! What this crate does **not** do: sockets, threads, clocks, address learning, multicast
+//! replication or job set-up policy. Those live in the adapters (`adapters/`), which call
+//! into this crate and never re-implement protocol logic.
+//!
+//! ## Features
+//!
+//! - `std`: `Tensor` for `Vec<T>`, `std::error::Error` for the error types.
+//! - `defmt`: `defmt::Format` on public types, for firmware.
+//! - `log`: `log` records at protocol events.
+#![no_std]
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+#[cfg(all(feature = "defmt", feature = "log"))]
+compile_error!("the `defmt` and `log` features are mutually exclusive: pick one logger");
+
+#[cfg(feature = "std")]
+extern crate std;
+
+pub mod quant;
+pub mod ranks;
+pub mod switch;
+pub mod time;
+pub mod wire;
+pub mod worker;
