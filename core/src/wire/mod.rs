@@ -1,1 +1,175 @@
-//! (being written)
+//! The wire format: zero-copy views and validated representations of every message.
+//!
+//! `docs/protocol.md` is the specification; field ranges live in each message's `field`
+//! module and nowhere else. Each message has, in the style of smoltcp's `wire`:
+//!
+//! - a view `…Packet<T: AsRef<[u8]>>` with `new_unchecked`, `check_len`, `new_checked`,
+//!   getters named after the fields and `set_*` twins when `T: AsMut<[u8]>`;
+//! - a plain `…Repr` with `parse`, `emit` and `buffer_len`.
+//!
+//! The contract: after `check_len` (or `new_checked`) succeeds, no getter panics; `emit`
+//! never panics on a buffer of `buffer_len()` bytes; `parse` never panics on any bytes.
+//! Unknown code points (message types, abort reasons, slot states, flag bits) parse and
+//! round-trip; reserved fields must be zero.
+
+pub mod abort;
+pub mod data;
+pub mod join;
+pub mod join_reply;
+mod message;
+pub mod probe;
+pub mod probe_reply;
+
+pub use data::{DataKind, DataPacket, DataRepr, Flags};
+pub use message::Message;
+
+/// The protocol version this crate speaks.
+pub const VERSION: u8 = 1;
+/// The UDP port the switch listens on (0xBEE0).
+pub const SWITCH_PORT: u16 = 48864;
+/// The rank field value meaning "every rank of the job" (multicast).
+pub const RANK_ALL: u16 = 0xFFFF;
+/// The largest bitmap in a JoinReply or ProbeReply, in bytes (1,024 ranks).
+pub const MAX_BITMAP_LEN: usize = crate::ranks::MAX_WORLD / 8;
+
+/// Why bytes are not a valid message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Error {
+    /// Fewer bytes than the message's fixed part or its declared length.
+    Truncated,
+    /// More bytes than the message declares.
+    TrailingBytes,
+    /// The version field is not [`VERSION`].
+    Version(u8),
+    /// The named field holds a value the protocol forbids.
+    Field(&'static str),
+    /// The named reserved field is not zero.
+    Reserved(&'static str),
+    /// The output buffer is shorter than `buffer_len()`.
+    BufferTooSmall,
+}
+
+impl core::fmt::Display for Error {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Error::Truncated => f.write_str("message truncated"),
+            Error::TrailingBytes => f.write_str("bytes after the end of the message"),
+            Error::Version(v) => write!(f, "protocol version {v}, expected {VERSION}"),
+            Error::Field(name) => write!(f, "invalid value in field `{name}`"),
+            Error::Reserved(name) => write!(f, "reserved field `{name}` is not zero"),
+            Error::BufferTooSmall => f.write_str("output buffer too small"),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for Error {}
+
+/// The result of parsing.
+pub type Result<T> = core::result::Result<T, Error>;
+
+/// The message type byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum MessageType {
+    /// 0x01, worker → switch.
+    Contribution,
+    /// 0x02, switch → worker.
+    Result,
+    /// 0x10, worker → switch.
+    Join,
+    /// 0x11, switch → worker.
+    JoinReply,
+    /// 0x12, worker → switch.
+    Probe,
+    /// 0x13, switch → worker.
+    ProbeReply,
+    /// 0x14, either way.
+    Abort,
+    /// A type this version does not know.
+    Unknown(u8),
+}
+
+impl From<u8> for MessageType {
+    fn from(b: u8) -> Self {
+        match b {
+            0x01 => MessageType::Contribution,
+            0x02 => MessageType::Result,
+            0x10 => MessageType::Join,
+            0x11 => MessageType::JoinReply,
+            0x12 => MessageType::Probe,
+            0x13 => MessageType::ProbeReply,
+            0x14 => MessageType::Abort,
+            other => MessageType::Unknown(other),
+        }
+    }
+}
+
+impl From<MessageType> for u8 {
+    fn from(t: MessageType) -> u8 {
+        match t {
+            MessageType::Contribution => 0x01,
+            MessageType::Result => 0x02,
+            MessageType::Join => 0x10,
+            MessageType::JoinReply => 0x11,
+            MessageType::Probe => 0x12,
+            MessageType::ProbeReply => 0x13,
+            MessageType::Abort => 0x14,
+            MessageType::Unknown(other) => other,
+        }
+    }
+}
+
+/// The 6-byte prefix every message starts with (protocol.md §2).
+pub mod prefix {
+    use core::ops::Range;
+
+    /// Protocol version.
+    pub const VERSION: usize = 0;
+    /// Message type.
+    pub const TYPE: usize = 1;
+    /// Job id.
+    pub const JOB: Range<usize> = 2..4;
+    /// Rank.
+    pub const RANK: Range<usize> = 4..6;
+    /// Length of the prefix.
+    pub const LEN: usize = RANK.end;
+}
+
+/// Read a big-endian u16 at `r` (callers have checked the length).
+pub(crate) fn get_u16(b: &[u8], r: core::ops::Range<usize>) -> u16 {
+    let mut a = [0u8; 2];
+    a.copy_from_slice(&b[r]);
+    u16::from_be_bytes(a)
+}
+
+/// Read a big-endian u32 at `r` (callers have checked the length).
+pub(crate) fn get_u32(b: &[u8], r: core::ops::Range<usize>) -> u32 {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(&b[r]);
+    u32::from_be_bytes(a)
+}
+
+/// Peek at the prefix: version, type, job and rank, without validating the rest.
+pub fn peek(bytes: &[u8]) -> Result<(MessageType, u16, u16)> {
+    if bytes.len() < prefix::LEN {
+        return Err(Error::Truncated);
+    }
+    if bytes[prefix::VERSION] != VERSION {
+        return Err(Error::Version(bytes[prefix::VERSION]));
+    }
+    Ok((
+        MessageType::from(bytes[prefix::TYPE]),
+        get_u16(bytes, prefix::JOB),
+        get_u16(bytes, prefix::RANK),
+    ))
+}
+
+/// Write the prefix (callers have checked the length).
+pub(crate) fn put_prefix(b: &mut [u8], kind: MessageType, job: u16, rank: u16) {
+    b[prefix::VERSION] = VERSION;
+    b[prefix::TYPE] = kind.into();
+    b[prefix::JOB].copy_from_slice(&job.to_be_bytes());
+    b[prefix::RANK].copy_from_slice(&rank.to_be_bytes());
+}
