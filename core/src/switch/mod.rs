@@ -1,1 +1,401 @@
-//! (being written)
+//! The reference switch: the aggregator every other switch implementation must match.
+//!
+//! It implements protocol.md §4, which is SwitchML's Algorithm 3 (pool of slots × 2 shadow
+//! versions, seen bitmaps, countdown, max exponent; first contribution overwrites, later ones
+//! add; completed uses multicast, retransmissions to a completed use get the stored result
+//! unicast) hardened with a per-version use number so that network duplicates can never be
+//! counted twice. The P4 programs and their Rust model (`p4/`) mirror it control by control.
+//!
+//! The data plane is [`Switch::process`]: bytes in, a [`Verdict`] and the bytes to send out.
+//! The control plane is typed methods: [`Switch::add_job`], [`Switch::remove_job`],
+//! [`Switch::job`], [`Switch::counters`], [`Switch::slot`]. The switch never allocates: the
+//! caller lends it the slot storage.
+//!
+//! ```
+//! use switchml_core::switch::{JobConfig, Slot, Switch, Verdict};
+//! let mut pool = [Slot::<64, 1>::IDLE; 8];
+//! let mut switch: Switch<'_, 64, 1, 4> = Switch::new(&mut pool, 1);
+//! switch.add_job(JobConfig { id: 7, world: 2, slot_lo: 0, slot_count: 8 }).unwrap();
+//! let mut out = [0u8; Switch::<64, 1, 4>::OUT_LEN];
+//! assert!(matches!(switch.process(&[0xff; 3], &mut out), Verdict::Drop(_)));
+//! ```
+
+mod control;
+mod job;
+mod pool;
+
+pub use job::{Job, JobConfig, JobCounters, JobError};
+pub use pool::{Slot, SlotVersion};
+
+use crate::wire::{self, DataKind, DataPacket, DataRepr, Flags, MessageType, RANK_ALL};
+use job::JobTable;
+
+/// What to do with the bytes the switch wrote into the output buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Verdict {
+    /// Send nothing; the packet was dropped for this reason (and counted).
+    Drop(DropReason),
+    /// Send nothing; the packet was absorbed into a slot.
+    Consumed,
+    /// Send `out[..len]` to every rank of `job`.
+    Multicast {
+        /// The job whose ranks receive it.
+        job: u16,
+        /// Bytes written.
+        len: usize,
+    },
+    /// Send `out[..len]` to `rank` of `job` (the sender of the packet).
+    Unicast {
+        /// The job.
+        job: u16,
+        /// The destination rank.
+        rank: u16,
+        /// Bytes written.
+        len: usize,
+    },
+}
+
+/// Why a packet was dropped. Each has a counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum DropReason {
+    /// The bytes are not a valid message.
+    Malformed,
+    /// A message type this version does not know.
+    UnknownType,
+    /// A message only the switch sends (Result, JoinReply, ProbeReply).
+    UnexpectedType,
+    /// No job has this id (Contributions; Joins and Probes get an Abort instead).
+    UnknownJob,
+    /// The rank is not below the job's world size.
+    UnknownRank,
+    /// The slot is outside the job's range.
+    SlotRange,
+    /// More values than a slot holds.
+    CountTooLarge,
+    /// `ver` is not `seq mod 2`.
+    BadVersion,
+    /// A contribution for a use older than the one the slot holds.
+    Stale,
+    /// A second contribution of one rank to an incomplete use.
+    Duplicate,
+    /// A contribution whose count differs from the use's first.
+    CountMismatch,
+    /// The caller's output buffer is shorter than [`Switch::OUT_LEN`].
+    OutputTooSmall,
+}
+
+impl DropReason {
+    /// Every reason, in counter order.
+    pub const ALL: [DropReason; 12] = [
+        DropReason::Malformed,
+        DropReason::UnknownType,
+        DropReason::UnexpectedType,
+        DropReason::UnknownJob,
+        DropReason::UnknownRank,
+        DropReason::SlotRange,
+        DropReason::CountTooLarge,
+        DropReason::BadVersion,
+        DropReason::Stale,
+        DropReason::Duplicate,
+        DropReason::CountMismatch,
+        DropReason::OutputTooSmall,
+    ];
+
+    /// Return the reason's name, for reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            DropReason::Malformed => "malformed",
+            DropReason::UnknownType => "unknown_type",
+            DropReason::UnexpectedType => "unexpected_type",
+            DropReason::UnknownJob => "unknown_job",
+            DropReason::UnknownRank => "unknown_rank",
+            DropReason::SlotRange => "slot_range",
+            DropReason::CountTooLarge => "count_too_large",
+            DropReason::BadVersion => "bad_version",
+            DropReason::Stale => "stale",
+            DropReason::Duplicate => "duplicate",
+            DropReason::CountMismatch => "count_mismatch",
+            DropReason::OutputTooSmall => "output_too_small",
+        }
+    }
+
+    const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Switch-wide counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Counters {
+    /// Packets handed to `process`.
+    pub received: u64,
+    /// Packets absorbed into a slot.
+    pub consumed: u64,
+    /// Packets to multicast.
+    pub multicast: u64,
+    /// Packets to unicast.
+    pub unicast: u64,
+    /// Drops, indexed like [`DropReason::ALL`].
+    pub dropped: [u64; 12],
+}
+
+impl Counters {
+    /// Return the drops counted for `reason`.
+    pub fn drops(&self, reason: DropReason) -> u64 {
+        self.dropped[reason.index()]
+    }
+
+    /// Return all drops.
+    pub fn total_drops(&self) -> u64 {
+        self.dropped.iter().sum()
+    }
+}
+
+/// Anything that aggregates like the reference switch: the switch itself, the P4 model.
+pub trait Aggregator {
+    /// Process one datagram; write any answer into `out` and say what to do with it.
+    fn process(&mut self, packet: &[u8], out: &mut [u8]) -> Verdict;
+}
+
+/// The reference switch. `K`: values per slot (the largest count accepted); `WORDS`: 64-rank
+/// words per seen bitmap (`64·WORDS` ranks per job); `JOBS`: job table size.
+pub struct Switch<'a, const K: usize, const WORDS: usize, const JOBS: usize> {
+    pool: &'a mut [Slot<K, WORDS>],
+    jobs: JobTable<WORDS, JOBS>,
+    epoch: u32,
+    counters: Counters,
+}
+
+impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WORDS, JOBS> {
+    /// The output buffer length `process` needs: the largest message it can write.
+    pub const OUT_LEN: usize = control::max_reply_len(wire::data::HEADER_LEN + 4 * K);
+
+    /// Make a switch over `pool`, announcing `epoch` (choose a new one at every start).
+    pub fn new(pool: &'a mut [Slot<K, WORDS>], epoch: u32) -> Self {
+        Switch {
+            pool,
+            jobs: JobTable::EMPTY,
+            epoch,
+            counters: Counters::default(),
+        }
+    }
+
+    /// Return the largest count a slot accepts.
+    pub const fn max_count(&self) -> u16 {
+        if K > u16::MAX as usize {
+            u16::MAX
+        } else {
+            K as u16
+        }
+    }
+
+    /// Return the epoch.
+    pub fn epoch(&self) -> u32 {
+        self.epoch
+    }
+
+    /// Return the number of slots in the pool.
+    pub fn pool_len(&self) -> usize {
+        self.pool.len()
+    }
+
+    /// Register a job; its slots are reset.
+    pub fn add_job(&mut self, config: JobConfig) -> Result<(), JobError> {
+        self.jobs.insert(config, self.pool.len())?;
+        let lo = config.slot_lo as usize;
+        for slot in &mut self.pool[lo..lo + usize::from(config.slot_count)] {
+            *slot = Slot::IDLE;
+        }
+        Ok(())
+    }
+
+    /// Remove a job and return its final state.
+    pub fn remove_job(&mut self, id: u16) -> Result<Job<WORDS>, JobError> {
+        self.jobs.remove(id)
+    }
+
+    /// Return job `id`.
+    pub fn job(&self, id: u16) -> Option<&Job<WORDS>> {
+        self.jobs.get(self.jobs.find(id)?)
+    }
+
+    /// Iterate over the registered jobs.
+    pub fn jobs(&self) -> impl Iterator<Item = &Job<WORDS>> {
+        self.jobs.iter()
+    }
+
+    /// Return the switch-wide counters.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// Return the job-relative `slot` of job `id`.
+    pub fn slot(&self, id: u16, slot: u16) -> Option<&Slot<K, WORDS>> {
+        let job = self.job(id)?;
+        self.pool.get(job.pool_index(slot)?)
+    }
+
+    /// Process one datagram (the data plane). Never panics; every drop is counted.
+    pub fn process(&mut self, packet: &[u8], out: &mut [u8]) -> Verdict {
+        self.counters.received += 1;
+        let verdict = self.dispatch(packet, out);
+        match verdict {
+            Verdict::Drop(reason) => self.counters.dropped[reason.index()] += 1,
+            Verdict::Consumed => self.counters.consumed += 1,
+            Verdict::Multicast { .. } => self.counters.multicast += 1,
+            Verdict::Unicast { .. } => self.counters.unicast += 1,
+        }
+        verdict
+    }
+
+    fn dispatch(&mut self, packet: &[u8], out: &mut [u8]) -> Verdict {
+        if out.len() < Self::OUT_LEN {
+            return Verdict::Drop(DropReason::OutputTooSmall);
+        }
+        let Ok((kind, _, _)) = wire::peek(packet) else {
+            return Verdict::Drop(DropReason::Malformed);
+        };
+        match kind {
+            MessageType::Contribution => self.contribution(packet, out),
+            MessageType::Join => self.join(packet, out),
+            MessageType::Probe => self.probe(packet, out),
+            MessageType::Abort => self.abort(packet, out),
+            MessageType::Result | MessageType::JoinReply | MessageType::ProbeReply => {
+                Verdict::Drop(DropReason::UnexpectedType)
+            }
+            MessageType::Unknown(_) => Verdict::Drop(DropReason::UnknownType),
+        }
+    }
+
+    /// protocol.md §4 steps 1–6.
+    fn contribution(&mut self, bytes: &[u8], out: &mut [u8]) -> Verdict {
+        let packet = DataPacket::new_unchecked(bytes);
+        let Ok(p) = DataRepr::parse(&packet) else {
+            return Verdict::Drop(DropReason::Malformed);
+        };
+        let Some(ji) = self.jobs.find(p.job) else {
+            return Verdict::Drop(DropReason::UnknownJob);
+        };
+        let Some(job) = self.jobs.get_mut(ji) else {
+            return Verdict::Drop(DropReason::UnknownJob);
+        };
+        let world = job.config.world;
+        let reject = if p.rank >= world {
+            Some(DropReason::UnknownRank)
+        } else if usize::from(p.count) > K {
+            Some(DropReason::CountTooLarge)
+        } else if u32::from(p.ver) != p.seq & 1 {
+            Some(DropReason::BadVersion)
+        } else {
+            None
+        };
+        let index = job.pool_index(p.slot);
+        let (Some(index), None) = (index, reject) else {
+            job.counters.rejected += 1;
+            return Verdict::Drop(reject.unwrap_or(DropReason::SlotRange));
+        };
+        let Some(slot) = self.pool.get_mut(index) else {
+            return Verdict::Drop(DropReason::SlotRange);
+        };
+        let v = usize::from(p.ver);
+        let sv = &mut slot.versions[v];
+
+        // 1. Use check.
+        if !sv.used || (p.seq.wrapping_sub(sv.seq) as i32) > 0 {
+            sv.begin(p.seq, world, p.count);
+        } else if p.seq != sv.seq {
+            job.counters.stale += 1;
+            return Verdict::Drop(DropReason::Stale);
+        }
+        // 2. Completed use: the sender lost the result.
+        if sv.remaining == 0 {
+            job.counters.retransmit_replies += 1;
+            let len = emit_result(sv, &p, p.rank, Flags::RETRANSMIT, out);
+            return Verdict::Unicast {
+                job: p.job,
+                rank: p.rank,
+                len,
+            };
+        }
+        // 3. Duplicate to an incomplete use.
+        if sv.seen.contains(p.rank) {
+            job.counters.duplicates += 1;
+            return Verdict::Drop(DropReason::Duplicate);
+        }
+        // 4. Count check.
+        if p.count != sv.count {
+            job.counters.rejected += 1;
+            return Verdict::Drop(DropReason::CountMismatch);
+        }
+        // 5. Aggregate.
+        let n = usize::from(p.count);
+        let first = sv.remaining == world;
+        sv.seen.insert(p.rank);
+        if first {
+            pool::load(&mut sv.values[..n], packet.values());
+        } else if pool::accumulate(&mut sv.values[..n], packet.values()) {
+            sv.overflow = true;
+        }
+        sv.exp = sv.exp.max(p.exp);
+        sv.remaining -= 1;
+        job.counters.contributions += 1;
+        let complete = sv.remaining == 0;
+        slot.versions[1 - v].seen.remove(p.rank);
+        // 6. Multicast a completed use.
+        if !complete {
+            return Verdict::Consumed;
+        }
+        let sv = &slot.versions[v];
+        job.counters.completions += 1;
+        if sv.overflow {
+            job.counters.overflows += 1;
+        }
+        let len = emit_result(sv, &p, RANK_ALL, Flags::default(), out);
+        Verdict::Multicast { job: p.job, len }
+    }
+}
+
+impl<const K: usize, const WORDS: usize, const JOBS: usize> Aggregator
+    for Switch<'_, K, WORDS, JOBS>
+{
+    fn process(&mut self, packet: &[u8], out: &mut [u8]) -> Verdict {
+        Switch::process(self, packet, out)
+    }
+}
+
+/// Write the Result for the use `sv` holds, answering contribution `p`.
+fn emit_result<const K: usize, const WORDS: usize>(
+    sv: &SlotVersion<K, WORDS>,
+    p: &DataRepr,
+    rank: u16,
+    flags: Flags,
+    out: &mut [u8],
+) -> usize {
+    let overflow = if sv.overflow {
+        Flags::OVERFLOW
+    } else {
+        Flags::default()
+    };
+    let repr = DataRepr {
+        kind: DataKind::Result,
+        job: p.job,
+        rank,
+        slot: p.slot,
+        ver: p.ver,
+        flags: flags.with(overflow),
+        count: sv.count,
+        seq: p.seq,
+        exp: sv.exp,
+    };
+    let len = repr.buffer_len();
+    let mut packet = DataPacket::new_unchecked(&mut out[..len]);
+    repr.emit(&mut packet);
+    pool::store(sv.values(), packet.values_mut());
+    len
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,1 +1,442 @@
-//! (being written)
+//! The worker: a sans-IO state machine that all-reduces tensors through the switch.
+//!
+//! In the style of quinn-proto: the caller feeds it inputs with [`Worker::handle_packet`]
+//! and [`Worker::handle_timeout`], and drains outputs with [`Worker::poll_transmit`],
+//! [`Worker::poll_timeout`] and [`Worker::poll_event`]. It reads no clock: every call takes
+//! `now`, which must never go backwards. A driving loop looks like:
+//!
+//! ```text
+//! loop {
+//!     while let Some(len) = worker.poll_transmit(now, &mut buf) { send(&buf[..len]) }
+//!     while let Some(event) = worker.poll_event() { ... }
+//!     wait for a datagram or until worker.poll_timeout();
+//!     worker.handle_packet(now, &datagram) or worker.handle_timeout(now);
+//! }
+//! ```
+//!
+//! One `Worker` drives one *lane*: a contiguous range of the job's slots (protocol.md §6).
+//! A host with several I/O threads splits its tensors and its slots between several
+//! workers of the same rank. Tensors are [`Tensor`]s the worker owns while it works on them
+//! and hands back in [`Event::Done`]; the all-reduce happens in place.
+//!
+//! Per slot the worker runs SwitchML's loop: send a chunk, wait for the slot's result,
+//! send the next chunk on the same slot with the version flipped; a timer per slot resends
+//! with exponential backoff; after `retries` resends of one use it probes the switch and
+//! fails with an error that names the slot and the ranks that never contributed.
+
+mod control;
+mod event;
+mod slots;
+mod tensors;
+mod timer;
+
+pub use event::{
+    Event, Stats, StallReport, SubmitError, SubmitErrorKind, TensorError, TensorId, WorkerError,
+};
+
+use crate::quant::{ElementType, Op, Tensor};
+use crate::ranks::{WorldSet, MAX_WORLD};
+use crate::time::{Duration, Instant};
+use crate::wire::{self, Message};
+use slots::{SlotState, Work};
+use tensors::{Entry, Queue};
+use timer::{SlotTimers, Timer, TimerTable};
+
+/// How a worker lane is set up. Every rank of a job uses the same values except `rank`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Config {
+    /// The job id.
+    pub job: u16,
+    /// This worker's rank.
+    pub rank: u16,
+    /// Number of ranks.
+    pub world: u16,
+    /// First job-relative slot of this lane.
+    pub slot_lo: u16,
+    /// Number of slots this lane drives (the window `s`).
+    pub window: u16,
+    /// Values per chunk (`k`).
+    pub count: u16,
+    /// First retransmission timeout.
+    pub rto: Duration,
+    /// Largest retransmission timeout (the timeout doubles up to it).
+    pub max_rto: Duration,
+    /// Resends of one use before the worker probes and gives up.
+    pub retries: u16,
+    /// Interval between Joins while joining.
+    pub join_interval: Duration,
+    /// How long to wait for every rank to join.
+    pub join_timeout: Duration,
+}
+
+impl Config {
+    /// A configuration with defaults: 64 slots from 0, k = 256, 5 ms first timeout doubling
+    /// to 200 ms, 30 resends (about 5 s without progress), joins every 100 ms for 30 s.
+    pub const fn new(job: u16, rank: u16, world: u16) -> Config {
+        Config {
+            job,
+            rank,
+            world,
+            slot_lo: 0,
+            window: 64,
+            count: 256,
+            rto: Duration::from_millis(5),
+            max_rto: Duration::from_millis(200),
+            retries: 30,
+            join_interval: Duration::from_millis(100),
+            join_timeout: Duration::from_secs(30),
+        }
+    }
+
+    /// Return the largest datagram this lane sends (the transmit buffer size it needs).
+    pub const fn max_datagram(&self) -> usize {
+        wire::data::HEADER_LEN + 4 * self.count as usize
+    }
+}
+
+/// Why a configuration was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ConfigError {
+    /// `world` is 0 or above [`MAX_WORLD`].
+    World,
+    /// `rank` is not below `world`.
+    Rank,
+    /// `window` is 0, above the worker's `SLOTS`, or runs past slot 65535.
+    Window,
+    /// `count` is 0 or above what a datagram carries.
+    Count,
+    /// A timeout is zero.
+    Timeout,
+}
+
+impl core::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            ConfigError::World => "world size must be 1..=1024",
+            ConfigError::Rank => "rank must be below the world size",
+            ConfigError::Window => "window must be 1..=SLOTS and fit in the slot numbering",
+            ConfigError::Count => "count must be 1..=16371",
+            ConfigError::Timeout => "timeouts must be non-zero",
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Joining,
+    Running,
+    Failed,
+}
+
+/// A stalled slot being probed.
+#[derive(Debug, Clone, Copy)]
+struct Probe {
+    slot: u16,
+    seq: u32,
+    sent: u8,
+    due: bool,
+}
+
+/// Probes sent before the switch counts as not answering.
+const PROBE_ATTEMPTS: u8 = 3;
+
+/// The worker state machine for one lane. `SLOTS`: the most slots a lane may drive;
+/// `QUEUE`: the most tensors queued at once.
+pub struct Worker<B, const SLOTS: usize, const QUEUE: usize> {
+    config: Config,
+    phase: Phase,
+    started: Option<Instant>,
+    epoch: Option<u32>,
+    /// Ranks joined at the last JoinReply; whether any came.
+    joined: Option<WorldSet>,
+    join_due: bool,
+    slots: [SlotState; SLOTS],
+    send_queue: heapless::Deque<u16, SLOTS>,
+    slot_timers: SlotTimers<SLOTS>,
+    timers: TimerTable,
+    probe: Option<Probe>,
+    tensors: Queue<B, QUEUE>,
+    joined_event: bool,
+    failure: Option<WorkerError>,
+    failed_event: bool,
+    /// An Abort to send: the rank we waited for, or `0xFFFF`.
+    abort_pending: Option<u16>,
+    stats: Stats,
+}
+
+impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> {
+    /// Make a worker lane. It starts joining at the first `poll_transmit`.
+    pub fn new(config: Config) -> Result<Self, ConfigError> {
+        if config.world == 0 || usize::from(config.world) > MAX_WORLD {
+            return Err(ConfigError::World);
+        }
+        if config.rank >= config.world {
+            return Err(ConfigError::Rank);
+        }
+        if config.window == 0
+            || usize::from(config.window) > SLOTS
+            || u32::from(config.slot_lo) + u32::from(config.window) > 0x1_0000
+        {
+            return Err(ConfigError::Window);
+        }
+        if config.count == 0 || config.count > wire::data::MAX_COUNT {
+            return Err(ConfigError::Count);
+        }
+        if [config.rto, config.max_rto, config.join_interval, config.join_timeout]
+            .contains(&Duration::ZERO)
+        {
+            return Err(ConfigError::Timeout);
+        }
+        Ok(Worker {
+            config,
+            phase: Phase::Joining,
+            started: None,
+            epoch: None,
+            joined: None,
+            join_due: true,
+            slots: [SlotState::new(config.rto); SLOTS],
+            send_queue: heapless::Deque::new(),
+            slot_timers: SlotTimers::new(),
+            timers: TimerTable::default(),
+            probe: None,
+            tensors: Queue::new(),
+            joined_event: false,
+            failure: None,
+            failed_event: false,
+            abort_pending: None,
+            stats: Stats::default(),
+        })
+    }
+
+    /// Return the configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Return the counters.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// Return whether every rank has joined and the stream is live.
+    pub fn is_running(&self) -> bool {
+        self.phase == Phase::Running
+    }
+
+    /// Return the error the stream failed with, if it has.
+    pub fn failure(&self) -> Option<&WorkerError> {
+        self.failure.as_ref()
+    }
+
+    /// Return whether no tensor is queued or in flight.
+    pub fn is_idle(&self) -> bool {
+        self.tensors.is_empty()
+    }
+
+    /// Queue a tensor for all-reduce in place. Non-finite inputs are refused here, before
+    /// anything is sent.
+    pub fn submit(&mut self, _now: Instant, mut buf: B, op: Op) -> Result<TensorId, SubmitError<B>> {
+        let refuse = |kind, buf| Err(SubmitError { kind, buf });
+        if let Some(e) = self.failure {
+            return refuse(SubmitErrorKind::Failed(e), buf);
+        }
+        let elements = buf.elements();
+        let (len, element) = (elements.len(), elements.element_type());
+        if element == ElementType::I32 && op == Op::Average {
+            return refuse(SubmitErrorKind::AverageOfIntegers, buf);
+        }
+        if let Err(e) = elements.check_finite() {
+            return refuse(SubmitErrorKind::NonFinite(e), buf);
+        }
+        let Ok(chunks) = u32::try_from(len.div_ceil(usize::from(self.config.count))) else {
+            return refuse(SubmitErrorKind::TooLarge, buf);
+        };
+        if !self.tensors.has_room() {
+            return refuse(SubmitErrorKind::QueueFull, buf);
+        }
+        let id = TensorId(self.tensors.next_id);
+        let window = u32::from(self.config.window);
+        let rotation = self.tensors.next_rotation;
+        self.tensors.next_rotation = ((u32::from(rotation) + chunks % window) % window) as u16;
+        self.tensors.next_id += 1;
+        self.tensors.insert(Entry {
+            id,
+            buf,
+            len,
+            element,
+            op,
+            chunks,
+            rotation,
+            remaining: chunks,
+            overflow: None,
+        });
+        for i in 0..usize::from(self.config.window) {
+            if let Work::Idle { next } = self.slots[i].work {
+                if next <= id.0 {
+                    self.start_next(i, next);
+                }
+            }
+        }
+        Ok(id)
+    }
+
+    /// Feed one datagram received from the switch.
+    pub fn handle_packet(&mut self, now: Instant, bytes: &[u8]) {
+        let Ok(msg) = Message::parse(bytes) else {
+            self.stats.ignored += 1;
+            return;
+        };
+        match msg {
+            Message::Data(repr, payload)
+                if repr.kind == wire::DataKind::Result && self.is_for_me(repr.job, repr.rank) =>
+            {
+                self.on_result(now, &repr, payload)
+            }
+            Message::JoinReply(r) if self.is_for_me(r.job, r.rank) => self.on_join_reply(now, &r),
+            Message::ProbeReply(r) if self.is_for_me(r.job, r.rank) => self.on_probe_reply(&r),
+            Message::Abort(a) if a.job == self.config.job => self.on_abort(&a),
+            _ => self.stats.ignored += 1,
+        }
+    }
+
+    fn is_for_me(&self, job: u16, rank: u16) -> bool {
+        job == self.config.job && (rank == self.config.rank || rank == wire::RANK_ALL)
+    }
+
+    /// Tell the worker that `now` has come; call it at or after `poll_timeout()`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if self.phase == Phase::Failed {
+            return;
+        }
+        if self.timers.expire(Timer::JoinDeadline, now) {
+            let waited = now - self.started.unwrap_or(now);
+            let err = match self.joined {
+                Some(joined) => WorkerError::JoinTimeout {
+                    missing: joined.complement_within(self.config.world),
+                    waited,
+                },
+                None => WorkerError::SwitchUnreachable { waited },
+            };
+            self.fail(err);
+            return;
+        }
+        if self.timers.expire(Timer::JoinResend, now) {
+            self.join_due = true;
+        }
+        if self.timers.expire(Timer::Probe, now) {
+            if let Some(p) = self.probe.as_mut() {
+                if p.sent >= PROBE_ATTEMPTS {
+                    let (slot, seq) = (self.config.slot_lo + p.slot, p.seq);
+                    self.fail(WorkerError::Stalled {
+                        slot,
+                        seq,
+                        report: StallReport::NoAnswer,
+                    });
+                    return;
+                }
+                p.due = true;
+            }
+        }
+        self.expire_slots(now);
+    }
+
+    /// Write the next datagram to send into `buf` and return its length. `buf` must hold
+    /// [`Config::max_datagram`] bytes.
+    #[must_use]
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        if self.started.is_none() {
+            self.started = Some(now);
+            self.timers
+                .set(Timer::JoinDeadline, now + self.config.join_timeout);
+        }
+        if let Some(waiting_for) = self.abort_pending.take() {
+            return self.emit_abort(waiting_for, buf);
+        }
+        match self.phase {
+            Phase::Failed => None,
+            Phase::Joining => self.join_due.then(|| self.emit_join(now, buf)).flatten(),
+            Phase::Running => {
+                if self.probe.is_some_and(|p| p.due) {
+                    return self.emit_probe(now, buf);
+                }
+                self.emit_next_contribution(now, buf)
+            }
+        }
+    }
+
+    /// Return when `handle_timeout` should next be called (it may find nothing due).
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.phase == Phase::Failed {
+            return None;
+        }
+        let slots = self.slot_timers.next_timeout();
+        match (self.timers.next_timeout(), slots) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Return the next event.
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<Event<B>> {
+        if self.joined_event {
+            self.joined_event = false;
+            return self.epoch.map(|epoch| Event::Joined { epoch });
+        }
+        if self.failed_event {
+            self.failed_event = false;
+            return self.failure.map(Event::Failed);
+        }
+        let e = self.tensors.take_oldest(|e| e.remaining == 0).or_else(|| {
+            if self.phase == Phase::Failed {
+                self.tensors.take_oldest(|_| true)
+            } else {
+                None
+            }
+        })?;
+        let result = if e.remaining == 0 {
+            self.stats.tensors += 1;
+            e.result()
+        } else {
+            Err(TensorError::Aborted)
+        };
+        Some(Event::Done {
+            id: e.id,
+            buf: e.buf,
+            result,
+        })
+    }
+
+    /// End the stream with `err`: stop every timer, drop every pending send, and tell the
+    /// job when the failure is ours to report.
+    fn fail(&mut self, err: WorkerError) {
+        if self.phase == Phase::Failed {
+            return;
+        }
+        self.phase = Phase::Failed;
+        self.failure = Some(err);
+        self.failed_event = true;
+        self.send_queue.clear();
+        self.probe = None;
+        self.timers = TimerTable::default();
+        self.slot_timers = SlotTimers::new();
+        self.abort_pending = match err {
+            WorkerError::Stalled { report, .. } => Some(match report {
+                StallReport::Probed { missing, .. } => missing.iter().next().unwrap_or(0xFFFF),
+                StallReport::NoAnswer => 0xFFFF,
+            }),
+            WorkerError::JoinTimeout { missing, .. } => {
+                Some(missing.iter().next().unwrap_or(0xFFFF))
+            }
+            WorkerError::BufferTooSmall { .. } => Some(0xFFFF),
+            WorkerError::SwitchUnreachable { .. }
+            | WorkerError::Refused { .. }
+            | WorkerError::PeerAborted { .. }
+            | WorkerError::SwitchRestarted { .. } => None,
+        };
+    }
+}
+

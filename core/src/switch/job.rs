@@ -1,0 +1,199 @@
+//! The job table: job id → slot range, world size, joined ranks, counters.
+//!
+//! Several jobs share one pool, each on its own contiguous range of slots, so one switch
+//! serves several training jobs at once (the original SwitchML serves one).
+
+use crate::ranks::RankSet;
+
+/// What the control plane says about a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct JobConfig {
+    /// The job id carried in every packet.
+    pub id: u16,
+    /// Number of ranks, `1..=` the switch's rank capacity.
+    pub world: u16,
+    /// First pool slot of the job's range.
+    pub slot_lo: u32,
+    /// Number of slots in the job's range.
+    pub slot_count: u16,
+}
+
+/// Per-job counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct JobCounters {
+    /// Contributions added into a slot.
+    pub contributions: u64,
+    /// Uses completed (results multicast).
+    pub completions: u64,
+    /// Stored results unicast again to a worker that resent.
+    pub retransmit_replies: u64,
+    /// Duplicate contributions to an incomplete use, dropped.
+    pub duplicates: u64,
+    /// Contributions for a use older than the one held, dropped.
+    pub stale: u64,
+    /// Other contributions of this job dropped (bad rank, slot, count, version).
+    pub rejected: u64,
+    /// Joins answered.
+    pub joins: u64,
+    /// Probes answered.
+    pub probes: u64,
+    /// Aborts passed on to the job.
+    pub aborts: u64,
+    /// Uses that ended with an int32 overflow.
+    pub overflows: u64,
+}
+
+/// A registered job.
+#[derive(Debug, Clone)]
+pub struct Job<const WORDS: usize> {
+    pub(crate) config: JobConfig,
+    pub(crate) joined: RankSet<WORDS>,
+    pub(crate) counters: JobCounters,
+}
+
+impl<const WORDS: usize> Job<WORDS> {
+    /// Return the configuration.
+    pub fn config(&self) -> &JobConfig {
+        &self.config
+    }
+
+    /// Return the ranks that have joined.
+    pub fn joined(&self) -> &RankSet<WORDS> {
+        &self.joined
+    }
+
+    /// Return whether every rank has joined.
+    pub fn all_joined(&self) -> bool {
+        self.joined.len() == usize::from(self.config.world)
+    }
+
+    /// Return the counters.
+    pub fn counters(&self) -> &JobCounters {
+        &self.counters
+    }
+
+    /// Return the pool index of job-relative `slot`, if it is in range.
+    pub(crate) fn pool_index(&self, slot: u16) -> Option<usize> {
+        (slot < self.config.slot_count).then(|| self.config.slot_lo as usize + slot as usize)
+    }
+}
+
+/// Why the control plane refused a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum JobError {
+    /// A job with this id exists.
+    DuplicateId(u16),
+    /// No job has this id.
+    UnknownJob(u16),
+    /// The world size is 0 or above the switch's rank capacity (given).
+    World {
+        /// The world size asked for.
+        world: u16,
+        /// The switch's capacity.
+        capacity: usize,
+    },
+    /// The slot range is empty or runs past the pool (pool size given).
+    SlotRange {
+        /// The pool's size.
+        pool: usize,
+    },
+    /// The slot range overlaps that of the given job.
+    Overlap(u16),
+    /// The job table is full (capacity given).
+    TableFull(usize),
+}
+
+impl core::fmt::Display for JobError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            JobError::DuplicateId(id) => write!(f, "job {id} already exists"),
+            JobError::UnknownJob(id) => write!(f, "no job {id}"),
+            JobError::World { world, capacity } => {
+                write!(f, "world size {world} not in 1..={capacity}")
+            }
+            JobError::SlotRange { pool } => {
+                write!(f, "slot range empty or beyond the pool of {pool} slots")
+            }
+            JobError::Overlap(other) => write!(f, "slot range overlaps job {other}"),
+            JobError::TableFull(n) => write!(f, "job table full ({n} jobs)"),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for JobError {}
+
+/// A fixed table of up to `JOBS` jobs.
+#[derive(Debug, Clone)]
+pub(crate) struct JobTable<const WORDS: usize, const JOBS: usize> {
+    entries: [Option<Job<WORDS>>; JOBS],
+}
+
+impl<const WORDS: usize, const JOBS: usize> JobTable<WORDS, JOBS> {
+    pub(crate) const EMPTY: Self = JobTable {
+        entries: [const { None }; JOBS],
+    };
+
+    /// Return the table index of job `id`.
+    pub(crate) fn find(&self, id: u16) -> Option<usize> {
+        self.entries
+            .iter()
+            .position(|e| e.as_ref().is_some_and(|j| j.config.id == id))
+    }
+
+    pub(crate) fn get(&self, index: usize) -> Option<&Job<WORDS>> {
+        self.entries.get(index)?.as_ref()
+    }
+
+    pub(crate) fn get_mut(&mut self, index: usize) -> Option<&mut Job<WORDS>> {
+        self.entries.get_mut(index)?.as_mut()
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Job<WORDS>> {
+        self.entries.iter().flatten()
+    }
+
+    /// Validate and insert a job whose range lies in a pool of `pool` slots.
+    pub(crate) fn insert(&mut self, config: JobConfig, pool: usize) -> Result<(), JobError> {
+        let capacity = RankSet::<WORDS>::CAPACITY.min(crate::ranks::MAX_WORLD);
+        if config.world == 0 || usize::from(config.world) > capacity {
+            return Err(JobError::World {
+                world: config.world,
+                capacity,
+            });
+        }
+        let lo = config.slot_lo as usize;
+        let hi = lo + usize::from(config.slot_count);
+        if config.slot_count == 0 || hi > pool {
+            return Err(JobError::SlotRange { pool });
+        }
+        if self.find(config.id).is_some() {
+            return Err(JobError::DuplicateId(config.id));
+        }
+        if let Some(other) = self.iter().find(|j| {
+            let olo = j.config.slot_lo as usize;
+            lo < olo + usize::from(j.config.slot_count) && olo < hi
+        }) {
+            return Err(JobError::Overlap(other.config.id));
+        }
+        let free = self
+            .entries
+            .iter_mut()
+            .find(|e| e.is_none())
+            .ok_or(JobError::TableFull(JOBS))?;
+        *free = Some(Job {
+            config,
+            joined: RankSet::EMPTY,
+            counters: JobCounters::default(),
+        });
+        Ok(())
+    }
+
+    pub(crate) fn remove(&mut self, id: u16) -> Result<Job<WORDS>, JobError> {
+        let i = self.find(id).ok_or(JobError::UnknownJob(id))?;
+        self.entries[i].take().ok_or(JobError::UnknownJob(id))
+    }
+}

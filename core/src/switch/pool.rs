@@ -1,0 +1,175 @@
+//! The aggregator pool: slots × 2 shadow versions (protocol.md §4).
+//!
+//! The caller owns the storage (`&mut [Slot]`), so a firmware build can put it in a
+//! `static` and a host build on the heap; nothing here allocates.
+
+use crate::ranks::RankSet;
+
+/// One version of one slot: the state of one *use* of the slot.
+#[derive(Clone)]
+pub struct SlotVersion<const K: usize, const WORDS: usize> {
+    /// Whether any use has begun since the job was set up.
+    pub(crate) used: bool,
+    /// The use number this version holds.
+    pub(crate) seq: u32,
+    /// Ranks that contributed to this use.
+    pub(crate) seen: RankSet<WORDS>,
+    /// Contributions still missing; 0 = complete.
+    pub(crate) remaining: u16,
+    /// Maximum biased exponent over the contributions.
+    pub(crate) exp: u8,
+    /// Whether an addition overflowed int32.
+    pub(crate) overflow: bool,
+    /// Values per contribution, fixed by the use's first contribution.
+    pub(crate) count: u16,
+    /// The running sum.
+    pub(crate) values: [i32; K],
+}
+
+impl<const K: usize, const WORDS: usize> SlotVersion<K, WORDS> {
+    /// A version no use has touched.
+    pub const IDLE: Self = SlotVersion {
+        used: false,
+        seq: 0,
+        seen: RankSet::EMPTY,
+        remaining: 0,
+        exp: 0,
+        overflow: false,
+        count: 0,
+        values: [0; K],
+    };
+
+    /// Return whether the current use has every contribution (false when idle).
+    pub fn is_complete(&self) -> bool {
+        self.used && self.remaining == 0
+    }
+
+    /// Return the use number held.
+    pub fn seq(&self) -> u32 {
+        self.seq
+    }
+
+    /// Return the ranks seen for the use held.
+    pub fn seen(&self) -> &RankSet<WORDS> {
+        &self.seen
+    }
+
+    /// Return the number of contributions still missing.
+    pub fn remaining(&self) -> u16 {
+        self.remaining
+    }
+
+    /// Return the maximum exponent byte.
+    pub fn exp(&self) -> u8 {
+        self.exp
+    }
+
+    /// Return whether an addition overflowed.
+    pub fn overflowed(&self) -> bool {
+        self.overflow
+    }
+
+    /// Return the aggregated values of the use held.
+    pub fn values(&self) -> &[i32] {
+        &self.values[..(self.count as usize).min(K)]
+    }
+
+    /// Begin use `seq` for a job of `world` ranks with `count` values per contribution.
+    pub(crate) fn begin(&mut self, seq: u32, world: u16, count: u16) {
+        self.used = true;
+        self.seq = seq;
+        self.seen = RankSet::EMPTY;
+        self.remaining = world;
+        self.exp = 0;
+        self.overflow = false;
+        self.count = count;
+    }
+}
+
+/// One aggregator slot: two shadow versions.
+#[derive(Clone)]
+pub struct Slot<const K: usize, const WORDS: usize> {
+    pub(crate) versions: [SlotVersion<K, WORDS>; 2],
+}
+
+impl<const K: usize, const WORDS: usize> Slot<K, WORDS> {
+    /// A slot no job has used.
+    pub const IDLE: Self = Slot {
+        versions: [SlotVersion::IDLE, SlotVersion::IDLE],
+    };
+
+    /// Return version `ver` (0 or 1; anything else reads as 1).
+    pub fn version(&self, ver: u8) -> &SlotVersion<K, WORDS> {
+        &self.versions[usize::from(ver & 1)]
+    }
+}
+
+impl<const K: usize, const WORDS: usize> Default for Slot<K, WORDS> {
+    fn default() -> Self {
+        Self::IDLE
+    }
+}
+
+/// Overwrite `dst` with the big-endian values in `src` (the first contribution of a use).
+pub(crate) fn load(dst: &mut [i32], src: &[u8]) {
+    for (d, s) in dst.iter_mut().zip(src.chunks_exact(4)) {
+        *d = i32::from_be_bytes([s[0], s[1], s[2], s[3]]);
+    }
+}
+
+/// Add the big-endian values in `src` into `dst` with wrapping arithmetic; return whether
+/// any addition overflowed. Branch-free so that it vectorizes.
+pub(crate) fn accumulate(dst: &mut [i32], src: &[u8]) -> bool {
+    let mut overflow = 0i32;
+    for (d, s) in dst.iter_mut().zip(src.chunks_exact(4)) {
+        let x = i32::from_be_bytes([s[0], s[1], s[2], s[3]]);
+        let r = d.wrapping_add(x);
+        // Signed overflow: both operands have the sign the result lacks.
+        overflow |= (*d ^ r) & (x ^ r);
+        *d = r;
+    }
+    overflow < 0
+}
+
+/// Write `src` as big-endian values into `dst`.
+pub(crate) fn store(src: &[i32], dst: &mut [u8]) {
+    for (s, d) in src.iter().zip(dst.chunks_exact_mut(4)) {
+        d.copy_from_slice(&s.to_be_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accumulate_detects_overflow_both_ways() {
+        let mut acc = [i32::MAX, i32::MIN, 5];
+        let src: [u8; 12] = {
+            let mut b = [0u8; 12];
+            store(&[1, 0, -7], &mut b);
+            b
+        };
+        assert!(accumulate(&mut acc, &src));
+        assert_eq!(acc, [i32::MIN, i32::MIN, -2]);
+        let mut acc = [i32::MIN, 3];
+        let mut b = [0u8; 8];
+        store(&[-1, 4], &mut b);
+        assert!(accumulate(&mut acc, &b));
+        assert_eq!(acc, [i32::MAX, 7]);
+        let mut acc = [i32::MAX - 1, -5];
+        store(&[1, -6], &mut b);
+        assert!(!accumulate(&mut acc, &b));
+        assert_eq!(acc, [i32::MAX, -11]);
+    }
+
+    #[test]
+    fn load_and_store_are_big_endian() {
+        let mut v = [0i32; 2];
+        load(&mut v, &[0, 0, 1, 2, 0xff, 0xff, 0xff, 0xfe]);
+        assert_eq!(v, [0x0102, -2]);
+        let mut b = [0u8; 8];
+        store(&v, &mut b);
+        assert_eq!(b, [0, 0, 1, 2, 0xff, 0xff, 0xff, 0xfe]);
+    }
+}

@@ -1,0 +1,166 @@
+//! The worker's control messages: Join until every rank is in, Probe when a slot stalls,
+//! Abort in both directions.
+
+use super::{Phase, StallReport, Timer, Worker, WorkerError};
+use crate::quant::Tensor;
+use crate::ranks::WorldSet;
+use crate::time::Instant;
+use crate::wire::{
+    AbortPacket, AbortReason, AbortRepr, JoinFlags, JoinPacket, JoinReplyRepr, JoinRepr,
+    ProbePacket, ProbeReplyRepr, ProbeRepr, SlotState,
+};
+
+impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> {
+    pub(super) fn emit_join(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        let c = self.config;
+        let repr = JoinRepr {
+            job: c.job,
+            rank: c.rank,
+            world: c.world,
+            slot_lo: c.slot_lo,
+            slot_count: c.window,
+            count: c.count,
+        };
+        let len = repr.buffer_len();
+        let Some(out) = buf.get_mut(..len) else {
+            self.fail(WorkerError::BufferTooSmall { need: len });
+            return None;
+        };
+        repr.emit(&mut JoinPacket::new_unchecked(out));
+        self.join_due = false;
+        self.timers.set(Timer::JoinResend, now + c.join_interval);
+        Some(len)
+    }
+
+    pub(super) fn on_join_reply(&mut self, _now: Instant, r: &JoinReplyRepr<'_>) {
+        if !self.check_epoch(r.epoch) {
+            return;
+        }
+        if self.phase != Phase::Joining {
+            return;
+        }
+        if r.world != self.config.world {
+            self.fail(WorkerError::Refused {
+                reason: AbortReason::WorldMismatch,
+                detail: r.world,
+            });
+            return;
+        }
+        if r.max_count < self.config.count {
+            self.fail(WorkerError::Refused {
+                reason: AbortReason::CountTooLarge,
+                detail: r.max_count,
+            });
+            return;
+        }
+        self.joined = Some(WorldSet::from_bitmap(r.joined));
+        if r.flags.contains(JoinFlags::COMPLETE) {
+            self.phase = Phase::Running;
+            self.joined_event = true;
+            self.timers.stop(Timer::JoinResend);
+            self.timers.stop(Timer::JoinDeadline);
+        }
+    }
+
+    /// Record the switch's epoch; fail if it changed. Return whether to go on.
+    fn check_epoch(&mut self, epoch: u32) -> bool {
+        match self.epoch {
+            None => {
+                self.epoch = Some(epoch);
+                true
+            }
+            Some(old) if old == epoch => true,
+            Some(old) => {
+                self.fail(WorkerError::SwitchRestarted { old, new: epoch });
+                false
+            }
+        }
+    }
+
+    pub(super) fn emit_probe(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        let c = self.config;
+        let p = self.probe.as_mut()?;
+        let repr = ProbeRepr {
+            job: c.job,
+            rank: c.rank,
+            slot: c.slot_lo + p.slot,
+            ver: (p.seq & 1) as u8,
+            seq: p.seq,
+        };
+        let len = repr.buffer_len();
+        let out = buf.get_mut(..len)?;
+        repr.emit(&mut ProbePacket::new_unchecked(out));
+        p.due = false;
+        p.sent += 1;
+        self.timers.set(Timer::Probe, now + c.max_rto);
+        Some(len)
+    }
+
+    pub(super) fn on_probe_reply(&mut self, r: &ProbeReplyRepr<'_>) {
+        if !self.check_epoch(r.epoch) {
+            return;
+        }
+        let Some(p) = self.probe else { return };
+        if r.slot != self.config.slot_lo + p.slot || u32::from(r.ver) != p.seq & 1 {
+            return;
+        }
+        let missing = if r.seq == p.seq && r.state != SlotState::Idle {
+            WorldSet::from_bitmap(r.seen).complement_within(self.config.world)
+        } else {
+            WorldSet::all(self.config.world)
+        };
+        let report = StallReport::Probed {
+            state: r.state,
+            switch_seq: r.seq,
+            remaining: r.remaining,
+            missing,
+        };
+        if let Some(err) = self.stall_report(report) {
+            self.fail(err);
+        }
+    }
+
+    pub(super) fn on_abort(&mut self, a: &AbortRepr) {
+        let me = self.config.rank;
+        if a.reason == AbortReason::WorkerFailed {
+            if a.rank != me {
+                self.fail(WorkerError::PeerAborted {
+                    rank: a.rank,
+                    waiting_for: (a.detail != 0xFFFF).then_some(a.detail),
+                });
+            }
+            return;
+        }
+        if a.rank != me && a.rank != crate::wire::RANK_ALL {
+            self.stats.ignored += 1;
+            return;
+        }
+        if self.epoch.is_some_and(|e| e != a.epoch) && a.reason == AbortReason::UnknownJob {
+            // The switch no longer knows the job it once answered for: it restarted.
+            self.fail(WorkerError::SwitchRestarted {
+                old: self.epoch.unwrap_or(0),
+                new: a.epoch,
+            });
+            return;
+        }
+        self.fail(WorkerError::Refused {
+            reason: a.reason,
+            detail: a.detail,
+        });
+    }
+
+    pub(super) fn emit_abort(&mut self, waiting_for: u16, buf: &mut [u8]) -> Option<usize> {
+        let c = self.config;
+        let repr = AbortRepr {
+            job: c.job,
+            rank: c.rank,
+            reason: AbortReason::WorkerFailed,
+            detail: waiting_for,
+            epoch: 0,
+        };
+        let len = repr.buffer_len();
+        let out = buf.get_mut(..len)?;
+        repr.emit(&mut AbortPacket::new_unchecked(out));
+        Some(len)
+    }
+}

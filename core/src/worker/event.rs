@@ -1,0 +1,237 @@
+//! What the worker reports: events, errors, counters.
+
+use crate::quant::NonFinite;
+use crate::ranks::WorldSet;
+use crate::time::Duration;
+use crate::wire::{AbortReason, SlotState};
+
+/// Identifies a submitted tensor; ids increase in submission order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct TensorId(pub u64);
+
+/// What happened.
+#[derive(Debug)]
+pub enum Event<B> {
+    /// Every rank has joined; data flows from now on.
+    Joined {
+        /// The switch's epoch.
+        epoch: u32,
+    },
+    /// A tensor is finished (or abandoned); its buffer is handed back.
+    Done {
+        /// Which tensor.
+        id: TensorId,
+        /// The buffer, holding the result when `result` is `Ok`.
+        buf: B,
+        /// Whether the result is good.
+        result: Result<(), TensorError>,
+    },
+    /// The stream cannot go on. Every queued tensor follows as `Done` with an error.
+    Failed(WorkerError),
+}
+
+/// Why one tensor's result is not good.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum TensorError {
+    /// The int32 sum overflowed (switch `OVERFLOW` flag); the first affected chunk starts
+    /// at this element. The other chunks are exact.
+    Overflow {
+        /// First element of the first overflowed chunk.
+        index: usize,
+    },
+    /// The stream failed before the tensor was finished; see [`Event::Failed`].
+    Aborted,
+}
+
+/// What the switch said about a stalled slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum StallReport {
+    /// The switch answered the probe.
+    Probed {
+        /// State of the slot version at the switch.
+        state: SlotState,
+        /// The use the switch holds there.
+        switch_seq: u32,
+        /// Contributions it still misses for that use.
+        remaining: u16,
+        /// Ranks that have not contributed to *our* use (every rank if the switch holds
+        /// another use).
+        missing: WorldSet,
+    },
+    /// The switch did not answer the probe either.
+    NoAnswer,
+}
+
+/// Why the stream failed. Every variant names what is missing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum WorkerError {
+    /// The join did not complete in time; these ranks had not joined.
+    JoinTimeout {
+        /// Ranks missing at the last JoinReply.
+        missing: WorldSet,
+        /// How long the worker waited.
+        waited: Duration,
+    },
+    /// The switch never answered a Join.
+    SwitchUnreachable {
+        /// How long the worker waited.
+        waited: Duration,
+    },
+    /// The switch refused the job (Abort in answer to a Join or Probe).
+    Refused {
+        /// Why.
+        reason: AbortReason,
+        /// The reason's detail (see protocol.md §3.6).
+        detail: u16,
+    },
+    /// Another rank gave up and told the job.
+    PeerAborted {
+        /// The rank that gave up.
+        rank: u16,
+        /// The rank it was waiting for, if it named one.
+        waiting_for: Option<u16>,
+    },
+    /// One slot made no progress through the whole retry budget.
+    Stalled {
+        /// The job-relative slot.
+        slot: u16,
+        /// The use number waited for.
+        seq: u32,
+        /// What the switch said.
+        report: StallReport,
+    },
+    /// The switch's epoch changed: it restarted and lost the job's state.
+    SwitchRestarted {
+        /// The epoch at join time.
+        old: u32,
+        /// The epoch now.
+        new: u32,
+    },
+    /// The caller's transmit buffer is too small for one datagram.
+    BufferTooSmall {
+        /// Bytes needed.
+        need: usize,
+    },
+}
+
+impl core::fmt::Display for WorkerError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            WorkerError::JoinTimeout { missing, waited } => {
+                write!(f, "join timed out after {waited}: ranks {missing} never joined")
+            }
+            WorkerError::SwitchUnreachable { waited } => {
+                write!(f, "the switch did not answer for {waited}")
+            }
+            WorkerError::Refused { reason, detail } => {
+                write!(f, "the switch refused the job: {reason} (detail {detail})")
+            }
+            WorkerError::PeerAborted { rank, waiting_for } => {
+                write!(f, "rank {rank} gave up")?;
+                match waiting_for {
+                    Some(r) => write!(f, " waiting for rank {r}"),
+                    None => Ok(()),
+                }
+            }
+            WorkerError::Stalled { slot, seq, report } => {
+                write!(f, "slot {slot} stalled at use {seq}: ")?;
+                match report {
+                    StallReport::Probed {
+                        state,
+                        switch_seq,
+                        missing,
+                        ..
+                    } if *switch_seq == *seq && *state == SlotState::Complete => f.write_str(
+                        "the switch has the result but it never arrived here (return path losing packets)",
+                    ),
+                    StallReport::Probed { missing, .. } => {
+                        write!(f, "no contribution from ranks {missing}")
+                    }
+                    StallReport::NoAnswer => f.write_str("the switch does not answer probes"),
+                }
+            }
+            WorkerError::SwitchRestarted { old, new } => {
+                write!(f, "the switch restarted (epoch {old} -> {new}); the job's state is lost")
+            }
+            WorkerError::BufferTooSmall { need } => {
+                write!(f, "transmit buffer too small: need {need} bytes")
+            }
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for WorkerError {}
+
+impl core::fmt::Display for TensorError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            TensorError::Overflow { index } => {
+                write!(f, "int32 sum overflowed (first at chunk starting at element {index})")
+            }
+            TensorError::Aborted => f.write_str("the stream failed before the tensor finished"),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for TensorError {}
+
+/// Why `submit` refused a tensor (the buffer comes back with it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum SubmitErrorKind {
+    /// An element is NaN or infinite; nothing was sent.
+    NonFinite(NonFinite),
+    /// Averaging an int32 tensor is not defined; sum it and divide.
+    AverageOfIntegers,
+    /// The tensor queue is full; wait for a `Done`.
+    QueueFull,
+    /// More chunks than a u32 counts.
+    TooLarge,
+    /// The stream has failed.
+    Failed(WorkerError),
+}
+
+/// A refused submission.
+#[derive(Debug)]
+pub struct SubmitError<B> {
+    /// Why.
+    pub kind: SubmitErrorKind,
+    /// The tensor, untouched.
+    pub buf: B,
+}
+
+impl core::fmt::Display for SubmitErrorKind {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            SubmitErrorKind::NonFinite(e) => write!(f, "{e}; nothing was sent"),
+            SubmitErrorKind::AverageOfIntegers => f.write_str("cannot average an int32 tensor"),
+            SubmitErrorKind::QueueFull => f.write_str("tensor queue full"),
+            SubmitErrorKind::TooLarge => f.write_str("tensor too large"),
+            SubmitErrorKind::Failed(e) => write!(f, "stream failed: {e}"),
+        }
+    }
+}
+
+/// Counters of one worker state machine.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Stats {
+    /// Contributions sent, first sends and resends.
+    pub sent: u64,
+    /// Resends among them.
+    pub retransmissions: u64,
+    /// Results accepted.
+    pub results: u64,
+    /// Results ignored as stale or duplicate (wrong seq or no use outstanding).
+    pub stale_results: u64,
+    /// Datagrams ignored as malformed or for another job or rank.
+    pub ignored: u64,
+    /// Tensors finished.
+    pub tensors: u64,
+}

@@ -1,0 +1,275 @@
+//! The per-slot loop: which use each slot is on, sending it, accepting its result, and
+//! moving to the next chunk (protocol.md §5.3, §6).
+
+use super::{Phase, Probe, StallReport, Worker, WorkerError};
+use crate::quant::{Tensor, NO_EXPONENT};
+use crate::time::{Duration, Instant};
+use crate::wire::{DataKind, DataPacket, DataRepr, Flags};
+
+/// What a slot is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Work {
+    /// Nothing to send; `next` is the first tensor id it has not looked at.
+    Idle { next: u64 },
+    /// Sending the exponent of `chunk` of `tensor`, with no values.
+    Prime { tensor: u64, chunk: u32 },
+    /// Sending `chunk` of `tensor`, quantized with the job-wide exponent `exp`.
+    Data { tensor: u64, chunk: u32, exp: u8 },
+}
+
+/// One slot of the lane.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SlotState {
+    /// The use number of the outstanding (or next) use.
+    pub(crate) seq: u32,
+    pub(crate) work: Work,
+    /// Resends of the current use.
+    pub(crate) tries: u16,
+    /// The current retransmission timeout.
+    pub(crate) rto: Duration,
+    /// Whether the slot is in the send queue.
+    pub(crate) queued: bool,
+}
+
+impl SlotState {
+    pub(crate) const fn new(rto: Duration) -> Self {
+        SlotState {
+            seq: 0,
+            work: Work::Idle { next: 0 },
+            tries: 0,
+            rto,
+            queued: false,
+        }
+    }
+}
+
+impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> {
+    /// Put slot `i` on the first chunk it owns in tensors `from..`, or make it idle.
+    pub(super) fn start_next(&mut self, i: usize, from: u64) {
+        let window = self.config.window;
+        let mut work = Work::Idle {
+            next: self.tensors.next_id,
+        };
+        for id in from..self.tensors.next_id {
+            let Some(e) = self.tensors.get(id) else {
+                continue;
+            };
+            if let Some(chunk) = e.first_chunk(i as u16, window) {
+                work = if e.is_float() {
+                    Work::Prime { tensor: id, chunk }
+                } else {
+                    Work::Data {
+                        tensor: id,
+                        chunk,
+                        exp: NO_EXPONENT,
+                    }
+                };
+                break;
+            }
+        }
+        self.slots[i].work = work;
+        if work != (Work::Idle { next: self.tensors.next_id }) {
+            self.enqueue(i);
+        }
+    }
+
+    fn enqueue(&mut self, i: usize) {
+        let st = &mut self.slots[i];
+        if !st.queued && self.send_queue.push_back(i as u16).is_ok() {
+            st.queued = true;
+        }
+    }
+
+    /// Resend, or start probing, every slot whose timer expired.
+    pub(super) fn expire_slots(&mut self, now: Instant) {
+        let mut stalled = None;
+        let (slots, queue, cfg) = (&mut self.slots, &mut self.send_queue, &self.config);
+        self.slot_timers.expire(now, |i| {
+            let st = &mut slots[i];
+            if matches!(st.work, Work::Idle { .. }) {
+                return;
+            }
+            if st.tries >= cfg.retries {
+                stalled.get_or_insert((i as u16, st.seq));
+                return;
+            }
+            st.tries += 1;
+            st.rto = st.rto.doubled_up_to(cfg.max_rto);
+            if !st.queued && queue.push_back(i as u16).is_ok() {
+                st.queued = true;
+            }
+        });
+        if let (Some((slot, seq)), None) = (stalled, self.probe) {
+            self.probe = Some(Probe {
+                slot,
+                seq,
+                sent: 0,
+                due: true,
+            });
+        }
+    }
+
+    /// Send the next queued use, if any.
+    pub(super) fn emit_next_contribution(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        while let Some(i) = self.send_queue.pop_front() {
+            let i = usize::from(i);
+            self.slots[i].queued = false;
+            if let Some(len) = self.emit_contribution(i, buf) {
+                let st = &self.slots[i];
+                self.slot_timers.arm(i, now + st.rto);
+                self.stats.sent += 1;
+                if st.tries > 0 {
+                    self.stats.retransmissions += 1;
+                }
+                return Some(len);
+            }
+            if self.phase == Phase::Failed {
+                return None;
+            }
+        }
+        None
+    }
+
+    /// Write slot `i`'s current use into `buf`.
+    fn emit_contribution(&mut self, i: usize, buf: &mut [u8]) -> Option<usize> {
+        let cfg = self.config;
+        let st = self.slots[i];
+        let (tensor, chunk, exp_max, prime) = match st.work {
+            Work::Idle { .. } => return None,
+            Work::Prime { tensor, chunk } => (tensor, chunk, NO_EXPONENT, true),
+            Work::Data { tensor, chunk, exp } => (tensor, chunk, exp, false),
+        };
+        let e = self.tensors.get_mut(tensor)?;
+        let range = e.chunk_range(chunk, cfg.count);
+        let look_ahead = chunk.saturating_add(u32::from(cfg.window));
+        let float = e.is_float();
+        let elements = e.buf.elements();
+        let (count, exp) = if prime {
+            (0, elements.block_exponent(range.clone()))
+        } else if float && look_ahead < e.chunks {
+            let next = e.chunk_range(look_ahead, cfg.count);
+            (range.len() as u16, elements.block_exponent(next))
+        } else {
+            (range.len() as u16, NO_EXPONENT)
+        };
+        let repr = DataRepr {
+            kind: DataKind::Contribution,
+            job: cfg.job,
+            rank: cfg.rank,
+            slot: cfg.slot_lo + i as u16,
+            ver: (st.seq & 1) as u8,
+            flags: if st.tries > 0 {
+                Flags::RETRANSMIT
+            } else {
+                Flags::default()
+            },
+            count,
+            seq: st.seq,
+            exp,
+        };
+        let len = repr.buffer_len();
+        let Some(out) = buf.get_mut(..len) else {
+            self.fail(WorkerError::BufferTooSmall { need: len });
+            return None;
+        };
+        let mut packet = DataPacket::new_unchecked(out);
+        repr.emit(&mut packet);
+        if !prime {
+            elements.encode(range, cfg.world, exp_max, packet.values_mut());
+        }
+        Some(len)
+    }
+
+    /// Accept a Result if it answers a slot's outstanding use; then move the slot on.
+    pub(super) fn on_result(&mut self, _now: Instant, r: &DataRepr, payload: &[u8]) {
+        let cfg = self.config;
+        let i = usize::from(r.slot.wrapping_sub(cfg.slot_lo));
+        if self.phase != Phase::Running || i >= usize::from(cfg.window) {
+            self.stats.ignored += 1;
+            return;
+        }
+        let st = self.slots[i];
+        if matches!(st.work, Work::Idle { .. })
+            || r.seq != st.seq
+            || u32::from(r.ver) != st.seq & 1
+        {
+            self.stats.stale_results += 1;
+            return;
+        }
+        let next = match st.work {
+            Work::Idle { .. } => return,
+            Work::Prime { tensor, chunk } => {
+                if r.count != 0 {
+                    self.stats.ignored += 1;
+                    return;
+                }
+                Some(Work::Data {
+                    tensor,
+                    chunk,
+                    exp: r.exp,
+                })
+            }
+            Work::Data { tensor, chunk, exp } => {
+                let Some(e) = self.tensors.get_mut(tensor) else {
+                    self.stats.ignored += 1;
+                    return;
+                };
+                let range = e.chunk_range(chunk, cfg.count);
+                if usize::from(r.count) != range.len() {
+                    self.stats.ignored += 1;
+                    return;
+                }
+                if r.flags.contains(Flags::OVERFLOW) {
+                    e.overflow = Some(e.overflow.map_or(range.start, |o| o.min(range.start)));
+                }
+                let (world, op) = (cfg.world, e.op);
+                e.buf.elements().decode(range, world, exp, op, payload);
+                e.remaining -= 1;
+                let following = chunk.saturating_add(u32::from(cfg.window));
+                if following < e.chunks {
+                    Some(Work::Data {
+                        tensor,
+                        chunk: following,
+                        exp: r.exp,
+                    })
+                } else {
+                    None
+                }
+            }
+        };
+        self.stats.results += 1;
+        self.slot_timers.cancel(i);
+        if self.probe.is_some_and(|p| usize::from(p.slot) == i) {
+            // The stalled use completed after all: no failure to report.
+            self.probe = None;
+            self.timers.stop(super::Timer::Probe);
+        }
+        let st = &mut self.slots[i];
+        st.seq = st.seq.wrapping_add(1);
+        st.tries = 0;
+        st.rto = cfg.rto;
+        match next {
+            Some(work) => {
+                st.work = work;
+                self.enqueue(i);
+            }
+            None => {
+                let tensor = match st.work {
+                    Work::Data { tensor, .. } | Work::Prime { tensor, .. } => tensor,
+                    Work::Idle { next } => next,
+                };
+                self.start_next(i, tensor + 1);
+            }
+        }
+    }
+
+    /// The probe for a stalled slot was answered: fail with what the switch knows.
+    pub(super) fn stall_report(&self, report: StallReport) -> Option<WorkerError> {
+        let p = self.probe?;
+        Some(WorkerError::Stalled {
+            slot: self.config.slot_lo + p.slot,
+            seq: p.seq,
+            report,
+        })
+    }
+}

@@ -1,0 +1,112 @@
+//! The queue of submitted tensors: a ring of `QUEUE` entries indexed by tensor id.
+
+use super::event::{TensorError, TensorId};
+use crate::quant::{ElementType, Op, Tensor};
+
+/// One submitted tensor.
+pub(crate) struct Entry<B> {
+    pub(crate) id: TensorId,
+    pub(crate) buf: B,
+    pub(crate) len: usize,
+    pub(crate) element: ElementType,
+    pub(crate) op: Op,
+    /// Number of chunks.
+    pub(crate) chunks: u32,
+    /// Lane slot of chunk 0 (protocol.md §6).
+    pub(crate) rotation: u16,
+    /// Chunks whose result has not arrived.
+    pub(crate) remaining: u32,
+    /// The first overflowed element, if any.
+    pub(crate) overflow: Option<usize>,
+}
+
+impl<B: Tensor> Entry<B> {
+    /// Return the first chunk of this tensor on lane slot `slot`, if it has one.
+    pub(crate) fn first_chunk(&self, slot: u16, window: u16) -> Option<u32> {
+        let j = (u32::from(slot) + u32::from(window) - u32::from(self.rotation))
+            % u32::from(window);
+        (j < self.chunks).then_some(j)
+    }
+
+    /// Return the element range of chunk `j`.
+    pub(crate) fn chunk_range(&self, j: u32, count: u16) -> core::ops::Range<usize> {
+        let lo = (j as usize).saturating_mul(usize::from(count)).min(self.len);
+        lo..lo.saturating_add(usize::from(count)).min(self.len)
+    }
+
+    pub(crate) fn is_float(&self) -> bool {
+        self.element != ElementType::I32
+    }
+
+    pub(crate) fn result(&self) -> Result<(), TensorError> {
+        match self.overflow {
+            Some(index) => Err(TensorError::Overflow { index }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The ring. Tensor `id` lives at `id % QUEUE`.
+pub(crate) struct Queue<B, const QUEUE: usize> {
+    entries: [Option<Entry<B>>; QUEUE],
+    /// The id the next submission gets.
+    pub(crate) next_id: u64,
+    /// Lane slot of chunk 0 of the next submission.
+    pub(crate) next_rotation: u16,
+}
+
+impl<B: Tensor, const QUEUE: usize> Queue<B, QUEUE> {
+    pub(crate) fn new() -> Self {
+        Queue {
+            entries: [const { None }; QUEUE],
+            next_id: 0,
+            next_rotation: 0,
+        }
+    }
+
+    fn index(id: u64) -> usize {
+        (id % QUEUE.max(1) as u64) as usize
+    }
+
+    pub(crate) fn has_room(&self) -> bool {
+        self.entries
+            .get(Self::index(self.next_id))
+            .is_some_and(|e| e.is_none())
+    }
+
+    pub(crate) fn insert(&mut self, entry: Entry<B>) {
+        if let Some(e) = self.entries.get_mut(Self::index(entry.id.0)) {
+            *e = Some(entry);
+        }
+    }
+
+    pub(crate) fn get(&self, id: u64) -> Option<&Entry<B>> {
+        self.entries
+            .get(Self::index(id))?
+            .as_ref()
+            .filter(|e| e.id.0 == id)
+    }
+
+    pub(crate) fn get_mut(&mut self, id: u64) -> Option<&mut Entry<B>> {
+        self.entries
+            .get_mut(Self::index(id))?
+            .as_mut()
+            .filter(|e| e.id.0 == id)
+    }
+
+    /// Remove and return the oldest entry that `pick` accepts.
+    pub(crate) fn take_oldest(&mut self, pick: impl Fn(&Entry<B>) -> bool) -> Option<Entry<B>> {
+        let i = self
+            .entries
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| e.as_ref().filter(|e| pick(e)).map(|e| (e.id, i)))
+            .min()?
+            .1;
+        self.entries[i].take()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.entries.iter().all(|e| e.is_none())
+    }
+}

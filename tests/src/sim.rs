@@ -1,0 +1,396 @@
+//! A deterministic network simulator: N worker lanes, one switch, and a seeded network that
+//! drops, duplicates, delays and therefore reorders datagrams. Time jumps to the earliest
+//! deadline of any node; nothing here reads a clock, so a seed replays exactly.
+//!
+//! ```text
+//!   rank 0 lane 0 ─┐                       ┌─ (multicast: each rank's lane owning the slot)
+//!   rank 0 lane 1 ─┤   lossy, jittery   ┌──┴───┐
+//!   rank 1 lane 0 ─┼──── datagrams ────▶│switch│── unicast: back to the sending lane
+//!   rank 1 lane 1 ─┘                    └──────┘
+//! ```
+//!
+//! The sim plays the adapter's part: it remembers which lane sent what and routes the
+//! switch's multicasts (Results to the lane of each rank that owns the slot; JoinReplies
+//! and Aborts to every lane).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use switchml_core::quant::{Elements, Op, Tensor};
+use switchml_core::switch::{Aggregator, Verdict};
+use switchml_core::time::{Duration, Instant};
+use switchml_core::wire::{self, Message, MessageType};
+use switchml_core::worker::{Config, Event, TensorId, Worker};
+
+/// The most slots one simulated lane may drive.
+pub const SLOTS: usize = 64;
+/// The most tensors one simulated lane may queue.
+pub const QUEUE: usize = 8;
+
+/// A tensor owned by a simulated worker.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Buf {
+    /// f32 values.
+    F32(Vec<f32>),
+    /// int32 values.
+    I32(Vec<i32>),
+    /// f16 values.
+    F16(Vec<half::f16>),
+    /// bf16 values.
+    Bf16(Vec<half::bf16>),
+}
+
+impl Tensor for Buf {
+    fn elements(&mut self) -> Elements<'_> {
+        match self {
+            Buf::F32(v) => Elements::F32(v),
+            Buf::I32(v) => Elements::I32(v),
+            Buf::F16(v) => Elements::F16(v),
+            Buf::Bf16(v) => Elements::Bf16(v),
+        }
+    }
+}
+
+/// The simulated worker type.
+pub type SimWorker = Worker<Buf, SLOTS, QUEUE>;
+
+/// How the network misbehaves. Every datagram, either way, independently.
+#[derive(Debug, Clone, Copy)]
+pub struct Network {
+    /// Probability of loss.
+    pub drop: f64,
+    /// Probability of an extra copy (with its own delay).
+    pub duplicate: f64,
+    /// Shortest one-way delay.
+    pub delay_min: Duration,
+    /// Longest one-way delay; the spread reorders.
+    pub delay_max: Duration,
+}
+
+impl Network {
+    /// A perfect network with a fixed 50 µs one-way delay.
+    pub const PERFECT: Network = Network {
+        drop: 0.0,
+        duplicate: 0.0,
+        delay_min: Duration::from_micros(50),
+        delay_max: Duration::from_micros(50),
+    };
+}
+
+/// SplitMix64: a tiny, well-mixed PRNG from a seed.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// Seed it.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    /// Next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A uniform float in [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// A uniform integer in [lo, hi].
+    pub fn between(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next_u64() % (hi - lo + 1)
+    }
+}
+
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Dest {
+    Switch { from: usize },
+    Lane(usize),
+}
+
+/// One lane of one rank.
+pub struct Node {
+    /// The rank.
+    pub rank: u16,
+    /// The state machine.
+    pub worker: SimWorker,
+    /// Whether it is alive (a dead node neither sends nor receives).
+    pub alive: bool,
+    /// Events it produced, in order.
+    pub events: Vec<Event<Buf>>,
+}
+
+/// Counters of the simulated network.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NetStats {
+    /// Datagrams sent.
+    pub sent: u64,
+    /// Datagrams lost.
+    pub dropped: u64,
+    /// Extra copies made.
+    pub duplicated: u64,
+}
+
+/// The simulation.
+pub struct Sim<S> {
+    /// The current time.
+    pub now: Instant,
+    /// The switch.
+    pub switch: S,
+    /// Every lane of every rank.
+    pub nodes: Vec<Node>,
+    /// The network's behaviour.
+    pub net: Network,
+    /// Network counters.
+    pub stats: NetStats,
+    rng: Rng,
+    queue: BinaryHeap<Reverse<(Instant, u64, Dest, Vec<u8>)>>,
+    order: u64,
+    buf: Vec<u8>,
+    out: Vec<u8>,
+}
+
+/// Why `drive` stopped without reaching its goal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SimError {
+    /// Nothing is scheduled and the goal is not reached.
+    Quiescent,
+    /// The step bound was hit.
+    StepLimit,
+}
+
+impl<S: Aggregator> Sim<S> {
+    /// Build a sim: one node per `(rank, lane config)` in `lanes`.
+    pub fn new(switch: S, configs: Vec<Config>, net: Network, seed: u64) -> Self {
+        let max = configs.iter().map(|c| c.max_datagram()).max().unwrap_or(0);
+        let nodes = configs
+            .into_iter()
+            .map(|c| Node {
+                rank: c.rank,
+                worker: Worker::new(c).expect("valid lane config"),
+                alive: true,
+                events: Vec::new(),
+            })
+            .collect();
+        Sim {
+            now: Instant::ZERO,
+            switch,
+            nodes,
+            net,
+            stats: NetStats::default(),
+            rng: Rng::new(seed),
+            queue: BinaryHeap::new(),
+            order: 0,
+            buf: vec![0; max.max(2048)],
+            out: vec![0; 1 << 17],
+        }
+    }
+
+    fn schedule(&mut self, dest: Dest, bytes: &[u8]) {
+        self.stats.sent += 1;
+        if self.rng.unit() < self.net.drop {
+            self.stats.dropped += 1;
+            return;
+        }
+        let copies = if self.rng.unit() < self.net.duplicate {
+            self.stats.duplicated += 1;
+            2
+        } else {
+            1
+        };
+        for _ in 0..copies {
+            let (lo, hi) = (
+                self.net.delay_min.total_micros(),
+                self.net.delay_max.total_micros().max(self.net.delay_min.total_micros()),
+            );
+            let at = self.now + Duration::from_micros(self.rng.between(lo, hi));
+            self.order += 1;
+            let dest = match &dest {
+                Dest::Switch { from } => Dest::Switch { from: *from },
+                Dest::Lane(i) => Dest::Lane(*i),
+            };
+            self.queue
+                .push(Reverse((at, self.order, dest, bytes.to_vec())));
+        }
+    }
+
+    /// Let every live node transmit what it has and record its events.
+    fn flush(&mut self) {
+        for i in 0..self.nodes.len() {
+            if !self.nodes[i].alive {
+                continue;
+            }
+            while let Some(len) = self.nodes[i].worker.poll_transmit(self.now, &mut self.buf) {
+                let bytes = self.buf[..len].to_vec();
+                self.schedule(Dest::Switch { from: i }, &bytes);
+            }
+            while let Some(e) = self.nodes[i].worker.poll_event() {
+                self.nodes[i].events.push(e);
+            }
+        }
+    }
+
+    /// The lanes a switch output goes to.
+    fn route(&self, verdict: Verdict, from: usize, bytes: &[u8]) -> Vec<usize> {
+        match verdict {
+            Verdict::Unicast { .. } => vec![from],
+            Verdict::Multicast { .. } => {
+                let slot = match wire::peek(bytes) {
+                    Ok((MessageType::Result, _, _)) => match Message::parse(bytes) {
+                        Ok(Message::Data(r, _)) => Some(r.slot),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                (0..self.nodes.len())
+                    .filter(|&i| match slot {
+                        Some(s) => {
+                            let c = self.nodes[i].worker.config();
+                            s >= c.slot_lo && s - c.slot_lo < c.window
+                        }
+                        None => true,
+                    })
+                    .collect()
+            }
+            Verdict::Drop(_) | Verdict::Consumed => Vec::new(),
+        }
+    }
+
+    fn deliver(&mut self, dest: Dest, bytes: Vec<u8>) {
+        match dest {
+            Dest::Switch { from } => {
+                if !self.nodes[from].alive {
+                    return;
+                }
+                let verdict = self.switch.process(&bytes, &mut self.out);
+                let len = match verdict {
+                    Verdict::Multicast { len, .. } | Verdict::Unicast { len, .. } => len,
+                    _ => 0,
+                };
+                let reply = self.out[..len].to_vec();
+                for to in self.route(verdict, from, &reply) {
+                    self.schedule(Dest::Lane(to), &reply);
+                }
+            }
+            Dest::Lane(i) => {
+                if self.nodes[i].alive {
+                    self.nodes[i].worker.handle_packet(self.now, &bytes);
+                }
+            }
+        }
+    }
+
+    /// Send a datagram from outside (junk, spoofed packets) to the switch as if lane `from`
+    /// sent it.
+    pub fn inject(&mut self, from: usize, bytes: &[u8]) {
+        self.schedule(Dest::Switch { from }, bytes);
+    }
+
+    /// Advance to the next deadline and handle everything due then. Return false if nothing
+    /// is scheduled at all.
+    pub fn step(&mut self) -> bool {
+        self.flush();
+        let next_packet = self.queue.peek().map(|Reverse((t, ..))| *t);
+        let next_timer = self
+            .nodes
+            .iter()
+            .filter(|n| n.alive)
+            .filter_map(|n| n.worker.poll_timeout())
+            .min();
+        let Some(next) = [next_packet, next_timer].into_iter().flatten().min() else {
+            return false;
+        };
+        self.now = self.now.max(next);
+        while self
+            .queue
+            .peek()
+            .is_some_and(|Reverse((t, ..))| *t <= self.now)
+        {
+            let Some(Reverse((_, _, dest, bytes))) = self.queue.pop() else {
+                break;
+            };
+            self.deliver(dest, bytes);
+        }
+        for n in self.nodes.iter_mut().filter(|n| n.alive) {
+            if n.worker.poll_timeout().is_some_and(|t| t <= self.now) {
+                n.worker.handle_timeout(self.now);
+            }
+        }
+        self.flush();
+        true
+    }
+
+    /// Step until `done` holds, at most `max_steps` times.
+    pub fn drive(&mut self, max_steps: usize, done: impl Fn(&Self) -> bool) -> Result<(), SimError> {
+        for _ in 0..max_steps {
+            if done(self) {
+                return Ok(());
+            }
+            if !self.step() {
+                return if done(self) {
+                    Ok(())
+                } else {
+                    Err(SimError::Quiescent)
+                };
+            }
+        }
+        if done(self) {
+            Ok(())
+        } else {
+            Err(SimError::StepLimit)
+        }
+    }
+
+    /// Submit `buf` on lane `node`.
+    pub fn submit(&mut self, node: usize, buf: Buf, op: Op) -> TensorId {
+        let now = self.now;
+        match self.nodes[node].worker.submit(now, buf, op) {
+            Ok(id) => id,
+            Err(e) => panic!("submit refused: {}", e.kind),
+        }
+    }
+
+    /// Return whether every live node has finished tensor `id` or failed.
+    pub fn finished(&self, id: TensorId) -> bool {
+        self.nodes.iter().filter(|n| n.alive).all(|n| {
+            n.events.iter().any(|e| match e {
+                Event::Done { id: d, .. } => *d == id,
+                Event::Failed(_) => true,
+                _ => false,
+            })
+        })
+    }
+
+    /// Take the result of tensor `id` from node `node`.
+    pub fn take_result(&mut self, node: usize, id: TensorId) -> Option<(Buf, Result<(), switchml_core::worker::TensorError>)> {
+        let events = &mut self.nodes[node].events;
+        let pos = events
+            .iter()
+            .position(|e| matches!(e, Event::Done { id: d, .. } if *d == id))?;
+        match events.remove(pos) {
+            Event::Done { buf, result, .. } => Some((buf, result)),
+            _ => None,
+        }
+    }
+}
+
+/// Lane configs for `world` ranks with `lanes` lanes each, splitting `slots` job slots.
+pub fn lane_configs(template: Config, lanes: u16) -> Vec<Config> {
+    let per_lane = template.window;
+    let mut out = Vec::new();
+    for rank in 0..template.world {
+        for lane in 0..lanes {
+            out.push(Config {
+                rank,
+                slot_lo: lane * per_lane,
+                ..template
+            });
+        }
+    }
+    out
+}
