@@ -1,1 +1,106 @@
-//! (being written)
+//! Block floating point: floats to int32 and back (`docs/protocol.md` §5).
+//!
+//! A switch adds integers; workers train with floats. SwitchML (Sapio et al., *Scaling
+//! Distributed Machine Learning with In-Network Aggregation*, NSDI'21) bridges the two by
+//! having every worker scale its floats by a factor that all workers share and convert them
+//! to int32, the switch sum the int32, and every worker scale the sum back. The factor must
+//! be large, for precision, but small enough that the `n`-way sum cannot overflow int32.
+//!
+//! Here the factor comes from a *block exponent*, as in block floating point: each chunk
+//! ("block") of a tensor has one exponent, the smallest `e` with `max|x| < 2^e` over the
+//! block ([`exponent_of`], [`block_exponent_f32`]), sent as one biased byte. The switch
+//! returns the maximum `e_max` over all workers' blocks, one use of the slot ahead (§5.3),
+//! and then every worker maps `[-2^e_max, 2^e_max]` onto `[-L, L]` with
+//! `L = floor((2³¹ − 1) / n)` ([`Scale`]), so that the sum of `n` values fits. The summed
+//! int32 come back and are mapped onto floats again ([`Unscale`]), as a sum or an average.
+//! A summed element is off from the exact sum by at most `n` units of `2^e_max / L`, plus
+//! the final rounding to f32.
+//!
+//! The arithmetic is specified to the bit (binary64 products, round to nearest even) so that
+//! every implementation — this crate, the P4 model, SmartNIC firmware — sends and reads the
+//! same integers. [`Scale::quantize_value`] and [`Unscale::dequantize_value`] spell it out
+//! for one value; the slice functions compute the same bits several values at a time, in
+//! loops the compiler vectorizes.
+//!
+//! f16 and bf16 go through f32 (exactly) on the way in and are rounded on the way out.
+//! int32 tensors are sent as they are ([`encode_i32`]); the sum is exact or flagged as
+//! overflowed by the switch. [`Elements`] and [`Tensor`] let the worker handle all four
+//! element types through one interface. Non-finite floats cannot be quantized meaningfully;
+//! the worker rejects them ([`check_finite_f32`]) before anything is sent.
+
+mod elements;
+mod exponent;
+mod int32;
+mod scale;
+mod unscale;
+
+#[cfg(test)]
+mod aggregate_tests;
+
+use core::fmt;
+
+pub use elements::{Elements, Tensor};
+pub use exponent::{
+    block_exponent_bf16, block_exponent_f16, block_exponent_f32, check_finite_bf16,
+    check_finite_f16, check_finite_f32, exponent_of, exponent_value, NO_EXPONENT,
+};
+pub use int32::{decode_i32, encode_i32};
+pub use scale::Scale;
+pub use unscale::Unscale;
+
+/// The reduction an all-reduce computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Op {
+    /// The element-wise sum over all workers.
+    Sum,
+    /// The element-wise sum divided by the world size (floats only).
+    Average,
+}
+
+/// The element type of a tensor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ElementType {
+    /// IEEE binary32.
+    F32,
+    /// Two's complement 32-bit integers.
+    I32,
+    /// IEEE binary16.
+    F16,
+    /// bfloat16 (the top half of a binary32).
+    Bf16,
+}
+
+/// A non-finite input, reported before anything is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct NonFinite {
+    /// The index of the first NaN or infinite element.
+    pub index: usize,
+}
+
+impl fmt::Display for NonFinite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "element {} is NaN or infinite", self.index)
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for NonFinite {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    extern crate std;
+    use std::string::ToString;
+
+    #[test]
+    fn non_finite_displays_its_index() {
+        assert_eq!(
+            NonFinite { index: 17 }.to_string(),
+            "element 17 is NaN or infinite"
+        );
+    }
+}

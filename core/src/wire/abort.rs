@@ -1,1 +1,336 @@
-//! (being written)
+//! Abort (0x14): the job cannot go on (protocol.md §3.6).
+//!
+//! ```text
+//!  0: version | 1: type | 2-3: job | 4-5: rank | 6: reason | 7: reserved | 8-9: detail
+//! 10-11: reserved | 12-15: epoch
+//! ```
+
+use super::{
+    check_exact_len, get_u16, get_u32, prefix, put_prefix, put_u16, put_u32, Error, MessageType,
+    Result, VERSION,
+};
+
+/// Field ranges.
+pub mod field {
+    use core::ops::Range;
+
+    /// Why the job cannot go on.
+    pub const REASON: usize = super::prefix::LEN;
+    /// Reserved byte.
+    pub const RESERVED_A: usize = REASON + 1;
+    /// A number that depends on the reason.
+    pub const DETAIL: Range<usize> = RESERVED_A + 1..RESERVED_A + 3;
+    /// Reserved pair of bytes.
+    pub const RESERVED_B: Range<usize> = DETAIL.end..DETAIL.end + 2;
+    /// The switch's incarnation (0 when a worker sends it).
+    pub const EPOCH: Range<usize> = RESERVED_B.end..RESERVED_B.end + 4;
+}
+
+/// Length of an Abort message.
+pub const LEN: usize = field::EPOCH.end;
+
+/// Why a job cannot go on; the table of protocol.md §3.6.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum AbortReason {
+    /// 1: the switch does not know the job (detail 0).
+    UnknownJob,
+    /// 2: the rank is not below the world size (detail: the job's world size).
+    UnknownRank,
+    /// 3: the Join's world size differs from the job's (detail: the registered world size).
+    WorldMismatch,
+    /// 4: the slot range is outside the job's (detail: the job's slot count).
+    SlotRange,
+    /// 5: the chunk size is over the switch's limit (detail: `max_count`).
+    CountTooLarge,
+    /// 6: the switch is shutting down (detail 0).
+    Shutdown,
+    /// 7: a worker gave up (detail: the rank that gave up).
+    WorkerFailed,
+    /// A reason this version does not know.
+    Unknown(u8),
+}
+
+impl From<u8> for AbortReason {
+    fn from(b: u8) -> Self {
+        match b {
+            1 => AbortReason::UnknownJob,
+            2 => AbortReason::UnknownRank,
+            3 => AbortReason::WorldMismatch,
+            4 => AbortReason::SlotRange,
+            5 => AbortReason::CountTooLarge,
+            6 => AbortReason::Shutdown,
+            7 => AbortReason::WorkerFailed,
+            other => AbortReason::Unknown(other),
+        }
+    }
+}
+
+impl From<AbortReason> for u8 {
+    fn from(r: AbortReason) -> u8 {
+        match r {
+            AbortReason::UnknownJob => 1,
+            AbortReason::UnknownRank => 2,
+            AbortReason::WorldMismatch => 3,
+            AbortReason::SlotRange => 4,
+            AbortReason::CountTooLarge => 5,
+            AbortReason::Shutdown => 6,
+            AbortReason::WorkerFailed => 7,
+            AbortReason::Unknown(other) => other,
+        }
+    }
+}
+
+impl core::fmt::Display for AbortReason {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            AbortReason::UnknownJob => f.write_str("the switch does not know this job"),
+            AbortReason::UnknownRank => f.write_str("the rank is not part of the job's world"),
+            AbortReason::WorldMismatch => {
+                f.write_str("the world size differs from the one registered for the job")
+            }
+            AbortReason::SlotRange => f.write_str("the slot range is outside the job's slots"),
+            AbortReason::CountTooLarge => {
+                f.write_str("the chunk size is larger than the switch accepts")
+            }
+            AbortReason::Shutdown => f.write_str("the switch is shutting down"),
+            AbortReason::WorkerFailed => f.write_str("a worker of the job gave up"),
+            AbortReason::Unknown(b) => write!(f, "unknown abort reason {b:#04x}"),
+        }
+    }
+}
+
+/// A zero-copy view of an Abort message.
+#[derive(Debug, Clone)]
+pub struct AbortPacket<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> AbortPacket<T> {
+    /// Wrap a buffer without checking it.
+    pub const fn new_unchecked(buffer: T) -> Self {
+        AbortPacket { buffer }
+    }
+
+    /// Wrap a buffer and check its length.
+    pub fn new_checked(buffer: T) -> Result<Self> {
+        let p = Self::new_unchecked(buffer);
+        p.check_len()?;
+        Ok(p)
+    }
+
+    /// Check that the buffer is exactly [`LEN`] bytes long.
+    pub fn check_len(&self) -> Result<()> {
+        check_exact_len(self.buffer.as_ref().len(), LEN)
+    }
+
+    /// Return the underlying buffer.
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+
+    /// Return the version field.
+    pub fn version(&self) -> u8 {
+        self.buffer.as_ref()[prefix::VERSION]
+    }
+
+    /// Return the message type field.
+    pub fn msg_type(&self) -> MessageType {
+        MessageType::from(self.buffer.as_ref()[prefix::TYPE])
+    }
+
+    /// Return the job id field.
+    pub fn job_id(&self) -> u16 {
+        get_u16(self.buffer.as_ref(), prefix::JOB)
+    }
+
+    /// Return the rank field.
+    pub fn rank(&self) -> u16 {
+        get_u16(self.buffer.as_ref(), prefix::RANK)
+    }
+
+    /// Return the reason field.
+    pub fn reason(&self) -> AbortReason {
+        AbortReason::from(self.buffer.as_ref()[field::REASON])
+    }
+
+    /// Return the first reserved field.
+    pub fn reserved_a(&self) -> u8 {
+        self.buffer.as_ref()[field::RESERVED_A]
+    }
+
+    /// Return the detail field.
+    pub fn detail(&self) -> u16 {
+        get_u16(self.buffer.as_ref(), field::DETAIL)
+    }
+
+    /// Return the second reserved field.
+    pub fn reserved_b(&self) -> u16 {
+        get_u16(self.buffer.as_ref(), field::RESERVED_B)
+    }
+
+    /// Return the epoch field.
+    pub fn epoch(&self) -> u32 {
+        get_u32(self.buffer.as_ref(), field::EPOCH)
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> AbortPacket<T> {
+    /// Set the version field.
+    pub fn set_version(&mut self, v: u8) {
+        self.buffer.as_mut()[prefix::VERSION] = v;
+    }
+
+    /// Set the message type field.
+    pub fn set_msg_type(&mut self, t: MessageType) {
+        self.buffer.as_mut()[prefix::TYPE] = t.into();
+    }
+
+    /// Set the job id field.
+    pub fn set_job_id(&mut self, v: u16) {
+        put_u16(self.buffer.as_mut(), prefix::JOB, v);
+    }
+
+    /// Set the rank field.
+    pub fn set_rank(&mut self, v: u16) {
+        put_u16(self.buffer.as_mut(), prefix::RANK, v);
+    }
+
+    /// Set the reason field.
+    pub fn set_reason(&mut self, r: AbortReason) {
+        self.buffer.as_mut()[field::REASON] = r.into();
+    }
+
+    /// Set the detail field.
+    pub fn set_detail(&mut self, v: u16) {
+        put_u16(self.buffer.as_mut(), field::DETAIL, v);
+    }
+
+    /// Set the epoch field.
+    pub fn set_epoch(&mut self, v: u32) {
+        put_u32(self.buffer.as_mut(), field::EPOCH, v);
+    }
+}
+
+/// A validated Abort message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct AbortRepr {
+    /// Job id.
+    pub job: u16,
+    /// The destination (switch → worker) or the sender (worker → switch).
+    pub rank: u16,
+    /// Why the job cannot go on.
+    pub reason: AbortReason,
+    /// A number that depends on the reason.
+    pub detail: u16,
+    /// The switch's incarnation (0 when a worker sends it).
+    pub epoch: u32,
+}
+
+impl AbortRepr {
+    /// Parse and validate an Abort message.
+    pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &AbortPacket<&T>) -> Result<AbortRepr> {
+        packet.check_len()?;
+        if packet.version() != VERSION {
+            return Err(Error::Version(packet.version()));
+        }
+        if packet.msg_type() != MessageType::Abort {
+            return Err(Error::Field("type"));
+        }
+        if packet.reserved_a() != 0 || packet.reserved_b() != 0 {
+            return Err(Error::Reserved("abort.reserved"));
+        }
+        Ok(AbortRepr {
+            job: packet.job_id(),
+            rank: packet.rank(),
+            reason: packet.reason(),
+            detail: packet.detail(),
+            epoch: packet.epoch(),
+        })
+    }
+
+    /// Return the length of the message.
+    pub const fn buffer_len(&self) -> usize {
+        LEN
+    }
+
+    /// Write the message. The packet must be at least [`LEN`] bytes long.
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut AbortPacket<&mut T>) {
+        let b = packet.buffer.as_mut();
+        put_prefix(b, MessageType::Abort, self.job, self.rank);
+        b[field::REASON] = self.reason.into();
+        b[field::RESERVED_A] = 0;
+        put_u16(b, field::DETAIL, self.detail);
+        put_u16(b, field::RESERVED_B, 0);
+        put_u32(b, field::EPOCH, self.epoch);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Job 7, to rank 1: the world size does not match; the job has 8 ranks; epoch 0xdeadbeef.
+    const BYTES: [u8; 16] = [
+        0x01, 0x14, 0x00, 0x07, 0x00, 0x01, 0x03, 0x00, 0x00, 0x08, 0x00, 0x00, 0xDE, 0xAD, 0xBE,
+        0xEF,
+    ];
+    const REPR: AbortRepr = AbortRepr {
+        job: 7,
+        rank: 1,
+        reason: AbortReason::WorldMismatch,
+        detail: 8,
+        epoch: 0xDEAD_BEEF,
+    };
+
+    #[test]
+    fn decode_known_bytes() {
+        let p = AbortPacket::new_checked(&BYTES[..]).unwrap();
+        assert_eq!(AbortRepr::parse(&p), Ok(REPR));
+    }
+
+    #[test]
+    fn encode_to_known_bytes() {
+        let mut buf = [0xAAu8; 16];
+        assert_eq!(REPR.buffer_len(), 16);
+        REPR.emit(&mut AbortPacket::new_unchecked(&mut buf[..]));
+        assert_eq!(buf, BYTES);
+    }
+
+    #[test]
+    fn unknown_reasons_round_trip() {
+        for b in 0..=255u8 {
+            assert_eq!(u8::from(AbortReason::from(b)), b);
+        }
+        assert_eq!(AbortReason::from(0), AbortReason::Unknown(0));
+        assert_eq!(AbortReason::from(8), AbortReason::Unknown(8));
+    }
+
+    #[test]
+    fn reject_impossible_lengths_and_fields() {
+        let check = |b: &[u8]| AbortPacket::new_checked(b).err();
+        assert_eq!(check(&BYTES[..15]), Some(Error::Truncated));
+        let mut long = [0u8; 20];
+        long[..16].copy_from_slice(&BYTES);
+        assert_eq!(check(&long), Some(Error::TrailingBytes));
+        let parse = |b: &[u8]| AbortRepr::parse(&AbortPacket::new_unchecked(b));
+        let mut bad = BYTES;
+        bad[field::RESERVED_A] = 1;
+        assert_eq!(parse(&bad), Err(Error::Reserved("abort.reserved")));
+        let mut bad = BYTES;
+        bad[field::RESERVED_B.end - 1] = 1;
+        assert_eq!(parse(&bad), Err(Error::Reserved("abort.reserved")));
+        let mut bad = BYTES;
+        bad[prefix::TYPE] = 0x01;
+        assert_eq!(parse(&bad), Err(Error::Field("type")));
+        let mut bad = BYTES;
+        bad[0] = 2;
+        assert_eq!(parse(&bad), Err(Error::Version(2)));
+    }
+
+    #[test]
+    fn len_is_derived_from_the_fields() {
+        assert_eq!(LEN, 16);
+    }
+}

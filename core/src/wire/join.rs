@@ -1,1 +1,285 @@
-//! (being written)
+//! Join (0x10): a worker lane asks to take part in a job (protocol.md §3.2).
+//!
+//! ```text
+//!  0: version | 1: type | 2-3: job | 4-5: rank | 6-7: world | 8-9: slot_lo
+//! 10-11: slot_count | 12-13: count | 14-15: reserved
+//! ```
+
+use super::{
+    check_exact_len, get_u16, prefix, put_prefix, put_u16, Error, MessageType, Result, VERSION,
+};
+
+/// Field ranges.
+pub mod field {
+    use core::ops::Range;
+
+    /// The world size the worker believes the job has.
+    pub const WORLD: Range<usize> = super::prefix::LEN..8;
+    /// First job-relative slot of the lane.
+    pub const SLOT_LO: Range<usize> = WORLD.end..WORLD.end + 2;
+    /// Number of slots the lane will drive.
+    pub const SLOT_COUNT: Range<usize> = SLOT_LO.end..SLOT_LO.end + 2;
+    /// The chunk size `k` the lane will send.
+    pub const COUNT: Range<usize> = SLOT_COUNT.end..SLOT_COUNT.end + 2;
+    /// Reserved pair of bytes.
+    pub const RESERVED: Range<usize> = COUNT.end..COUNT.end + 2;
+}
+
+/// Length of a Join message.
+pub const LEN: usize = field::RESERVED.end;
+
+/// A zero-copy view of a Join message.
+#[derive(Debug, Clone)]
+pub struct JoinPacket<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> JoinPacket<T> {
+    /// Wrap a buffer without checking it.
+    pub const fn new_unchecked(buffer: T) -> Self {
+        JoinPacket { buffer }
+    }
+
+    /// Wrap a buffer and check its length.
+    pub fn new_checked(buffer: T) -> Result<Self> {
+        let p = Self::new_unchecked(buffer);
+        p.check_len()?;
+        Ok(p)
+    }
+
+    /// Check that the buffer is exactly [`LEN`] bytes long.
+    pub fn check_len(&self) -> Result<()> {
+        check_exact_len(self.buffer.as_ref().len(), LEN)
+    }
+
+    /// Return the underlying buffer.
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+
+    /// Return the version field.
+    pub fn version(&self) -> u8 {
+        self.buffer.as_ref()[prefix::VERSION]
+    }
+
+    /// Return the message type field.
+    pub fn msg_type(&self) -> MessageType {
+        MessageType::from(self.buffer.as_ref()[prefix::TYPE])
+    }
+
+    /// Return the job id field.
+    pub fn job_id(&self) -> u16 {
+        get_u16(self.buffer.as_ref(), prefix::JOB)
+    }
+
+    /// Return the rank field.
+    pub fn rank(&self) -> u16 {
+        get_u16(self.buffer.as_ref(), prefix::RANK)
+    }
+
+    /// Return the world size field.
+    pub fn world(&self) -> u16 {
+        get_u16(self.buffer.as_ref(), field::WORLD)
+    }
+
+    /// Return the slot_lo field.
+    pub fn slot_lo(&self) -> u16 {
+        get_u16(self.buffer.as_ref(), field::SLOT_LO)
+    }
+
+    /// Return the slot_count field.
+    pub fn slot_count(&self) -> u16 {
+        get_u16(self.buffer.as_ref(), field::SLOT_COUNT)
+    }
+
+    /// Return the count field.
+    pub fn count(&self) -> u16 {
+        get_u16(self.buffer.as_ref(), field::COUNT)
+    }
+
+    /// Return the reserved field.
+    pub fn reserved(&self) -> u16 {
+        get_u16(self.buffer.as_ref(), field::RESERVED)
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> JoinPacket<T> {
+    /// Set the version field.
+    pub fn set_version(&mut self, v: u8) {
+        self.buffer.as_mut()[prefix::VERSION] = v;
+    }
+
+    /// Set the message type field.
+    pub fn set_msg_type(&mut self, t: MessageType) {
+        self.buffer.as_mut()[prefix::TYPE] = t.into();
+    }
+
+    /// Set the job id field.
+    pub fn set_job_id(&mut self, v: u16) {
+        put_u16(self.buffer.as_mut(), prefix::JOB, v);
+    }
+
+    /// Set the rank field.
+    pub fn set_rank(&mut self, v: u16) {
+        put_u16(self.buffer.as_mut(), prefix::RANK, v);
+    }
+
+    /// Set the world size field.
+    pub fn set_world(&mut self, v: u16) {
+        put_u16(self.buffer.as_mut(), field::WORLD, v);
+    }
+
+    /// Set the slot_lo field.
+    pub fn set_slot_lo(&mut self, v: u16) {
+        put_u16(self.buffer.as_mut(), field::SLOT_LO, v);
+    }
+
+    /// Set the slot_count field.
+    pub fn set_slot_count(&mut self, v: u16) {
+        put_u16(self.buffer.as_mut(), field::SLOT_COUNT, v);
+    }
+
+    /// Set the count field.
+    pub fn set_count(&mut self, v: u16) {
+        put_u16(self.buffer.as_mut(), field::COUNT, v);
+    }
+}
+
+/// A validated Join message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct JoinRepr {
+    /// Job id.
+    pub job: u16,
+    /// The sender's rank.
+    pub rank: u16,
+    /// The world size the worker believes the job has.
+    pub world: u16,
+    /// First job-relative slot of the lane.
+    pub slot_lo: u16,
+    /// Number of slots the lane will drive.
+    pub slot_count: u16,
+    /// The chunk size `k` the lane will send.
+    pub count: u16,
+}
+
+impl JoinRepr {
+    /// Parse and validate a Join message.
+    pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &JoinPacket<&T>) -> Result<JoinRepr> {
+        packet.check_len()?;
+        if packet.version() != VERSION {
+            return Err(Error::Version(packet.version()));
+        }
+        if packet.msg_type() != MessageType::Join {
+            return Err(Error::Field("type"));
+        }
+        if packet.reserved() != 0 {
+            return Err(Error::Reserved("join.reserved"));
+        }
+        Ok(JoinRepr {
+            job: packet.job_id(),
+            rank: packet.rank(),
+            world: packet.world(),
+            slot_lo: packet.slot_lo(),
+            slot_count: packet.slot_count(),
+            count: packet.count(),
+        })
+    }
+
+    /// Return the length of the message.
+    pub const fn buffer_len(&self) -> usize {
+        LEN
+    }
+
+    /// Write the message. The packet must be at least [`LEN`] bytes long.
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut JoinPacket<&mut T>) {
+        let b = packet.buffer.as_mut();
+        put_prefix(b, MessageType::Join, self.job, self.rank);
+        put_u16(b, field::WORLD, self.world);
+        put_u16(b, field::SLOT_LO, self.slot_lo);
+        put_u16(b, field::SLOT_COUNT, self.slot_count);
+        put_u16(b, field::COUNT, self.count);
+        put_u16(b, field::RESERVED, 0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Job 7, rank 3 of 4, slots 8..12, k = 256.
+    const BYTES: [u8; 16] = [
+        0x01, 0x10, 0x00, 0x07, 0x00, 0x03, 0x00, 0x04, 0x00, 0x08, 0x00, 0x04, 0x01, 0x00, 0x00,
+        0x00,
+    ];
+    const REPR: JoinRepr = JoinRepr {
+        job: 7,
+        rank: 3,
+        world: 4,
+        slot_lo: 8,
+        slot_count: 4,
+        count: 256,
+    };
+
+    #[test]
+    fn decode_known_bytes() {
+        let p = JoinPacket::new_checked(&BYTES[..]).unwrap();
+        assert_eq!(JoinRepr::parse(&p), Ok(REPR));
+    }
+
+    #[test]
+    fn encode_to_known_bytes() {
+        let mut buf = [0xAAu8; 16];
+        assert_eq!(REPR.buffer_len(), 16);
+        REPR.emit(&mut JoinPacket::new_unchecked(&mut buf[..]));
+        assert_eq!(buf, BYTES);
+    }
+
+    #[test]
+    fn setters_write_the_fields() {
+        let mut buf = [0u8; 16];
+        let mut p = JoinPacket::new_unchecked(&mut buf[..]);
+        p.set_version(VERSION);
+        p.set_msg_type(MessageType::Join);
+        p.set_job_id(7);
+        p.set_rank(3);
+        p.set_world(4);
+        p.set_slot_lo(8);
+        p.set_slot_count(4);
+        p.set_count(256);
+        assert_eq!(buf, BYTES);
+    }
+
+    #[test]
+    fn reject_impossible_lengths_and_fields() {
+        assert_eq!(
+            JoinPacket::new_checked(&BYTES[..15]).err(),
+            Some(Error::Truncated)
+        );
+        assert_eq!(
+            JoinPacket::new_checked(&BYTES[..0]).err(),
+            Some(Error::Truncated)
+        );
+        let mut long = [0u8; 17];
+        long[..16].copy_from_slice(&BYTES);
+        assert_eq!(
+            JoinPacket::new_checked(&long[..]).err(),
+            Some(Error::TrailingBytes)
+        );
+        let parse = |b: &[u8]| JoinRepr::parse(&JoinPacket::new_unchecked(b));
+        let mut bad = BYTES;
+        bad[0] = 0;
+        assert_eq!(parse(&bad), Err(Error::Version(0)));
+        let mut bad = BYTES;
+        bad[prefix::TYPE] = 0x12;
+        assert_eq!(parse(&bad), Err(Error::Field("type")));
+        let mut bad = BYTES;
+        bad[field::RESERVED.end - 1] = 1;
+        assert_eq!(parse(&bad), Err(Error::Reserved("join.reserved")));
+    }
+
+    #[test]
+    fn len_is_derived_from_the_fields() {
+        assert_eq!(LEN, 16);
+    }
+}

@@ -1,1 +1,372 @@
-//! (being written)
+//! JoinReply (0x11): the switch's answer to a Join (protocol.md §3.3).
+//!
+//! ```text
+//!  0: version | 1: type | 2-3: job | 4-5: rank | 6-7: world | 8: flags | 9: reserved
+//! 10-11: max_count | 12-15: epoch | 16-17: slot_count | 18-19: bitmap_len
+//! 20-: joined bitmap (bitmap_len bytes)
+//! ```
+
+use super::{
+    check_exact_len, get_u16, get_u32, prefix, put_prefix, put_u16, put_u32, Error, MessageType,
+    Result, MAX_BITMAP_LEN, VERSION,
+};
+
+/// Field ranges.
+pub mod field {
+    use core::ops::Range;
+
+    /// The job's registered world size.
+    pub const WORLD: Range<usize> = super::prefix::LEN..8;
+    /// Flag bits.
+    pub const FLAGS: usize = WORLD.end;
+    /// Reserved byte.
+    pub const RESERVED: usize = FLAGS + 1;
+    /// The largest count the switch accepts.
+    pub const MAX_COUNT: Range<usize> = RESERVED + 1..RESERVED + 3;
+    /// The switch's incarnation.
+    pub const EPOCH: Range<usize> = MAX_COUNT.end..MAX_COUNT.end + 4;
+    /// Number of slots in the job's range.
+    pub const SLOT_COUNT: Range<usize> = EPOCH.end..EPOCH.end + 2;
+    /// Length of the bitmap in bytes.
+    pub const BITMAP_LEN: Range<usize> = SLOT_COUNT.end..SLOT_COUNT.end + 2;
+    /// The joined bitmap.
+    pub const BITMAP: usize = BITMAP_LEN.end;
+}
+
+/// Length of the fixed part, before the bitmap.
+pub const HEADER_LEN: usize = field::BITMAP;
+
+/// The flag bits of a JoinReply. Unknown bits are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct JoinFlags(pub u8);
+
+impl JoinFlags {
+    /// Every rank of the job has joined.
+    pub const COMPLETE: JoinFlags = JoinFlags(0x01);
+
+    /// Return whether every bit of `other` is set.
+    pub const fn contains(self, other: JoinFlags) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// Return the union.
+    #[must_use]
+    pub const fn with(self, other: JoinFlags) -> JoinFlags {
+        JoinFlags(self.0 | other.0)
+    }
+}
+
+/// A zero-copy view of a JoinReply message.
+#[derive(Debug, Clone)]
+pub struct JoinReplyPacket<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> JoinReplyPacket<T> {
+    /// Wrap a buffer without checking it.
+    pub const fn new_unchecked(buffer: T) -> Self {
+        JoinReplyPacket { buffer }
+    }
+
+    /// Wrap a buffer and check its length.
+    pub fn new_checked(buffer: T) -> Result<Self> {
+        let p = Self::new_unchecked(buffer);
+        p.check_len()?;
+        Ok(p)
+    }
+
+    /// Check that the buffer holds the fixed part and exactly `bitmap_len` bitmap bytes.
+    pub fn check_len(&self) -> Result<()> {
+        let len = self.buffer.as_ref().len();
+        if len < HEADER_LEN {
+            return Err(Error::Truncated);
+        }
+        check_exact_len(len, HEADER_LEN + self.bitmap_len() as usize)
+    }
+
+    /// Return the underlying buffer.
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+
+    /// Return the version field.
+    pub fn version(&self) -> u8 {
+        self.buffer.as_ref()[prefix::VERSION]
+    }
+
+    /// Return the message type field.
+    pub fn msg_type(&self) -> MessageType {
+        MessageType::from(self.buffer.as_ref()[prefix::TYPE])
+    }
+
+    /// Return the job id field.
+    pub fn job_id(&self) -> u16 {
+        get_u16(self.buffer.as_ref(), prefix::JOB)
+    }
+
+    /// Return the rank field.
+    pub fn rank(&self) -> u16 {
+        get_u16(self.buffer.as_ref(), prefix::RANK)
+    }
+
+    /// Return the world size field.
+    pub fn world(&self) -> u16 {
+        get_u16(self.buffer.as_ref(), field::WORLD)
+    }
+
+    /// Return the flags field.
+    pub fn flags(&self) -> JoinFlags {
+        JoinFlags(self.buffer.as_ref()[field::FLAGS])
+    }
+
+    /// Return the reserved field.
+    pub fn reserved(&self) -> u8 {
+        self.buffer.as_ref()[field::RESERVED]
+    }
+
+    /// Return the max_count field.
+    pub fn max_count(&self) -> u16 {
+        get_u16(self.buffer.as_ref(), field::MAX_COUNT)
+    }
+
+    /// Return the epoch field.
+    pub fn epoch(&self) -> u32 {
+        get_u32(self.buffer.as_ref(), field::EPOCH)
+    }
+
+    /// Return the slot_count field.
+    pub fn slot_count(&self) -> u16 {
+        get_u16(self.buffer.as_ref(), field::SLOT_COUNT)
+    }
+
+    /// Return the bitmap_len field.
+    pub fn bitmap_len(&self) -> u16 {
+        get_u16(self.buffer.as_ref(), field::BITMAP_LEN)
+    }
+
+    /// Return the joined bitmap: `bitmap_len` bytes after the fixed part.
+    pub fn bitmap(&self) -> &[u8] {
+        &self.buffer.as_ref()[HEADER_LEN..HEADER_LEN + self.bitmap_len() as usize]
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> JoinReplyPacket<T> {
+    /// Set the version field.
+    pub fn set_version(&mut self, v: u8) {
+        self.buffer.as_mut()[prefix::VERSION] = v;
+    }
+
+    /// Set the message type field.
+    pub fn set_msg_type(&mut self, t: MessageType) {
+        self.buffer.as_mut()[prefix::TYPE] = t.into();
+    }
+
+    /// Set the job id field.
+    pub fn set_job_id(&mut self, v: u16) {
+        put_u16(self.buffer.as_mut(), prefix::JOB, v);
+    }
+
+    /// Set the rank field.
+    pub fn set_rank(&mut self, v: u16) {
+        put_u16(self.buffer.as_mut(), prefix::RANK, v);
+    }
+
+    /// Set the world size field.
+    pub fn set_world(&mut self, v: u16) {
+        put_u16(self.buffer.as_mut(), field::WORLD, v);
+    }
+
+    /// Set the flags field.
+    pub fn set_flags(&mut self, f: JoinFlags) {
+        self.buffer.as_mut()[field::FLAGS] = f.0;
+    }
+
+    /// Set the max_count field.
+    pub fn set_max_count(&mut self, v: u16) {
+        put_u16(self.buffer.as_mut(), field::MAX_COUNT, v);
+    }
+
+    /// Set the epoch field.
+    pub fn set_epoch(&mut self, v: u32) {
+        put_u32(self.buffer.as_mut(), field::EPOCH, v);
+    }
+
+    /// Set the slot_count field.
+    pub fn set_slot_count(&mut self, v: u16) {
+        put_u16(self.buffer.as_mut(), field::SLOT_COUNT, v);
+    }
+
+    /// Set the bitmap_len field.
+    pub fn set_bitmap_len(&mut self, v: u16) {
+        put_u16(self.buffer.as_mut(), field::BITMAP_LEN, v);
+    }
+
+    /// Return the joined bitmap mutably: `bitmap_len` bytes after the fixed part.
+    pub fn bitmap_mut(&mut self) -> &mut [u8] {
+        let end = HEADER_LEN + self.bitmap_len() as usize;
+        &mut self.buffer.as_mut()[HEADER_LEN..end]
+    }
+}
+
+/// A validated JoinReply message; the bitmap is borrowed from the packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct JoinReplyRepr<'a> {
+    /// Job id.
+    pub job: u16,
+    /// The destination rank (`RANK_ALL` for multicast).
+    pub rank: u16,
+    /// The job's registered world size.
+    pub world: u16,
+    /// Flag bits.
+    pub flags: JoinFlags,
+    /// The largest count the switch accepts in a Contribution.
+    pub max_count: u16,
+    /// The switch's incarnation.
+    pub epoch: u32,
+    /// Number of slots in the job's range.
+    pub slot_count: u16,
+    /// The joined bitmap, `ceil(world/8)` bytes, at most [`MAX_BITMAP_LEN`].
+    pub joined: &'a [u8],
+}
+
+impl<'a> JoinReplyRepr<'a> {
+    /// Parse and validate a JoinReply message.
+    pub fn parse<T: AsRef<[u8]> + ?Sized>(
+        packet: &JoinReplyPacket<&'a T>,
+    ) -> Result<JoinReplyRepr<'a>> {
+        packet.check_len()?;
+        if packet.version() != VERSION {
+            return Err(Error::Version(packet.version()));
+        }
+        if packet.msg_type() != MessageType::JoinReply {
+            return Err(Error::Field("type"));
+        }
+        let bitmap_len = packet.bitmap_len() as usize;
+        if bitmap_len > MAX_BITMAP_LEN {
+            return Err(Error::Field("bitmap_len"));
+        }
+        if packet.reserved() != 0 {
+            return Err(Error::Reserved("join_reply.reserved"));
+        }
+        // Borrow the bitmap for 'a, not for the lifetime of `packet`.
+        let bytes: &'a [u8] = packet.buffer.as_ref();
+        Ok(JoinReplyRepr {
+            job: packet.job_id(),
+            rank: packet.rank(),
+            world: packet.world(),
+            flags: packet.flags(),
+            max_count: packet.max_count(),
+            epoch: packet.epoch(),
+            slot_count: packet.slot_count(),
+            joined: &bytes[HEADER_LEN..HEADER_LEN + bitmap_len],
+        })
+    }
+
+    /// Return the length of the message: fixed part and bitmap.
+    pub const fn buffer_len(&self) -> usize {
+        HEADER_LEN + self.joined.len()
+    }
+
+    /// Write the message, bitmap included. The packet must be at least `buffer_len()` bytes
+    /// long. A `joined` longer than [`MAX_BITMAP_LEN`] gives a message `parse` rejects.
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(
+        &self,
+        packet: &mut JoinReplyPacket<&mut T>,
+    ) {
+        let b = packet.buffer.as_mut();
+        put_prefix(b, MessageType::JoinReply, self.job, self.rank);
+        put_u16(b, field::WORLD, self.world);
+        b[field::FLAGS] = self.flags.0;
+        b[field::RESERVED] = 0;
+        put_u16(b, field::MAX_COUNT, self.max_count);
+        put_u32(b, field::EPOCH, self.epoch);
+        put_u16(b, field::SLOT_COUNT, self.slot_count);
+        put_u16(b, field::BITMAP_LEN, self.joined.len() as u16);
+        b[HEADER_LEN..HEADER_LEN + self.joined.len()].copy_from_slice(self.joined);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Job 7, multicast, world 10, COMPLETE, max_count 1024, epoch 0x01020304, 16 slots,
+    // every rank joined: bitmap ff 03.
+    const BYTES: [u8; 22] = [
+        0x01, 0x11, 0x00, 0x07, 0xFF, 0xFF, 0x00, 0x0A, 0x01, 0x00, 0x04, 0x00, 0x01, 0x02, 0x03,
+        0x04, 0x00, 0x10, 0x00, 0x02, 0xFF, 0x03,
+    ];
+    const REPR: JoinReplyRepr<'static> = JoinReplyRepr {
+        job: 7,
+        rank: 0xFFFF,
+        world: 10,
+        flags: JoinFlags::COMPLETE,
+        max_count: 1024,
+        epoch: 0x0102_0304,
+        slot_count: 16,
+        joined: &[0xFF, 0x03],
+    };
+
+    #[test]
+    fn decode_known_bytes() {
+        let p = JoinReplyPacket::new_checked(&BYTES[..]).unwrap();
+        assert_eq!(p.bitmap(), &[0xFF, 0x03]);
+        let r = JoinReplyRepr::parse(&p).unwrap();
+        assert_eq!(r, REPR);
+        assert!(r.flags.contains(JoinFlags::COMPLETE));
+    }
+
+    #[test]
+    fn encode_to_known_bytes() {
+        let mut buf = [0xAAu8; 22];
+        assert_eq!(REPR.buffer_len(), 22);
+        REPR.emit(&mut JoinReplyPacket::new_unchecked(&mut buf[..]));
+        assert_eq!(buf, BYTES);
+    }
+
+    #[test]
+    fn bitmap_mut_writes_in_place() {
+        let mut buf = BYTES;
+        let mut p = JoinReplyPacket::new_unchecked(&mut buf[..]);
+        p.bitmap_mut().copy_from_slice(&[0x0B, 0x01]);
+        p.set_flags(JoinFlags(0x80));
+        let r = JoinReplyRepr::parse(&JoinReplyPacket::new_unchecked(&buf[..])).unwrap();
+        assert_eq!(r.joined, &[0x0B, 0x01]);
+        assert!(!r.flags.contains(JoinFlags::COMPLETE));
+        assert_eq!(r.flags, JoinFlags(0x80), "unknown bits are kept");
+    }
+
+    #[test]
+    fn reject_impossible_lengths_and_fields() {
+        let check = |b: &[u8]| JoinReplyPacket::new_checked(b).err();
+        assert_eq!(check(&BYTES[..19]), Some(Error::Truncated));
+        assert_eq!(check(&BYTES[..21]), Some(Error::Truncated));
+        let mut long = [0u8; 23];
+        long[..22].copy_from_slice(&BYTES);
+        assert_eq!(check(&long), Some(Error::TrailingBytes));
+        fn parse(b: &[u8]) -> Result<JoinReplyRepr<'_>> {
+            JoinReplyRepr::parse(&JoinReplyPacket::new_unchecked(b))
+        }
+        let mut bad = BYTES;
+        bad[prefix::TYPE] = 0x10;
+        assert_eq!(parse(&bad), Err(Error::Field("type")));
+        let mut bad = BYTES;
+        bad[field::RESERVED] = 0x01;
+        assert_eq!(parse(&bad), Err(Error::Reserved("join_reply.reserved")));
+        let mut bad = BYTES;
+        bad[0] = 2;
+        assert_eq!(parse(&bad), Err(Error::Version(2)));
+        // 129 bitmap bytes: the right length for its header, but over the limit.
+        let mut big = [0u8; HEADER_LEN + MAX_BITMAP_LEN + 1];
+        big[..HEADER_LEN].copy_from_slice(&BYTES[..HEADER_LEN]);
+        big[field::BITMAP_LEN].copy_from_slice(&(MAX_BITMAP_LEN as u16 + 1).to_be_bytes());
+        assert_eq!(parse(&big), Err(Error::Field("bitmap_len")));
+    }
+
+    #[test]
+    fn header_len_is_derived_from_the_fields() {
+        assert_eq!(HEADER_LEN, 20);
+    }
+}

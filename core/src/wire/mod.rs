@@ -20,8 +20,13 @@ mod message;
 pub mod probe;
 pub mod probe_reply;
 
+pub use abort::{AbortPacket, AbortReason, AbortRepr};
 pub use data::{DataKind, DataPacket, DataRepr, Flags};
+pub use join::{JoinPacket, JoinRepr};
+pub use join_reply::{JoinFlags, JoinReplyPacket, JoinReplyRepr};
 pub use message::Message;
+pub use probe::{ProbePacket, ProbeRepr};
+pub use probe_reply::{ProbeReplyPacket, ProbeReplyRepr, SlotState};
 
 /// The protocol version this crate speaks.
 pub const VERSION: u8 = 1;
@@ -149,6 +154,25 @@ pub(crate) fn get_u32(b: &[u8], r: core::ops::Range<usize>) -> u32 {
     let mut a = [0u8; 4];
     a.copy_from_slice(&b[r]);
     u32::from_be_bytes(a)
+}
+
+/// Write a big-endian u16 at `r` (callers have checked the length).
+pub(crate) fn put_u16(b: &mut [u8], r: core::ops::Range<usize>, v: u16) {
+    b[r].copy_from_slice(&v.to_be_bytes());
+}
+
+/// Write a big-endian u32 at `r` (callers have checked the length).
+pub(crate) fn put_u32(b: &mut [u8], r: core::ops::Range<usize>, v: u32) {
+    b[r].copy_from_slice(&v.to_be_bytes());
+}
+
+/// Check that a buffer of `len` bytes holds exactly `want` bytes.
+pub(crate) fn check_exact_len(len: usize, want: usize) -> Result<()> {
+    match len.cmp(&want) {
+        core::cmp::Ordering::Less => Err(Error::Truncated),
+        core::cmp::Ordering::Greater => Err(Error::TrailingBytes),
+        core::cmp::Ordering::Equal => Ok(()),
+    }
 }
 
 /// Peek at the prefix: version, type, job and rank, without validating the rest.

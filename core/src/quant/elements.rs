@@ -1,0 +1,285 @@
+//! A caller's tensor of any supported element type, seen through one enum.
+//!
+//! The worker streams a tensor chunk by chunk: for each chunk it asks for the block exponent,
+//! encodes the payload, and later overwrites the same elements with the decoded result.
+//! Every `range` given here is clamped to the tensor (`start` and `end` to at most `len`,
+//! `end` to at least `start`), so an out-of-range request touches fewer elements or none,
+//! and never panics.
+
+use core::ops::Range;
+
+use half::{bf16, f16};
+
+use super::exponent::{
+    block_exponent_bf16, block_exponent_f16, block_exponent_f32, check_finite_bf16,
+    check_finite_f16, check_finite_f32, NO_EXPONENT,
+};
+use super::int32::{decode_i32, encode_i32};
+use super::scale::Scale;
+use super::unscale::Unscale;
+use super::{ElementType, NonFinite, Op};
+
+/// A caller's tensor, borrowed mutably: all-reduce works in place.
+#[derive(Debug)]
+pub enum Elements<'a> {
+    /// IEEE binary32 values, quantized per block.
+    F32(&'a mut [f32]),
+    /// int32 values, summed exactly without scaling.
+    I32(&'a mut [i32]),
+    /// IEEE binary16 values, quantized per block through f32.
+    F16(&'a mut [f16]),
+    /// bfloat16 values, quantized per block through f32.
+    Bf16(&'a mut [bf16]),
+}
+
+/// Clamp `range` to `0..len`.
+fn clamp(range: Range<usize>, len: usize) -> Range<usize> {
+    let start = range.start.min(len);
+    start..range.end.min(len).max(start)
+}
+
+impl<'a> Elements<'a> {
+    /// Return the number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            Elements::F32(x) => x.len(),
+            Elements::I32(x) => x.len(),
+            Elements::F16(x) => x.len(),
+            Elements::Bf16(x) => x.len(),
+        }
+    }
+
+    /// Return whether there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Return the element type.
+    pub fn element_type(&self) -> ElementType {
+        match self {
+            Elements::F32(_) => ElementType::F32,
+            Elements::I32(_) => ElementType::I32,
+            Elements::F16(_) => ElementType::F16,
+            Elements::Bf16(_) => ElementType::Bf16,
+        }
+    }
+
+    /// Check that every element is finite (always `Ok` for int32).
+    pub fn check_finite(&self) -> Result<(), NonFinite> {
+        match self {
+            Elements::F32(x) => check_finite_f32(x),
+            Elements::I32(_) => Ok(()),
+            Elements::F16(x) => check_finite_f16(x),
+            Elements::Bf16(x) => check_finite_bf16(x),
+        }
+    }
+
+    /// Return the block exponent of the elements in `range` (clamped; [`NO_EXPONENT`] for
+    /// int32 and for an empty range).
+    pub fn block_exponent(&self, range: Range<usize>) -> u8 {
+        let r = clamp(range, self.len());
+        match self {
+            Elements::F32(x) => block_exponent_f32(x.get(r).unwrap_or_default()),
+            Elements::I32(_) => NO_EXPONENT,
+            Elements::F16(x) => block_exponent_f16(x.get(r).unwrap_or_default()),
+            Elements::Bf16(x) => block_exponent_bf16(x.get(r).unwrap_or_default()),
+        }
+    }
+
+    /// Write the payload for elements `range` (clamped) into `dst`, 4 bytes per element:
+    /// quantized with [`Scale::new`]`(world, exp_max)` for floats, plain big-endian for int32
+    /// (`world` and `exp_max` ignored).
+    ///
+    /// If `dst` is shorter than 4 bytes per element, only the elements that fit are written;
+    /// bytes of `dst` past the payload are left as they are.
+    pub fn encode(&self, range: Range<usize>, world: u16, exp_max: u8, dst: &mut [u8]) {
+        let r = clamp(range, self.len());
+        let scale = Scale::new(world, exp_max);
+        match self {
+            Elements::F32(x) => scale.quantize_f32(x.get(r).unwrap_or_default(), dst),
+            Elements::I32(x) => encode_i32(x.get(r).unwrap_or_default(), dst),
+            Elements::F16(x) => scale.quantize_f16(x.get(r).unwrap_or_default(), dst),
+            Elements::Bf16(x) => scale.quantize_bf16(x.get(r).unwrap_or_default(), dst),
+        }
+    }
+
+    /// Overwrite elements `range` (clamped) with the summed payload `src`: dequantized with
+    /// [`Unscale::new`]`(world, exp_max, op)` for floats, plain big-endian for int32 (where
+    /// `op` is ignored: the worker rejects an average of int32 before sending anything).
+    ///
+    /// If `src` holds fewer values than the range, only that many elements are overwritten.
+    pub fn decode(&mut self, range: Range<usize>, world: u16, exp_max: u8, op: Op, src: &[u8]) {
+        let r = clamp(range, self.len());
+        let unscale = Unscale::new(world, exp_max, op);
+        match self {
+            Elements::F32(x) => unscale.dequantize_f32(src, x.get_mut(r).unwrap_or_default()),
+            Elements::I32(x) => decode_i32(src, x.get_mut(r).unwrap_or_default()),
+            Elements::F16(x) => unscale.dequantize_f16(src, x.get_mut(r).unwrap_or_default()),
+            Elements::Bf16(x) => unscale.dequantize_bf16(src, x.get_mut(r).unwrap_or_default()),
+        }
+    }
+}
+
+/// What the worker holds: a tensor it can view as [`Elements`].
+///
+/// Implemented for the slices and arrays of the four element types, for `&mut T` of any
+/// `Tensor` (so `&mut [f32]`, `&mut Vec<f32>` …), for [`Elements`] itself, and with feature
+/// `std` for `Vec<f32>`, `Vec<i32>`, `Vec<f16>` and `Vec<bf16>`.
+pub trait Tensor {
+    /// Return the elements, borrowed for as long as `self` is.
+    fn elements(&mut self) -> Elements<'_>;
+}
+
+impl<T: Tensor + ?Sized> Tensor for &mut T {
+    fn elements(&mut self) -> Elements<'_> {
+        (**self).elements()
+    }
+}
+
+impl Tensor for Elements<'_> {
+    fn elements(&mut self) -> Elements<'_> {
+        match self {
+            Elements::F32(x) => Elements::F32(x),
+            Elements::I32(x) => Elements::I32(x),
+            Elements::F16(x) => Elements::F16(x),
+            Elements::Bf16(x) => Elements::Bf16(x),
+        }
+    }
+}
+
+/// `Tensor` for a slice, an array and (with `std`) a `Vec` of one element type.
+macro_rules! tensor_impls {
+    ($t:ty, $variant:ident) => {
+        impl Tensor for [$t] {
+            fn elements(&mut self) -> Elements<'_> {
+                Elements::$variant(self)
+            }
+        }
+
+        impl<const N: usize> Tensor for [$t; N] {
+            fn elements(&mut self) -> Elements<'_> {
+                Elements::$variant(self)
+            }
+        }
+
+        #[cfg(feature = "std")]
+        impl Tensor for std::vec::Vec<$t> {
+            fn elements(&mut self) -> Elements<'_> {
+                Elements::$variant(self)
+            }
+        }
+    };
+}
+
+tensor_impls!(f32, F32);
+tensor_impls!(i32, I32);
+tensor_impls!(f16, F16);
+tensor_impls!(bf16, Bf16);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    extern crate std;
+    use std::vec::Vec;
+
+    fn view<T: Tensor + ?Sized>(t: &mut T) -> Elements<'_> {
+        t.elements()
+    }
+
+    #[test]
+    fn views_report_type_and_length() {
+        let mut a = [1.0f32, 2.0, 3.0];
+        let mut b: Vec<i32> = (1..3).collect();
+        let mut c = [f16::ONE; 4];
+        let mut d: Vec<bf16> = Vec::new();
+        assert_eq!(view(&mut a).element_type(), ElementType::F32);
+        assert_eq!(view(&mut a[..]).len(), 3);
+        assert_eq!(view(&mut b[..]).element_type(), ElementType::I32);
+        assert_eq!(view(&mut &mut c[..]).len(), 4);
+        assert_eq!(view(&mut c).element_type(), ElementType::F16);
+        assert!(view(&mut d[..]).is_empty());
+        assert_eq!(view(&mut d[..]).element_type(), ElementType::Bf16);
+        let mut e = Elements::F32(&mut a);
+        assert_eq!(e.elements().len(), 3);
+    }
+
+    #[test]
+    fn float_encode_decode_uses_scale_and_unscale() {
+        let mut x = [0.25f32, -1.5, 3.0, 0.0, 7.75];
+        let mut t = Elements::F32(&mut x);
+        let exp = t.block_exponent(1..4);
+        assert_eq!(exp, block_exponent_f32(&[-1.5, 3.0, 0.0]));
+        let mut payload = [0u8; 12];
+        t.encode(1..4, 3, exp, &mut payload);
+        let mut want = [0u8; 12];
+        Scale::new(3, exp).quantize_f32(&[-1.5, 3.0, 0.0], &mut want);
+        assert_eq!(payload, want);
+        t.decode(1..4, 1, exp, Op::Sum, &payload);
+        let mut y = [0.0f32; 3];
+        Unscale::new(1, exp, Op::Sum).dequantize_f32(&payload, &mut y);
+        assert_eq!(x, [0.25, y[0], y[1], y[2], 7.75]);
+    }
+
+    #[test]
+    fn int32_encode_decode_is_plain() {
+        let mut x = [5i32, -2, 9];
+        let mut t = Elements::I32(&mut x);
+        assert_eq!(t.block_exponent(0..3), NO_EXPONENT);
+        assert_eq!(t.check_finite(), Ok(()));
+        let mut payload = [0u8; 8];
+        t.encode(1..3, 7, 200, &mut payload);
+        assert_eq!(payload, [0xff, 0xff, 0xff, 0xfe, 0, 0, 0, 9]);
+        t.decode(0..2, 7, 200, Op::Average, &payload);
+        assert_eq!(x, [-2, 9, 9]);
+    }
+
+    #[test]
+    fn half_types_go_through_f32() {
+        let mut h = [f16::from_f32(1.5), f16::from_f32(-0.25)];
+        let mut t = Elements::F16(&mut h);
+        let exp = t.block_exponent(0..2);
+        assert_eq!(exp, exponent_of_f32(1.5));
+        let mut payload = [0u8; 8];
+        t.encode(0..2, 2, exp, &mut payload);
+        let mut want = [0u8; 8];
+        Scale::new(2, exp).quantize_f32(&[1.5, -0.25], &mut want);
+        assert_eq!(payload, want);
+        t.decode(0..2, 2, exp, Op::Average, &payload);
+        assert_eq!(h, [f16::from_f32(0.75), f16::from_f32(-0.125)]);
+
+        let mut b = [bf16::from_f32(2.0), bf16::NAN];
+        let t = Elements::Bf16(&mut b);
+        assert_eq!(t.check_finite(), Err(NonFinite { index: 1 }));
+    }
+
+    fn exponent_of_f32(x: f32) -> u8 {
+        crate::quant::exponent_of(x)
+    }
+
+    #[test]
+    fn out_of_range_ranges_are_clamped() {
+        let mut x = [1.0f32; 5];
+        let mut t = Elements::F32(&mut x);
+        let mut payload = [0xaau8; 40];
+        // 3..10 clamps to 3..5: two values written, the rest of the payload untouched.
+        t.encode(3..10, 1, 128, &mut payload);
+        assert_eq!(payload[8..], [0xaa; 32]);
+        #[allow(clippy::reversed_empty_ranges)]
+        let backwards = 4..2;
+        t.encode(backwards.clone(), 1, 128, &mut payload);
+        t.encode(usize::MAX..usize::MAX, 1, 128, &mut payload);
+        assert_eq!(t.block_exponent(backwards.clone()), NO_EXPONENT);
+        assert_eq!(t.block_exponent(9..12), NO_EXPONENT);
+        t.decode(backwards, 1, 128, Op::Sum, &payload);
+        t.decode(4..usize::MAX, 1, 0, Op::Sum, &payload);
+        t.decode(0..5, 1, 128, Op::Sum, &payload[..3]);
+        assert_eq!(x, [1.0, 1.0, 1.0, 1.0, 0.0]);
+
+        let mut i = [1i32; 3];
+        let mut t = Elements::I32(&mut i);
+        t.encode(2..9, 1, 0, &mut payload);
+        t.decode(1..9, 1, 0, Op::Sum, &[0, 0, 0, 4]);
+        assert_eq!(i, [1, 4, 1]);
+    }
+}
