@@ -136,9 +136,10 @@ pub fn error_bound(inputs: &[Vec<f32>], count: usize, i: usize, exact: f64, op: 
         return 0.0;
     }
     let unit = 2f64.powi(i32::from(exp) - 127) / 2147483647.0;
-    let bound = n * n * unit + exact.abs() * 2f64.powi(-23) + 1e-45;
-    match op {
-        Op::Sum => bound,
-        Op::Average => bound / n + 1e-45,
-    }
+    let quantization = match op {
+        Op::Sum => n * n * unit,
+        Op::Average => n * unit,
+    };
+    // Plus the final rounding to f32, and the smallest subnormal for results near zero.
+    quantization + exact.abs() * 2f64.powi(-24) + 2f64.powi(-149)
 }

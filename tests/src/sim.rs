@@ -206,7 +206,10 @@ impl<S: Aggregator> Sim<S> {
         for _ in 0..copies {
             let (lo, hi) = (
                 self.net.delay_min.total_micros(),
-                self.net.delay_max.total_micros().max(self.net.delay_min.total_micros()),
+                self.net
+                    .delay_max
+                    .total_micros()
+                    .max(self.net.delay_min.total_micros()),
             );
             let at = self.now + Duration::from_micros(self.rng.between(lo, hi));
             self.order += 1;
@@ -326,7 +329,11 @@ impl<S: Aggregator> Sim<S> {
     }
 
     /// Step until `done` holds, at most `max_steps` times.
-    pub fn drive(&mut self, max_steps: usize, done: impl Fn(&Self) -> bool) -> Result<(), SimError> {
+    pub fn drive(
+        &mut self,
+        max_steps: usize,
+        done: impl Fn(&Self) -> bool,
+    ) -> Result<(), SimError> {
         for _ in 0..max_steps {
             if done(self) {
                 return Ok(());
@@ -367,7 +374,11 @@ impl<S: Aggregator> Sim<S> {
     }
 
     /// Take the result of tensor `id` from node `node`.
-    pub fn take_result(&mut self, node: usize, id: TensorId) -> Option<(Buf, Result<(), switchml_core::worker::TensorError>)> {
+    pub fn take_result(
+        &mut self,
+        node: usize,
+        id: TensorId,
+    ) -> Option<(Buf, Result<(), switchml_core::worker::TensorError>)> {
         let events = &mut self.nodes[node].events;
         let pos = events
             .iter()

@@ -4,7 +4,9 @@
 use switchml_core::quant::{NonFinite, Op};
 use switchml_core::switch::{DropReason, JobConfig, Switch};
 use switchml_core::wire::{AbortReason, SlotState};
-use switchml_core::worker::{Event, StallReport, SubmitErrorKind, TensorError, TensorId, WorkerError};
+use switchml_core::worker::{
+    Event, StallReport, SubmitErrorKind, TensorError, TensorId, WorkerError,
+};
 use switchml_tests::harness::{self, f32_values, i32_values, lossy, reference_f32, JOB};
 use switchml_tests::sim::{lane_configs, Buf, Network, Rng, Sim};
 
@@ -22,7 +24,8 @@ fn a_killed_worker_makes_the_others_fail_naming_its_rank() {
     let mut sim = harness::sim(4, 1, 4, 64, Network::PERFECT, 1);
     let mut rng = Rng::new(5);
     // Join first, then kill rank 2 before it contributes.
-    sim.drive(STEPS, |s| s.nodes.iter().all(|n| n.worker.is_running())).unwrap();
+    sim.drive(STEPS, |s| s.nodes.iter().all(|n| n.worker.is_running()))
+        .unwrap();
     sim.nodes[2].alive = false;
     let mut id = TensorId(0);
     for r in [0, 1, 3] {
@@ -33,7 +36,10 @@ fn a_killed_worker_makes_the_others_fail_naming_its_rank() {
     let mut named = 0;
     for r in [0, 1, 3] {
         match failure(&sim, r).expect("rank failed") {
-            WorkerError::Stalled { report: StallReport::Probed { missing, state, .. }, .. } => {
+            WorkerError::Stalled {
+                report: StallReport::Probed { missing, state, .. },
+                ..
+            } => {
                 assert_eq!(missing.iter().collect::<Vec<_>>(), [2], "rank {r}");
                 assert_eq!(state, SlotState::Collecting);
                 named += 1;
@@ -46,7 +52,11 @@ fn a_killed_worker_makes_the_others_fail_naming_its_rank() {
     }
     assert!(named >= 1);
     // Within the retry budget: 80 resends at most 16 ms apart, plus three probes.
-    assert!(sim.now - start < switchml_core::time::Duration::from_secs(2), "took {}", sim.now - start);
+    assert!(
+        sim.now - start < switchml_core::time::Duration::from_secs(2),
+        "took {}",
+        sim.now - start
+    );
     let msg = failure(&sim, 0).unwrap().to_string();
     assert!(msg.contains('2'), "{msg}");
 }
@@ -54,13 +64,19 @@ fn a_killed_worker_makes_the_others_fail_naming_its_rank() {
 #[test]
 fn a_restarted_switch_gives_a_clear_error() {
     let mut sim = harness::sim(2, 1, 4, 64, Network::PERFECT, 2);
-    sim.drive(STEPS, |s| s.nodes.iter().all(|n| n.worker.is_running())).unwrap();
+    sim.drive(STEPS, |s| s.nodes.iter().all(|n| n.worker.is_running()))
+        .unwrap();
     // The switch restarts: new epoch, job registered again, state gone.
     sim.switch = harness::switch_with_job(2, 4, 2);
     let mut rng = Rng::new(9);
     let a = sim.submit(0, Buf::F32(f32_values(&mut rng, 500)), Op::Sum);
-    sim.drive(STEPS, |s| s.finished(a)).unwrap();
-    assert_eq!(failure(&sim, 0), Some(WorkerError::SwitchRestarted { old: 1, new: 2 }));
+    sim.drive(STEPS, |s| failure(s, 0).is_some()).unwrap();
+    assert_eq!(
+        failure(&sim, 0),
+        Some(WorkerError::SwitchRestarted { old: 1, new: 2 })
+    );
+    let (_, result) = sim.take_result(0, a).unwrap();
+    assert_eq!(result, Err(TensorError::Aborted));
 }
 
 #[test]
@@ -69,14 +85,25 @@ fn a_switch_without_the_job_refuses_the_join() {
     let pool: &'static mut [_] = Box::leak(pool.split_off(0).into_boxed_slice());
     let mut switch: harness::SimSwitch = Switch::new(pool, 3);
     switch
-        .add_job(JobConfig { id: JOB + 1, world: 2, slot_lo: 0, slot_count: 4 })
+        .add_job(JobConfig {
+            id: JOB + 1,
+            world: 2,
+            slot_lo: 0,
+            slot_count: 4,
+        })
         .unwrap();
     let configs = lane_configs(harness::sim_config(2, 4, 64), 1);
     let mut sim = Sim::new(switch, configs, Network::PERFECT, 3);
-    sim.drive(STEPS, |s| failure(s, 0).is_some() && failure(s, 1).is_some()).unwrap();
+    sim.drive(STEPS, |s| {
+        failure(s, 0).is_some() && failure(s, 1).is_some()
+    })
+    .unwrap();
     assert_eq!(
         failure(&sim, 0),
-        Some(WorkerError::Refused { reason: AbortReason::UnknownJob, detail: 0 })
+        Some(WorkerError::Refused {
+            reason: AbortReason::UnknownJob,
+            detail: 0
+        })
     );
 }
 
@@ -84,8 +111,13 @@ fn a_switch_without_the_job_refuses_the_join() {
 fn a_rank_that_never_joins_is_named_at_the_join_timeout() {
     let mut sim = harness::sim(3, 1, 4, 64, Network::PERFECT, 4);
     sim.nodes[1].alive = false;
-    sim.drive(STEPS, |s| failure(s, 0).is_some() && failure(s, 2).is_some()).unwrap();
-    let Some(WorkerError::JoinTimeout { missing, waited }) = failure(&sim, 0) else { panic!() };
+    sim.drive(STEPS, |s| {
+        failure(s, 0).is_some() && failure(s, 2).is_some()
+    })
+    .unwrap();
+    let Some(WorkerError::JoinTimeout { missing, waited }) = failure(&sim, 0) else {
+        panic!()
+    };
     assert_eq!(missing.iter().collect::<Vec<_>>(), [1]);
     assert_eq!(waited, switchml_core::time::Duration::from_secs(2));
 }
@@ -99,12 +131,20 @@ fn non_finite_inputs_are_refused_before_anything_is_sent() {
         .worker
         .submit(sim.now, Buf::F32(x.clone()), Op::Sum)
         .unwrap_err();
-    assert_eq!(err.kind, SubmitErrorKind::NonFinite(NonFinite { index: 37 }));
-    assert_eq!(err.buf, Buf::F32(x));
+    assert_eq!(
+        err.kind,
+        SubmitErrorKind::NonFinite(NonFinite { index: 37 })
+    );
+    let Buf::F32(back) = err.buf else { panic!() };
+    assert!(back.iter().zip(&x).all(|(a, b)| a.to_bits() == b.to_bits()));
     let y = vec![1i32; 4];
-    let err = sim.nodes[0].worker.submit(sim.now, Buf::I32(y), Op::Average).unwrap_err();
+    let err = sim.nodes[0]
+        .worker
+        .submit(sim.now, Buf::I32(y), Op::Average)
+        .unwrap_err();
     assert_eq!(err.kind, SubmitErrorKind::AverageOfIntegers);
-    sim.drive(STEPS, |s| s.nodes.iter().all(|n| n.worker.is_running())).unwrap();
+    sim.drive(STEPS, |s| s.nodes.iter().all(|n| n.worker.is_running()))
+        .unwrap();
     assert_eq!(sim.nodes[0].worker.stats().sent, 0);
 }
 
@@ -130,7 +170,11 @@ fn half_precision_tensors_round_trip() {
     let inputs: Vec<Vec<f32>> = (0..3).map(|_| f32_values(&mut rng, 300)).collect();
     let as_f16: Vec<Vec<half::f16>> = inputs
         .iter()
-        .map(|x| x.iter().map(|&v| half::f16::from_f32(v.clamp(-6e4, 6e4))).collect())
+        .map(|x| {
+            x.iter()
+                .map(|&v| half::f16::from_f32(v.clamp(-6e4, 6e4)))
+                .collect()
+        })
         .collect();
     let as_bf16: Vec<Vec<half::bf16>> = inputs
         .iter()
@@ -141,23 +185,34 @@ fn half_precision_tensors_round_trip() {
         a = sim.submit(r, Buf::F16(as_f16[r].clone()), Op::Sum);
         b = sim.submit(r, Buf::Bf16(as_bf16[r].clone()), Op::Sum);
     }
-    sim.drive(STEPS, |s| s.finished(a) && s.finished(b)).unwrap();
+    sim.drive(STEPS, |s| s.finished(a) && s.finished(b))
+        .unwrap();
     let widen16 = |v: &Vec<Vec<half::f16>>| -> Vec<Vec<f32>> {
-        v.iter().map(|x| x.iter().map(|h| h.to_f32()).collect()).collect()
+        v.iter()
+            .map(|x| x.iter().map(|h| h.to_f32()).collect())
+            .collect()
     };
     let want16: Vec<half::f16> = reference_f32(&widen16(&as_f16), 64, Op::Sum)
         .into_iter()
         .map(half::f16::from_f32)
         .collect();
-    let wide_bf: Vec<Vec<f32>> =
-        as_bf16.iter().map(|x| x.iter().map(|h| h.to_f32()).collect()).collect();
+    let wide_bf: Vec<Vec<f32>> = as_bf16
+        .iter()
+        .map(|x| x.iter().map(|h| h.to_f32()).collect())
+        .collect();
     let want_bf: Vec<half::bf16> = reference_f32(&wide_bf, 64, Op::Sum)
         .into_iter()
         .map(half::bf16::from_f32)
         .collect();
     for r in 0..3 {
-        assert_eq!(sim.take_result(r, a).unwrap(), (Buf::F16(want16.clone()), Ok(())));
-        assert_eq!(sim.take_result(r, b).unwrap(), (Buf::Bf16(want_bf.clone()), Ok(())));
+        assert_eq!(
+            sim.take_result(r, a).unwrap(),
+            (Buf::F16(want16.clone()), Ok(()))
+        );
+        assert_eq!(
+            sim.take_result(r, b).unwrap(),
+            (Buf::Bf16(want_bf.clone()), Ok(()))
+        );
     }
 }
 
@@ -166,7 +221,9 @@ fn junk_and_spoofed_packets_are_counted_and_leave_results_exact() {
     let world = 3;
     let mut sim = harness::sim(world, 1, 6, 64, lossy(0.02, 0.01), 8);
     let mut rng = Rng::new(13);
-    let inputs: Vec<Vec<i32>> = (0..world).map(|_| i32_values(&mut rng, 3000, world)).collect();
+    let inputs: Vec<Vec<i32>> = (0..world)
+        .map(|_| i32_values(&mut rng, 3000, world))
+        .collect();
     let mut id = TensorId(0);
     for (r, x) in inputs.iter().enumerate() {
         id = sim.submit(r, Buf::I32(x.clone()), Op::Sum);
@@ -188,8 +245,11 @@ fn junk_and_spoofed_packets_are_counted_and_leave_results_exact() {
                 1 => junk = contribution_bytes(JOB + 100, 0, 0, 0),
                 // A spoofed rank beyond the world.
                 2 => junk = contribution_bytes(JOB, world + 5, 0, 0),
-                // A stale contribution from the distant past.
-                _ => junk = contribution_bytes(JOB, 0, 1, 0x8000_0000),
+                // A Result, which only the switch sends.
+                _ => {
+                    junk = contribution_bytes(JOB, 0, 1, 0);
+                    junk[1] = 0x02;
+                }
             }
             sim.inject(0, &junk);
             injected += 1;
@@ -197,14 +257,25 @@ fn junk_and_spoofed_packets_are_counted_and_leave_results_exact() {
         sim.step();
     }
     sim.drive(STEPS, |s| s.finished(id)).unwrap();
-    let expect: Vec<i32> = (0..3000).map(|i| inputs.iter().map(|x| x[i]).sum()).collect();
+    let expect: Vec<i32> = (0..3000)
+        .map(|i| inputs.iter().map(|x| x[i]).sum())
+        .collect();
     for r in 0..usize::from(world) {
-        assert_eq!(sim.take_result(r, id).unwrap(), (Buf::I32(expect.clone()), Ok(())));
+        let (buf, result) = sim.take_result(r, id).unwrap();
+        let Buf::I32(got) = buf else { panic!() };
+        let bad: Vec<usize> = (0..got.len()).filter(|&i| got[i] != expect[i]).collect();
+        assert!(
+            bad.is_empty(),
+            "rank {r}: {} wrong, first at {:?}, result {result:?}",
+            bad.len(),
+            bad.first()
+        );
+        assert_eq!(result, Ok(()));
     }
     let c = sim.switch.counters();
     assert!(c.total_drops() >= injected / 2, "{c:?}");
     assert!(c.drops(DropReason::UnknownJob) > 0 && c.drops(DropReason::UnknownRank) > 0);
-    assert!(c.drops(DropReason::Malformed) > 0);
+    assert!(c.drops(DropReason::Malformed) > 0 && c.drops(DropReason::UnexpectedType) > 0);
 }
 
 fn contribution_bytes(job: u16, rank: u16, slot: u16, seq: u32) -> Vec<u8> {
@@ -235,7 +306,11 @@ fn identical_seeds_replay_identically() {
             id = sim.submit(r, Buf::F32(f32_values(&mut rng, 2000)), Op::Sum);
         }
         sim.drive(STEPS, |s| s.finished(id)).unwrap();
-        (sim.now, sim.stats.sent, sim.nodes[0].worker.stats().retransmissions)
+        (
+            sim.now,
+            sim.stats.sent,
+            sim.nodes[0].worker.stats().retransmissions,
+        )
     };
     assert_eq!(run(42), run(42));
     assert_ne!(run(42), run(43));

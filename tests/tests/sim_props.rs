@@ -3,6 +3,7 @@
 //! over 1,000 seeded cases in the normal test run.
 
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 use switchml_core::quant::Op;
 use switchml_core::worker::TensorId;
 use switchml_tests::harness::{self, f32_values, i32_values, lossy, reference_f32};
@@ -15,7 +16,13 @@ fn counts() -> impl Strategy<Value = u16> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 350, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: 350,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
+            "tests/proptest-regressions/sim_props.txt",
+        ))),
+        ..ProptestConfig::default()
+    })]
 
     /// int32 results are the exact sum at every rank, for consecutive tensors.
     #[test]

@@ -7,9 +7,9 @@
 use super::{DropReason, Switch, Verdict};
 use crate::ranks::bitmap_len;
 use crate::wire::{
-    AbortPacket, AbortReason, AbortRepr, JoinFlags, JoinPacket, JoinReplyPacket,
-    JoinReplyRepr, JoinRepr, ProbePacket, ProbeReplyPacket, ProbeReplyRepr, ProbeRepr,
-    SlotState, MAX_BITMAP_LEN, RANK_ALL,
+    AbortPacket, AbortReason, AbortRepr, JoinFlags, JoinPacket, JoinReplyPacket, JoinReplyRepr,
+    JoinRepr, ProbePacket, ProbeReplyPacket, ProbeReplyRepr, ProbeRepr, SlotState, MAX_BITMAP_LEN,
+    RANK_ALL,
 };
 
 /// The largest message the switch writes, given the largest Result.
@@ -47,11 +47,7 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
         };
         let len = repr.buffer_len();
         repr.emit(&mut AbortPacket::new_unchecked(&mut out[..len]));
-        Verdict::Unicast {
-            job,
-            rank: to,
-            len,
-        }
+        Verdict::Unicast { job, rank: to, len }
     }
 
     pub(super) fn join(&mut self, bytes: &[u8], out: &mut [u8]) -> Verdict {

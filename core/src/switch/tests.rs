@@ -31,7 +31,7 @@ fn switch(pool: &mut [Slot<8, 1>]) -> TestSwitch<'_> {
     s
 }
 
-fn contribution(rank: u16, slot: u16, seq: u32, exp: u8, values: &[i32]) -> [u8; 52] {
+fn contribution(rank: u16, slot: u16, seq: u32, exp: u8, values: &[i32]) -> [u8; 64] {
     let repr = DataRepr {
         kind: DataKind::Contribution,
         job: 7,
@@ -43,7 +43,7 @@ fn contribution(rank: u16, slot: u16, seq: u32, exp: u8, values: &[i32]) -> [u8;
         seq,
         exp,
     };
-    let mut buf = [0u8; 52];
+    let mut buf = [0u8; 64];
     let mut p = DataPacket::new_unchecked(&mut buf[..repr.buffer_len()]);
     repr.emit(&mut p);
     pool::store(values, p.values_mut());
@@ -77,13 +77,30 @@ fn three_contributions_complete_and_multicast_the_sum() {
     let mut s = switch(&mut pool);
     let mut out = [0u8; OUT];
     let n = data_len(2);
-    assert_eq!(send(&mut s, &contribution(0, 1, 0, 130, &[1, 2])[..n], &mut out), Verdict::Consumed);
-    assert_eq!(send(&mut s, &contribution(2, 1, 0, 140, &[10, 20])[..n], &mut out), Verdict::Consumed);
-    let v = send(&mut s, &contribution(1, 1, 0, 135, &[100, -200])[..n], &mut out);
+    assert_eq!(
+        send(&mut s, &contribution(0, 1, 0, 130, &[1, 2])[..n], &mut out),
+        Verdict::Consumed
+    );
+    assert_eq!(
+        send(
+            &mut s,
+            &contribution(2, 1, 0, 140, &[10, 20])[..n],
+            &mut out
+        ),
+        Verdict::Consumed
+    );
+    let v = send(
+        &mut s,
+        &contribution(1, 1, 0, 135, &[100, -200])[..n],
+        &mut out,
+    );
     assert_eq!(v, Verdict::Multicast { job: 7, len: n });
     let (r, values) = result_of(&out, n);
     assert_eq!(r.kind, DataKind::Result);
-    assert_eq!((r.rank, r.slot, r.ver, r.seq, r.exp), (RANK_ALL, 1, 0, 0, 140));
+    assert_eq!(
+        (r.rank, r.slot, r.ver, r.seq, r.exp),
+        (RANK_ALL, 1, 0, 0, 140)
+    );
     assert_eq!(r.flags, Flags::default());
     assert_eq!(values, [111, -178]);
     let job = s.job(7).unwrap().counters();
@@ -100,7 +117,10 @@ fn duplicate_to_incomplete_use_is_dropped_and_not_counted_twice() {
     let n = data_len(1);
     let p = contribution(0, 0, 0, 0, &[5]);
     assert_eq!(send(&mut s, &p[..n], &mut out), Verdict::Consumed);
-    assert_eq!(send(&mut s, &p[..n], &mut out), Verdict::Drop(DropReason::Duplicate));
+    assert_eq!(
+        send(&mut s, &p[..n], &mut out),
+        Verdict::Drop(DropReason::Duplicate)
+    );
     send(&mut s, &contribution(1, 0, 0, 0, &[1])[..n], &mut out);
     let v = send(&mut s, &contribution(2, 0, 0, 0, &[1])[..n], &mut out);
     assert_eq!(v, Verdict::Multicast { job: 7, len: n });
@@ -115,10 +135,21 @@ fn retransmission_to_completed_use_gets_the_stored_result_unicast() {
     let mut out = [0u8; OUT];
     let n = data_len(1);
     for r in 0..3 {
-        send(&mut s, &contribution(r, 2, 4, 0, &[i32::from(r) + 1])[..n], &mut out);
+        send(
+            &mut s,
+            &contribution(r, 2, 4, 0, &[i32::from(r) + 1])[..n],
+            &mut out,
+        );
     }
     let v = send(&mut s, &contribution(1, 2, 4, 0, &[2])[..n], &mut out);
-    assert_eq!(v, Verdict::Unicast { job: 7, rank: 1, len: n });
+    assert_eq!(
+        v,
+        Verdict::Unicast {
+            job: 7,
+            rank: 1,
+            len: n
+        }
+    );
     let (r, values) = result_of(&out, n);
     assert_eq!((r.rank, r.flags, r.seq), (1, Flags::RETRANSMIT, 4));
     assert_eq!(values, [6]);
@@ -135,7 +166,10 @@ fn next_use_overwrites_and_clears_the_other_versions_bit() {
         send(&mut s, &contribution(r, 0, 0, 0, &[100])[..n], &mut out);
     }
     // Use 1 (version 1) from rank 0: version 0 keeps its result, rank 0's bit there clears.
-    assert_eq!(send(&mut s, &contribution(0, 0, 1, 0, &[1])[..n], &mut out), Verdict::Consumed);
+    assert_eq!(
+        send(&mut s, &contribution(0, 0, 1, 0, &[1])[..n], &mut out),
+        Verdict::Consumed
+    );
     let slot = s.slot(7, 0).unwrap();
     assert!(!slot.version(0).seen().contains(0));
     assert!(slot.version(0).seen().contains(1));
@@ -143,7 +177,10 @@ fn next_use_overwrites_and_clears_the_other_versions_bit() {
     // Use 2 (version 0 again) starts afresh: first contribution overwrites.
     send(&mut s, &contribution(1, 0, 1, 0, &[1])[..n], &mut out);
     send(&mut s, &contribution(2, 0, 1, 0, &[1])[..n], &mut out);
-    assert_eq!(send(&mut s, &contribution(2, 0, 2, 0, &[9])[..n], &mut out), Verdict::Consumed);
+    assert_eq!(
+        send(&mut s, &contribution(2, 0, 2, 0, &[9])[..n], &mut out),
+        Verdict::Consumed
+    );
     let v0 = s.slot(7, 0).unwrap().version(0);
     assert_eq!((v0.seq(), v0.remaining(), v0.values()), (2, 2, &[9][..]));
 }
@@ -164,7 +201,10 @@ fn a_delayed_network_duplicate_is_stale_and_changes_nothing() {
     }
     send(&mut s, &contribution(0, 3, 2, 0, &[3])[..n], &mut out);
     // The copy of rank 0's use-0 packet arrives now, after use 2 began on version 0.
-    assert_eq!(send(&mut s, &old[..n], &mut out), Verdict::Drop(DropReason::Stale));
+    assert_eq!(
+        send(&mut s, &old[..n], &mut out),
+        Verdict::Drop(DropReason::Stale)
+    );
     send(&mut s, &contribution(1, 3, 2, 0, &[3])[..n], &mut out);
     let v = send(&mut s, &contribution(2, 3, 2, 0, &[3])[..n], &mut out);
     assert_eq!(v, Verdict::Multicast { job: 7, len: n });
@@ -181,7 +221,11 @@ fn int32_overflow_is_flagged_in_the_result() {
     let mut s = switch(&mut pool);
     let mut out = [0u8; OUT];
     let n = data_len(2);
-    send(&mut s, &contribution(0, 0, 0, 0, &[i32::MAX, 1])[..n], &mut out);
+    send(
+        &mut s,
+        &contribution(0, 0, 0, 0, &[i32::MAX, 1])[..n],
+        &mut out,
+    );
     send(&mut s, &contribution(1, 0, 0, 0, &[1, 1])[..n], &mut out);
     send(&mut s, &contribution(2, 0, 0, 0, &[0, 1])[..n], &mut out);
     let (r, values) = result_of(&out, n);
@@ -200,25 +244,45 @@ fn bad_packets_are_dropped_by_reason_and_never_touch_state() {
     foreign[3] = 8; // job 8
     let cases: [(&[u8], DropReason); 8] = [
         (&[1, 2, 3], DropReason::Malformed),
-        (&contribution(0, 0, 0, 0, &[1])[..n - 1], DropReason::Malformed),
+        (
+            &contribution(0, 0, 0, 0, &[1])[..n - 1],
+            DropReason::Malformed,
+        ),
         (&foreign[..n], DropReason::UnknownJob),
-        (&contribution(3, 0, 0, 0, &[1])[..n], DropReason::UnknownRank),
+        (
+            &contribution(3, 0, 0, 0, &[1])[..n],
+            DropReason::UnknownRank,
+        ),
         (&contribution(0, 8, 0, 0, &[1])[..n], DropReason::SlotRange),
-        (&contribution(0, 0, 0, 0, &[1; 9])[..data_len(9)], DropReason::CountTooLarge),
+        (
+            &contribution(0, 0, 0, 0, &[1; 9])[..data_len(9)],
+            DropReason::CountTooLarge,
+        ),
         (&[1, 0x7f, 0, 7, 0, 0], DropReason::UnknownType),
         (&[1, 0x02, 0, 7, 0, 0], DropReason::UnexpectedType),
     ];
     for (bytes, reason) in cases {
-        assert_eq!(send(&mut s, bytes, &mut out), Verdict::Drop(reason), "{reason:?}");
-        assert_eq!(s.counters().drops(reason), 1);
+        let before = s.counters().drops(reason);
+        assert_eq!(
+            send(&mut s, bytes, &mut out),
+            Verdict::Drop(reason),
+            "{reason:?}"
+        );
+        assert_eq!(s.counters().drops(reason), before + 1);
     }
     let mut bad_ver = contribution(0, 0, 1, 0, &[1]);
     bad_ver[8] = 0; // ver 0 with seq 1
-    assert_eq!(send(&mut s, &bad_ver[..n], &mut out), Verdict::Drop(DropReason::BadVersion));
+    assert_eq!(
+        send(&mut s, &bad_ver[..n], &mut out),
+        Verdict::Drop(DropReason::BadVersion)
+    );
     assert!(!s.slot(7, 0).unwrap().version(0).seen().contains(0));
     assert_eq!(s.counters().total_drops(), 9);
     let mut small = [0u8; 8];
-    assert_eq!(send(&mut s, &contribution(0, 0, 0, 0, &[1])[..n], &mut small), Verdict::Drop(DropReason::OutputTooSmall));
+    assert_eq!(
+        send(&mut s, &contribution(0, 0, 0, 0, &[1])[..n], &mut small),
+        Verdict::Drop(DropReason::OutputTooSmall)
+    );
 }
 
 #[test]
@@ -226,15 +290,30 @@ fn count_mismatch_is_dropped() {
     let mut pool = pool();
     let mut s = switch(&mut pool);
     let mut out = [0u8; OUT];
-    send(&mut s, &contribution(0, 0, 0, 0, &[1, 2])[..data_len(2)], &mut out);
-    let v = send(&mut s, &contribution(1, 0, 0, 0, &[1])[..data_len(1)], &mut out);
+    send(
+        &mut s,
+        &contribution(0, 0, 0, 0, &[1, 2])[..data_len(2)],
+        &mut out,
+    );
+    let v = send(
+        &mut s,
+        &contribution(1, 0, 0, 0, &[1])[..data_len(1)],
+        &mut out,
+    );
     assert_eq!(v, Verdict::Drop(DropReason::CountMismatch));
 }
 
 fn join(rank: u16, world: u16, slot_lo: u16, slot_count: u16, count: u16) -> [u8; 16] {
     let mut b = [0u8; 16];
-    JoinRepr { job: 7, rank, world, slot_lo, slot_count, count }
-        .emit(&mut JoinPacket::new_unchecked(&mut b[..]));
+    JoinRepr {
+        job: 7,
+        rank,
+        world,
+        slot_lo,
+        slot_count,
+        count,
+    }
+    .emit(&mut JoinPacket::new_unchecked(&mut b[..]));
     b
 }
 
@@ -244,26 +323,43 @@ fn joins_report_who_is_in_and_the_last_one_multicasts_complete() {
     let mut s = switch(&mut pool);
     let mut out = [0u8; OUT];
     let v = send(&mut s, &join(2, 3, 0, 8, 8), &mut out);
-    let Verdict::Unicast { rank: 2, len, .. } = v else { panic!("{v:?}") };
-    let Ok(Message::JoinReply(r)) = Message::parse(&out[..len]) else { panic!() };
-    assert_eq!((r.world, r.max_count, r.epoch, r.slot_count), (3, 8, 0xE90C, 8));
+    let Verdict::Unicast { rank: 2, len, .. } = v else {
+        panic!("{v:?}")
+    };
+    let Ok(Message::JoinReply(r)) = Message::parse(&out[..len]) else {
+        panic!()
+    };
+    assert_eq!(
+        (r.world, r.max_count, r.epoch, r.slot_count),
+        (3, 8, 0xE90C, 8)
+    );
     assert!(!r.flags.contains(JoinFlags::COMPLETE));
     assert_eq!(r.joined, [0b100]);
     send(&mut s, &join(0, 3, 0, 4, 8), &mut out);
     let v = send(&mut s, &join(1, 3, 4, 4, 8), &mut out);
-    let Verdict::Multicast { len, .. } = v else { panic!("{v:?}") };
-    let Ok(Message::JoinReply(r)) = Message::parse(&out[..len]) else { panic!() };
+    let Verdict::Multicast { len, .. } = v else {
+        panic!("{v:?}")
+    };
+    let Ok(Message::JoinReply(r)) = Message::parse(&out[..len]) else {
+        panic!()
+    };
     assert!(r.flags.contains(JoinFlags::COMPLETE));
     assert_eq!((r.rank, r.joined), (RANK_ALL, &[0b111][..]));
     // A late lane of a joined rank hears COMPLETE at once.
     let v = send(&mut s, &join(1, 3, 0, 4, 8), &mut out);
-    let Verdict::Unicast { len, .. } = v else { panic!("{v:?}") };
-    let Ok(Message::JoinReply(r)) = Message::parse(&out[..len]) else { panic!() };
+    let Verdict::Unicast { len, .. } = v else {
+        panic!("{v:?}")
+    };
+    let Ok(Message::JoinReply(r)) = Message::parse(&out[..len]) else {
+        panic!()
+    };
     assert!(r.flags.contains(JoinFlags::COMPLETE));
 }
 
 fn abort_of(out: &[u8], v: Verdict) -> AbortRepr {
-    let Verdict::Unicast { len, .. } = v else { panic!("{v:?}") };
+    let Verdict::Unicast { len, .. } = v else {
+        panic!("{v:?}")
+    };
     AbortRepr::parse(&AbortPacket::new_unchecked(&out[..len])).unwrap()
 }
 
@@ -294,24 +390,61 @@ fn probes_name_the_ranks_seen() {
     let mut pool = pool();
     let mut s = switch(&mut pool);
     let mut out = [0u8; OUT];
-    send(&mut s, &contribution(0, 5, 6, 0, &[1])[..data_len(1)], &mut out);
-    send(&mut s, &contribution(2, 5, 6, 0, &[1])[..data_len(1)], &mut out);
+    send(
+        &mut s,
+        &contribution(0, 5, 6, 0, &[1])[..data_len(1)],
+        &mut out,
+    );
+    send(
+        &mut s,
+        &contribution(2, 5, 6, 0, &[1])[..data_len(1)],
+        &mut out,
+    );
     let mut b = [0u8; 16];
-    ProbeRepr { job: 7, rank: 0, slot: 5, ver: 0, seq: 6 }
-        .emit(&mut ProbePacket::new_unchecked(&mut b[..]));
+    ProbeRepr {
+        job: 7,
+        rank: 0,
+        slot: 5,
+        ver: 0,
+        seq: 6,
+    }
+    .emit(&mut ProbePacket::new_unchecked(&mut b[..]));
     let v = send(&mut s, &b, &mut out);
-    let Verdict::Unicast { rank: 0, len, .. } = v else { panic!("{v:?}") };
-    let Ok(Message::ProbeReply(r)) = Message::parse(&out[..len]) else { panic!() };
-    assert_eq!((r.state, r.remaining, r.seq, r.world), (SlotState::Collecting, 1, 6, 3));
+    let Verdict::Unicast { rank: 0, len, .. } = v else {
+        panic!("{v:?}")
+    };
+    let Ok(Message::ProbeReply(r)) = Message::parse(&out[..len]) else {
+        panic!()
+    };
+    assert_eq!(
+        (r.state, r.remaining, r.seq, r.world),
+        (SlotState::Collecting, 1, 6, 3)
+    );
     assert_eq!(r.seen, [0b101]);
-    ProbeRepr { job: 7, rank: 0, slot: 5, ver: 1, seq: 7 }
-        .emit(&mut ProbePacket::new_unchecked(&mut b[..]));
+    ProbeRepr {
+        job: 7,
+        rank: 0,
+        slot: 5,
+        ver: 1,
+        seq: 7,
+    }
+    .emit(&mut ProbePacket::new_unchecked(&mut b[..]));
     let v = send(&mut s, &b, &mut out);
-    let Verdict::Unicast { len, .. } = v else { panic!() };
-    let Ok(Message::ProbeReply(r)) = Message::parse(&out[..len]) else { panic!() };
+    let Verdict::Unicast { len, .. } = v else {
+        panic!()
+    };
+    let Ok(Message::ProbeReply(r)) = Message::parse(&out[..len]) else {
+        panic!()
+    };
     assert_eq!(r.state, SlotState::Idle);
-    ProbeRepr { job: 7, rank: 0, slot: 9, ver: 1, seq: 7 }
-        .emit(&mut ProbePacket::new_unchecked(&mut b[..]));
+    ProbeRepr {
+        job: 7,
+        rank: 0,
+        slot: 9,
+        ver: 1,
+        seq: 7,
+    }
+    .emit(&mut ProbePacket::new_unchecked(&mut b[..]));
     let v = send(&mut s, &b, &mut out);
     assert_eq!(abort_of(&out, v).reason, AbortReason::SlotRange);
 }
@@ -322,9 +455,18 @@ fn a_workers_abort_is_passed_on_to_the_job() {
     let mut s = switch(&mut pool);
     let mut out = [0u8; OUT];
     let mut b = [0u8; 16];
-    let a = AbortRepr { job: 7, rank: 1, reason: AbortReason::WorkerFailed, detail: 2, epoch: 0 };
+    let a = AbortRepr {
+        job: 7,
+        rank: 1,
+        reason: AbortReason::WorkerFailed,
+        detail: 2,
+        epoch: 0,
+    };
     a.emit(&mut AbortPacket::new_unchecked(&mut b[..]));
-    assert_eq!(send(&mut s, &b, &mut out), Verdict::Multicast { job: 7, len: 16 });
+    assert_eq!(
+        send(&mut s, &b, &mut out),
+        Verdict::Multicast { job: 7, len: 16 }
+    );
     assert_eq!(out[..16], b);
     assert_eq!(s.job(7).unwrap().counters().aborts, 1);
 }
@@ -333,13 +475,36 @@ fn a_workers_abort_is_passed_on_to_the_job() {
 fn control_plane_validates_jobs() {
     let mut pool = pool();
     let mut s = switch(&mut pool);
-    let job = |id, world, slot_lo, slot_count| JobConfig { id, world, slot_lo, slot_count };
+    let job = |id, world, slot_lo, slot_count| JobConfig {
+        id,
+        world,
+        slot_lo,
+        slot_count,
+    };
     assert_eq!(s.add_job(job(7, 2, 0, 2)), Err(JobError::DuplicateId(7)));
     assert_eq!(s.add_job(job(8, 2, 10, 2)), Err(JobError::Overlap(7)));
-    assert_eq!(s.add_job(job(8, 0, 0, 2)), Err(JobError::World { world: 0, capacity: 64 }));
-    assert_eq!(s.add_job(job(8, 65, 0, 2)), Err(JobError::World { world: 65, capacity: 64 }));
-    assert_eq!(s.add_job(job(8, 2, 14, 3)), Err(JobError::SlotRange { pool: 16 }));
-    assert_eq!(s.add_job(job(8, 2, 0, 0)), Err(JobError::SlotRange { pool: 16 }));
+    assert_eq!(
+        s.add_job(job(8, 0, 0, 2)),
+        Err(JobError::World {
+            world: 0,
+            capacity: 64
+        })
+    );
+    assert_eq!(
+        s.add_job(job(8, 65, 0, 2)),
+        Err(JobError::World {
+            world: 65,
+            capacity: 64
+        })
+    );
+    assert_eq!(
+        s.add_job(job(8, 2, 14, 3)),
+        Err(JobError::SlotRange { pool: 16 })
+    );
+    assert_eq!(
+        s.add_job(job(8, 2, 0, 0)),
+        Err(JobError::SlotRange { pool: 16 })
+    );
     assert_eq!(s.add_job(job(8, 2, 0, 4)), Ok(()));
     assert_eq!(s.add_job(job(9, 2, 12, 4)), Err(JobError::TableFull(2)));
     assert_eq!(s.jobs().count(), 2);
@@ -352,12 +517,24 @@ fn control_plane_validates_jobs() {
 fn two_jobs_share_the_pool_without_interference() {
     let mut pool = pool();
     let mut s = switch(&mut pool);
-    s.add_job(JobConfig { id: 8, world: 1, slot_lo: 0, slot_count: 4 }).unwrap();
+    s.add_job(JobConfig {
+        id: 8,
+        world: 1,
+        slot_lo: 0,
+        slot_count: 4,
+    })
+    .unwrap();
     let mut out = [0u8; OUT];
     let mut p = contribution(0, 1, 0, 0, &[42]);
     p[3] = 8;
     let v = send(&mut s, &p[..data_len(1)], &mut out);
-    assert_eq!(v, Verdict::Multicast { job: 8, len: data_len(1) });
+    assert_eq!(
+        v,
+        Verdict::Multicast {
+            job: 8,
+            len: data_len(1)
+        }
+    );
     assert_eq!(result_of(&out, data_len(1)).1, [42]);
     assert!(!s.slot(7, 1).unwrap().version(0).is_complete());
 }

@@ -122,7 +122,10 @@ impl core::fmt::Display for WorkerError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             WorkerError::JoinTimeout { missing, waited } => {
-                write!(f, "join timed out after {waited}: ranks {missing} never joined")
+                write!(
+                    f,
+                    "join timed out after {waited}: ranks {missing} never joined"
+                )
             }
             WorkerError::SwitchUnreachable { waited } => {
                 write!(f, "the switch did not answer for {waited}")
@@ -155,7 +158,10 @@ impl core::fmt::Display for WorkerError {
                 }
             }
             WorkerError::SwitchRestarted { old, new } => {
-                write!(f, "the switch restarted (epoch {old} -> {new}); the job's state is lost")
+                write!(
+                    f,
+                    "the switch restarted (epoch {old} -> {new}); the job's state is lost"
+                )
             }
             WorkerError::BufferTooSmall { need } => {
                 write!(f, "transmit buffer too small: need {need} bytes")
@@ -171,7 +177,10 @@ impl core::fmt::Display for TensorError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             TensorError::Overflow { index } => {
-                write!(f, "int32 sum overflowed (first at chunk starting at element {index})")
+                write!(
+                    f,
+                    "int32 sum overflowed (first at chunk starting at element {index})"
+                )
             }
             TensorError::Aborted => f.write_str("the stream failed before the tensor finished"),
         }

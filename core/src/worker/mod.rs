@@ -31,7 +31,7 @@ mod tensors;
 mod timer;
 
 pub use event::{
-    Event, Stats, StallReport, SubmitError, SubmitErrorKind, TensorError, TensorId, WorkerError,
+    Event, StallReport, Stats, SubmitError, SubmitErrorKind, TensorError, TensorId, WorkerError,
 };
 
 use crate::quant::{ElementType, Op, Tensor};
@@ -184,8 +184,13 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         if config.count == 0 || config.count > wire::data::MAX_COUNT {
             return Err(ConfigError::Count);
         }
-        if [config.rto, config.max_rto, config.join_interval, config.join_timeout]
-            .contains(&Duration::ZERO)
+        if [
+            config.rto,
+            config.max_rto,
+            config.join_interval,
+            config.join_timeout,
+        ]
+        .contains(&Duration::ZERO)
         {
             return Err(ConfigError::Timeout);
         }
@@ -237,7 +242,12 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
 
     /// Queue a tensor for all-reduce in place. Non-finite inputs are refused here, before
     /// anything is sent.
-    pub fn submit(&mut self, _now: Instant, mut buf: B, op: Op) -> Result<TensorId, SubmitError<B>> {
+    pub fn submit(
+        &mut self,
+        _now: Instant,
+        mut buf: B,
+        op: Op,
+    ) -> Result<TensorId, SubmitError<B>> {
         let refuse = |kind, buf| Err(SubmitError { kind, buf });
         if let Some(e) = self.failure {
             return refuse(SubmitErrorKind::Failed(e), buf);
@@ -439,4 +449,3 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         };
     }
 }
-

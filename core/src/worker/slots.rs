@@ -68,7 +68,11 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             }
         }
         self.slots[i].work = work;
-        if work != (Work::Idle { next: self.tensors.next_id }) {
+        if work
+            != (Work::Idle {
+                next: self.tensors.next_id,
+            })
+        {
             self.enqueue(i);
         }
     }
@@ -142,12 +146,12 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         let e = self.tensors.get_mut(tensor)?;
         let range = e.chunk_range(chunk, cfg.count);
         let look_ahead = chunk.saturating_add(u32::from(cfg.window));
-        let float = e.is_float();
+        let next =
+            (e.is_float() && look_ahead < e.chunks).then(|| e.chunk_range(look_ahead, cfg.count));
         let elements = e.buf.elements();
         let (count, exp) = if prime {
             (0, elements.block_exponent(range.clone()))
-        } else if float && look_ahead < e.chunks {
-            let next = e.chunk_range(look_ahead, cfg.count);
+        } else if let Some(next) = next {
             (range.len() as u16, elements.block_exponent(next))
         } else {
             (range.len() as u16, NO_EXPONENT)
@@ -189,9 +193,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             return;
         }
         let st = self.slots[i];
-        if matches!(st.work, Work::Idle { .. })
-            || r.seq != st.seq
-            || u32::from(r.ver) != st.seq & 1
+        if matches!(st.work, Work::Idle { .. }) || r.seq != st.seq || u32::from(r.ver) != st.seq & 1
         {
             self.stats.stale_results += 1;
             return;

@@ -23,14 +23,16 @@ pub(crate) struct Entry<B> {
 impl<B: Tensor> Entry<B> {
     /// Return the first chunk of this tensor on lane slot `slot`, if it has one.
     pub(crate) fn first_chunk(&self, slot: u16, window: u16) -> Option<u32> {
-        let j = (u32::from(slot) + u32::from(window) - u32::from(self.rotation))
-            % u32::from(window);
+        let j =
+            (u32::from(slot) + u32::from(window) - u32::from(self.rotation)) % u32::from(window);
         (j < self.chunks).then_some(j)
     }
 
     /// Return the element range of chunk `j`.
     pub(crate) fn chunk_range(&self, j: u32, count: u16) -> core::ops::Range<usize> {
-        let lo = (j as usize).saturating_mul(usize::from(count)).min(self.len);
+        let lo = (j as usize)
+            .saturating_mul(usize::from(count))
+            .min(self.len);
         lo..lo.saturating_add(usize::from(count)).min(self.len)
     }
 
