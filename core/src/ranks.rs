@@ -145,7 +145,7 @@ impl<const WORDS: usize> core::fmt::Display for RankSet<WORDS> {
 #[cfg(feature = "defmt")]
 impl<const WORDS: usize> defmt::Format for RankSet<WORDS> {
     fn format(&self, f: defmt::Formatter) {
-        defmt::write!(f, "{=[u64]:x}", self.words[..]);
+        defmt::write!(f, "{=[?]:x}", self.words[..]);
     }
 }
 
