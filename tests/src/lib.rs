@@ -1,1 +1,3 @@
 //! Test support (being written).
+
+pub mod vectors;
