@@ -1,6 +1,10 @@
-//! Test support for switchml-rs: the deterministic network simulator and the golden
-//! vector loader, shared by the property tests here and by later crates (the P4 model, the
-//! adapters).
+//! Test support for switchml-rs, shared by the tests here and by later crates (the P4
+//! model, the adapters):
+//!
+//! - [`sim`]: the deterministic network simulator (workers + switch + a seeded lossy net);
+//! - [`harness`]: switches with a job, inputs from a seed, the host-side f32 reference;
+//! - [`vectors`]: the loader for the golden packet vectors in `tests/vectors/`.
 
 pub mod harness;
 pub mod sim;
+pub mod vectors;

@@ -229,9 +229,14 @@ mod tests {
             1, 2, 0, 7, 0xFF, 0xFF, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0x80, 0, 0, 0,
         ];
         let msg = Message::parse(&priming).unwrap();
-        assert!(
-            matches!(msg, Message::Data(DataRepr { kind: DataKind::Result, count: 0, .. }, v) if v.is_empty())
+        let Message::Data(repr, values) = msg else {
+            panic!("{msg:?}")
+        };
+        assert_eq!(
+            (repr.kind, repr.count, repr.exp),
+            (DataKind::Result, 0, 0x80)
         );
+        assert!(values.is_empty());
         assert_eq!((msg.job(), msg.rank()), (7, 0xFFFF));
     }
 

@@ -1,0 +1,477 @@
+#!/usr/bin/env python3
+"""Write the golden wire vectors (tests/vectors/wire.txt) to stdout.
+
+    python3 tests/vectors/gen_wire.py > tests/vectors/wire.txt
+
+Deterministic (no randomness, no dependencies) and independent of the Rust code: every byte
+is packed here from docs/protocol.md §2-3, so the vectors check the Rust encoder rather than
+echo it. The format is described in README.md next to this file.
+"""
+
+import struct
+import sys
+
+VERSION = 1
+RANK_ALL = 0xFFFF
+I32_MIN = -(2**31)
+I32_MAX = 2**31 - 1
+
+TYPES = {
+    "contribution": 0x01,
+    "result": 0x02,
+    "join": 0x10,
+    "join_reply": 0x11,
+    "probe": 0x12,
+    "probe_reply": 0x13,
+    "abort": 0x14,
+}
+REASONS = {
+    1: "unknown_job",
+    2: "unknown_rank",
+    3: "world_mismatch",
+    4: "slot_range",
+    5: "count_too_large",
+    6: "shutdown",
+    7: "worker_failed",
+}
+STATES = {0: "idle", 1: "collecting", 2: "complete"}
+
+out = []
+
+
+def emit(line=""):
+    out.append(line)
+
+
+def hexbytes(b):
+    return " ".join(f"{x:02x}" for x in b)
+
+
+def bytes_lines(b, header_len):
+    """One line if short; else the fixed part, then 32 bytes (8 values) a line."""
+    if len(b) <= 32:
+        return [hexbytes(b)]
+    lines = [hexbytes(b[:header_len])]
+    for i in range(header_len, len(b), 32):
+        lines.append(hexbytes(b[i : i + 32]))
+    return lines
+
+
+def prefix(t, job, rank, version=VERSION):
+    return struct.pack(">BBHH", version, t, job, rank)
+
+
+def vector(name, meaning, fields, b, header_len):
+    emit(f"[{name}]")
+    emit(f"meaning: {meaning}")
+    # A long value list goes on a `fields:` line of its own.
+    head = [(k, v) for k, v in fields if not (k == "values" and v.count(",") >= 8)]
+    tail = [(k, v) for k, v in fields if (k, v) not in head]
+    emit("fields: " + " ".join(f"{k}={v}" for k, v in head))
+    for k, v in tail:
+        emit(f"fields: {k}={v}")
+    for line in bytes_lines(b, header_len):
+        emit(f"bytes: {line}")
+    emit()
+
+
+def invalid(name, meaning, error, b):
+    emit(f"[{name}]")
+    emit(f"meaning: {meaning}")
+    emit(f"expect: error {error}")
+    if len(b) == 0:
+        emit("bytes:")
+    for line in bytes_lines(b, 20):
+        if line:
+            emit(f"bytes: {line}")
+    emit()
+
+
+# --- encoders -------------------------------------------------------------------------------
+
+
+def data(kind, job, rank, slot, ver, flags, seq, exp, values, count=None):
+    count = len(values) if count is None else count
+    b = prefix(TYPES[kind], job, rank)
+    b += struct.pack(">HBBHIBBH", slot, ver, flags, count, seq, exp, 0, 0)
+    b += b"".join(struct.pack(">i", v) for v in values)
+    fields = [
+        ("type", kind),
+        ("job", job),
+        ("rank", rank),
+        ("slot", slot),
+        ("ver", ver),
+        ("flags", f"0x{flags:02x}"),
+        ("count", count),
+        ("seq", seq),
+        ("exp", exp),
+        ("values", ",".join(str(v) for v in values)),
+    ]
+    return fields, b
+
+
+def join(job, rank, world, slot_lo, slot_count, count):
+    b = prefix(TYPES["join"], job, rank)
+    b += struct.pack(">HHHHH", world, slot_lo, slot_count, count, 0)
+    fields = [
+        ("type", "join"),
+        ("job", job),
+        ("rank", rank),
+        ("world", world),
+        ("slot_lo", slot_lo),
+        ("slot_count", slot_count),
+        ("count", count),
+    ]
+    return fields, b
+
+
+def bitmap(ranks, world):
+    b = bytearray((world + 7) // 8)
+    for r in ranks:
+        b[r // 8] |= 1 << (r % 8)
+    return bytes(b)
+
+
+def join_reply(job, rank, world, flags, max_count, epoch, slot_count, joined):
+    b = prefix(TYPES["join_reply"], job, rank)
+    b += struct.pack(">HBBHIHH", world, flags, 0, max_count, epoch, slot_count, len(joined))
+    b += joined
+    fields = [
+        ("type", "join_reply"),
+        ("job", job),
+        ("rank", rank),
+        ("world", world),
+        ("flags", f"0x{flags:02x}"),
+        ("max_count", max_count),
+        ("epoch", epoch),
+        ("slot_count", slot_count),
+        ("joined", "0x" + joined.hex()),
+    ]
+    return fields, b
+
+
+def probe(job, rank, slot, ver, seq):
+    b = prefix(TYPES["probe"], job, rank) + struct.pack(">HBBHI", slot, ver, 0, 0, seq)
+    fields = [
+        ("type", "probe"),
+        ("job", job),
+        ("rank", rank),
+        ("slot", slot),
+        ("ver", ver),
+        ("seq", seq),
+    ]
+    return fields, b
+
+
+def probe_reply(job, rank, slot, ver, state, remaining, seq, epoch, world, seen):
+    b = prefix(TYPES["probe_reply"], job, rank)
+    b += struct.pack(">HBBHIIHH", slot, ver, state, remaining, seq, epoch, world, len(seen))
+    b += seen
+    fields = [
+        ("type", "probe_reply"),
+        ("job", job),
+        ("rank", rank),
+        ("slot", slot),
+        ("ver", ver),
+        ("state", STATES.get(state, f"0x{state:02x}")),
+        ("remaining", remaining),
+        ("seq", seq),
+        ("epoch", epoch),
+        ("world", world),
+        ("seen", "0x" + seen.hex()),
+    ]
+    return fields, b
+
+
+def abort(job, rank, reason, detail, epoch):
+    b = prefix(TYPES["abort"], job, rank) + struct.pack(">BBHHI", reason, 0, detail, 0, epoch)
+    fields = [
+        ("type", "abort"),
+        ("job", job),
+        ("rank", rank),
+        ("reason", REASONS.get(reason, f"0x{reason:02x}")),
+        ("detail", detail),
+        ("epoch", epoch),
+    ]
+    return fields, b
+
+
+def unknown(msg_type, job, rank, body):
+    b = prefix(msg_type, job, rank) + body
+    fields = [
+        ("type", "unknown"),
+        ("msg_type", f"0x{msg_type:02x}"),
+        ("job", job),
+        ("rank", rank),
+        ("body", "0x" + body.hex()),
+    ]
+    return fields, b
+
+
+def with_byte(b, i, v):
+    b = bytearray(b)
+    b[i] = v
+    return bytes(b)
+
+
+def i32(x):
+    """Wrap to int32."""
+    x &= 0xFFFFFFFF
+    return x - 2**32 if x >= 2**31 else x
+
+
+# --- the vectors ----------------------------------------------------------------------------
+
+emit("# Golden vectors for the switchml-rs wire protocol, version 1 (docs/protocol.md §2-3).")
+emit("# Generated by tests/vectors/gen_wire.py; do not edit by hand. Format: README.md.")
+emit()
+emit("# ---- Contribution (0x01) and Result (0x02) ----")
+emit()
+
+f, b = data("contribution", 7, 3, 5, 1, 0x02, 9, 130, [1, -2])
+vector(
+    "contribution_k2_retransmit",
+    "Contribution from rank 3 of job 7, slot 5, version 1, resent, 2 values",
+    f, b, 20,
+)
+
+f, b = data("contribution", 7, 0, 0, 0, 0x00, 0, 133, [])
+vector(
+    "contribution_priming",
+    "Priming Contribution from rank 0 of job 7, slot 0, use 0: no values, only the biased"
+    " exponent 133 (e = 6) of the first block",
+    f, b, 20,
+)
+
+f, b = data("result", 7, RANK_ALL, 0, 0, 0x00, 0, 134, [])
+vector(
+    "result_priming_multicast",
+    "Result of a priming use, multicast to every rank of job 7: the maximum exponent 134",
+    f, b, 20,
+)
+
+k64 = [i if i % 2 == 0 else -i for i in range(62)] + [I32_MIN, I32_MAX]
+f, b = data("contribution", 1, 2, 17, 1, 0x00, 1, 140, k64)
+vector(
+    "contribution_k64",
+    "Contribution, k = 64, from rank 2 of job 1, slot 17, use 1; value i is i for even i,"
+    " -i for odd i, then i32::MIN and i32::MAX",
+    f, b, 20,
+)
+
+f, b = data("result", 1, 2, 17, 1, 0x02, 1, 140, k64)
+vector(
+    "result_k64_unicast_retransmit",
+    "Result, k = 64, unicast to rank 2 of job 1 in answer to a resend (RETRANSMIT);"
+    " values as in contribution_k64",
+    f, b, 20,
+)
+
+k256 = [i32(i * 0x01010101) for i in range(256)]
+f, b = data("contribution", 0x1234, 0x00FF, 0x0100, 0, 0x00, 0xFFFFFFFE, 127, k256)
+vector(
+    "contribution_k256",
+    "Contribution, k = 256, from rank 255 of job 0x1234, slot 256, use 2^32-2; value i is"
+    " the bytes ii ii ii ii (so 0, 16843009, ..., -1)",
+    f, b, 20,
+)
+
+k256r = [I32_MAX - i if i % 2 == 0 else I32_MIN + i for i in range(256)]
+f, b = data("result", 0x1234, RANK_ALL, 0x0100, 1, 0x01, 0xFFFFFFFF, 255, k256r)
+vector(
+    "result_k256_multicast_overflow",
+    "Result, k = 256, multicast to every rank of job 0x1234, with OVERFLOW; value i is"
+    " i32::MAX - i for even i, i32::MIN + i for odd i",
+    f, b, 20,
+)
+
+f, b = data("result", 9, RANK_ALL, 3, 1, 0x01, 5, 128, [I32_MAX, I32_MIN, 0, -1])
+vector(
+    "result_k4_multicast_overflow",
+    "Result, k = 4, multicast to every rank of job 9, slot 3, use 5: an addition overflowed",
+    f, b, 20,
+)
+
+f, b = data("contribution", 9, 1, 3, 0, 0x86, 4, 0, [42])
+vector(
+    "contribution_unknown_flags",
+    "Contribution with RETRANSMIT and the unknown flag bits 0x84, which are kept as they are",
+    f, b, 20,
+)
+
+emit("# ---- Join (0x10) and JoinReply (0x11) ----")
+emit()
+
+f, b = join(7, 3, 4, 8, 4, 256)
+vector(
+    "join",
+    "Join from rank 3 of job 7: a world of 4, the lane drives slots 8..12 with k = 256",
+    f, b, 16,
+)
+
+f, b = join_reply(7, 1, 4, 0x00, 1024, 0x01020304, 16, bitmap([0, 1], 4))
+vector(
+    "join_reply_partial",
+    "JoinReply to rank 1 of job 7: ranks 0 and 1 of 4 have joined, max_count 1024,"
+    " epoch 0x01020304, 16 slots",
+    f, b, 20,
+)
+
+f, b = join_reply(7, RANK_ALL, 12, 0x01, 1024, 0x01020304, 16, bitmap(range(12), 12))
+vector(
+    "join_reply_complete",
+    "JoinReply with COMPLETE, multicast to every rank of job 7: all 12 ranks joined"
+    " (2-byte bitmap)",
+    f, b, 20,
+)
+
+f, b = join_reply(2, 1023, 1024, 0x01, 16371, 0xFFFFFFFF, 65535, bitmap(range(1024), 1024))
+vector(
+    "join_reply_world_1024",
+    "JoinReply with COMPLETE to rank 1023 of job 2: the largest world, a 128-byte bitmap",
+    f, b, 20,
+)
+
+emit("# ---- Probe (0x12) and ProbeReply (0x13) ----")
+emit()
+
+f, b = probe(7, 2, 5, 1, 9)
+vector("probe", "Probe from rank 2 of job 7 about slot 5 version 1, waiting for use 9", f, b, 16)
+
+seen = bitmap([r for r in range(12) if r not in (2, 8, 11)], 12)
+f, b = probe_reply(7, 2, 5, 1, 1, 3, 9, 42, 12, seen)
+vector(
+    "probe_reply_collecting",
+    "ProbeReply to rank 2 of job 7: slot 5 version 1 is collecting use 9, ranks 2, 8 and 11"
+    " of 12 are missing",
+    f, b, 24,
+)
+
+f, b = probe_reply(7, 0, 0, 0, 0, 0, 0, 42, 4, bitmap([], 4))
+vector("probe_reply_idle", "ProbeReply: slot 0 version 0 of job 7 was never used", f, b, 24)
+
+f, b = probe_reply(7, 3, 6, 0, 2, 0, 10, 42, 4, bitmap(range(4), 4))
+vector(
+    "probe_reply_complete",
+    "ProbeReply: slot 6 version 0 of job 7 completed use 10, every rank seen",
+    f, b, 24,
+)
+
+f, b = probe_reply(7, 3, 6, 0, 7, 0, 10, 42, 4, bitmap(range(4), 4))
+vector(
+    "probe_reply_unknown_state",
+    "ProbeReply with slot state 7, unknown in version 1, kept as it is",
+    f, b, 24,
+)
+
+emit("# ---- Abort (0x14) ----")
+emit()
+
+details = {1: 0, 2: 8, 3: 8, 4: 64, 5: 1024, 6: 0, 7: 5}
+for reason, name in REASONS.items():
+    rank = 5 if reason == 7 else 1
+    epoch = 0 if reason == 7 else 0xDEADBEEF
+    f, b = abort(7, rank, reason, details[reason], epoch)
+    vector(
+        f"abort_{name}",
+        f"Abort {reason} ({name}) for job 7, rank {rank}, detail {details[reason]}",
+        f, b, 16,
+    )
+
+f, b = abort(7, 1, 0x2A, 0x1234, 0xDEADBEEF)
+vector("abort_unknown_reason", "Abort with reason 0x2a, unknown in version 1, kept", f, b, 16)
+
+f, b = abort(7, 1, 0, 0, 0)
+vector("abort_reason_zero", "Abort with reason 0, unknown in version 1, kept", f, b, 16)
+
+emit("# ---- Unknown types: parsed and kept, dropped by the switch ----")
+emit()
+
+f, b = unknown(0x42, 7, 3, bytes([0xDE, 0xAD, 0xBE, 0xEF, 0x00]))
+vector(
+    "unknown_type_0x42",
+    "A message of type 0x42, unknown in version 1, with a 5-byte body",
+    f, b, 6,
+)
+
+f, b = unknown(0x00, 0, 0, b"")
+vector("unknown_type_0x00_prefix_only", "Type 0x00, unknown, nothing after the prefix", f, b, 6)
+
+emit("# ---- Invalid ----")
+emit()
+
+_, contribution = data("contribution", 7, 3, 5, 1, 0x02, 9, 130, [1, -2])
+_, join_b = join(7, 3, 4, 8, 4, 256)
+_, jr = join_reply(7, RANK_ALL, 12, 0x01, 1024, 0x01020304, 16, bitmap(range(12), 12))
+_, probe_b = probe(7, 2, 5, 1, 9)
+_, pr = probe_reply(7, 2, 5, 1, 1, 3, 9, 42, 12, seen)
+_, abort_b = abort(7, 1, 3, 8, 0xDEADBEEF)
+
+invalid("empty", "An empty datagram", "truncated", b"")
+invalid("prefix_truncated", "Five bytes: shorter than the common prefix", "truncated", join_b[:5])
+invalid("version_0", "A Join with version 0", "version", with_byte(join_b, 0, 0))
+invalid("version_2", "A Contribution with version 2", "version", with_byte(contribution, 0, 2))
+invalid(
+    "version_2_unknown_type",
+    "An unknown type with version 2: the version is checked first",
+    "version",
+    prefix(0x42, 7, 3, version=2),
+)
+invalid(
+    "contribution_header_truncated",
+    "A Contribution cut inside its 20-byte header",
+    "truncated",
+    contribution[:19],
+)
+invalid(
+    "contribution_values_truncated",
+    "A Contribution that declares 2 values and carries 1",
+    "truncated",
+    contribution[:24],
+)
+invalid(
+    "contribution_trailing_byte",
+    "A Contribution with one byte after its 2 values",
+    "trailing",
+    contribution + b"\x00",
+)
+invalid("contribution_ver_2", "A Contribution with version 2 of the slot", "field ver",
+        with_byte(contribution, 8, 2))
+invalid("contribution_reserved_17", "A Contribution with reserved byte 17 set", "reserved",
+        with_byte(contribution, 17, 0x01))
+invalid("result_reserved_19", "A Result with reserved byte 19 set", "reserved",
+        with_byte(with_byte(contribution, 1, 0x02), 19, 0x80))
+invalid("join_15_bytes", "A Join one byte short", "truncated", join_b[:15])
+invalid("join_17_bytes", "A Join with one byte after it", "trailing", join_b + b"\x00")
+invalid("join_reserved", "A Join with reserved byte 15 set", "reserved", with_byte(join_b, 15, 1))
+invalid("join_reply_bitmap_short", "A JoinReply that declares 2 bitmap bytes and carries 1",
+        "truncated", jr[:21])
+invalid("join_reply_bitmap_long", "A JoinReply with a byte after its 2-byte bitmap", "trailing",
+        jr + b"\x00")
+big = bytearray(jr[:20])
+big[6:8] = struct.pack(">H", 1032)
+big[18:20] = struct.pack(">H", 129)
+invalid(
+    "join_reply_bitmap_len_129",
+    "A JoinReply with a 129-byte bitmap (1,032 ranks): over the 128-byte limit",
+    "field bitmap_len",
+    bytes(big) + b"\xff" * 129,
+)
+invalid("join_reply_reserved", "A JoinReply with reserved byte 9 set", "reserved",
+        with_byte(jr, 9, 1))
+invalid("probe_ver_2", "A Probe about version 2 of a slot", "field ver", with_byte(probe_b, 8, 2))
+invalid("probe_reserved_9", "A Probe with reserved byte 9 set", "reserved",
+        with_byte(probe_b, 9, 1))
+invalid("probe_reserved_10", "A Probe with reserved byte 10 set", "reserved",
+        with_byte(probe_b, 10, 1))
+invalid("probe_reply_ver_3", "A ProbeReply about version 3 of a slot", "field ver",
+        with_byte(pr, 8, 3))
+invalid("probe_reply_truncated", "A ProbeReply cut inside its 24-byte fixed part", "truncated",
+        pr[:23])
+invalid("abort_reserved_7", "An Abort with reserved byte 7 set", "reserved",
+        with_byte(abort_b, 7, 1))
+invalid("abort_reserved_11", "An Abort with reserved byte 11 set", "reserved",
+        with_byte(abort_b, 11, 1))
+invalid("abort_trailing", "An Abort with 4 bytes after it", "trailing", abort_b + b"\x00" * 4)
+
+sys.stdout.write("\n".join(out).rstrip("\n") + "\n")
