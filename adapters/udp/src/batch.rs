@@ -1,0 +1,357 @@
+//! Batched datagram I/O: one `recvmmsg(2)` or `sendmmsg(2)` moves up to a batch of
+//! datagrams, so the per-syscall cost is paid once per batch instead of once per packet.
+//!
+//! Both batches own every buffer they use, allocated once: nothing allocates per packet.
+//! The C headers (`mmsghdr`, `iovec`) point into those buffers and are rebuilt right before
+//! each syscall, so moving a batch never leaves a dangling pointer behind.
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::RawFd;
+use std::time::Duration;
+
+use crate::sockaddr::{from_storage, to_storage};
+use crate::socket::wait_writable;
+
+/// Datagrams received by one `recvmmsg`.
+pub struct RecvBatch {
+    size: usize,
+    bufs: Vec<u8>,
+    addrs: Vec<libc::sockaddr_storage>,
+    iovecs: Vec<libc::iovec>,
+    headers: Vec<libc::mmsghdr>,
+    received: usize,
+}
+
+// SAFETY: the raw pointers inside `iovecs` and `headers` point only into this batch's own
+// heap buffers, are rewritten before every syscall and are never dereferenced by Rust code;
+// no other thread can reach them.
+unsafe impl Send for RecvBatch {}
+
+/// One received datagram.
+#[derive(Debug)]
+pub struct Datagram<'a> {
+    /// Its bytes.
+    pub bytes: &'a [u8],
+    /// Where it came from.
+    pub from: Option<SocketAddr>,
+    /// Whether it was longer than the buffer and cut (`MSG_TRUNC`).
+    pub truncated: bool,
+}
+
+impl RecvBatch {
+    /// Make room for `batch` datagrams of up to `size` bytes each.
+    pub fn new(batch: usize, size: usize) -> RecvBatch {
+        let batch = batch.max(1);
+        // SAFETY: all-zero is a valid value of these plain C structs (null pointers, zero
+        // lengths); they are filled in before use.
+        let (storage, iovec, header) = unsafe {
+            (
+                std::mem::zeroed::<libc::sockaddr_storage>(),
+                std::mem::zeroed::<libc::iovec>(),
+                std::mem::zeroed::<libc::mmsghdr>(),
+            )
+        };
+        RecvBatch {
+            size,
+            bufs: vec![0; batch * size],
+            addrs: vec![storage; batch],
+            iovecs: vec![iovec; batch],
+            headers: vec![header; batch],
+            received: 0,
+        }
+    }
+
+    /// Receive what is waiting on non-blocking `fd`, up to a batch; return how many.
+    /// Nothing waiting is `Ok(0)`.
+    pub fn recv(&mut self, fd: RawFd) -> io::Result<usize> {
+        self.received = 0;
+        let base = self.bufs.as_mut_ptr();
+        for (i, ((iov, hdr), addr)) in self
+            .iovecs
+            .iter_mut()
+            .zip(self.headers.iter_mut())
+            .zip(self.addrs.iter_mut())
+            .enumerate()
+        {
+            // SAFETY: `i * size` is within `bufs` (len `batch * size`).
+            iov.iov_base = unsafe { base.add(i * self.size) }.cast();
+            iov.iov_len = self.size;
+            hdr.msg_hdr.msg_name = (addr as *mut libc::sockaddr_storage).cast();
+            hdr.msg_hdr.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            hdr.msg_hdr.msg_iov = iov;
+            hdr.msg_hdr.msg_iovlen = 1;
+            hdr.msg_hdr.msg_control = std::ptr::null_mut();
+            hdr.msg_hdr.msg_controllen = 0;
+            hdr.msg_hdr.msg_flags = 0;
+            hdr.msg_len = 0;
+        }
+        // SAFETY: every header points at a live iovec covering `size` bytes of `bufs` and
+        // at a live sockaddr_storage with its size; the count passed is the array length.
+        let n = unsafe {
+            libc::recvmmsg(
+                fd,
+                self.headers.as_mut_ptr(),
+                self.headers.len() as libc::c_uint,
+                libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
+            )
+        };
+        if n < 0 {
+            let err = io::Error::last_os_error();
+            return match err.kind() {
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(0),
+                // An ICMP error queued on a connected socket: the peer is not there (yet).
+                io::ErrorKind::ConnectionRefused => Ok(0),
+                _ => Err(err),
+            };
+        }
+        self.received = n as usize;
+        Ok(self.received)
+    }
+
+    /// Return the `i`-th datagram of the last `recv`.
+    pub fn get(&self, i: usize) -> Option<Datagram<'_>> {
+        if i >= self.received {
+            return None;
+        }
+        let hdr = &self.headers[i];
+        let len = (hdr.msg_len as usize).min(self.size);
+        let start = i * self.size;
+        Some(Datagram {
+            bytes: &self.bufs[start..start + len],
+            from: from_storage(&self.addrs[i]),
+            truncated: hdr.msg_hdr.msg_flags & libc::MSG_TRUNC != 0,
+        })
+    }
+}
+
+/// Datagrams queued for one `sendmmsg`. Several entries may share one buffer (replicas of
+/// a multicast).
+pub struct SendBatch {
+    size: usize,
+    bufs: Vec<u8>,
+    used: usize,
+    entries: Vec<Entry>,
+    queued: usize,
+    iovecs: Vec<libc::iovec>,
+    headers: Vec<libc::mmsghdr>,
+}
+
+// SAFETY: as for `RecvBatch`: the C headers point only into this batch's own buffers and
+// are rebuilt before every syscall.
+unsafe impl Send for SendBatch {}
+
+#[derive(Clone, Copy)]
+struct Entry {
+    buf: usize,
+    len: usize,
+    to: libc::sockaddr_storage,
+    to_len: libc::socklen_t,
+}
+
+/// What a flush did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Flushed {
+    /// Datagrams the kernel took.
+    pub sent: usize,
+    /// Datagrams given up on (refused by ICMP, or the socket stayed full).
+    pub failed: usize,
+}
+
+/// How long a flush waits for room in a full socket buffer before giving the rest up (the
+/// protocol retransmits what is lost).
+const FULL_WAIT: Duration = Duration::from_millis(20);
+
+impl SendBatch {
+    /// Make `buffers` buffers of `size` bytes and room for `entries` queued datagrams.
+    pub fn new(buffers: usize, size: usize, entries: usize) -> SendBatch {
+        let entries = entries.max(1);
+        // SAFETY: all-zero is a valid value of these plain C structs.
+        let (storage, iovec, header) = unsafe {
+            (
+                std::mem::zeroed::<libc::sockaddr_storage>(),
+                std::mem::zeroed::<libc::iovec>(),
+                std::mem::zeroed::<libc::mmsghdr>(),
+            )
+        };
+        let entry = Entry {
+            buf: 0,
+            len: 0,
+            to: storage,
+            to_len: 0,
+        };
+        SendBatch {
+            size,
+            bufs: vec![0; buffers.max(1) * size],
+            used: 0,
+            entries: vec![entry; entries],
+            queued: 0,
+            iovecs: vec![iovec; entries],
+            headers: vec![header; entries],
+        }
+    }
+
+    /// Return the next free buffer and its index, or `None` when every buffer is taken.
+    pub fn buffer(&mut self) -> Option<(usize, &mut [u8])> {
+        let i = self.used;
+        let start = i * self.size;
+        let buf = self.bufs.get_mut(start..start + self.size)?;
+        self.used += 1;
+        Some((i, buf))
+    }
+
+    /// Return the first `len` bytes of handed-out buffer `buf`.
+    pub fn get(&self, buf: usize, len: usize) -> &[u8] {
+        let start = (buf * self.size).min(self.bufs.len());
+        &self.bufs[start..(start + len.min(self.size)).min(self.bufs.len())]
+    }
+
+    /// Give back the buffer `buffer()` handed out last, unused.
+    pub fn unuse_last(&mut self) {
+        self.used = self.used.saturating_sub(1);
+    }
+
+    /// Return whether no more entries fit.
+    pub fn is_full(&self) -> bool {
+        self.queued == self.entries.len()
+    }
+
+    /// Return whether nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.queued == 0
+    }
+
+    /// Queue `len` bytes of buffer `buf` to `to` (`None`: the connected peer). Return false
+    /// if no entry is free (flush first).
+    pub fn push(&mut self, buf: usize, len: usize, to: Option<&SocketAddr>) -> bool {
+        let Some(e) = self.entries.get_mut(self.queued) else {
+            return false;
+        };
+        e.buf = buf;
+        e.len = len.min(self.size);
+        e.to_len = match to {
+            Some(a) => to_storage(a, &mut e.to),
+            None => 0,
+        };
+        self.queued += 1;
+        true
+    }
+
+    /// Send every queued entry. Buffers stay handed out (entries may still be pushed for
+    /// them) until [`SendBatch::clear`].
+    pub fn flush(&mut self, fd: RawFd) -> io::Result<Flushed> {
+        let mut done = Flushed::default();
+        let base = self.bufs.as_mut_ptr();
+        for i in 0..self.queued {
+            let e = &mut self.entries[i];
+            let (iov, hdr) = (&mut self.iovecs[i], &mut self.headers[i]);
+            // SAFETY: `e.buf < used <= buffers`, so the offset is within `bufs`.
+            iov.iov_base = unsafe { base.add(e.buf * self.size) }.cast();
+            iov.iov_len = e.len;
+            hdr.msg_hdr.msg_name = if e.to_len == 0 {
+                std::ptr::null_mut()
+            } else {
+                (&mut e.to as *mut libc::sockaddr_storage).cast()
+            };
+            hdr.msg_hdr.msg_namelen = e.to_len;
+            hdr.msg_hdr.msg_iov = iov;
+            hdr.msg_hdr.msg_iovlen = 1;
+            hdr.msg_hdr.msg_control = std::ptr::null_mut();
+            hdr.msg_hdr.msg_controllen = 0;
+            hdr.msg_hdr.msg_flags = 0;
+            hdr.msg_len = 0;
+        }
+        let mut at = 0;
+        while at < self.queued {
+            // SAFETY: headers `at..queued` were initialised above to point at live iovecs
+            // over `bufs` and at live addresses (or null for a connected socket).
+            let n = unsafe {
+                libc::sendmmsg(
+                    fd,
+                    self.headers.as_mut_ptr().add(at),
+                    (self.queued - at) as libc::c_uint,
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            if n > 0 {
+                at += n as usize;
+                done.sent += n as usize;
+                continue;
+            }
+            let err = io::Error::last_os_error();
+            match err.kind() {
+                io::ErrorKind::Interrupted => {}
+                io::ErrorKind::WouldBlock => {
+                    if !wait_writable(fd, FULL_WAIT)? {
+                        done.failed += self.queued - at;
+                        break;
+                    }
+                }
+                // The first datagram was refused (ICMP port unreachable was queued): skip it.
+                io::ErrorKind::ConnectionRefused | io::ErrorKind::PermissionDenied => {
+                    at += 1;
+                    done.failed += 1;
+                }
+                _ => {
+                    self.queued = 0;
+                    return Err(err);
+                }
+            }
+        }
+        self.queued = 0;
+        Ok(done)
+    }
+
+    /// Forget every entry and hand every buffer back.
+    pub fn clear(&mut self) {
+        self.queued = 0;
+        self.used = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::UdpSocket;
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn a_batch_goes_out_and_comes_back_with_addresses() {
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let to = b.local_addr().unwrap();
+        let mut send = SendBatch::new(2, 64, 4);
+        let (i, buf) = send.buffer().unwrap();
+        buf[..3].copy_from_slice(b"abc");
+        assert!(send.push(i, 3, Some(&to)));
+        assert!(send.push(i, 2, Some(&to)));
+        let (j, buf) = send.buffer().unwrap();
+        buf[..64].fill(7);
+        assert!(send.push(j, 64, Some(&to)));
+        assert!(send.buffer().is_none());
+        let out = send.flush(a.as_raw_fd()).unwrap();
+        assert_eq!(out, Flushed { sent: 3, failed: 0 });
+        send.clear();
+
+        let mut recv = RecvBatch::new(8, 16);
+        let fd = b.as_raw_fd();
+        let mut got = Vec::new();
+        for _ in 0..100 {
+            let n = recv.recv(fd).unwrap();
+            for k in 0..n {
+                let d = recv.get(k).unwrap();
+                assert_eq!(d.from, Some(a.local_addr().unwrap()));
+                got.push((d.bytes.to_vec(), d.truncated));
+            }
+            if got.len() == 3 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(got[0], (b"abc".to_vec(), false));
+        assert_eq!(got[1], (b"ab".to_vec(), false));
+        assert_eq!(got[2], (vec![7; 16], true));
+        assert!(recv.get(3).is_none());
+    }
+}

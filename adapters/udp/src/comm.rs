@@ -1,0 +1,316 @@
+//! The communicator: what an application (a training loop, the `switchml` CLI) calls.
+//!
+//! [`Communicator::connect`] opens one socket and starts one lane thread per lane, and
+//! returns once every lane has joined the job at the switch (or with the error that names
+//! who did not). [`Communicator::allreduce`] splits a tensor into one contiguous part per
+//! lane and blocks until every part is reduced in place; [`Communicator::allreduce_async`]
+//! takes ownership of a vector and returns a [`Pending`] handle, so several tensors can be
+//! in flight. Every rank must submit the same tensors (lengths, types) in the same order.
+
+use std::marker::PhantomData;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use switchml_core::quant::Op;
+use switchml_core::worker::Stats;
+
+use crate::config::CommConfig;
+use crate::error::Error;
+use crate::lane::{Command, Lane, Report, Shared, BATCH};
+use crate::part::{split, Element, Submission};
+use crate::socket::{size_buffer, Buffer, Wake};
+
+/// A worker's connection to a job at the switch.
+pub struct Communicator {
+    config: CommConfig,
+    lanes: Vec<LaneHandle>,
+    epoch: u32,
+}
+
+struct LaneHandle {
+    commands: Option<Sender<Command>>,
+    wake: Arc<Wake>,
+    shared: Arc<Mutex<Shared>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// An all-reduce in flight; [`Pending::wait`] returns the reduced vector.
+#[must_use = "an all-reduce's result is only known after wait()"]
+pub struct Pending<T> {
+    submission: Arc<Submission>,
+    _element: PhantomData<T>,
+}
+
+/// How long `connect` waits beyond the join timeout for lanes that report nothing.
+const JOIN_GRACE: Duration = Duration::from_secs(2);
+
+impl Communicator {
+    /// Start the lanes and join the job; return when every lane has joined.
+    pub fn connect(config: &CommConfig) -> Result<Communicator, Error> {
+        config.validate()?;
+        let (reports_tx, reports) = mpsc::channel();
+        let mut lanes = Vec::with_capacity(usize::from(config.lanes));
+        for lane in 0..config.lanes {
+            lanes.push(start_lane(config, lane, reports_tx.clone())?);
+        }
+        drop(reports_tx);
+        let mut comm = Communicator {
+            config: config.clone(),
+            lanes,
+            epoch: 0,
+        };
+        comm.epoch = comm.await_joins(&reports)?;
+        Ok(comm)
+    }
+
+    /// [`Communicator::connect`] with [`CommConfig::from_env`].
+    pub fn from_env() -> Result<Communicator, Error> {
+        Self::connect(&CommConfig::from_env()?)
+    }
+
+    fn await_joins(&self, reports: &Receiver<Report>) -> Result<u32, Error> {
+        let deadline = Instant::now() + self.config.join_timeout + JOIN_GRACE;
+        let mut joined = vec![false; self.lanes.len()];
+        let mut epoch = 0;
+        while joined.iter().any(|j| !j) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match reports.recv_timeout(left) {
+                Ok(Report::Joined { lane, epoch: e }) => {
+                    joined[lane] = true;
+                    epoch = e;
+                }
+                Ok(Report::Failed { lane, error }) => {
+                    return Err(Error::Worker {
+                        rank: self.config.rank,
+                        lane,
+                        error,
+                    })
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    let lane = joined.iter().position(|j| !j).unwrap_or(0);
+                    return Err(Error::Timeout {
+                        what: format!("lane {lane} to join job {}", self.config.job),
+                        after: self.config.join_timeout + JOIN_GRACE,
+                    });
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    let lane = joined.iter().position(|j| !j).unwrap_or(0);
+                    return Err(Error::LaneGone { lane });
+                }
+            }
+        }
+        Ok(epoch)
+    }
+
+    /// Return the configuration.
+    pub fn config(&self) -> &CommConfig {
+        &self.config
+    }
+
+    /// Return this worker's rank.
+    pub fn rank(&self) -> u16 {
+        self.config.rank
+    }
+
+    /// Return the number of ranks.
+    pub fn world(&self) -> u16 {
+        self.config.world
+    }
+
+    /// Return the switch's epoch at join time.
+    pub fn epoch(&self) -> u32 {
+        self.epoch
+    }
+
+    /// Return the counters of every lane, added up.
+    pub fn stats(&self) -> Stats {
+        let mut total = Stats::default();
+        for lane in &self.lanes {
+            let s = lane.shared.lock().map(|s| s.stats).unwrap_or_default();
+            total.sent += s.sent;
+            total.retransmissions += s.retransmissions;
+            total.results += s.results;
+            total.stale_results += s.stale_results;
+            total.ignored += s.ignored;
+            total.tensors += s.tensors;
+        }
+        total
+    }
+
+    /// Return the first lane failure, if the stream has failed.
+    pub fn failure(&self) -> Option<Error> {
+        self.lanes.iter().enumerate().find_map(|(lane, h)| {
+            let error = h.shared.lock().ok()?.failure?;
+            Some(Error::Worker {
+                rank: self.config.rank,
+                lane,
+                error,
+            })
+        })
+    }
+
+    /// All-reduce `data` in place across the job; block until done.
+    ///
+    /// The wait ends when every lane has finished its part or failed; a lane fails on its
+    /// own after its retry budget without progress, naming the slot and the missing ranks.
+    pub fn allreduce<T: Element>(&self, data: &mut [T], op: Op) -> Result<(), Error> {
+        let submission = Submission::new(self.lanes.len(), None);
+        // SAFETY: `data` is borrowed mutably for this whole call, and the call does not
+        // return before `wait(None)` has seen every part dropped.
+        let parts = unsafe {
+            split(
+                data,
+                self.lanes.len(),
+                usize::from(self.config.count),
+                &submission,
+            )
+        };
+        self.dispatch(parts, op);
+        submission
+            .wait(None)
+            .unwrap_or(Err(Error::LaneGone { lane: 0 }))
+    }
+
+    /// Start an all-reduce of `data`; the vector comes back from [`Pending::wait`].
+    pub fn allreduce_async<T: Element>(&self, mut data: Vec<T>, op: Op) -> Pending<T> {
+        let lanes = self.lanes.len();
+        // The vector's heap buffer does not move when the Vec is moved into the box below.
+        let ptr_data: *mut [T] = data.as_mut_slice();
+        let submission = Submission::new(lanes, Some(Box::new(data)));
+        // SAFETY: the submission owns the vector until every part is back (and forever if
+        // the handle is leaked), and nothing else touches it meanwhile.
+        let parts = unsafe {
+            split(
+                &mut *ptr_data,
+                lanes,
+                usize::from(self.config.count),
+                &submission,
+            )
+        };
+        self.dispatch(parts, op);
+        Pending {
+            submission,
+            _element: PhantomData,
+        }
+    }
+
+    fn dispatch(&self, parts: Vec<crate::part::Part>, op: Op) {
+        for (lane, (part, handle)) in parts.into_iter().zip(&self.lanes).enumerate() {
+            let sent = match &handle.commands {
+                Some(tx) => tx.send(Command::Submit(part, op)).map_err(|e| e.0),
+                None => Err(Command::Submit(part, op)),
+            };
+            match sent {
+                Ok(()) => handle.wake.signal(),
+                Err(Command::Submit(mut part, _)) => {
+                    part.set_outcome(Err(Error::LaneGone { lane }))
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Communicator {
+    fn drop(&mut self) {
+        for lane in &mut self.lanes {
+            lane.commands = None;
+            lane.wake.signal();
+        }
+        for lane in &mut self.lanes {
+            if let Some(t) = lane.thread.take() {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+impl<T: Element> Pending<T> {
+    /// Return whether the all-reduce has finished (successfully or not).
+    pub fn test(&self) -> bool {
+        self.submission.is_done()
+    }
+
+    /// Wait for the result. Bounded by the lanes' own failure detection (see
+    /// [`Communicator::allreduce`]).
+    pub fn wait(self) -> Result<Vec<T>, Error> {
+        let outcome = self
+            .submission
+            .wait(None)
+            .unwrap_or(Err(Error::LaneGone { lane: 0 }));
+        outcome?;
+        self.take()
+    }
+
+    /// Wait at most `timeout`; on timeout the handle comes back.
+    pub fn wait_timeout(self, timeout: Duration) -> Result<Result<Vec<T>, Error>, Pending<T>> {
+        match self.submission.wait(Some(timeout)) {
+            None => Err(self),
+            Some(Err(e)) => Ok(Err(e)),
+            Some(Ok(())) => Ok(self.take()),
+        }
+    }
+
+    fn take(&self) -> Result<Vec<T>, Error> {
+        self.submission
+            .take_owner()
+            .and_then(|b| b.downcast::<Vec<T>>().ok())
+            .map(|b| *b)
+            .ok_or_else(|| Error::Config("the tensor was already taken".into()))
+    }
+}
+
+/// Open lane `lane`'s socket (connected to the switch, buffers sized for its window) and
+/// start its thread.
+fn start_lane(
+    config: &CommConfig,
+    lane: u16,
+    reports: Sender<Report>,
+) -> Result<LaneHandle, Error> {
+    let local: IpAddr = match config.switch {
+        SocketAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
+        SocketAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
+    };
+    let socket =
+        UdpSocket::bind((local, 0)).map_err(|e| Error::io(format!("lane {lane}: bind"), &e))?;
+    socket.connect(config.switch).map_err(|e| {
+        Error::io(
+            format!("lane {lane}: connect to the switch at {}", config.switch),
+            &e,
+        )
+    })?;
+    socket
+        .set_nonblocking(true)
+        .map_err(|e| Error::io(format!("lane {lane}: set non-blocking"), &e))?;
+    let core = config.lane(lane);
+    let window_bytes = (usize::from(core.window) + BATCH) * core.max_datagram() * 2;
+    for which in [Buffer::Receive, Buffer::Send] {
+        size_buffer(&socket, which, window_bytes)
+            .map_err(|e| Error::io(format!("lane {lane}: size the socket buffer"), &e))?;
+    }
+    let worker = Lane::worker(core)?;
+    let (tx, commands) = mpsc::channel();
+    let wake = Arc::new(Wake::new().map_err(|e| Error::io("eventfd", &e))?);
+    let shared = Arc::new(Mutex::new(Shared::default()));
+    let state = Lane {
+        index: usize::from(lane),
+        socket,
+        worker,
+        commands,
+        wake: Arc::clone(&wake),
+        reports,
+        shared: Arc::clone(&shared),
+    };
+    let thread = std::thread::Builder::new()
+        .name(format!("switchml-r{}-lane{lane}", config.rank))
+        .spawn(move || state.run())
+        .map_err(|e| Error::io("spawn a lane thread", &e))?;
+    Ok(LaneHandle {
+        commands: Some(tx),
+        wake,
+        shared,
+        thread: Some(thread),
+    })
+}

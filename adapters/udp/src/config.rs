@@ -1,0 +1,316 @@
+//! How a communicator is set up: in code, from the environment a launcher sets (`RANK`,
+//! `WORLD_SIZE`, `SWITCHML_SWITCH` or `MASTER_ADDR`, `SWITCHML_JOB`), or from a TOML file.
+//!
+//! Every rank of a job must use the same `lanes`, `window` and `count`: they fix which
+//! slots each part of a tensor travels on (protocol.md §6). The defaults are the same
+//! everywhere, so ranks that set nothing agree.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+use switchml_core::time::Duration as CoreDuration;
+use switchml_core::wire::SWITCH_PORT;
+use switchml_core::worker::Config as LaneConfig;
+
+use crate::clock::to_core;
+use crate::error::Error;
+
+/// Everything a communicator needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommConfig {
+    /// This worker's rank, `0..world`.
+    pub rank: u16,
+    /// The number of ranks.
+    pub world: u16,
+    /// The switch's UDP address.
+    pub switch: SocketAddr,
+    /// The job id registered at the switch.
+    pub job: u16,
+    /// I/O threads, each with its own socket and slot range.
+    pub lanes: u16,
+    /// Slots per lane; the job needs `lanes × window` slots at the switch.
+    pub window: u16,
+    /// Values per packet (`k`); 256 keeps a datagram under a 1500-byte MTU.
+    pub count: u16,
+    /// First retransmission timeout.
+    pub rto: Duration,
+    /// Largest retransmission timeout.
+    pub max_rto: Duration,
+    /// Resends of one packet before the lane probes the switch and gives up.
+    pub retries: u16,
+    /// How long to wait for every rank to join.
+    pub join_timeout: Duration,
+}
+
+/// Default lanes per worker.
+pub const DEFAULT_LANES: u16 = 2;
+/// Default slots per lane.
+pub const DEFAULT_WINDOW: u16 = 128;
+/// Default values per packet.
+pub const DEFAULT_COUNT: u16 = 256;
+
+impl CommConfig {
+    /// A configuration with the defaults: 2 lanes × 128 slots, 256 values per packet,
+    /// 5 ms first timeout doubling to 200 ms, 30 resends, 30 s to join.
+    pub fn new(rank: u16, world: u16, switch: SocketAddr, job: u16) -> CommConfig {
+        let core = LaneConfig::new(job, rank, world);
+        CommConfig {
+            rank,
+            world,
+            switch,
+            job,
+            lanes: DEFAULT_LANES,
+            window: DEFAULT_WINDOW,
+            count: DEFAULT_COUNT,
+            rto: crate::clock::to_std(core.rto),
+            max_rto: crate::clock::to_std(core.max_rto),
+            retries: core.retries,
+            join_timeout: crate::clock::to_std(core.join_timeout),
+        }
+    }
+
+    /// Read `RANK`, `WORLD_SIZE`, `SWITCHML_SWITCH` (host:port; else `MASTER_ADDR` with
+    /// `SWITCHML_PORT`, default 48864) and `SWITCHML_JOB` (default 0); `SWITCHML_CONFIG`
+    /// names an optional TOML file read first, which the variables override.
+    pub fn from_env() -> Result<CommConfig, Error> {
+        Self::from_vars(|name| std::env::var(name).ok())
+    }
+
+    /// [`CommConfig::from_env`] over any variable source (tests pass a map).
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<CommConfig, Error> {
+        let file = match var("SWITCHML_CONFIG") {
+            Some(path) => Some(read_file(Path::new(&path))?),
+            None => None,
+        };
+        let file = file.unwrap_or_default();
+        let number = |name: &str, fallback: Option<u16>| -> Result<u16, Error> {
+            match var(name) {
+                Some(v) => v.trim().parse().map_err(|_| {
+                    Error::Config(format!("{name}={v:?} is not a number in 0..=65535"))
+                }),
+                None => fallback.ok_or_else(|| Error::Config(format!("{name} is not set"))),
+            }
+        };
+        let rank = number("RANK", file.rank)?;
+        let world = number("WORLD_SIZE", file.world_size)?;
+        let job = number("SWITCHML_JOB", Some(file.job.unwrap_or(0)))?;
+        let switch = match (var("SWITCHML_SWITCH"), var("MASTER_ADDR"), &file.switch) {
+            (Some(s), _, _) => resolve("SWITCHML_SWITCH", &s)?,
+            (None, Some(host), _) => {
+                let port = number("SWITCHML_PORT", Some(SWITCH_PORT))?;
+                resolve("MASTER_ADDR", &format!("{host}:{port}"))?
+            }
+            (None, None, Some(s)) => resolve("switch (config file)", s)?,
+            (None, None, None) => {
+                return Err(Error::Config(
+                    "no switch address: set SWITCHML_SWITCH=host:port or MASTER_ADDR".into(),
+                ))
+            }
+        };
+        let mut config = file.apply(CommConfig::new(rank, world, switch, job));
+        config.lanes = number("SWITCHML_LANES", Some(config.lanes))?;
+        config.window = number("SWITCHML_WINDOW", Some(config.window))?;
+        config.count = number("SWITCHML_COUNT", Some(config.count))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Read a TOML file: `rank`, `world_size`, `switch` ("host:port"), `job`, and optional
+    /// `lanes`, `window`, `count`, `rto_ms`, `max_rto_ms`, `retries`, `join_timeout_ms`.
+    pub fn from_file(path: &Path) -> Result<CommConfig, Error> {
+        let file = read_file(path)?;
+        let missing =
+            |what: &str| Error::Config(format!("{}: `{what}` is missing", path.display()));
+        let rank = file.rank.ok_or_else(|| missing("rank"))?;
+        let world = file.world_size.ok_or_else(|| missing("world_size"))?;
+        let switch = resolve(
+            "switch",
+            file.switch.as_deref().ok_or_else(|| missing("switch"))?,
+        )?;
+        let config = file.apply(CommConfig::new(rank, world, switch, file.job.unwrap_or(0)));
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Check the settings against each other.
+    pub fn validate(&self) -> Result<(), Error> {
+        let bad = |m: String| Err(Error::Config(m));
+        if self.world == 0 || self.rank >= self.world {
+            return bad(format!("rank {} is not in 0..{}", self.rank, self.world));
+        }
+        if self.lanes == 0 || self.window == 0 {
+            return bad("lanes and window must be at least 1".into());
+        }
+        if u32::from(self.lanes) * u32::from(self.window) > 65_536 {
+            return bad(format!(
+                "lanes × window = {} slots is more than 65536",
+                self.slots()
+            ));
+        }
+        if usize::from(self.window) > crate::lane::MAX_WINDOW {
+            return bad(format!(
+                "window {} is above {}",
+                self.window,
+                crate::lane::MAX_WINDOW
+            ));
+        }
+        if self.count == 0 || self.count > switchml_core::wire::data::MAX_COUNT {
+            return bad(format!("count {} is not in 1..=16371", self.count));
+        }
+        if self.rto.is_zero() || self.max_rto < self.rto || self.join_timeout.is_zero() {
+            return bad("timeouts must be non-zero and max_rto ≥ rto".into());
+        }
+        Ok(())
+    }
+
+    /// Return the number of job slots this configuration drives.
+    pub fn slots(&self) -> u32 {
+        u32::from(self.lanes) * u32::from(self.window)
+    }
+
+    /// Return the core configuration of lane `lane`.
+    pub fn lane(&self, lane: u16) -> LaneConfig {
+        LaneConfig {
+            slot_lo: lane * self.window,
+            window: self.window,
+            count: self.count,
+            rto: to_core(self.rto),
+            max_rto: to_core(self.max_rto),
+            retries: self.retries,
+            join_interval: CoreDuration::from_millis(100).min(to_core(self.join_timeout)),
+            join_timeout: to_core(self.join_timeout),
+            ..LaneConfig::new(self.job, self.rank, self.world)
+        }
+    }
+}
+
+/// The TOML file's fields; all optional so that the environment can fill the rest.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    rank: Option<u16>,
+    world_size: Option<u16>,
+    switch: Option<String>,
+    job: Option<u16>,
+    lanes: Option<u16>,
+    window: Option<u16>,
+    count: Option<u16>,
+    rto_ms: Option<u64>,
+    max_rto_ms: Option<u64>,
+    retries: Option<u16>,
+    join_timeout_ms: Option<u64>,
+}
+
+impl ConfigFile {
+    fn apply(&self, mut c: CommConfig) -> CommConfig {
+        c.lanes = self.lanes.unwrap_or(c.lanes);
+        c.window = self.window.unwrap_or(c.window);
+        c.count = self.count.unwrap_or(c.count);
+        c.rto = self.rto_ms.map_or(c.rto, Duration::from_millis);
+        c.max_rto = self.max_rto_ms.map_or(c.max_rto, Duration::from_millis);
+        c.retries = self.retries.unwrap_or(c.retries);
+        c.join_timeout = self
+            .join_timeout_ms
+            .map_or(c.join_timeout, Duration::from_millis);
+        c
+    }
+}
+
+fn read_file(path: &Path) -> Result<ConfigFile, Error> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::Config(format!("cannot read {}: {e}", path.display())))?;
+    toml::from_str(&text).map_err(|e| Error::Config(format!("{}: {e}", path.display())))
+}
+
+/// Resolve `host:port`, naming the setting it came from when it fails.
+pub fn resolve(setting: &str, text: &str) -> Result<SocketAddr, Error> {
+    text.to_socket_addrs()
+        .map_err(|e| Error::Config(format!("{setting}={text:?}: {e}")))?
+        .next()
+        .ok_or_else(|| Error::Config(format!("{setting}={text:?} resolves to no address")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    #[test]
+    fn environment_with_master_addr_fallback() {
+        let c = CommConfig::from_vars(vars(&[
+            ("RANK", "1"),
+            ("WORLD_SIZE", "4"),
+            ("MASTER_ADDR", "127.0.0.1"),
+            ("SWITCHML_JOB", "9"),
+        ]))
+        .unwrap();
+        assert_eq!((c.rank, c.world, c.job), (1, 4, 9));
+        assert_eq!(c.switch, "127.0.0.1:48864".parse().unwrap());
+        let c = CommConfig::from_vars(vars(&[
+            ("RANK", "0"),
+            ("WORLD_SIZE", "2"),
+            ("SWITCHML_SWITCH", "127.0.0.1:5000"),
+            ("MASTER_ADDR", "10.0.0.1"),
+        ]))
+        .unwrap();
+        assert_eq!(c.switch.port(), 5000);
+    }
+
+    #[test]
+    fn missing_and_bad_variables_are_named() {
+        let e = CommConfig::from_vars(vars(&[("WORLD_SIZE", "2")])).unwrap_err();
+        assert_eq!(e.to_string(), "configuration: RANK is not set");
+        let e = CommConfig::from_vars(vars(&[("RANK", "x"), ("WORLD_SIZE", "2")])).unwrap_err();
+        assert!(e.to_string().contains("RANK=\"x\""), "{e}");
+        let e = CommConfig::from_vars(vars(&[("RANK", "0"), ("WORLD_SIZE", "2")])).unwrap_err();
+        assert!(e.to_string().contains("SWITCHML_SWITCH"), "{e}");
+        let e = CommConfig::from_vars(vars(&[
+            ("RANK", "2"),
+            ("WORLD_SIZE", "2"),
+            ("SWITCHML_SWITCH", "127.0.0.1:1"),
+        ]))
+        .unwrap_err();
+        assert!(e.to_string().contains("rank 2 is not in 0..2"), "{e}");
+    }
+
+    #[test]
+    fn toml_file_and_lane_slot_ranges() {
+        let dir = std::env::temp_dir().join(format!("switchml-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("worker.toml");
+        std::fs::write(
+            &path,
+            "rank = 3\nworld_size = 4\nswitch = \"127.0.0.1:7000\"\njob = 2\nlanes = 3\nwindow = 16\nrto_ms = 2\n",
+        )
+        .unwrap();
+        let c = CommConfig::from_file(&path).unwrap();
+        assert_eq!(
+            (c.rank, c.world, c.job, c.lanes, c.window),
+            (3, 4, 2, 3, 16)
+        );
+        assert_eq!(c.rto, Duration::from_millis(2));
+        assert_eq!(c.lane(2).slot_lo, 32);
+        assert_eq!(c.slots(), 48);
+        std::fs::write(
+            &path,
+            "rank = 0\nworld_size = 1\nswitch = \"127.0.0.1:1\"\nbogus = 1\n",
+        )
+        .unwrap();
+        let e = CommConfig::from_file(&path).unwrap_err();
+        assert!(e.to_string().contains("bogus"), "{e}");
+        std::fs::write(&path, "rank = 0\nswitch = \"127.0.0.1:1\"\n").unwrap();
+        let e = CommConfig::from_file(&path).unwrap_err();
+        assert!(e.to_string().contains("`world_size` is missing"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,100 @@
+//! The adapter's errors. Each says what is missing or wrong: the rank and lane, the slot,
+//! the setting, the address. Stream failures carry the core's [`WorkerError`], whose
+//! message names the missing ranks or the stalled slot.
+
+use std::fmt;
+use std::io;
+use std::time::Duration;
+
+use switchml_core::worker::{SubmitErrorKind, WorkerError};
+
+/// Why a communicator call failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// A setting is missing or invalid; the message names it.
+    Config(String),
+    /// A socket operation failed.
+    Io {
+        /// What was being done, e.g. "bind 0.0.0.0:0".
+        what: String,
+        /// The OS error.
+        kind: io::ErrorKind,
+        /// The OS error's text.
+        message: String,
+    },
+    /// One lane's stream failed: the job cannot go on.
+    Worker {
+        /// This worker's rank.
+        rank: u16,
+        /// The lane (I/O thread).
+        lane: usize,
+        /// What the lane reported.
+        error: WorkerError,
+    },
+    /// The int32 sum of this element (first of its chunk) overflowed.
+    Overflow {
+        /// First element of the first overflowed chunk, in the whole tensor.
+        index: usize,
+    },
+    /// A lane refused the tensor before sending anything.
+    Refused {
+        /// The lane.
+        lane: usize,
+        /// Why.
+        kind: SubmitErrorKind,
+    },
+    /// A lane's thread is gone (it panicked or the communicator was closed).
+    LaneGone {
+        /// The lane.
+        lane: usize,
+    },
+    /// A wait ran out of time.
+    Timeout {
+        /// What was awaited.
+        what: String,
+        /// How long it waited.
+        after: Duration,
+    },
+}
+
+impl Error {
+    /// Wrap an OS error with what was being done.
+    pub fn io(what: impl Into<String>, err: &io::Error) -> Error {
+        Error::Io {
+            what: what.into(),
+            kind: err.kind(),
+            message: err.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Config(m) => write!(f, "configuration: {m}"),
+            Error::Io {
+                what,
+                kind,
+                message,
+            } => {
+                write!(f, "{what}: {message}")?;
+                if *kind == io::ErrorKind::ConnectionRefused {
+                    f.write_str(" (nothing listens at the switch address)")?;
+                }
+                Ok(())
+            }
+            Error::Worker { rank, lane, error } => write!(f, "rank {rank} lane {lane}: {error}"),
+            Error::Overflow { index } => write!(
+                f,
+                "int32 sum overflowed (first in the chunk starting at element {index})"
+            ),
+            Error::Refused { lane, kind } => write!(f, "lane {lane} refused the tensor: {kind}"),
+            Error::LaneGone { lane } => write!(f, "lane {lane} has stopped"),
+            Error::Timeout { what, after } => {
+                write!(f, "timed out after {after:?} waiting for {what}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {}

@@ -1,0 +1,236 @@
+//! A lane: one I/O thread, one UDP socket, one core [`Worker`] driving a range of the job's
+//! slots (protocol.md §6).
+//!
+//! The loop only moves bytes and time between the socket and the state machine: submit the
+//! parts the application queued, drain `poll_transmit` into one `sendmmsg`, hand finished
+//! parts back, take one `recvmmsg` batch into `handle_packet`, and sleep in `poll(2)` until
+//! a datagram, a command (the [`Wake`] eventfd) or the worker's next timer. Every protocol
+//! decision — what to send, when to resend, when to give up — is the worker's.
+
+use std::collections::VecDeque;
+use std::net::UdpSocket;
+use std::os::fd::AsRawFd;
+use std::sync::mpsc::{Receiver, Sender, TryRecvError};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use switchml_core::quant::Op;
+use switchml_core::worker::{
+    Config, Event, Stats, SubmitErrorKind, TensorError, Worker, WorkerError,
+};
+
+use crate::batch::{RecvBatch, SendBatch};
+use crate::clock::Clock;
+use crate::error::Error;
+use crate::part::Part;
+use crate::socket::{wait_readable, Wake};
+
+/// The most slots one lane drives.
+pub const MAX_WINDOW: usize = 1024;
+/// The most tensors one lane's worker holds at once; more wait in the lane's backlog.
+pub const QUEUE: usize = 16;
+/// Datagrams per `recvmmsg`/`sendmmsg`.
+pub const BATCH: usize = 64;
+/// The longest sleep without a timer, so that a lane notices a closed command channel.
+const IDLE_WAIT: Duration = Duration::from_millis(100);
+
+/// The worker state machine a lane drives.
+pub type LaneWorker = Worker<Part, MAX_WINDOW, QUEUE>;
+
+/// What the application asks a lane to do.
+pub(crate) enum Command {
+    /// All-reduce this part.
+    Submit(Part, Op),
+}
+
+/// What a lane tells the application about the stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Report {
+    /// Every rank joined.
+    Joined { lane: usize, epoch: u32 },
+    /// The stream failed.
+    Failed { lane: usize, error: WorkerError },
+}
+
+/// State a lane shares with the application.
+#[derive(Debug, Default)]
+pub(crate) struct Shared {
+    pub(crate) stats: Stats,
+    pub(crate) failure: Option<WorkerError>,
+}
+
+/// Everything a lane thread owns.
+pub(crate) struct Lane {
+    pub(crate) index: usize,
+    pub(crate) socket: UdpSocket,
+    pub(crate) worker: Box<LaneWorker>,
+    pub(crate) commands: Receiver<Command>,
+    pub(crate) wake: Arc<Wake>,
+    pub(crate) reports: Sender<Report>,
+    pub(crate) shared: Arc<Mutex<Shared>>,
+}
+
+impl Lane {
+    /// Make a lane's worker from its core configuration.
+    pub(crate) fn worker(config: Config) -> Result<Box<LaneWorker>, Error> {
+        LaneWorker::new(config).map(Box::new).map_err(|e| {
+            Error::Config(format!(
+                "lane slots {}+{}: {e}",
+                config.slot_lo, config.window
+            ))
+        })
+    }
+
+    /// Run until the command channel closes.
+    pub(crate) fn run(mut self) {
+        let clock = Clock::start();
+        let config = *self.worker.config();
+        let fd = self.socket.as_raw_fd();
+        // Replies are at most a Result; control messages are shorter than any Result buffer
+        // of 256 bytes or more.
+        let mut recv = RecvBatch::new(BATCH, config.max_datagram().max(256));
+        let mut send = SendBatch::new(BATCH, config.max_datagram().max(256), BATCH);
+        let mut backlog: VecDeque<(Part, Op)> = VecDeque::new();
+        loop {
+            loop {
+                match self.commands.try_recv() {
+                    Ok(Command::Submit(part, op)) => backlog.push_back((part, op)),
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => return,
+                }
+            }
+            let now = clock.now();
+            self.submit_backlog(&mut backlog, now);
+            self.transmit(&mut send, now);
+            self.deliver_events();
+            let mut got = recv.recv(fd).unwrap_or(0);
+            if got == 0 {
+                let timeout = self
+                    .worker
+                    .poll_timeout()
+                    .map_or(IDLE_WAIT, |t| clock.until(clock.now(), t).min(IDLE_WAIT));
+                let ready = wait_readable(fd, Some(&self.wake), timeout).unwrap_or_default();
+                if ready.woken {
+                    self.wake.clear();
+                }
+                if ready.socket {
+                    got = recv.recv(fd).unwrap_or(0);
+                }
+            }
+            let now = clock.now();
+            for i in 0..got {
+                if let Some(d) = recv.get(i) {
+                    if !d.truncated {
+                        self.worker.handle_packet(now, d.bytes);
+                    }
+                }
+            }
+            if self.worker.poll_timeout().is_some_and(|t| t <= now) {
+                self.worker.handle_timeout(now);
+            }
+            if let Ok(mut shared) = self.shared.lock() {
+                shared.stats = *self.worker.stats();
+            }
+        }
+    }
+
+    /// Hand queued parts to the worker while it has room.
+    fn submit_backlog(
+        &mut self,
+        backlog: &mut VecDeque<(Part, Op)>,
+        now: switchml_core::time::Instant,
+    ) {
+        while let Some((part, op)) = backlog.pop_front() {
+            match self.worker.submit(now, part, op) {
+                Ok(_) => {}
+                Err(e) if e.kind == SubmitErrorKind::QueueFull => {
+                    backlog.push_front((e.buf, op));
+                    return;
+                }
+                Err(e) => {
+                    let mut part = e.buf;
+                    let error = match e.kind {
+                        SubmitErrorKind::Failed(error) => self.stream_error(error),
+                        kind => Error::Refused {
+                            lane: self.index,
+                            kind,
+                        },
+                    };
+                    part.set_outcome(Err(error));
+                }
+            }
+        }
+    }
+
+    /// Send everything the worker has to send, a batch per syscall.
+    fn transmit(&mut self, send: &mut SendBatch, now: switchml_core::time::Instant) {
+        let fd = self.socket.as_raw_fd();
+        loop {
+            let Some((i, buf)) = send.buffer() else {
+                let _ = send.flush(fd);
+                send.clear();
+                continue;
+            };
+            match self.worker.poll_transmit(now, buf) {
+                Some(len) => {
+                    send.push(i, len, None);
+                }
+                None => {
+                    send.unuse_last();
+                    break;
+                }
+            }
+        }
+        if !send.is_empty() {
+            // Losses here (a full buffer, an ICMP refusal) are the worker's to retransmit.
+            let _ = send.flush(fd);
+        }
+        send.clear();
+    }
+
+    /// Hand finished parts back and report joins and failures.
+    fn deliver_events(&mut self) {
+        while let Some(event) = self.worker.poll_event() {
+            match event {
+                Event::Joined { epoch } => {
+                    let _ = self.reports.send(Report::Joined {
+                        lane: self.index,
+                        epoch,
+                    });
+                }
+                Event::Failed(error) => {
+                    if let Ok(mut shared) = self.shared.lock() {
+                        shared.failure = Some(error);
+                    }
+                    let _ = self.reports.send(Report::Failed {
+                        lane: self.index,
+                        error,
+                    });
+                }
+                Event::Done {
+                    mut buf, result, ..
+                } => {
+                    let outcome = match result {
+                        Ok(()) => Ok(()),
+                        Err(TensorError::Overflow { index }) => Err(Error::Overflow {
+                            index: buf.offset + index,
+                        }),
+                        Err(TensorError::Aborted) => Err(match self.worker.failure() {
+                            Some(error) => self.stream_error(*error),
+                            None => Error::LaneGone { lane: self.index },
+                        }),
+                    };
+                    buf.set_outcome(outcome);
+                }
+            }
+        }
+    }
+
+    fn stream_error(&self, error: WorkerError) -> Error {
+        Error::Worker {
+            rank: self.worker.config().rank,
+            lane: self.index,
+            error,
+        }
+    }
+}

@@ -1,0 +1,258 @@
+//! A tensor split across lanes: each lane all-reduces one contiguous part in place.
+//!
+//! The lanes are threads and the core [`Worker`](switchml_core::worker::Worker) owns the
+//! buffers it works on, so each lane gets a [`Part`]: a pointer to its disjoint range of
+//! the caller's elements plus a shared [`Submission`] that counts the parts still out and
+//! keeps the first error. A part reports when it is dropped — finished, refused, or dropped
+//! with a dead lane — so a waiter is always released, whatever happens to the lane.
+//!
+//! Memory: for an owned tensor (`Vec`) the submission owns the vector until every part is
+//! back, so the pointers stay valid however the handle is used; for a borrowed slice the
+//! blocking call does not return before every part is back.
+
+use std::any::Any;
+use std::ptr::NonNull;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use switchml_core::quant::{Elements, Tensor};
+
+use crate::error::Error;
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for i32 {}
+}
+
+/// An element type the communicator reduces: `f32` (quantized per block) or `i32` (exact).
+pub trait Element: Copy + Send + Sync + 'static + sealed::Sealed {
+    /// Which kind.
+    const KIND: Kind;
+}
+
+impl Element for f32 {
+    const KIND: Kind = Kind::F32;
+}
+
+impl Element for i32 {
+    const KIND: Kind = Kind::I32;
+}
+
+/// The element type of a part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `f32`.
+    F32,
+    /// `i32`.
+    I32,
+}
+
+/// The shared state of one submitted tensor.
+pub(crate) struct Submission {
+    progress: Mutex<Progress>,
+    changed: Condvar,
+    /// The owned vector behind the parts, if the caller gave one.
+    owner: Mutex<Option<Box<dyn Any + Send>>>,
+}
+
+struct Progress {
+    outstanding: usize,
+    error: Option<Error>,
+}
+
+impl Submission {
+    pub(crate) fn new(parts: usize, owner: Option<Box<dyn Any + Send>>) -> Arc<Submission> {
+        Arc::new(Submission {
+            progress: Mutex::new(Progress {
+                outstanding: parts,
+                error: None,
+            }),
+            changed: Condvar::new(),
+            owner: Mutex::new(owner),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Progress> {
+        self.progress.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn finish_part(&self, outcome: Result<(), Error>) {
+        let mut p = self.lock();
+        if let Err(e) = outcome {
+            p.error.get_or_insert(e);
+        }
+        p.outstanding = p.outstanding.saturating_sub(1);
+        if p.outstanding == 0 {
+            self.changed.notify_all();
+        }
+    }
+
+    /// Return whether every part is back.
+    pub(crate) fn is_done(&self) -> bool {
+        self.lock().outstanding == 0
+    }
+
+    /// Wait until every part is back, at most `timeout` (forever with `None`); return the
+    /// outcome, or `None` on timeout.
+    pub(crate) fn wait(&self, timeout: Option<Duration>) -> Option<Result<(), Error>> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let mut p = self.lock();
+        while p.outstanding > 0 {
+            let step = match deadline {
+                Some(d) => d.checked_duration_since(Instant::now())?,
+                None => Duration::from_secs(1),
+            };
+            p = self
+                .changed
+                .wait_timeout(p, step)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        Some(p.error.clone().map_or(Ok(()), Err))
+    }
+
+    /// Take the owned vector back (only once every part is back).
+    pub(crate) fn take_owner(&self) -> Option<Box<dyn Any + Send>> {
+        if !self.is_done() {
+            return None;
+        }
+        self.owner.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+/// One lane's contiguous share of a tensor.
+pub struct Part {
+    ptr: NonNull<u8>,
+    len: usize,
+    kind: Kind,
+    /// Index of this part's first element in the whole tensor.
+    pub(crate) offset: usize,
+    submission: Arc<Submission>,
+    outcome: Option<Result<(), Error>>,
+}
+
+// SAFETY: a Part is the only handle to its range of elements (ranges of one submission are
+// disjoint, and neither the caller nor the submission touches the elements while any part is
+// out); the memory outlives the part (see the module doc). Moving it to a lane thread is
+// therefore like moving a `&mut [T]` of a `Send` type.
+unsafe impl Send for Part {}
+
+impl Part {
+    /// Record how the part ended; reported when it is dropped.
+    pub(crate) fn set_outcome(&mut self, outcome: Result<(), Error>) {
+        self.outcome = Some(outcome);
+    }
+
+    /// Return the number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Return whether the part is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Tensor for Part {
+    fn elements(&mut self) -> Elements<'_> {
+        // SAFETY: `ptr..ptr+len` is this part's exclusive, live, aligned range of `kind`
+        // elements (see `split`); the returned borrow is tied to `&mut self`.
+        unsafe {
+            match self.kind {
+                Kind::F32 => Elements::F32(std::slice::from_raw_parts_mut(
+                    self.ptr.as_ptr().cast(),
+                    self.len,
+                )),
+                Kind::I32 => Elements::I32(std::slice::from_raw_parts_mut(
+                    self.ptr.as_ptr().cast(),
+                    self.len,
+                )),
+            }
+        }
+    }
+}
+
+impl Drop for Part {
+    fn drop(&mut self) {
+        let outcome = self.outcome.take().unwrap_or(Err(Error::Config(
+            "the communicator closed before the tensor finished".into(),
+        )));
+        self.submission.finish_part(outcome);
+    }
+}
+
+/// Where part `i` of `parts` starts and ends in a tensor of `len` elements: contiguous
+/// ranges of whole chunks of `count`, the same at every rank.
+pub(crate) fn part_range(len: usize, parts: usize, count: usize, i: usize) -> (usize, usize) {
+    let chunks = len.div_ceil(count.max(1));
+    let per = chunks.div_ceil(parts.max(1)) * count.max(1);
+    let lo = (i * per).min(len);
+    (lo, ((i + 1) * per).min(len))
+}
+
+/// Split `data` into `parts` parts reporting to `submission`.
+///
+/// # Safety
+/// The caller must keep `data` alive and untouched until `submission` has every part back.
+pub(crate) unsafe fn split<T: Element>(
+    data: &mut [T],
+    parts: usize,
+    count: usize,
+    submission: &Arc<Submission>,
+) -> Vec<Part> {
+    let base = data.as_mut_ptr();
+    (0..parts)
+        .map(|i| {
+            let (lo, hi) = part_range(data.len(), parts, count, i);
+            Part {
+                // SAFETY: `lo <= len`, so the pointer is in bounds or one past the end, and
+                // it is non-null because `base` comes from a slice.
+                ptr: unsafe { NonNull::new_unchecked(base.add(lo).cast()) },
+                len: hi - lo,
+                kind: T::KIND,
+                offset: lo,
+                submission: Arc::clone(submission),
+                outcome: None,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parts_are_contiguous_whole_chunks_covering_the_tensor() {
+        assert_eq!(part_range(1000, 2, 256, 0), (0, 512));
+        assert_eq!(part_range(1000, 2, 256, 1), (512, 1000));
+        assert_eq!(part_range(10, 4, 256, 0), (0, 10));
+        assert_eq!(part_range(10, 4, 256, 3), (10, 10));
+        assert_eq!(part_range(0, 3, 256, 2), (0, 0));
+    }
+
+    #[test]
+    fn a_submission_waits_for_every_part_and_keeps_the_first_error() {
+        let mut data = vec![1.0f32; 600];
+        let s = Submission::new(3, None);
+        // SAFETY: `data` outlives the parts, which are all dropped below.
+        let mut parts = unsafe { split(&mut data, 3, 100, &s) };
+        assert_eq!(
+            parts.iter().map(Part::len).collect::<Vec<_>>(),
+            [200, 200, 200]
+        );
+        if let Elements::F32(x) = parts[1].elements() {
+            x[0] = 5.0;
+        }
+        assert_eq!(s.wait(Some(Duration::from_millis(1))), None);
+        parts[0].set_outcome(Ok(()));
+        parts[2].set_outcome(Err(Error::LaneGone { lane: 2 }));
+        drop(parts);
+        let e = s.wait(None).unwrap().unwrap_err();
+        assert!(e.to_string().contains("communicator closed"), "{e}");
+        assert!(s.is_done());
+        assert_eq!(data[200], 5.0);
+    }
+}

@@ -1,0 +1,202 @@
+//! The daemon around the core's reference [`Switch`], on its own thread: what the
+//! `switchml switch` command, the demo and the tests start.
+//!
+//! The pool and the switch live on the daemon thread (the switch borrows its pool), jobs
+//! are laid out one after another in the pool, and a new epoch is drawn at every start, so
+//! that workers of a restarted switch learn that it lost their job.
+
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use switchml_core::switch::{JobConfig, Slot, Switch};
+
+use crate::daemon::{Daemon, JobSpec};
+use crate::traffic::DaemonCounters;
+
+/// Values per slot: the largest `count` the software switch accepts.
+pub const MAX_COUNT: usize = 1024;
+/// 64-rank words per seen bitmap: up to 256 ranks per job.
+pub const RANK_WORDS: usize = 4;
+/// Jobs one switch serves at once.
+pub const MAX_JOBS: usize = 16;
+
+/// The software switch's aggregator.
+pub type SoftSwitch<'a> = Switch<'a, MAX_COUNT, RANK_WORDS, MAX_JOBS>;
+
+/// How to start a software switch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SwitchConfig {
+    /// Where to listen (port 0: any free port).
+    pub bind: SocketAddr,
+    /// The jobs to serve.
+    pub jobs: Vec<JobSpec>,
+    /// Probability of losing each datagram, each way.
+    pub drop_rate: f64,
+    /// Seed of the loss injector.
+    pub seed: u64,
+}
+
+/// A switch daemon running on its own thread.
+pub struct RunningSwitch {
+    addr: SocketAddr,
+    epoch: u32,
+    stop: Arc<AtomicBool>,
+    counters: Arc<Mutex<DaemonCounters>>,
+    thread: Option<JoinHandle<io::Result<()>>>,
+}
+
+/// How often the daemon thread publishes its counters.
+const PUBLISH_EVERY: Duration = Duration::from_millis(50);
+
+impl RunningSwitch {
+    /// Bind, set up the jobs and start serving; errors (a taken port, a job that does not
+    /// fit) come back here, before the thread runs.
+    pub fn start(config: &SwitchConfig) -> io::Result<RunningSwitch> {
+        let socket = UdpSocket::bind(config.bind)
+            .map_err(|e| io::Error::new(e.kind(), format!("bind {}: {e}", config.bind)))?;
+        let addr = socket.local_addr()?;
+        let epoch = fresh_epoch();
+        let stop = Arc::new(AtomicBool::new(false));
+        let counters = Arc::new(Mutex::new(DaemonCounters::default()));
+        let (ready_tx, ready) = mpsc::channel::<io::Result<()>>();
+        let thread = {
+            let (config, stop, counters) =
+                (config.clone(), Arc::clone(&stop), Arc::clone(&counters));
+            std::thread::Builder::new()
+                .name("switchml-switch".into())
+                .spawn(move || serve(socket, &config, epoch, &stop, &counters, &ready_tx))?
+        };
+        match ready.recv() {
+            Ok(Ok(())) => Ok(RunningSwitch {
+                addr,
+                epoch,
+                stop,
+                counters,
+                thread: Some(thread),
+            }),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(thread
+                .join()
+                .ok()
+                .and_then(Result::err)
+                .unwrap_or_else(|| io::Error::other("the switch thread died during set-up"))),
+        }
+    }
+
+    /// Return the address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Return its epoch.
+    pub fn epoch(&self) -> u32 {
+        self.epoch
+    }
+
+    /// Return the counters as last published (at most 50 ms old).
+    pub fn counters(&self) -> DaemonCounters {
+        self.counters.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    /// Return whether the daemon thread is still serving.
+    pub fn is_running(&self) -> bool {
+        self.thread.as_ref().is_some_and(|t| !t.is_finished())
+    }
+
+    /// Stop serving, close the socket and return the final counters.
+    pub fn stop(mut self) -> io::Result<DaemonCounters> {
+        self.shut_down()?;
+        Ok(self.counters())
+    }
+
+    fn shut_down(&mut self) -> io::Result<()> {
+        self.stop.store(true, Ordering::Relaxed);
+        match self.thread.take().map(JoinHandle::join) {
+            Some(Ok(r)) => r,
+            Some(Err(_)) => Err(io::Error::other("the switch thread panicked")),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for RunningSwitch {
+    fn drop(&mut self) {
+        let _ = self.shut_down();
+    }
+}
+
+/// The daemon thread: build the switch, report readiness, serve until stopped.
+fn serve(
+    socket: UdpSocket,
+    config: &SwitchConfig,
+    epoch: u32,
+    stop: &AtomicBool,
+    publish: &Mutex<DaemonCounters>,
+    ready: &mpsc::Sender<io::Result<()>>,
+) -> io::Result<()> {
+    let total: usize = config.jobs.iter().map(|j| usize::from(j.slots)).sum();
+    let mut pool = vec![Slot::<MAX_COUNT, RANK_WORDS>::IDLE; total.max(1)];
+    let mut switch = SoftSwitch::new(&mut pool, epoch);
+    let mut slot_lo = 0u32;
+    for job in &config.jobs {
+        let added = switch.add_job(JobConfig {
+            id: job.id,
+            world: job.world,
+            slot_lo,
+            slot_count: job.slots,
+        });
+        if let Err(e) = added {
+            let _ = ready.send(Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("job {}: {e}", job.id),
+            )));
+            return Ok(());
+        }
+        slot_lo += u32::from(job.slots);
+    }
+    let loss = Some((config.drop_rate, config.seed));
+    let mut daemon = match Daemon::new(socket, switch, &config.jobs, SoftSwitch::OUT_LEN, loss) {
+        Ok(d) => d,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return Ok(());
+        }
+    };
+    let _ = ready.send(Ok(()));
+    let mut published = Instant::now();
+    let result = loop {
+        if stop.load(Ordering::Relaxed) {
+            break Ok(());
+        }
+        if let Err(e) = daemon.step(Duration::from_millis(20)) {
+            break Err(e);
+        }
+        if published.elapsed() >= PUBLISH_EVERY {
+            if let Ok(mut c) = publish.lock() {
+                c.clone_from(daemon.counters());
+            }
+            published = Instant::now();
+        }
+    };
+    if let Ok(mut c) = publish.lock() {
+        c.clone_from(daemon.counters());
+    }
+    result
+}
+
+/// A new epoch: wall-clock nanoseconds and the process id, mixed.
+fn fresh_epoch() -> u32 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let mut z = nanos ^ (u64::from(std::process::id()) << 32);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (z ^ (z >> 31)) as u32
+}

@@ -1,0 +1,113 @@
+//! Shared set-up of the end-to-end tests: a switch on an ephemeral loopback port, a job of
+//! `world` ranks, one communicator per rank on its own thread, deterministic inputs and
+//! exact references. Timeouts are short so that failures show within seconds.
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use switchml_udp::{CommConfig, Communicator, JobSpec, RunningSwitch, SwitchConfig};
+
+/// The job id the tests use.
+pub const JOB: u16 = 3;
+
+/// Start a switch serving job [`JOB`] of `world` ranks over `slots` slots.
+pub fn switch(world: u16, slots: u16, drop_rate: f64, seed: u64) -> RunningSwitch {
+    RunningSwitch::start(&SwitchConfig {
+        bind: "127.0.0.1:0".parse().unwrap(),
+        jobs: vec![JobSpec {
+            id: JOB,
+            world,
+            slots,
+        }],
+        drop_rate,
+        seed,
+    })
+    .expect("switch starts")
+}
+
+/// A worker configuration for tests: 2 lanes × 16 slots, short timeouts.
+pub fn config(rank: u16, world: u16, switch: SocketAddr) -> CommConfig {
+    CommConfig {
+        lanes: 2,
+        window: 16,
+        count: 64,
+        rto: Duration::from_millis(3),
+        max_rto: Duration::from_millis(40),
+        retries: 25,
+        join_timeout: Duration::from_secs(10),
+        ..CommConfig::new(rank, world, switch, JOB)
+    }
+}
+
+/// SplitMix64, for inputs.
+pub fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Rank `rank`'s int32 input: values whose `world`-way sum cannot overflow.
+pub fn ints(rank: u16, world: u16, len: usize, seed: u64) -> Vec<i32> {
+    let bound = i64::from(i32::MAX / i32::from(world));
+    (0..len)
+        .map(|i| {
+            let r = mix(seed ^ (u64::from(rank) << 40) ^ i as u64);
+            ((r % (2 * bound as u64 + 1)) as i64 - bound) as i32
+        })
+        .collect()
+}
+
+/// Rank `rank`'s f32 input: mixed signs and magnitudes.
+pub fn floats(rank: u16, len: usize, seed: u64) -> Vec<f32> {
+    (0..len)
+        .map(|i| {
+            let r = mix(seed ^ (u64::from(rank) << 40) ^ i as u64);
+            let unit = (r >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
+            let scale = [1e-3, 1.0, 100.0][(r % 3) as usize];
+            (unit * scale) as f32
+        })
+        .collect()
+}
+
+/// Run `body(comm)` on one thread per rank, each connected to `switch`; return each
+/// rank's outcome in rank order.
+pub fn per_rank<R: Send + 'static>(
+    world: u16,
+    make: impl Fn(u16) -> CommConfig + Sync,
+    body: impl Fn(&Communicator) -> R + Sync,
+) -> Vec<Result<R, switchml_udp::Error>> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..world)
+            .map(|rank| {
+                let (make, body) = (&make, &body);
+                s.spawn(move || Communicator::connect(&make(rank)).map(|c| body(&c)))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("rank thread"))
+            .collect()
+    })
+}
+
+/// The exact sum of every rank's input, element by element, in f64.
+pub fn f64_sum(inputs: &[Vec<f32>]) -> Vec<f64> {
+    let mut out = vec![0f64; inputs[0].len()];
+    for x in inputs {
+        for (o, v) in out.iter_mut().zip(x) {
+            *o += f64::from(*v);
+        }
+    }
+    out
+}
+
+/// The largest error protocol.md §5.2 allows for a sum of `world` values whose block
+/// maximum magnitude is below `max_abs`: `n² · 2^e / (2³¹−1)` plus f32 rounding.
+pub fn sum_bound(world: u16, max_abs: f64, exact: f64) -> f64 {
+    let e = max_abs.log2().floor() + 1.0;
+    let n = f64::from(world);
+    n * n * 2f64.powf(e) / 2147483647.0 + exact.abs() * 2f64.powi(-23) + 1e-30
+}
