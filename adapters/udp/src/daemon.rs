@@ -353,7 +353,7 @@ fn is_spoofed(
             route.owner(rank, packet.slot()) != Some(from)
         }
         MessageType::Join => match JoinRepr::parse(&JoinPacket::new_unchecked(bytes)) {
-            Ok(j) => route.admit_join(j.rank, j.slot_lo, from) == Admission::Spoofed,
+            Ok(j) => route.admit_join(j.rank, j.slot_lo, j.slot_count, from) == Admission::Spoofed,
             Err(_) => false,
         },
         // An Abort is passed on to the whole job: only a rank's own lane may send one.

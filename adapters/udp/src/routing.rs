@@ -75,12 +75,17 @@ impl JobRoute {
         self.owners.get(self.index(rank, slot)?)?.as_ref()
     }
 
-    /// Decide whether a Join of `rank` for `slot_lo` from `from` may be processed.
-    pub fn admit_join(&self, rank: u16, slot_lo: u16, from: &SocketAddr) -> Admission {
-        let taken = self
-            .lanes
-            .iter()
-            .any(|l| l.rank == rank && l.slot_lo == slot_lo && l.addr != *from);
+    /// Decide whether a Join of `rank` for `slot_lo..slot_lo+slot_count` from `from` may
+    /// be processed: once locked, not if any of those slots is registered elsewhere.
+    pub fn admit_join(
+        &self,
+        rank: u16,
+        slot_lo: u16,
+        slot_count: u16,
+        from: &SocketAddr,
+    ) -> Admission {
+        let end = slot_lo.saturating_add(slot_count);
+        let taken = (slot_lo..end).any(|s| self.owner(rank, s).is_some_and(|a| a != from));
         if self.locked && taken {
             Admission::Spoofed
         } else {
@@ -185,13 +190,14 @@ mod tests {
     fn a_locked_table_refuses_to_move_a_lane() {
         let mut r = JobRoute::new(7, 2, 8);
         r.learn(0, 0, 8, addr(1));
-        assert_eq!(r.admit_join(0, 0, &addr(9)), Admission::Admit);
+        assert_eq!(r.admit_join(0, 0, 8, &addr(9)), Admission::Admit);
         r.learn(0, 0, 8, addr(9));
         assert_eq!(r.owner(0, 3), Some(&addr(9)));
         assert_eq!(r.lanes().len(), 1);
         r.lock();
-        assert_eq!(r.admit_join(0, 0, &addr(1)), Admission::Spoofed);
-        assert_eq!(r.admit_join(0, 0, &addr(9)), Admission::Admit);
-        assert_eq!(r.admit_join(1, 0, &addr(1)), Admission::Admit);
+        assert_eq!(r.admit_join(0, 0, 8, &addr(1)), Admission::Spoofed);
+        assert_eq!(r.admit_join(0, 5, 1, &addr(1)), Admission::Spoofed);
+        assert_eq!(r.admit_join(0, 0, 8, &addr(9)), Admission::Admit);
+        assert_eq!(r.admit_join(1, 0, 8, &addr(1)), Admission::Admit);
     }
 }

@@ -1,0 +1,56 @@
+//! A switch restarted mid-job: the workers fail with an error that says so, instead of
+//! hanging or mixing the new switch's empty slots into their sums.
+
+mod common;
+
+use common::*;
+use switchml_udp::{JobSpec, Op, RunningSwitch, SwitchConfig};
+
+#[test]
+fn a_restarted_switch_is_reported_as_such() {
+    let world = 2;
+    let sw = switch(world, 32, 0.0, 0);
+    let addr = sw.addr();
+    let restarted = std::sync::Barrier::new(usize::from(world) + 1);
+    let first_done = std::sync::Barrier::new(usize::from(world) + 1);
+    let outcomes = std::thread::scope(|s| {
+        let ranks = s.spawn(|| {
+            per_rank(
+                world,
+                |r| config(r, world, addr),
+                |comm| {
+                    let mut x = ints(comm.rank(), world, 5000, 1);
+                    let first = comm.allreduce(&mut x, Op::Sum);
+                    first_done.wait();
+                    restarted.wait();
+                    let second = comm.allreduce(&mut x, Op::Sum);
+                    (first, second)
+                },
+            )
+        });
+        first_done.wait();
+        drop(sw.stop().unwrap());
+        let again = RunningSwitch::start(&SwitchConfig {
+            bind: addr,
+            jobs: vec![JobSpec {
+                id: JOB,
+                world,
+                slots: 32,
+            }],
+            drop_rate: 0.0,
+            seed: 0,
+        })
+        .expect("restart on the same port");
+        restarted.wait();
+        let outcomes = ranks.join().unwrap();
+        drop(again);
+        outcomes
+    });
+    for (rank, o) in outcomes.into_iter().enumerate() {
+        let (first, second) = o.unwrap();
+        first.unwrap_or_else(|e| panic!("rank {rank}: first all-reduce failed: {e}"));
+        let e = second.expect_err("an all-reduce through a restarted switch must fail");
+        let text = e.to_string();
+        assert!(text.contains("switch restarted"), "rank {rank}: {text}");
+    }
+}
