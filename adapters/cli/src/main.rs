@@ -1,1 +1,301 @@
-fn main() {}
+//! `switchml`: run the switchml-rs UDP adapter from a shell.
+//!
+//! - `demo`: switch and workers in one process on loopback, verified, with throughput;
+//! - `switch` / `worker`: each side as its own process, on one host or several;
+//! - `doctor`: ask a switch whether it is there, how fast it answers, and about a job;
+//! - `bench`: loopback throughput against PyTorch's Gloo all-reduce, in the same run.
+//!
+//! Every report prints for a person, or as one JSON object with `--json`.
+
+mod bench;
+mod demo;
+mod doctor;
+mod inputs;
+mod report;
+mod run;
+mod signal;
+mod switch_cmd;
+mod worker_cmd;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use switchml_udp::{CommConfig, JobSpec};
+
+use crate::run::{Dtype, Workload};
+
+#[derive(Parser)]
+#[command(
+    name = "switchml",
+    version,
+    about = "In-network aggregation over UDP (SwitchML in Rust)"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a switch and N workers on this machine and all-reduce, verified.
+    Demo {
+        /// Workers (ranks).
+        #[arg(long, default_value_t = 4)]
+        workers: u16,
+        /// Elements per tensor (suffixes k, M, G allowed: 16M).
+        #[arg(long, default_value = "16M", value_parser = parse_count)]
+        elements: usize,
+        #[command(flatten)]
+        work: WorkArgs,
+        #[command(flatten)]
+        tuning: Tuning,
+        /// Lose each datagram at the switch with this probability (each way).
+        #[arg(long, default_value_t = 0.0)]
+        drop_rate: f64,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run the software switch daemon until SIGINT/SIGTERM; print its counters then.
+    Switch {
+        /// Address to listen on (port 0: any free port, printed at start).
+        #[arg(long, default_value = "0.0.0.0:48864")]
+        bind: std::net::SocketAddr,
+        /// A job to serve, `ID:WORLD[:SLOTS]` (slots default to 256); repeat for several.
+        #[arg(long = "job", required = true)]
+        jobs: Vec<JobSpec>,
+        /// Lose each datagram with this probability (each way), like SwitchML's drop simulator.
+        #[arg(long, default_value_t = 0.0)]
+        drop_rate: f64,
+        /// Seed of the loss injector.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Print the counters every this many seconds (0: only at the end).
+        #[arg(long, default_value_t = 0)]
+        report_every: u64,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run one worker (rank) of a job: all-reduce generated tensors and verify them.
+    Worker {
+        #[command(flatten)]
+        join: JoinArgs,
+        /// Elements per tensor.
+        #[arg(long, default_value = "1M", value_parser = parse_count)]
+        elements: usize,
+        #[command(flatten)]
+        work: WorkArgs,
+        #[command(flatten)]
+        tuning: Tuning,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Probe a switch: reachability, round-trip time, the job and its ranks.
+    Doctor {
+        /// The switch's address, host:port.
+        #[arg(long)]
+        switch: String,
+        /// The job id to ask about.
+        #[arg(long, default_value_t = 0)]
+        job: u16,
+        /// Probes to send.
+        #[arg(long, default_value_t = 5)]
+        probes: u32,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Loopback throughput for 2 and 4 workers, 1M to 64M elements, against Gloo.
+    Bench {
+        /// Worker counts, comma-separated.
+        #[arg(long, default_value = "2,4", value_delimiter = ',')]
+        workers: Vec<u16>,
+        /// Tensor sizes, comma-separated (suffixes allowed).
+        #[arg(long, default_value = "1M,4M,16M,64M", value_delimiter = ',', value_parser = parse_count)]
+        sizes: Vec<usize>,
+        /// All-reduces per measurement.
+        #[arg(long, default_value_t = 3)]
+        iterations: u32,
+        /// Skip the Gloo comparison.
+        #[arg(long)]
+        no_gloo: bool,
+        #[command(flatten)]
+        tuning: Tuning,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Where a worker joins: flags, a TOML file, or the environment (RANK, WORLD_SIZE, ...).
+#[derive(Args, Debug, Clone)]
+struct JoinArgs {
+    /// The switch, host:port (else SWITCHML_SWITCH or MASTER_ADDR).
+    #[arg(long)]
+    switch: Option<String>,
+    /// The job id (else SWITCHML_JOB, or 0).
+    #[arg(long)]
+    job: Option<u16>,
+    /// This worker's rank (else RANK).
+    #[arg(long)]
+    rank: Option<u16>,
+    /// The number of ranks (else WORLD_SIZE).
+    #[arg(long)]
+    world: Option<u16>,
+    /// A TOML configuration file (see `CommConfig::from_file`).
+    #[arg(long)]
+    config: Option<PathBuf>,
+}
+
+/// What to all-reduce.
+#[derive(Args, Debug, Clone, Copy)]
+struct WorkArgs {
+    /// All-reduces of the tensor.
+    #[arg(long, default_value_t = 1)]
+    iterations: u32,
+    /// Element type.
+    #[arg(long, value_enum, default_value_t = Dtype::F32)]
+    dtype: Dtype,
+    /// Average instead of sum (f32 only).
+    #[arg(long)]
+    average: bool,
+    /// Input seed (every rank must use the same).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Skip the check against the exact reference.
+    #[arg(long)]
+    no_verify: bool,
+}
+
+impl WorkArgs {
+    fn workload(&self, elements: usize) -> Workload {
+        Workload {
+            elements,
+            iterations: self.iterations.max(1),
+            dtype: self.dtype,
+            op: demo::op(self.average),
+            seed: self.seed,
+            verify: !self.no_verify,
+        }
+    }
+}
+
+/// How the workers' lanes are set up; every rank must use the same values.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct Tuning {
+    /// I/O threads (lanes) per worker (1 suits a small host; add lanes with cores).
+    #[arg(long, default_value_t = 1)]
+    pub lanes: u16,
+    /// Slots per lane: packets in flight per lane.
+    #[arg(long, default_value_t = 32)]
+    pub window: u16,
+    /// Values per packet (1024 suits loopback; 256 fits a 1500-byte MTU).
+    #[arg(long, default_value_t = 1024)]
+    pub count: u16,
+    /// First retransmission timeout, ms.
+    #[arg(long, default_value_t = 5)]
+    pub rto_ms: u64,
+    /// Resends of one packet before a worker probes and gives up.
+    #[arg(long, default_value_t = 30)]
+    pub retries: u16,
+    /// Seconds to wait for every rank to join.
+    #[arg(long, default_value_t = 30)]
+    pub join_timeout: u64,
+}
+
+impl Tuning {
+    /// Apply to a configuration.
+    pub fn apply(&self, c: CommConfig) -> CommConfig {
+        CommConfig {
+            lanes: self.lanes,
+            window: self.window,
+            count: self.count,
+            rto: Duration::from_millis(self.rto_ms.max(1)),
+            max_rto: Duration::from_millis(self.rto_ms.max(1) * 40).max(c.max_rto),
+            retries: self.retries,
+            join_timeout: Duration::from_secs(self.join_timeout.max(1)),
+            ..c
+        }
+    }
+}
+
+/// Parse `16M`, `1k`, `1000`.
+fn parse_count(s: &str) -> Result<usize, String> {
+    let s = s.trim();
+    let (digits, mult) = match s.chars().last() {
+        Some('k' | 'K') => (&s[..s.len() - 1], 1 << 10),
+        Some('m' | 'M') => (&s[..s.len() - 1], 1 << 20),
+        Some('g' | 'G') => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    digits
+        .parse::<usize>()
+        .map(|n| n * mult)
+        .map_err(|_| format!("{s:?} is not a count like 1000, 64k or 16M"))
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let code = match cli.command {
+        Command::Demo {
+            workers,
+            elements,
+            work,
+            tuning,
+            drop_rate,
+            json,
+        } => demo::demo(workers, &work.workload(elements), &tuning, drop_rate, json),
+        Command::Switch {
+            bind,
+            jobs,
+            drop_rate,
+            seed,
+            report_every,
+            json,
+        } => switch_cmd::switch(bind, jobs, drop_rate, seed, report_every, json),
+        Command::Worker {
+            join,
+            elements,
+            work,
+            tuning,
+            json,
+        } => worker_cmd::worker(&join, &work.workload(elements), &tuning, json),
+        Command::Doctor {
+            switch,
+            job,
+            probes,
+            json,
+        } => doctor::doctor(&switch, job, probes, json),
+        Command::Bench {
+            workers,
+            sizes,
+            iterations,
+            no_gloo,
+            tuning,
+            json,
+        } => bench::bench(&workers, &sizes, iterations, !no_gloo, &tuning, json),
+    };
+    std::process::exit(code);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_take_suffixes() {
+        assert_eq!(parse_count("16M"), Ok(16 << 20));
+        assert_eq!(parse_count("64k"), Ok(64 << 10));
+        assert_eq!(parse_count("1000"), Ok(1000));
+        assert!(parse_count("x").is_err());
+    }
+
+    #[test]
+    fn the_cli_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,242 @@
+//! `switchml demo`: the software switch and N workers in this process, over loopback UDP.
+//! It all-reduces, checks the result against the exact f64 sum, and reports throughput.
+
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+use switchml_udp::{CommConfig, Communicator, JobSpec, Op, RunningSwitch, SwitchConfig};
+
+use crate::report::{counters_json, counters_text, si};
+use crate::run::{cpu_time, run_rank, Dtype, RankRun, Workload};
+use crate::Tuning;
+
+/// The job id the demo and bench use.
+pub const JOB: u16 = 1;
+
+/// What a local run measured.
+#[derive(Debug, Clone)]
+pub struct LocalRun {
+    /// Elements per tensor.
+    pub elements: usize,
+    /// Iterations.
+    pub iterations: u32,
+    /// Slowest rank's time inside all-reduce.
+    pub elapsed: Duration,
+    /// CPU time of the whole process (switch and workers) over the run.
+    pub cpu: Duration,
+    /// Resends over all ranks.
+    pub retransmissions: u64,
+    /// Contributions sent over all ranks.
+    pub sent: u64,
+    /// Largest error against the exact sum.
+    pub max_error: f64,
+    /// The bound it must stay within.
+    pub bound: f64,
+    /// Whether every rank's result is right.
+    pub verified: bool,
+    /// Why not, if not.
+    pub problem: Option<String>,
+    /// The switch's final counters.
+    pub counters: switchml_udp::DaemonCounters,
+}
+
+impl LocalRun {
+    /// Aggregated tensor elements per second (the paper's ATE/s): elements reduced per
+    /// second, as every worker sees them.
+    pub fn elements_per_sec(&self) -> f64 {
+        self.elements as f64 * f64::from(self.iterations) / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// Start a switch and `workers` ranks in this process and run `w`.
+pub fn run_local(
+    workers: u16,
+    w: &Workload,
+    tuning: &Tuning,
+    drop_rate: f64,
+    progress: &ProgressBar,
+) -> Result<LocalRun, String> {
+    let sw = RunningSwitch::start(&SwitchConfig {
+        bind: "127.0.0.1:0".parse().expect("literal address"),
+        jobs: vec![JobSpec {
+            id: JOB,
+            world: workers,
+            slots: tuning.lanes * tuning.window,
+        }],
+        drop_rate,
+        seed: w.seed,
+    })
+    .map_err(|e| format!("switch: {e}"))?;
+    let addr = sw.addr();
+    let barrier = Barrier::new(usize::from(workers));
+    let cpu0 = cpu_time();
+    let outcomes: Vec<Result<RankRun, String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|rank| {
+                let (barrier, progress) = (&barrier, progress);
+                s.spawn(move || {
+                    let config = tuning.apply(CommConfig::new(rank, workers, addr, JOB));
+                    let comm = Communicator::connect(&config).map_err(|e| e.to_string())?;
+                    let verify = w.verify && rank == 0;
+                    run_rank(&comm, &Workload { verify, ..*w }, Some(barrier), &|_, _| {
+                        progress.inc(1)
+                    })
+                    .map_err(|e| e.to_string())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("a worker thread panicked".into()))
+            })
+            .collect()
+    });
+    let cpu = cpu_time().saturating_sub(cpu0);
+    let counters = sw.stop().map_err(|e| format!("switch: {e}"))?;
+    let mut run = LocalRun {
+        elements: w.elements,
+        iterations: w.iterations,
+        elapsed: Duration::ZERO,
+        cpu,
+        retransmissions: 0,
+        sent: 0,
+        max_error: 0.0,
+        bound: 0.0,
+        verified: w.verify,
+        problem: None,
+        counters,
+    };
+    let mut reference: Option<Vec<f32>> = None;
+    for (rank, outcome) in outcomes.into_iter().enumerate() {
+        let r = match outcome {
+            Ok(r) => r,
+            Err(e) => {
+                run.verified = false;
+                run.problem.get_or_insert(format!("rank {rank}: {e}"));
+                continue;
+            }
+        };
+        run.elapsed = run.elapsed.max(r.elapsed);
+        run.retransmissions += r.stats.retransmissions;
+        run.sent += r.stats.sent;
+        if let Some(c) = r.check {
+            run.max_error = c.max_error;
+            run.bound = c.bound;
+            if let Some(i) = c.first_bad {
+                run.verified = false;
+                run.problem.get_or_insert(format!(
+                    "rank {rank}: element {i} is outside the error bound"
+                ));
+            }
+        }
+        match (&reference, r.result) {
+            (None, Some(x)) => reference = Some(x),
+            (Some(x0), Some(x)) if w.verify && x0 != &x => {
+                run.verified = false;
+                run.problem
+                    .get_or_insert(format!("rank {rank}'s result differs from rank 0's"));
+            }
+            _ => {}
+        }
+    }
+    Ok(run)
+}
+
+/// `switchml demo`.
+pub fn demo(workers: u16, w: &Workload, tuning: &Tuning, drop_rate: f64, json_out: bool) -> i32 {
+    if !json_out {
+        println!(
+            "switchml demo: {workers} workers × {} {:?} elements, {} iteration(s), {} lanes × {} slots, {} values/packet, loss {:.1}% — switch and workers on 127.0.0.1",
+            w.elements, w.dtype, w.iterations, tuning.lanes, tuning.window, tuning.count, drop_rate * 100.0
+        );
+    }
+    let progress = if json_out {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(u64::from(workers) * u64::from(w.iterations))
+    };
+    progress.set_style(
+        ProgressStyle::with_template(
+            "{spinner} all-reduce [{bar:30}] {pos}/{len} rank-iterations {elapsed}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    progress.enable_steady_tick(Duration::from_millis(100));
+    let started = Instant::now();
+    let run = run_local(workers, w, tuning, drop_rate, &progress);
+    progress.finish_and_clear();
+    let run = match run {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 1;
+        }
+    };
+    let eps = run.elements_per_sec();
+    let bytes_per_element = 4.0;
+    if json_out {
+        let v = json!({
+            "workers": workers,
+            "elements": w.elements,
+            "dtype": format!("{:?}", w.dtype).to_lowercase(),
+            "iterations": w.iterations,
+            "seconds": run.elapsed.as_secs_f64(),
+            "elements_per_sec": eps,
+            "gbytes_per_sec": eps * bytes_per_element / 1e9,
+            "cpu_seconds": run.cpu.as_secs_f64(),
+            "packets_sent": run.sent,
+            "retransmissions": run.retransmissions,
+            "max_error": run.max_error,
+            "error_bound": run.bound,
+            "verified": run.verified,
+            "problem": run.problem,
+            "switch": counters_json(&run.counters),
+            "wall_seconds": started.elapsed().as_secs_f64(),
+        });
+        println!("{v}");
+    } else {
+        println!(
+            "all-reduce: {:.3} s, {}elements/s aggregated ({:.2} GB/s of {:?} per worker)",
+            run.elapsed.as_secs_f64(),
+            si(eps),
+            eps * bytes_per_element / 1e9,
+            w.dtype
+        );
+        println!(
+            "packets: {} contributions sent, {} retransmissions; CPU {:.2} s for switch + workers",
+            run.sent,
+            run.retransmissions,
+            run.cpu.as_secs_f64()
+        );
+        print!("{}", counters_text(&run.counters));
+        if w.dtype == Dtype::F32 {
+            println!(
+                "max error vs f64 sum: {:.3e} (bound {:.3e})",
+                run.max_error, run.bound
+            );
+        }
+        match (&run.problem, run.verified) {
+            (_, true) => println!("verified: every rank's result matches the exact reference"),
+            (Some(p), false) => println!("VERIFICATION FAILED: {p}"),
+            (None, false) => println!("not verified (--no-verify)"),
+        }
+    }
+    if run.verified || (!w.verify && run.problem.is_none()) {
+        0
+    } else {
+        1
+    }
+}
+
+/// Average or sum from a flag.
+pub fn op(average: bool) -> Op {
+    if average {
+        Op::Average
+    } else {
+        Op::Sum
+    }
+}

@@ -1,0 +1,126 @@
+//! One rank's share of a demo, worker or bench run: make the input, all-reduce it a number
+//! of times (timed), and check the last result against the exact reference.
+
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use switchml_core::worker::Stats;
+use switchml_udp::{Communicator, Error, Op};
+
+use crate::inputs::{check_f32, check_i32, f32_input, i32_input, Check};
+
+/// The element type of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Dtype {
+    /// Floats, quantized per block.
+    F32,
+    /// Integers, summed exactly.
+    I32,
+}
+
+/// What each rank does.
+#[derive(Debug, Clone, Copy)]
+pub struct Workload {
+    /// Elements per tensor.
+    pub elements: usize,
+    /// All-reduces of the same input, back to back.
+    pub iterations: u32,
+    /// Element type.
+    pub dtype: Dtype,
+    /// Sum or average.
+    pub op: Op,
+    /// Input seed.
+    pub seed: u64,
+    /// Whether to check the result against the exact reference.
+    pub verify: bool,
+}
+
+/// What one rank measured.
+#[derive(Debug, Clone)]
+pub struct RankRun {
+    /// Time spent inside all-reduce calls.
+    pub elapsed: Duration,
+    /// The lanes' counters at the end.
+    pub stats: Stats,
+    /// The check of the last result, if asked for.
+    pub check: Option<Check>,
+    /// The last f32 result (ranks compare theirs with rank 0's).
+    pub result: Option<Vec<f32>>,
+}
+
+/// Run `w` on `comm`. `barrier` lines the ranks of one process up before each iteration;
+/// `tick` is called after each iteration with its number and duration.
+pub fn run_rank(
+    comm: &Communicator,
+    w: &Workload,
+    barrier: Option<&Barrier>,
+    tick: &(dyn Fn(u32, Duration) + Sync),
+) -> Result<RankRun, Error> {
+    let (rank, world) = (comm.rank(), comm.world());
+    let mut elapsed = Duration::ZERO;
+    let mut check = None;
+    let mut result = None;
+    match w.dtype {
+        Dtype::F32 => {
+            let input = f32_input(w.seed, rank, w.elements);
+            let mut data = input.clone();
+            for i in 0..w.iterations {
+                if i > 0 {
+                    data.copy_from_slice(&input);
+                }
+                let t = timed(barrier, || comm.allreduce(&mut data, w.op))?;
+                elapsed += t;
+                tick(i, t);
+            }
+            if w.verify {
+                check = Some(check_f32(&data, w.seed, world, w.op == Op::Average));
+            }
+            result = Some(data);
+        }
+        Dtype::I32 => {
+            let input = i32_input(w.seed, rank, world, w.elements);
+            let mut data = input.clone();
+            for i in 0..w.iterations {
+                if i > 0 {
+                    data.copy_from_slice(&input);
+                }
+                let t = timed(barrier, || comm.allreduce(&mut data, Op::Sum))?;
+                elapsed += t;
+                tick(i, t);
+            }
+            if w.verify {
+                check = Some(check_i32(&data, w.seed, world));
+            }
+        }
+    }
+    Ok(RankRun {
+        elapsed,
+        stats: comm.stats(),
+        check,
+        result,
+    })
+}
+
+fn timed(
+    barrier: Option<&Barrier>,
+    f: impl FnOnce() -> Result<(), Error>,
+) -> Result<Duration, Error> {
+    if let Some(b) = barrier {
+        b.wait();
+    }
+    let start = Instant::now();
+    f()?;
+    Ok(start.elapsed())
+}
+
+/// CPU time (user + system) this process has used so far, from getrusage(2).
+pub fn cpu_time() -> Duration {
+    // SAFETY: an all-zero rusage is valid and getrusage writes into the live struct we pass.
+    let usage = unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut u);
+        u
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}

@@ -1,0 +1,92 @@
+//! `switchml switch`: the software switch daemon as its own process.
+//!
+//! It prints the address it listens on first (so that a launcher can use port 0), serves
+//! until SIGINT or SIGTERM, and then prints the final counters.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use switchml_udp::{JobSpec, RunningSwitch, SwitchConfig};
+
+use crate::report::{counters_json, counters_text};
+
+/// Run the daemon; return the exit code.
+pub fn switch(
+    bind: SocketAddr,
+    jobs: Vec<JobSpec>,
+    drop_rate: f64,
+    seed: u64,
+    report_every: u64,
+    json_out: bool,
+) -> i32 {
+    let stop = crate::signal::stop_flag();
+    let config = SwitchConfig {
+        bind,
+        jobs: jobs.clone(),
+        drop_rate,
+        seed,
+    };
+    let sw = match RunningSwitch::start(&config) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 1;
+        }
+    };
+    if json_out {
+        let jobs: Vec<_> = jobs
+            .iter()
+            .map(|j| json!({"job": j.id, "world": j.world, "slots": j.slots}))
+            .collect();
+        println!(
+            "{}",
+            json!({"listening": sw.addr().to_string(), "epoch": sw.epoch(), "jobs": jobs, "drop_rate": drop_rate})
+        );
+    } else {
+        println!("listening on {} (epoch {:#010x})", sw.addr(), sw.epoch());
+        for j in &jobs {
+            println!("  job {}: {} ranks, {} slots", j.id, j.world, j.slots);
+        }
+        if drop_rate > 0.0 {
+            println!(
+                "  losing {:.2}% of datagrams each way (seed {seed})",
+                drop_rate * 100.0
+            );
+        }
+    }
+    let _ = std::io::stdout().flush();
+    let mut last = Instant::now();
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) && sw.is_running() {
+        std::thread::sleep(Duration::from_millis(50));
+        if report_every > 0 && last.elapsed() >= Duration::from_secs(report_every) {
+            last = Instant::now();
+            let c = sw.counters();
+            if json_out {
+                println!("{}", counters_json(&c));
+            } else {
+                print!("{}", counters_text(&c));
+            }
+            let _ = std::io::stdout().flush();
+        }
+    }
+    match sw.stop() {
+        Ok(c) => {
+            if json_out {
+                println!(
+                    "{}",
+                    json!({"stopped": true, "counters": counters_json(&c)})
+                );
+            } else {
+                println!("stopped; final counters:");
+                print!("{}", counters_text(&c));
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("error: the switch failed: {e}");
+            1
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! `switchml worker`: one rank of a job as its own process.
+//!
+//! Settings come from flags, else a TOML file (`--config`), else the environment a launcher
+//! sets (`RANK`, `WORLD_SIZE`, `SWITCHML_SWITCH` or `MASTER_ADDR`, `SWITCHML_JOB`). Every
+//! iteration prints a line as it finishes, so a person (or a test) sees progress; a failure
+//! prints the error, which names the rank, lane, slot or missing ranks, and exits 1.
+
+use std::io::Write;
+
+use serde_json::json;
+use switchml_udp::{CommConfig, Communicator};
+
+use crate::run::{run_rank, Workload};
+use crate::{JoinArgs, Tuning};
+
+/// Build the configuration: flags first, then the environment (and its optional file).
+fn config(join: &JoinArgs, tuning: &Tuning) -> Result<CommConfig, String> {
+    let flag = |name: &str| -> Option<String> {
+        match name {
+            "RANK" => join.rank.map(|v| v.to_string()),
+            "WORLD_SIZE" => join.world.map(|v| v.to_string()),
+            "SWITCHML_SWITCH" => join.switch.clone(),
+            "SWITCHML_JOB" => join.job.map(|v| v.to_string()),
+            "SWITCHML_CONFIG" => join.config.as_ref().map(|p| p.display().to_string()),
+            _ => None,
+        }
+    };
+    let c = CommConfig::from_vars(|name| flag(name).or_else(|| std::env::var(name).ok()))
+        .map_err(|e| e.to_string())?;
+    // A configuration file carries its own tuning; otherwise the flags' (or defaults).
+    Ok(if join.config.is_some() {
+        c
+    } else {
+        tuning.apply(c)
+    })
+}
+
+/// Run the worker; return the exit code.
+pub fn worker(join: &JoinArgs, w: &Workload, tuning: &Tuning, json_out: bool) -> i32 {
+    let config = match config(join, tuning) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    let (rank, job) = (config.rank, config.job);
+    let comm = match Communicator::connect(&config) {
+        Ok(c) => c,
+        Err(e) => return fail(json_out, rank, &e.to_string()),
+    };
+    if !json_out {
+        println!(
+            "rank {rank}/{} joined job {job} at {} (epoch {:#010x}, {} lanes × {} slots, {} values/packet)",
+            config.world, config.switch, comm.epoch(), config.lanes, config.window, config.count
+        );
+    }
+    let tick = |i: u32, t: std::time::Duration| {
+        if !json_out {
+            println!("iteration {}: {:.3} s", i + 1, t.as_secs_f64());
+            let _ = std::io::stdout().flush();
+        }
+    };
+    let run = match run_rank(&comm, w, None, &tick) {
+        Ok(r) => r,
+        Err(e) => return fail(json_out, rank, &e.to_string()),
+    };
+    let eps = w.elements as f64 * f64::from(w.iterations) / run.elapsed.as_secs_f64().max(1e-9);
+    let verified = run.check.map(|c| c.ok());
+    if json_out {
+        println!(
+            "{}",
+            json!({
+                "rank": rank,
+                "job": job,
+                "ok": verified != Some(false),
+                "verified": verified,
+                "max_error": run.check.map(|c| c.max_error),
+                "seconds": run.elapsed.as_secs_f64(),
+                "elements_per_sec": eps,
+                "retransmissions": run.stats.retransmissions,
+                "packets_sent": run.stats.sent,
+            })
+        );
+    } else {
+        println!(
+            "done: {} elements × {} in {:.3} s ({} elements/s), {} retransmissions",
+            w.elements,
+            w.iterations,
+            run.elapsed.as_secs_f64(),
+            crate::report::si(eps),
+            run.stats.retransmissions
+        );
+        match run.check {
+            Some(c) if c.ok() => println!("verified (max error {:.3e})", c.max_error),
+            Some(c) => println!("VERIFICATION FAILED at element {:?}", c.first_bad),
+            None => {}
+        }
+    }
+    i32::from(verified == Some(false))
+}
+
+fn fail(json_out: bool, rank: u16, error: &str) -> i32 {
+    if json_out {
+        println!("{}", json!({ "rank": rank, "ok": false, "error": error }));
+    } else {
+        eprintln!("error: {error}");
+    }
+    1
+}
