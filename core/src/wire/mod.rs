@@ -19,6 +19,8 @@ pub mod join_reply;
 mod message;
 pub mod probe;
 pub mod probe_reply;
+pub mod status;
+pub mod status_reply;
 
 pub use abort::{AbortPacket, AbortReason, AbortRepr};
 pub use data::{DataKind, DataPacket, DataRepr, Flags};
@@ -27,6 +29,8 @@ pub use join_reply::{JoinFlags, JoinReplyPacket, JoinReplyRepr};
 pub use message::Message;
 pub use probe::{ProbePacket, ProbeRepr};
 pub use probe_reply::{ProbeReplyPacket, ProbeReplyRepr, SlotState};
+pub use status::{StatusPacket, StatusRepr};
+pub use status_reply::{StatusCounters, StatusFlags, StatusReplyPacket, StatusReplyRepr};
 
 /// The protocol version this crate speaks.
 pub const VERSION: u8 = 1;
@@ -92,6 +96,10 @@ pub enum MessageType {
     ProbeReply,
     /// 0x14, either way.
     Abort,
+    /// 0x15, tool → switch.
+    Status,
+    /// 0x16, switch → tool.
+    StatusReply,
     /// A type this version does not know.
     Unknown(u8),
 }
@@ -106,6 +114,8 @@ impl From<u8> for MessageType {
             0x12 => MessageType::Probe,
             0x13 => MessageType::ProbeReply,
             0x14 => MessageType::Abort,
+            0x15 => MessageType::Status,
+            0x16 => MessageType::StatusReply,
             other => MessageType::Unknown(other),
         }
     }
@@ -121,6 +131,8 @@ impl From<MessageType> for u8 {
             MessageType::Probe => 0x12,
             MessageType::ProbeReply => 0x13,
             MessageType::Abort => 0x14,
+            MessageType::Status => 0x15,
+            MessageType::StatusReply => 0x16,
             MessageType::Unknown(other) => other,
         }
     }
