@@ -155,6 +155,7 @@ pub mod prefix {
 }
 
 /// Read a big-endian u16 at `r` (callers have checked the length).
+#[inline]
 pub(crate) fn get_u16(b: &[u8], r: core::ops::Range<usize>) -> u16 {
     let mut a = [0u8; 2];
     a.copy_from_slice(&b[r]);
@@ -162,6 +163,7 @@ pub(crate) fn get_u16(b: &[u8], r: core::ops::Range<usize>) -> u16 {
 }
 
 /// Read a big-endian u32 at `r` (callers have checked the length).
+#[inline]
 pub(crate) fn get_u32(b: &[u8], r: core::ops::Range<usize>) -> u32 {
     let mut a = [0u8; 4];
     a.copy_from_slice(&b[r]);
@@ -169,16 +171,19 @@ pub(crate) fn get_u32(b: &[u8], r: core::ops::Range<usize>) -> u32 {
 }
 
 /// Write a big-endian u16 at `r` (callers have checked the length).
+#[inline]
 pub(crate) fn put_u16(b: &mut [u8], r: core::ops::Range<usize>, v: u16) {
     b[r].copy_from_slice(&v.to_be_bytes());
 }
 
 /// Write a big-endian u32 at `r` (callers have checked the length).
+#[inline]
 pub(crate) fn put_u32(b: &mut [u8], r: core::ops::Range<usize>, v: u32) {
     b[r].copy_from_slice(&v.to_be_bytes());
 }
 
 /// Check that a buffer of `len` bytes holds exactly `want` bytes.
+#[inline]
 pub(crate) fn check_exact_len(len: usize, want: usize) -> Result<()> {
     match len.cmp(&want) {
         core::cmp::Ordering::Less => Err(Error::Truncated),
@@ -188,6 +193,7 @@ pub(crate) fn check_exact_len(len: usize, want: usize) -> Result<()> {
 }
 
 /// Peek at the prefix: version, type, job and rank, without validating the rest.
+#[inline]
 pub fn peek(bytes: &[u8]) -> Result<(MessageType, u16, u16)> {
     if bytes.len() < prefix::LEN {
         return Err(Error::Truncated);
@@ -203,6 +209,7 @@ pub fn peek(bytes: &[u8]) -> Result<(MessageType, u16, u16)> {
 }
 
 /// Write the prefix (callers have checked the length).
+#[inline]
 pub(crate) fn put_prefix(b: &mut [u8], kind: MessageType, job: u16, rank: u16) {
     b[prefix::VERSION] = VERSION;
     b[prefix::TYPE] = kind.into();
