@@ -155,7 +155,7 @@ proptest! {
         let b = seeded_blocks(n, len, top.saturating_sub(spread).max(1), top, seed);
         let exp_max = b.iter().map(|x| block_exponent_f32(x)).max().unwrap_or(0);
         let scale = Scale::new(n as u16, exp_max);
-        let limit = i64::from(M) / n as i64;
+        let limit = if exp_max == NO_EXPONENT { 0 } else { i64::from(M) / n as i64 };
         prop_assert_eq!(i64::from(scale.limit()), limit);
         let mut payload = vec![0u8; 4 * len];
         let mut total = vec![0i64; len];

@@ -38,9 +38,9 @@ fn round_ties_even(y: f64) -> f64 {
 #[derive(Debug, Clone, Copy)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Scale {
-    /// `c`, or 0 when there is no exponent (every q is then 0).
+    /// `c`, or 0 when there is no exponent.
     c: f64,
-    /// `L` as f64 (exact).
+    /// `L` as f64 (exact), or 0 when there is no exponent: every q is then 0, whatever x.
     limit: f64,
 }
 
@@ -49,24 +49,25 @@ impl Scale {
     /// `exp_max` (`0`: every value quantizes to 0).
     pub fn new(world: u16, exp_max: u8) -> Scale {
         let n = world.max(1);
-        let c = match exponent_value(exp_max) {
-            Some(e) => (f64::from(M) / f64::from(n)) * pow2(-e),
-            None => 0.0,
-        };
-        Scale {
-            c,
-            limit: f64::from(M / i32::from(n)),
+        match exponent_value(exp_max) {
+            Some(e) => Scale {
+                c: (f64::from(M) / f64::from(n)) * pow2(-e),
+                limit: f64::from(M / i32::from(n)),
+            },
+            None => Scale { c: 0.0, limit: 0.0 },
         }
     }
 
-    /// Return `L = floor(M / n)`, the largest `|q|` this scale produces.
+    /// Return the largest `|q|` this scale produces: `L = floor(M / n)`, or 0 when there is
+    /// no exponent.
     pub fn limit(&self) -> i32 {
         self.limit as i32
     }
 
     /// Return q for one value (the scalar reference every vector path matches bit for bit).
     ///
-    /// Callers check finiteness first; for the record, ±∞ gives ±L and NaN gives −L.
+    /// Callers check finiteness first; for the record, ±∞ gives ±L and NaN gives −L (0
+    /// when there is no exponent).
     pub fn quantize_value(&self, x: f32) -> i32 {
         let r = round_ties_even(f64::from(x) * self.c);
         // Written so that NaN takes the lower bound, as the vector path does.
@@ -199,10 +200,19 @@ mod tests {
     #[test]
     fn no_exponent_quantizes_to_zero() {
         let s = Scale::new(4, 0);
-        let src = [0.0, -0.0, 1.0, f32::MAX, -f32::MAX, f32::from_bits(1)];
-        let mut dst = [0xaau8; 24];
+        let src = [
+            0.0,
+            -0.0,
+            1.0,
+            f32::MAX,
+            -f32::MAX,
+            f32::from_bits(1),
+            f32::NAN,
+        ];
+        let mut dst = [0xaau8; 28];
         s.quantize_f32(&src, &mut dst);
-        assert_eq!(dst, [0u8; 24]);
+        assert_eq!(dst, [0u8; 28]);
+        assert_eq!(s.limit(), 0);
         assert!(src.iter().all(|&x| s.quantize_value(x) == 0));
     }
 
