@@ -91,36 +91,50 @@ fn bench_round_trip(c: &mut Criterion) {
     group.finish();
 }
 
-/// Median time per call of `f` over `reps` repetitions of `iters` calls each.
-fn median_time(reps: usize, iters: u32, mut f: impl FnMut()) -> Duration {
-    let mut times: Vec<Duration> = (0..reps)
-        .map(|_| {
-            let start = Instant::now();
-            for _ in 0..iters {
-                f();
-            }
-            start.elapsed() / iters
-        })
-        .collect();
-    times.sort();
-    times[reps / 2]
+/// Median time per call of `a` and of `b`, over `reps` rounds of `iters` calls of each;
+/// the rounds alternate between the two so that both see the same machine load.
+fn median_times(
+    reps: usize,
+    iters: u32,
+    mut a: impl FnMut(),
+    mut b: impl FnMut(),
+) -> (Duration, Duration) {
+    let time = |f: &mut dyn FnMut()| {
+        let start = Instant::now();
+        for _ in 0..iters {
+            f();
+        }
+        start.elapsed() / iters
+    };
+    let (mut ta, mut tb) = (Vec::new(), Vec::new());
+    for _ in 0..reps {
+        ta.push(time(&mut a));
+        tb.push(time(&mut b));
+    }
+    ta.sort();
+    tb.sort();
+    (ta[reps / 2], tb[reps / 2])
 }
 
 /// Time memcpy and the round trip in this process and print their throughput ratio.
 fn report_ratio() {
     let src = gradient();
     let exps = exponents(&src);
+    let mut copy = vec![0.0f32; LEN];
     let mut dst = vec![0.0f32; LEN];
     let mut payload = [0u8; 4 * BLOCK];
-    let (reps, iters) = (21, 200);
-    let memcpy = median_time(reps, iters, || {
-        dst.copy_from_slice(black_box(&src));
-        black_box(&mut dst);
-    });
-    let quant = median_time(reps, iters, || {
-        round_trip(black_box(&src), &exps, &mut payload, &mut dst);
-        black_box(&mut dst);
-    });
+    let (memcpy, quant) = median_times(
+        31,
+        200,
+        || {
+            copy.copy_from_slice(black_box(&src));
+            black_box(&mut copy);
+        },
+        || {
+            round_trip(black_box(&src), &exps, &mut payload, &mut dst);
+            black_box(&mut dst);
+        },
+    );
     let gbps = |t: Duration| (4 * LEN) as f64 / t.as_secs_f64() / 1e9;
     println!(
         "memcpy: {:?} ({:.2} GB/s), quantize+dequantize: {:?} ({:.2} GB/s)",
