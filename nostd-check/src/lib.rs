@@ -54,5 +54,7 @@ pub fn drive_worker(tensor: &mut [f32], packet: &[u8], tx: &mut [u8]) -> usize {
             break;
         }
     }
-    sent + worker.poll_timeout().map_or(0, |t| t.total_micros() as usize)
+    sent + worker
+        .poll_timeout()
+        .map_or(0, |t| t.total_micros() as usize)
 }

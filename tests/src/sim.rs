@@ -107,7 +107,10 @@ impl Rng {
     }
 }
 
-#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// A datagram in flight: arrival time, a tie-breaking sequence number, where, what.
+type InFlight = Reverse<(Instant, u64, Dest, Vec<u8>)>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Dest {
     Switch { from: usize },
     Lane(usize),
@@ -149,7 +152,7 @@ pub struct Sim<S> {
     /// Network counters.
     pub stats: NetStats,
     rng: Rng,
-    queue: BinaryHeap<Reverse<(Instant, u64, Dest, Vec<u8>)>>,
+    queue: BinaryHeap<InFlight>,
     order: u64,
     buf: Vec<u8>,
     out: Vec<u8>,
@@ -213,10 +216,6 @@ impl<S: Aggregator> Sim<S> {
             );
             let at = self.now + Duration::from_micros(self.rng.between(lo, hi));
             self.order += 1;
-            let dest = match &dest {
-                Dest::Switch { from } => Dest::Switch { from: *from },
-                Dest::Lane(i) => Dest::Lane(*i),
-            };
             self.queue
                 .push(Reverse((at, self.order, dest, bytes.to_vec())));
         }

@@ -146,6 +146,8 @@ pub fn type_name(t: MessageType) -> &'static str {
         MessageType::Probe => "probe",
         MessageType::ProbeReply => "probe_reply",
         MessageType::Abort => "abort",
+        MessageType::Status => "status",
+        MessageType::StatusReply => "status_reply",
         MessageType::Unknown(_) => "unknown",
     }
 }
@@ -263,6 +265,20 @@ pub fn describe(msg: &Message) -> BTreeMap<String, String> {
             ("detail", r.detail.to_string()),
             ("epoch", r.epoch.to_string()),
         ]),
+        Message::Status(r) => f.extend([("job", r.job.to_string()), ("rank", r.rank.to_string())]),
+        Message::StatusReply(r) => {
+            f.extend([
+                ("job", r.job.to_string()),
+                ("rank", r.rank.to_string()),
+                ("world", r.world.to_string()),
+                ("flags", format!("{:#04x}", r.flags.0)),
+                ("slot_count", r.slot_count.to_string()),
+                ("epoch", r.epoch.to_string()),
+                ("joined", hex(r.joined)),
+            ]);
+            let counters: Vec<String> = r.counters.to_array().iter().map(u64::to_string).collect();
+            f.push(("counters", counters.join(",")));
+        }
         Message::Unknown {
             msg_type,
             job,

@@ -67,6 +67,8 @@ fn the_file_covers_every_message_type_and_the_edge_cases() {
         "probe",
         "probe_reply",
         "abort",
+        "status",
+        "status_reply",
         "unknown",
     ];
     assert_eq!(types, all.iter().map(|t| t.to_string()).collect());

@@ -24,6 +24,8 @@ TYPES = {
     "probe": 0x12,
     "probe_reply": 0x13,
     "abort": 0x14,
+    "status": 0x15,
+    "status_reply": 0x16,
 }
 REASONS = {
     1: "unknown_job",
@@ -192,6 +194,30 @@ def abort(job, rank, reason, detail, epoch):
         ("reason", REASONS.get(reason, f"0x{reason:02x}")),
         ("detail", detail),
         ("epoch", epoch),
+    ]
+    return fields, b
+
+
+def status(job, rank):
+    b = prefix(TYPES["status"], job, rank) + struct.pack(">H", 0)
+    return [("type", "status"), ("job", job), ("rank", rank)], b
+
+
+def status_reply(job, rank, world, flags, slot_count, epoch, counters, joined):
+    b = prefix(TYPES["status_reply"], job, rank) + struct.pack(
+        ">HBBHIHH", world, flags, 0, slot_count, epoch, len(joined), 0
+    )
+    b += b"".join(struct.pack(">Q", c) for c in counters) + joined
+    fields = [
+        ("type", "status_reply"),
+        ("job", job),
+        ("rank", rank),
+        ("world", world),
+        ("flags", f"0x{flags:02x}"),
+        ("slot_count", slot_count),
+        ("epoch", epoch),
+        ("joined", "0x" + joined.hex()),
+        ("counters", ",".join(str(c) for c in counters)),
     ]
     return fields, b
 
@@ -384,6 +410,22 @@ vector("abort_unknown_reason", "Abort with reason 0x2a, unknown in version 1, ke
 f, b = abort(7, 1, 0, 0, 0)
 vector("abort_reason_zero", "Abort with reason 0, unknown in version 1, kept", f, b, 16)
 
+emit("# ---- Status and StatusReply (switchml doctor) ----")
+emit()
+
+f, b = status(7, 0xFFFF)
+vector("status_job_7", "A Status request about job 7", f, b, 8)
+
+f, b = status_reply(
+    7, 0xFFFF, 10, 0x00, 16, 0x01020304,
+    [100, 3, 40, 10, 2, 1, 0, 0, 12, 1, 0, 1 << 40], bitmap([0, 1, 2, 4, 9], 10),
+)
+vector(
+    "status_reply_partial_join",
+    "StatusReply for job 7: 10 ranks, 0, 1, 2, 4 and 9 joined, with counters",
+    f, b, 116,
+)
+
 emit("# ---- Unknown types: parsed and kept, dropped by the switch ----")
 emit()
 
@@ -406,6 +448,7 @@ _, jr = join_reply(7, RANK_ALL, 12, 0x01, 1024, 0x01020304, 16, bitmap(range(12)
 _, probe_b = probe(7, 2, 5, 1, 9)
 _, pr = probe_reply(7, 2, 5, 1, 1, 3, 9, 42, 12, seen)
 _, abort_b = abort(7, 1, 3, 8, 0xDEADBEEF)
+_, status_b = status(7, 1)
 
 invalid("empty", "An empty datagram", "truncated", b"")
 invalid("prefix_truncated", "Five bytes: shorter than the common prefix", "truncated", join_b[:5])
@@ -473,5 +516,8 @@ invalid("abort_reserved_7", "An Abort with reserved byte 7 set", "reserved",
 invalid("abort_reserved_11", "An Abort with reserved byte 11 set", "reserved",
         with_byte(abort_b, 11, 1))
 invalid("abort_trailing", "An Abort with 4 bytes after it", "trailing", abort_b + b"\x00" * 4)
+invalid("status_reserved", "A Status with its reserved field set", "reserved",
+        with_byte(status_b, 7, 1))
+invalid("status_truncated", "A Status one byte short", "truncated", status_b[:7])
 
 sys.stdout.write("\n".join(out).rstrip("\n") + "\n")

@@ -204,6 +204,23 @@ mod tests {
         assert_eq!(e.elements().len(), 3);
     }
 
+    #[cfg(feature = "std")]
+    #[test]
+    fn vectors_are_tensors() {
+        let mut v = std::vec![1.0f32, 2.0];
+        assert_eq!(v.elements().element_type(), ElementType::F32);
+        let mut w: Vec<bf16> = std::vec![bf16::ONE; 3];
+        assert_eq!(view(&mut w).len(), 3);
+        assert_eq!(
+            Vec::<i32>::new().elements().element_type(),
+            ElementType::I32
+        );
+        assert_eq!(
+            std::vec![f16::ONE].elements().element_type(),
+            ElementType::F16
+        );
+    }
+
     #[test]
     fn float_encode_decode_uses_scale_and_unscale() {
         let mut x = [0.25f32, -1.5, 3.0, 0.0, 7.75];

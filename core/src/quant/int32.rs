@@ -1,23 +1,10 @@
 //! int32 tensors: sent unscaled, as plain big-endian values (protocol.md §5.2, last part).
 
-use super::scale::LANES;
-
 /// Copy `src` into the payload `dst` as big-endian i32, with no scaling.
 ///
 /// Processes `min(src.len(), dst.len() / 4)` values; the rest of `dst` is left as it is.
 pub fn encode_i32(src: &[i32], dst: &mut [u8]) {
-    let n = src.len().min(dst.len() / 4);
-    let src = src.get(..n).unwrap_or_default();
-    let dst = dst.get_mut(..4 * n).unwrap_or_default();
-    let mut groups = dst.chunks_exact_mut(4 * LANES);
-    let values = src.chunks_exact(LANES);
-    let rest = values.remainder();
-    for (v, g) in values.zip(&mut groups) {
-        for (x, out) in v.iter().zip(g.chunks_exact_mut(4)) {
-            out.copy_from_slice(&x.to_be_bytes());
-        }
-    }
-    for (x, out) in rest.iter().zip(groups.into_remainder().chunks_exact_mut(4)) {
+    for (x, out) in src.iter().zip(dst.chunks_exact_mut(4)) {
         out.copy_from_slice(&x.to_be_bytes());
     }
 }
@@ -27,20 +14,8 @@ pub fn encode_i32(src: &[i32], dst: &mut [u8]) {
 /// Processes `min(src.len() / 4, dst.len())` values; the rest of `dst` is left as it is,
 /// and trailing bytes of `src` short of a whole value are ignored.
 pub fn decode_i32(src: &[u8], dst: &mut [i32]) {
-    let n = (src.len() / 4).min(dst.len());
-    let src = src.get(..4 * n).unwrap_or_default();
-    let dst = dst.get_mut(..n).unwrap_or_default();
-    let lane = |b: &[u8]| <[u8; 4]>::try_from(b).map_or(0, i32::from_be_bytes);
-    let mut outs = dst.chunks_exact_mut(LANES);
-    let groups = src.chunks_exact(4 * LANES);
-    let rest = groups.remainder();
-    for (g, out) in groups.zip(&mut outs) {
-        for (b, y) in g.chunks_exact(4).zip(out.iter_mut()) {
-            *y = lane(b);
-        }
-    }
-    for (b, y) in rest.chunks_exact(4).zip(outs.into_remainder()) {
-        *y = lane(b);
+    for (b, y) in src.chunks_exact(4).zip(dst.iter_mut()) {
+        *y = <[u8; 4]>::try_from(b).map_or(0, i32::from_be_bytes);
     }
 }
 

@@ -27,6 +27,32 @@
 //! overflowed by the switch. [`Elements`] and [`Tensor`] let the worker handle all four
 //! element types through one interface. Non-finite floats cannot be quantized meaningfully;
 //! the worker rejects them ([`check_finite_f32`]) before anything is sent.
+//!
+//! ```
+//! use switchml_core::quant::{block_exponent_f32, decode_i32, encode_i32, Op, Scale, Unscale};
+//!
+//! // Two workers' blocks; the switch returns the larger exponent.
+//! let (a, b) = ([0.5f32, -1.25, 3.0], [0.25f32, 1.0, -0.5]);
+//! let exp_max = block_exponent_f32(&a).max(block_exponent_f32(&b));
+//! let scale = Scale::new(2, exp_max);
+//! let (mut pa, mut pb) = ([0u8; 12], [0u8; 12]);
+//! scale.quantize_f32(&a, &mut pa);
+//! scale.quantize_f32(&b, &mut pb);
+//!
+//! // The switch adds the int32 values.
+//! let (mut qa, mut qb) = ([0i32; 3], [0i32; 3]);
+//! decode_i32(&pa, &mut qa);
+//! decode_i32(&pb, &mut qb);
+//! let sum = [qa[0] + qb[0], qa[1] + qb[1], qa[2] + qb[2]];
+//! let mut result = [0u8; 12];
+//! encode_i32(&sum, &mut result);
+//!
+//! let mut y = [0.0f32; 3];
+//! Unscale::new(2, exp_max, Op::Sum).dequantize_f32(&result, &mut y);
+//! for (y, exact) in y.iter().zip([0.75f32, -0.25, 2.5]) {
+//!     assert!((y - exact).abs() < 1e-8);
+//! }
+//! ```
 
 mod elements;
 mod exponent;

@@ -7,7 +7,7 @@
 use half::{bf16, f16};
 
 use super::exponent::exponent_value;
-use super::scale::{pow2, LANES, M};
+use super::scale::{pow2, M};
 use super::Op;
 
 /// Dequantization for one block: built from the world size `n`, the switch's max exponent
@@ -72,28 +72,17 @@ impl Unscale {
 
     #[inline(always)]
     fn dequantize_with<T: Copy>(&self, src: &[u8], dst: &mut [T], from_f32: impl Fn(f32) -> T) {
-        let n = (src.len() / 4).min(dst.len());
-        let src = src.get(..4 * n).unwrap_or_default();
-        let dst = dst.get_mut(..n).unwrap_or_default();
         if self.zero {
-            dst.fill(from_f32(0.0));
+            for y in dst.iter_mut().take(src.len() / 4) {
+                *y = from_f32(0.0);
+            }
             return;
         }
+        // One flat loop, as for quantization: it vectorizes cleanly.
         let d = self.d;
-        let lane = |b: &[u8]| {
+        for (b, y) in src.chunks_exact(4).zip(dst.iter_mut()) {
             let s = <[u8; 4]>::try_from(b).map_or(0, i32::from_be_bytes);
-            from_f32((f64::from(s) * d) as f32)
-        };
-        let mut outs = dst.chunks_exact_mut(LANES);
-        let groups = src.chunks_exact(4 * LANES);
-        let rest = groups.remainder();
-        for (g, out) in groups.zip(&mut outs) {
-            for (b, y) in g.chunks_exact(4).zip(out.iter_mut()) {
-                *y = lane(b);
-            }
-        }
-        for (b, y) in rest.chunks_exact(4).zip(outs.into_remainder()) {
-            *y = lane(b);
+            *y = from_f32((f64::from(s) * d) as f32);
         }
     }
 }

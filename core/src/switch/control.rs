@@ -1,4 +1,5 @@
-//! Control messages at the switch: Join (rendezvous), Probe (who is missing), Abort.
+//! Control messages at the switch: Join (rendezvous), Probe (who is missing), Status (for
+//! `switchml doctor`), Abort.
 //!
 //! These are what turn the original's silent hangs into named errors: a worker learns at
 //! join time that its job, rank, world size or slot range is wrong, and a stalled worker
@@ -8,19 +9,15 @@ use super::{DropReason, Switch, Verdict};
 use crate::ranks::bitmap_len;
 use crate::wire::{
     AbortPacket, AbortReason, AbortRepr, JoinFlags, JoinPacket, JoinReplyPacket, JoinReplyRepr,
-    JoinRepr, ProbePacket, ProbeReplyPacket, ProbeReplyRepr, ProbeRepr, SlotState, MAX_BITMAP_LEN,
+    JoinRepr, ProbePacket, ProbeReplyPacket, ProbeReplyRepr, ProbeRepr, SlotState, StatusCounters,
+    StatusFlags, StatusPacket, StatusReplyPacket, StatusReplyRepr, StatusRepr, MAX_BITMAP_LEN,
     RANK_ALL,
 };
 
 /// The largest message the switch writes, given the largest Result.
 pub(crate) const fn max_reply_len(result_len: usize) -> usize {
-    let join_reply = 20 + MAX_BITMAP_LEN;
-    let probe_reply = 24 + MAX_BITMAP_LEN;
-    let control = if join_reply > probe_reply {
-        join_reply
-    } else {
-        probe_reply
-    };
+    // The StatusReply is the largest control message (JoinReply: 20, ProbeReply: 24).
+    let control = crate::wire::status_reply::HEADER_LEN + MAX_BITMAP_LEN;
     if result_len > control {
         result_len
     } else {
@@ -179,5 +176,54 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
         let len = a.buffer_len();
         a.emit(&mut AbortPacket::new_unchecked(&mut out[..len]));
         Verdict::Multicast { job: a.job, len }
+    }
+
+    /// Answer a Status (from `switchml doctor`): who joined the job, what was counted.
+    pub(super) fn status(&mut self, bytes: &[u8], out: &mut [u8]) -> Verdict {
+        let Ok(q) = StatusRepr::parse(&StatusPacket::new_unchecked(bytes)) else {
+            return Verdict::Drop(DropReason::Malformed);
+        };
+        let Some(job) = self.jobs.find(q.job).and_then(|i| self.jobs.get(i)) else {
+            return self.refuse(q.job, q.rank, AbortReason::UnknownJob, 0, out);
+        };
+        let c = job.counters;
+        let mut bitmap = [0u8; MAX_BITMAP_LEN];
+        let blen = bitmap_len(job.config.world).min(MAX_BITMAP_LEN);
+        job.joined.write_bitmap(&mut bitmap[..blen]);
+        let repr = StatusReplyRepr {
+            job: q.job,
+            rank: q.rank,
+            world: job.config.world,
+            flags: if job.all_joined() {
+                StatusFlags::ALL_JOINED
+            } else {
+                StatusFlags::default()
+            },
+            slot_count: job.config.slot_count,
+            epoch: self.epoch,
+            counters: StatusCounters {
+                // Includes this Status request.
+                received: self.counters.received,
+                dropped: self.counters.total_drops(),
+                contributions: c.contributions,
+                completions: c.completions,
+                retransmit_replies: c.retransmit_replies,
+                duplicates: c.duplicates,
+                stale: c.stale,
+                rejected: c.rejected,
+                joins: c.joins,
+                probes: c.probes,
+                aborts: c.aborts,
+                overflows: c.overflows,
+            },
+            joined: &bitmap[..blen],
+        };
+        let len = repr.buffer_len();
+        repr.emit(&mut StatusReplyPacket::new_unchecked(&mut out[..len]));
+        Verdict::Unicast {
+            job: q.job,
+            rank: q.rank,
+            len,
+        }
     }
 }

@@ -7,6 +7,7 @@
 //! counted twice. The P4 programs and their Rust model (`p4/`) mirror it control by control.
 //!
 //! The data plane is [`Switch::process`]: bytes in, a [`Verdict`] and the bytes to send out.
+//! Control messages (Join, Probe, Status, Abort) are answered in-band; see `control.rs`.
 //! The control plane is typed methods: [`Switch::add_job`], [`Switch::remove_job`],
 //! [`Switch::job`], [`Switch::counters`], [`Switch::slot`]. The switch never allocates: the
 //! caller lends it the slot storage.
@@ -64,7 +65,7 @@ pub enum DropReason {
     Malformed,
     /// A message type this version does not know.
     UnknownType,
-    /// A message only the switch sends (Result, JoinReply, ProbeReply).
+    /// A message only the switch sends (Result, JoinReply, ProbeReply, StatusReply).
     UnexpectedType,
     /// No job has this id (Contributions; Joins and Probes get an Abort instead).
     UnknownJob,
@@ -263,9 +264,11 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
             MessageType::Join => self.join(packet, out),
             MessageType::Probe => self.probe(packet, out),
             MessageType::Abort => self.abort(packet, out),
-            MessageType::Result | MessageType::JoinReply | MessageType::ProbeReply => {
-                Verdict::Drop(DropReason::UnexpectedType)
-            }
+            MessageType::Status => self.status(packet, out),
+            MessageType::Result
+            | MessageType::JoinReply
+            | MessageType::ProbeReply
+            | MessageType::StatusReply => Verdict::Drop(DropReason::UnexpectedType),
             MessageType::Unknown(_) => Verdict::Drop(DropReason::UnknownType),
         }
     }

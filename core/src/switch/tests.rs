@@ -538,3 +538,45 @@ fn two_jobs_share_the_pool_without_interference() {
     assert_eq!(result_of(&out, data_len(1)).1, [42]);
     assert!(!s.slot(7, 1).unwrap().version(0).is_complete());
 }
+
+#[test]
+fn status_reports_joined_ranks_and_counters() {
+    use crate::wire::{StatusFlags, StatusPacket, StatusRepr};
+    let mut pool = pool();
+    let mut s = switch(&mut pool);
+    let mut out = [0u8; OUT];
+    send(&mut s, &join(0, 3, 0, 8, 8), &mut out);
+    send(&mut s, &join(2, 3, 0, 8, 8), &mut out);
+    send(
+        &mut s,
+        &contribution(0, 0, 0, 0, &[1])[..data_len(1)],
+        &mut out,
+    );
+    send(&mut s, &[0xEE; 5], &mut out);
+    let mut b = [0u8; 8];
+    StatusRepr {
+        job: 7,
+        rank: 0xFFFF,
+    }
+    .emit(&mut StatusPacket::new_unchecked(&mut b[..]));
+    let v = send(&mut s, &b, &mut out);
+    let Verdict::Unicast {
+        rank: 0xFFFF, len, ..
+    } = v
+    else {
+        panic!("{v:?}")
+    };
+    let Ok(Message::StatusReply(r)) = Message::parse(&out[..len]) else {
+        panic!()
+    };
+    assert_eq!(
+        (r.world, r.slot_count, r.epoch, r.joined),
+        (3, 8, 0xE90C, &[0b101][..])
+    );
+    assert!(!r.flags.contains(StatusFlags::ALL_JOINED));
+    assert_eq!((r.counters.joins, r.counters.contributions), (2, 1));
+    assert_eq!((r.counters.received, r.counters.dropped), (5, 1));
+    b[3] = 99;
+    let v = send(&mut s, &b, &mut out);
+    assert_eq!(abort_of(&out, v).reason, AbortReason::UnknownJob);
+}

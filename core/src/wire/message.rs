@@ -7,7 +7,8 @@
 use super::{
     data, peek, prefix, put_prefix, AbortPacket, AbortRepr, DataPacket, DataRepr, Error,
     JoinPacket, JoinReplyPacket, JoinReplyRepr, JoinRepr, MessageType, ProbePacket,
-    ProbeReplyPacket, ProbeReplyRepr, ProbeRepr, Result, MAX_BITMAP_LEN,
+    ProbeReplyPacket, ProbeReplyRepr, ProbeRepr, Result, StatusPacket, StatusReplyPacket,
+    StatusReplyRepr, StatusRepr, MAX_BITMAP_LEN,
 };
 
 /// One message of any type, validated; variable parts are borrowed from the datagram.
@@ -26,6 +27,10 @@ pub enum Message<'a> {
     ProbeReply(ProbeReplyRepr<'a>),
     /// An Abort.
     Abort(AbortRepr),
+    /// A Status request.
+    Status(StatusRepr),
+    /// A StatusReply.
+    StatusReply(StatusReplyRepr<'a>),
     /// A message of a type this version does not know, kept as it came.
     Unknown {
         /// The type byte; never one of the known types.
@@ -61,6 +66,12 @@ impl<'a> Message<'a> {
             MessageType::Abort => {
                 Message::Abort(AbortRepr::parse(&AbortPacket::new_unchecked(bytes))?)
             }
+            MessageType::Status => {
+                Message::Status(StatusRepr::parse(&StatusPacket::new_unchecked(bytes))?)
+            }
+            MessageType::StatusReply => Message::StatusReply(StatusReplyRepr::parse(
+                &StatusReplyPacket::new_unchecked(bytes),
+            )?),
             MessageType::Unknown(msg_type) => Message::Unknown {
                 msg_type,
                 job,
@@ -79,6 +90,8 @@ impl<'a> Message<'a> {
             Message::Probe(_) => MessageType::Probe,
             Message::ProbeReply(_) => MessageType::ProbeReply,
             Message::Abort(_) => MessageType::Abort,
+            Message::Status(_) => MessageType::Status,
+            Message::StatusReply(_) => MessageType::StatusReply,
             Message::Unknown { msg_type, .. } => MessageType::Unknown(*msg_type),
         }
     }
@@ -92,6 +105,8 @@ impl<'a> Message<'a> {
             Message::Probe(repr) => repr.job,
             Message::ProbeReply(repr) => repr.job,
             Message::Abort(repr) => repr.job,
+            Message::Status(repr) => repr.job,
+            Message::StatusReply(repr) => repr.job,
             Message::Unknown { job, .. } => *job,
         }
     }
@@ -105,6 +120,8 @@ impl<'a> Message<'a> {
             Message::Probe(repr) => repr.rank,
             Message::ProbeReply(repr) => repr.rank,
             Message::Abort(repr) => repr.rank,
+            Message::Status(repr) => repr.rank,
+            Message::StatusReply(repr) => repr.rank,
             Message::Unknown { rank, .. } => *rank,
         }
     }
@@ -118,6 +135,8 @@ impl<'a> Message<'a> {
             Message::Probe(repr) => repr.buffer_len(),
             Message::ProbeReply(repr) => repr.buffer_len(),
             Message::Abort(repr) => repr.buffer_len(),
+            Message::Status(repr) => repr.buffer_len(),
+            Message::StatusReply(repr) => repr.buffer_len(),
             Message::Unknown { body, .. } => prefix::LEN + body.len(),
         }
     }
@@ -153,7 +172,8 @@ impl<'a> Message<'a> {
                 MessageType::Unknown(_) => Ok(()),
                 _ => Err(Error::Field("type")),
             },
-            Message::Join(_) | Message::Abort(_) => Ok(()),
+            Message::StatusReply(repr) => bitmap(repr.joined),
+            Message::Join(_) | Message::Abort(_) | Message::Status(_) => Ok(()),
         }
     }
 
@@ -178,6 +198,8 @@ impl<'a> Message<'a> {
             Message::Probe(repr) => repr.emit(&mut ProbePacket::new_unchecked(out)),
             Message::ProbeReply(repr) => repr.emit(&mut ProbeReplyPacket::new_unchecked(out)),
             Message::Abort(repr) => repr.emit(&mut AbortPacket::new_unchecked(out)),
+            Message::Status(repr) => repr.emit(&mut StatusPacket::new_unchecked(out)),
+            Message::StatusReply(repr) => repr.emit(&mut StatusReplyPacket::new_unchecked(out)),
             Message::Unknown {
                 msg_type,
                 job,

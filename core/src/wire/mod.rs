@@ -19,6 +19,8 @@ pub mod join_reply;
 mod message;
 pub mod probe;
 pub mod probe_reply;
+pub mod status;
+pub mod status_reply;
 
 pub use abort::{AbortPacket, AbortReason, AbortRepr};
 pub use data::{DataKind, DataPacket, DataRepr, Flags};
@@ -27,6 +29,8 @@ pub use join_reply::{JoinFlags, JoinReplyPacket, JoinReplyRepr};
 pub use message::Message;
 pub use probe::{ProbePacket, ProbeRepr};
 pub use probe_reply::{ProbeReplyPacket, ProbeReplyRepr, SlotState};
+pub use status::{StatusPacket, StatusRepr};
+pub use status_reply::{StatusCounters, StatusFlags, StatusReplyPacket, StatusReplyRepr};
 
 /// The protocol version this crate speaks.
 pub const VERSION: u8 = 1;
@@ -92,6 +96,10 @@ pub enum MessageType {
     ProbeReply,
     /// 0x14, either way.
     Abort,
+    /// 0x15, tool → switch.
+    Status,
+    /// 0x16, switch → tool.
+    StatusReply,
     /// A type this version does not know.
     Unknown(u8),
 }
@@ -106,6 +114,8 @@ impl From<u8> for MessageType {
             0x12 => MessageType::Probe,
             0x13 => MessageType::ProbeReply,
             0x14 => MessageType::Abort,
+            0x15 => MessageType::Status,
+            0x16 => MessageType::StatusReply,
             other => MessageType::Unknown(other),
         }
     }
@@ -121,6 +131,8 @@ impl From<MessageType> for u8 {
             MessageType::Probe => 0x12,
             MessageType::ProbeReply => 0x13,
             MessageType::Abort => 0x14,
+            MessageType::Status => 0x15,
+            MessageType::StatusReply => 0x16,
             MessageType::Unknown(other) => other,
         }
     }
@@ -143,6 +155,7 @@ pub mod prefix {
 }
 
 /// Read a big-endian u16 at `r` (callers have checked the length).
+#[inline]
 pub(crate) fn get_u16(b: &[u8], r: core::ops::Range<usize>) -> u16 {
     let mut a = [0u8; 2];
     a.copy_from_slice(&b[r]);
@@ -150,6 +163,7 @@ pub(crate) fn get_u16(b: &[u8], r: core::ops::Range<usize>) -> u16 {
 }
 
 /// Read a big-endian u32 at `r` (callers have checked the length).
+#[inline]
 pub(crate) fn get_u32(b: &[u8], r: core::ops::Range<usize>) -> u32 {
     let mut a = [0u8; 4];
     a.copy_from_slice(&b[r]);
@@ -157,16 +171,19 @@ pub(crate) fn get_u32(b: &[u8], r: core::ops::Range<usize>) -> u32 {
 }
 
 /// Write a big-endian u16 at `r` (callers have checked the length).
+#[inline]
 pub(crate) fn put_u16(b: &mut [u8], r: core::ops::Range<usize>, v: u16) {
     b[r].copy_from_slice(&v.to_be_bytes());
 }
 
 /// Write a big-endian u32 at `r` (callers have checked the length).
+#[inline]
 pub(crate) fn put_u32(b: &mut [u8], r: core::ops::Range<usize>, v: u32) {
     b[r].copy_from_slice(&v.to_be_bytes());
 }
 
 /// Check that a buffer of `len` bytes holds exactly `want` bytes.
+#[inline]
 pub(crate) fn check_exact_len(len: usize, want: usize) -> Result<()> {
     match len.cmp(&want) {
         core::cmp::Ordering::Less => Err(Error::Truncated),
@@ -176,6 +193,7 @@ pub(crate) fn check_exact_len(len: usize, want: usize) -> Result<()> {
 }
 
 /// Peek at the prefix: version, type, job and rank, without validating the rest.
+#[inline]
 pub fn peek(bytes: &[u8]) -> Result<(MessageType, u16, u16)> {
     if bytes.len() < prefix::LEN {
         return Err(Error::Truncated);
@@ -191,6 +209,7 @@ pub fn peek(bytes: &[u8]) -> Result<(MessageType, u16, u16)> {
 }
 
 /// Write the prefix (callers have checked the length).
+#[inline]
 pub(crate) fn put_prefix(b: &mut [u8], kind: MessageType, job: u16, rank: u16) {
     b[prefix::VERSION] = VERSION;
     b[prefix::TYPE] = kind.into();

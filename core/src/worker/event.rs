@@ -202,8 +202,8 @@ pub enum SubmitErrorKind {
     QueueFull,
     /// More chunks than a u32 counts.
     TooLarge,
-    /// The stream has failed.
-    Failed(WorkerError),
+    /// The stream has failed; [`super::Worker::failure`] says why.
+    Failed,
 }
 
 /// A refused submission.
@@ -222,7 +222,7 @@ impl core::fmt::Display for SubmitErrorKind {
             SubmitErrorKind::AverageOfIntegers => f.write_str("cannot average an int32 tensor"),
             SubmitErrorKind::QueueFull => f.write_str("tensor queue full"),
             SubmitErrorKind::TooLarge => f.write_str("tensor too large"),
-            SubmitErrorKind::Failed(e) => write!(f, "stream failed: {e}"),
+            SubmitErrorKind::Failed => f.write_str("the stream has failed"),
         }
     }
 }

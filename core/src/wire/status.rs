@@ -1,0 +1,150 @@
+//! Status (0x15): a tool (`switchml doctor`) asks the switch about a job (protocol.md §3.7).
+//!
+//! ```text
+//!  0: version | 1: type | 2-3: job | 4-5: rank (any; echoed) | 6-7: reserved
+//! ```
+
+use super::{
+    check_exact_len, get_u16, prefix, put_prefix, put_u16, Error, MessageType, Result, VERSION,
+};
+
+/// Field ranges.
+pub mod field {
+    use core::ops::Range;
+
+    /// Reserved pair of bytes.
+    pub const RESERVED: Range<usize> = super::prefix::LEN..8;
+}
+
+/// Length of a Status message.
+pub const LEN: usize = field::RESERVED.end;
+
+/// A zero-copy view of a Status message.
+#[derive(Debug, Clone)]
+pub struct StatusPacket<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> StatusPacket<T> {
+    /// Wrap a buffer without checking it.
+    pub const fn new_unchecked(buffer: T) -> Self {
+        StatusPacket { buffer }
+    }
+
+    /// Wrap a buffer and check its length.
+    pub fn new_checked(buffer: T) -> Result<Self> {
+        let p = Self::new_unchecked(buffer);
+        p.check_len()?;
+        Ok(p)
+    }
+
+    /// Check that the buffer is exactly [`LEN`] bytes long.
+    pub fn check_len(&self) -> Result<()> {
+        check_exact_len(self.buffer.as_ref().len(), LEN)
+    }
+
+    /// Return the version field.
+    pub fn version(&self) -> u8 {
+        self.buffer.as_ref()[prefix::VERSION]
+    }
+
+    /// Return the message type field.
+    pub fn msg_type(&self) -> MessageType {
+        MessageType::from(self.buffer.as_ref()[prefix::TYPE])
+    }
+
+    /// Return the job id field.
+    pub fn job_id(&self) -> u16 {
+        get_u16(self.buffer.as_ref(), prefix::JOB)
+    }
+
+    /// Return the rank field.
+    pub fn rank(&self) -> u16 {
+        get_u16(self.buffer.as_ref(), prefix::RANK)
+    }
+
+    /// Return the reserved field.
+    pub fn reserved(&self) -> u16 {
+        get_u16(self.buffer.as_ref(), field::RESERVED)
+    }
+}
+
+/// A validated Status message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct StatusRepr {
+    /// The job asked about.
+    pub job: u16,
+    /// Echoed in the reply; the switch does not check it.
+    pub rank: u16,
+}
+
+impl StatusRepr {
+    /// Parse and validate a Status message.
+    pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &StatusPacket<&T>) -> Result<StatusRepr> {
+        packet.check_len()?;
+        if packet.version() != VERSION {
+            return Err(Error::Version(packet.version()));
+        }
+        if packet.msg_type() != MessageType::Status {
+            return Err(Error::Field("type"));
+        }
+        if packet.reserved() != 0 {
+            return Err(Error::Reserved("status.reserved"));
+        }
+        Ok(StatusRepr {
+            job: packet.job_id(),
+            rank: packet.rank(),
+        })
+    }
+
+    /// Return the length of a Status message.
+    pub const fn buffer_len(&self) -> usize {
+        LEN
+    }
+
+    /// Write the message into a buffer of at least [`LEN`] bytes.
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut StatusPacket<&mut T>) {
+        let b = packet.buffer.as_mut();
+        put_prefix(b, MessageType::Status, self.job, self.rank);
+        put_u16(b, field::RESERVED, 0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BYTES: [u8; 8] = [0x01, 0x15, 0x00, 0x07, 0x00, 0x09, 0x00, 0x00];
+
+    #[test]
+    fn decode_known_bytes() {
+        let p = StatusPacket::new_checked(&BYTES[..]).unwrap();
+        assert_eq!(StatusRepr::parse(&p), Ok(StatusRepr { job: 7, rank: 9 }));
+    }
+
+    #[test]
+    fn encode_to_known_bytes() {
+        let mut b = [0xAA; 8];
+        StatusRepr { job: 7, rank: 9 }.emit(&mut StatusPacket::new_unchecked(&mut b[..]));
+        assert_eq!(b, BYTES);
+    }
+
+    #[test]
+    fn reject_impossible_lengths_and_fields() {
+        assert_eq!(
+            StatusPacket::new_checked(&BYTES[..7]).err(),
+            Some(Error::Truncated)
+        );
+        assert_eq!(
+            StatusPacket::new_checked(&[0u8; 9][..]).err(),
+            Some(Error::TrailingBytes)
+        );
+        let mut bad = BYTES;
+        bad[7] = 1;
+        assert_eq!(
+            StatusRepr::parse(&StatusPacket::new_unchecked(&bad[..])),
+            Err(Error::Reserved("status.reserved"))
+        );
+    }
+}

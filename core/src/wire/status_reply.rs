@@ -1,0 +1,392 @@
+//! StatusReply (0x16): the switch's answer to a Status (protocol.md §3.8): who joined the
+//! job and what the switch counted.
+//!
+//! ```text
+//!  0: version | 1: type | 2-3: job | 4-5: rank | 6-7: world | 8: flags | 9: reserved
+//! 10-11: slot_count | 12-15: epoch | 16-17: bitmap_len | 18-19: reserved
+//! 20-115: twelve u64 counters | 116-: joined bitmap
+//! ```
+
+use super::{
+    check_exact_len, get_u16, get_u32, prefix, put_prefix, put_u16, put_u32, Error, MessageType,
+    Result, MAX_BITMAP_LEN, VERSION,
+};
+
+/// Field ranges.
+pub mod field {
+    use core::ops::Range;
+
+    /// The job's world size.
+    pub const WORLD: Range<usize> = super::prefix::LEN..8;
+    /// Flag bits.
+    pub const FLAGS: usize = WORLD.end;
+    /// Reserved byte.
+    pub const RESERVED_A: usize = FLAGS + 1;
+    /// Slots in the job's range.
+    pub const SLOT_COUNT: Range<usize> = RESERVED_A + 1..RESERVED_A + 3;
+    /// The switch's incarnation.
+    pub const EPOCH: Range<usize> = SLOT_COUNT.end..SLOT_COUNT.end + 4;
+    /// Length of the bitmap in bytes.
+    pub const BITMAP_LEN: Range<usize> = EPOCH.end..EPOCH.end + 2;
+    /// Reserved pair of bytes.
+    pub const RESERVED_B: Range<usize> = BITMAP_LEN.end..BITMAP_LEN.end + 2;
+    /// The counters, [`super::StatusCounters::COUNT`] big-endian u64s.
+    pub const COUNTERS: usize = RESERVED_B.end;
+    /// The joined bitmap.
+    pub const BITMAP: usize = COUNTERS + 8 * super::StatusCounters::COUNT;
+}
+
+/// Length of the fixed part, before the bitmap.
+pub const HEADER_LEN: usize = field::BITMAP;
+
+/// The flag bits of a StatusReply. Unknown bits are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct StatusFlags(pub u8);
+
+impl StatusFlags {
+    /// Every rank of the job has joined.
+    pub const ALL_JOINED: StatusFlags = StatusFlags(0x01);
+
+    /// Return whether every bit of `other` is set.
+    pub const fn contains(self, other: StatusFlags) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+/// The counters a StatusReply carries, in wire order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct StatusCounters {
+    /// Datagrams the switch received, all jobs.
+    pub received: u64,
+    /// Datagrams it dropped, all jobs and reasons.
+    pub dropped: u64,
+    /// Contributions added into this job's slots.
+    pub contributions: u64,
+    /// Uses completed.
+    pub completions: u64,
+    /// Stored results sent again.
+    pub retransmit_replies: u64,
+    /// Duplicates dropped.
+    pub duplicates: u64,
+    /// Stale contributions dropped.
+    pub stale: u64,
+    /// Other contributions of the job dropped.
+    pub rejected: u64,
+    /// Joins answered.
+    pub joins: u64,
+    /// Probes answered.
+    pub probes: u64,
+    /// Aborts passed on.
+    pub aborts: u64,
+    /// Uses that overflowed.
+    pub overflows: u64,
+}
+
+impl StatusCounters {
+    /// Number of counters.
+    pub const COUNT: usize = 12;
+
+    /// Return the counters in wire order.
+    pub const fn to_array(&self) -> [u64; Self::COUNT] {
+        [
+            self.received,
+            self.dropped,
+            self.contributions,
+            self.completions,
+            self.retransmit_replies,
+            self.duplicates,
+            self.stale,
+            self.rejected,
+            self.joins,
+            self.probes,
+            self.aborts,
+            self.overflows,
+        ]
+    }
+
+    /// Build from counters in wire order.
+    pub const fn from_array(a: [u64; Self::COUNT]) -> Self {
+        StatusCounters {
+            received: a[0],
+            dropped: a[1],
+            contributions: a[2],
+            completions: a[3],
+            retransmit_replies: a[4],
+            duplicates: a[5],
+            stale: a[6],
+            rejected: a[7],
+            joins: a[8],
+            probes: a[9],
+            aborts: a[10],
+            overflows: a[11],
+        }
+    }
+}
+
+/// A zero-copy view of a StatusReply message.
+#[derive(Debug, Clone)]
+pub struct StatusReplyPacket<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> StatusReplyPacket<T> {
+    /// Wrap a buffer without checking it.
+    pub const fn new_unchecked(buffer: T) -> Self {
+        StatusReplyPacket { buffer }
+    }
+
+    /// Wrap a buffer and check its length.
+    pub fn new_checked(buffer: T) -> Result<Self> {
+        let p = Self::new_unchecked(buffer);
+        p.check_len()?;
+        Ok(p)
+    }
+
+    /// Check that the buffer holds the fixed part and exactly `bitmap_len` bitmap bytes.
+    pub fn check_len(&self) -> Result<()> {
+        let len = self.buffer.as_ref().len();
+        if len < HEADER_LEN {
+            return Err(Error::Truncated);
+        }
+        check_exact_len(len, HEADER_LEN + usize::from(self.bitmap_len()))
+    }
+
+    fn b(&self) -> &[u8] {
+        self.buffer.as_ref()
+    }
+
+    /// Return the version field.
+    pub fn version(&self) -> u8 {
+        self.b()[prefix::VERSION]
+    }
+
+    /// Return the message type field.
+    pub fn msg_type(&self) -> MessageType {
+        MessageType::from(self.b()[prefix::TYPE])
+    }
+
+    /// Return the job id field.
+    pub fn job_id(&self) -> u16 {
+        get_u16(self.b(), prefix::JOB)
+    }
+
+    /// Return the rank field.
+    pub fn rank(&self) -> u16 {
+        get_u16(self.b(), prefix::RANK)
+    }
+
+    /// Return the world size field.
+    pub fn world(&self) -> u16 {
+        get_u16(self.b(), field::WORLD)
+    }
+
+    /// Return the flags field.
+    pub fn flags(&self) -> StatusFlags {
+        StatusFlags(self.b()[field::FLAGS])
+    }
+
+    /// Return the slot count field.
+    pub fn slot_count(&self) -> u16 {
+        get_u16(self.b(), field::SLOT_COUNT)
+    }
+
+    /// Return the epoch field.
+    pub fn epoch(&self) -> u32 {
+        get_u32(self.b(), field::EPOCH)
+    }
+
+    /// Return the bitmap length field.
+    pub fn bitmap_len(&self) -> u16 {
+        get_u16(self.b(), field::BITMAP_LEN)
+    }
+
+    /// Return whether both reserved fields are zero.
+    pub fn reserved_is_zero(&self) -> bool {
+        self.b()[field::RESERVED_A] == 0 && get_u16(self.b(), field::RESERVED_B) == 0
+    }
+
+    /// Return the counters.
+    pub fn counters(&self) -> StatusCounters {
+        let mut a = [0u64; StatusCounters::COUNT];
+        for (i, c) in a.iter_mut().enumerate() {
+            let at = field::COUNTERS + 8 * i;
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&self.b()[at..at + 8]);
+            *c = u64::from_be_bytes(w);
+        }
+        StatusCounters::from_array(a)
+    }
+
+    /// Return the joined bitmap.
+    pub fn bitmap(&self) -> &[u8] {
+        &self.b()[HEADER_LEN..]
+    }
+}
+
+/// A validated StatusReply message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct StatusReplyRepr<'a> {
+    /// Job id.
+    pub job: u16,
+    /// The rank field of the Status answered.
+    pub rank: u16,
+    /// The job's world size.
+    pub world: u16,
+    /// Flag bits.
+    pub flags: StatusFlags,
+    /// Slots in the job's range.
+    pub slot_count: u16,
+    /// The switch's epoch.
+    pub epoch: u32,
+    /// The counters.
+    pub counters: StatusCounters,
+    /// Ranks joined, as a wire bitmap.
+    pub joined: &'a [u8],
+}
+
+impl<'a> StatusReplyRepr<'a> {
+    /// Parse and validate a StatusReply message.
+    pub fn parse<T: AsRef<[u8]> + ?Sized>(
+        packet: &StatusReplyPacket<&'a T>,
+    ) -> Result<StatusReplyRepr<'a>> {
+        packet.check_len()?;
+        if packet.version() != VERSION {
+            return Err(Error::Version(packet.version()));
+        }
+        if packet.msg_type() != MessageType::StatusReply {
+            return Err(Error::Field("type"));
+        }
+        if usize::from(packet.bitmap_len()) > MAX_BITMAP_LEN {
+            return Err(Error::Field("bitmap_len"));
+        }
+        if !packet.reserved_is_zero() {
+            return Err(Error::Reserved("status_reply.reserved"));
+        }
+        let bytes: &'a [u8] = packet.buffer.as_ref();
+        Ok(StatusReplyRepr {
+            job: packet.job_id(),
+            rank: packet.rank(),
+            world: packet.world(),
+            flags: packet.flags(),
+            slot_count: packet.slot_count(),
+            epoch: packet.epoch(),
+            counters: packet.counters(),
+            joined: &bytes[HEADER_LEN..],
+        })
+    }
+
+    /// Return the length of the whole message.
+    pub const fn buffer_len(&self) -> usize {
+        HEADER_LEN + self.joined.len()
+    }
+
+    /// Write the message into a buffer of at least `buffer_len()` bytes.
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(
+        &self,
+        packet: &mut StatusReplyPacket<&mut T>,
+    ) {
+        let b = packet.buffer.as_mut();
+        put_prefix(b, MessageType::StatusReply, self.job, self.rank);
+        put_u16(b, field::WORLD, self.world);
+        b[field::FLAGS] = self.flags.0;
+        b[field::RESERVED_A] = 0;
+        put_u16(b, field::SLOT_COUNT, self.slot_count);
+        put_u32(b, field::EPOCH, self.epoch);
+        put_u16(b, field::BITMAP_LEN, self.joined.len() as u16);
+        put_u16(b, field::RESERVED_B, 0);
+        for (i, c) in self.counters.to_array().iter().enumerate() {
+            let at = field::COUNTERS + 8 * i;
+            b[at..at + 8].copy_from_slice(&c.to_be_bytes());
+        }
+        b[HEADER_LEN..HEADER_LEN + self.joined.len()].copy_from_slice(self.joined);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repr(joined: &[u8]) -> StatusReplyRepr<'_> {
+        StatusReplyRepr {
+            job: 7,
+            rank: 1,
+            world: 10,
+            flags: StatusFlags::ALL_JOINED,
+            slot_count: 16,
+            epoch: 0x0102_0304,
+            counters: StatusCounters::from_array([
+                1,
+                2,
+                3,
+                4,
+                5,
+                6,
+                7,
+                8,
+                9,
+                10,
+                11,
+                0x1_0000_0000,
+            ]),
+            joined,
+        }
+    }
+
+    fn known_bytes() -> [u8; 118] {
+        let mut b = [0u8; 118];
+        b[..20].copy_from_slice(&[
+            0x01, 0x16, 0x00, 0x07, 0x00, 0x01, 0x00, 0x0A, 0x01, 0x00, 0x00, 0x10, 0x01, 0x02,
+            0x03, 0x04, 0x00, 0x02, 0x00, 0x00,
+        ]);
+        for i in 0..11 {
+            b[20 + 8 * i + 7] = i as u8 + 1;
+        }
+        b[20 + 8 * 11 + 3] = 1;
+        b[116..].copy_from_slice(&[0xFF, 0x03]);
+        b
+    }
+
+    #[test]
+    fn decode_known_bytes() {
+        let b = known_bytes();
+        let p = StatusReplyPacket::new_checked(&b[..]).unwrap();
+        assert_eq!(StatusReplyRepr::parse(&p), Ok(repr(&[0xFF, 0x03])));
+    }
+
+    #[test]
+    fn encode_to_known_bytes() {
+        let r = repr(&[0xFF, 0x03]);
+        let mut b = [0xAA; 118];
+        assert_eq!(r.buffer_len(), 118);
+        r.emit(&mut StatusReplyPacket::new_unchecked(&mut b[..]));
+        assert_eq!(b, known_bytes());
+    }
+
+    #[test]
+    fn reject_impossible_lengths_and_fields() {
+        let b = known_bytes();
+        assert_eq!(
+            StatusReplyPacket::new_checked(&b[..117]).err(),
+            Some(Error::Truncated)
+        );
+        assert_eq!(
+            StatusReplyPacket::new_checked(&b[..100]).err(),
+            Some(Error::Truncated)
+        );
+        let mut long = [0u8; 119];
+        long[..118].copy_from_slice(&b);
+        assert_eq!(
+            StatusReplyPacket::new_checked(&long[..]).err(),
+            Some(Error::TrailingBytes)
+        );
+        let mut bad = b;
+        bad[18] = 1;
+        assert_eq!(
+            StatusReplyRepr::parse(&StatusReplyPacket::new_unchecked(&bad[..])),
+            Err(Error::Reserved("status_reply.reserved"))
+        );
+    }
+}
