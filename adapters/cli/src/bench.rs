@@ -1,4 +1,240 @@
-//! `switchml bench`: placeholder; written below.
-pub fn bench(_w: &[u16], _s: &[usize], _i: u32, _g: bool, _t: &crate::Tuning, _j: bool) -> i32 {
-    0
+//! `switchml bench`: all-reduce throughput on loopback for 2 and 4 workers and tensors of
+//! 1 M to 64 M f32 elements, with the CPU time it costs, against PyTorch's Gloo backend
+//! (`torch.distributed`, TCP on 127.0.0.1) measured in the same run on the same machine.
+//!
+//! Gloo runs as `/usr/bin/python3 gloo_bench.py` (the script is built into this binary):
+//! Debian's `python3-torch` is importable from the system interpreter only
+//! (`scripts/install-gloo` installs it).
+
+use std::process::Command;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::{json, Value};
+
+use crate::demo::run_local;
+use crate::report::si;
+use crate::run::{Dtype, Workload};
+use crate::Tuning;
+
+const GLOO_SCRIPT: &str = include_str!("../gloo_bench.py");
+const PYTHON: &str = "/usr/bin/python3";
+
+/// One measurement.
+#[derive(Debug, Clone, Copy, Default)]
+struct Point {
+    seconds: f64,
+    cpu_seconds: f64,
+}
+
+impl Point {
+    fn eps(&self, elements: usize, iterations: u32) -> f64 {
+        elements as f64 * f64::from(iterations) / self.seconds.max(1e-9)
+    }
+
+    /// CPU seconds per GB of one worker's tensor reduced.
+    fn cpu_per_gb(&self, elements: usize, iterations: u32) -> f64 {
+        self.cpu_seconds / (elements as f64 * 4.0 * f64::from(iterations) / 1e9)
+    }
+}
+
+/// Run the bench; return the exit code.
+pub fn bench(
+    workers: &[u16],
+    sizes: &[usize],
+    iterations: u32,
+    gloo: bool,
+    tuning: &Tuning,
+    json_out: bool,
+) -> i32 {
+    let iterations = iterations.max(1);
+    let progress = if json_out {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new((workers.len() * sizes.len()) as u64)
+    };
+    progress.set_style(
+        ProgressStyle::with_template("{spinner} bench [{bar:30}] {pos}/{len} {msg} {elapsed}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    progress.enable_steady_tick(std::time::Duration::from_millis(100));
+    let mut rows = Vec::new();
+    let mut failed = false;
+    for &p in workers {
+        let mut ours = Vec::new();
+        for &n in sizes {
+            progress.set_message(format!("switchml P={p} {n} elements"));
+            let w = Workload {
+                elements: n,
+                iterations,
+                dtype: Dtype::F32,
+                op: switchml_udp::Op::Sum,
+                seed: 1,
+                verify: false,
+            };
+            let hidden = ProgressBar::hidden();
+            match run_local(p, &w, tuning, 0.0, &hidden) {
+                Ok(r) if r.problem.is_none() => ours.push(Some((
+                    Point {
+                        seconds: r.elapsed.as_secs_f64(),
+                        cpu_seconds: r.cpu.as_secs_f64(),
+                    },
+                    r.retransmissions,
+                ))),
+                Ok(r) => {
+                    failed = true;
+                    progress.println(format!("P={p} n={n}: {}", r.problem.unwrap_or_default()));
+                    ours.push(None);
+                }
+                Err(e) => {
+                    failed = true;
+                    progress.println(format!("P={p} n={n}: {e}"));
+                    ours.push(None);
+                }
+            }
+            progress.inc(1);
+        }
+        let theirs = if gloo {
+            progress.set_message(format!("gloo P={p}"));
+            run_gloo(p, sizes, iterations).unwrap_or_else(|e| {
+                progress.println(format!("gloo P={p}: {e}"));
+                vec![None; sizes.len()]
+            })
+        } else {
+            vec![None; sizes.len()]
+        };
+        for ((&n, o), g) in sizes.iter().zip(ours).zip(theirs) {
+            rows.push((p, n, o, g));
+        }
+    }
+    progress.finish_and_clear();
+    print_table(&rows, iterations, json_out);
+    i32::from(failed)
+}
+
+type Row = (u16, usize, Option<(Point, u64)>, Option<Point>);
+
+fn print_table(rows: &[Row], iterations: u32, json_out: bool) {
+    if json_out {
+        let v: Vec<Value> = rows
+            .iter()
+            .map(|(p, n, o, g)| {
+                let side = |pt: &Point| {
+                    json!({
+                        "seconds": pt.seconds / f64::from(iterations),
+                        "elements_per_sec": pt.eps(*n, iterations),
+                        "gbytes_per_sec": pt.eps(*n, iterations) * 4.0 / 1e9,
+                        "cpu_seconds_per_gb": pt.cpu_per_gb(*n, iterations),
+                    })
+                };
+                json!({
+                    "workers": p,
+                    "elements": n,
+                    "iterations": iterations,
+                    "switchml": o.map(|(pt, r)| { let mut s = side(&pt); s["retransmissions"] = json!(r); s }),
+                    "gloo": g.as_ref().map(side),
+                    "speedup_vs_gloo": match (o, g) {
+                        (Some((a, _)), Some(b)) => Some(b.seconds / a.seconds),
+                        _ => None,
+                    },
+                })
+            })
+            .collect();
+        println!("{}", json!({ "bench": v }));
+        return;
+    }
+    println!("loopback all-reduce of f32 tensors, {iterations} iterations each; elements/s as every worker sees them; CPU = all processes, per GB of one worker's tensor");
+    println!(
+        "{:>2} {:>10} | {:>14} {:>9} {:>8} {:>6} | {:>14} {:>9} | {:>7} {:>9}",
+        "P",
+        "elements",
+        "switchml el/s",
+        "GB/s",
+        "CPU-s/GB",
+        "resend",
+        "gloo el/s",
+        "CPU-s/GB",
+        "speedup",
+        "CPU ratio"
+    );
+    for (p, n, o, g) in rows {
+        let (oe, og, oc, or) = match o {
+            Some((pt, r)) => (
+                si(pt.eps(*n, iterations)),
+                format!("{:.3}", pt.eps(*n, iterations) * 4.0 / 1e9),
+                format!("{:.2}", pt.cpu_per_gb(*n, iterations)),
+                r.to_string(),
+            ),
+            None => ("failed".into(), "-".into(), "-".into(), "-".into()),
+        };
+        let (ge, gc) = match g {
+            Some(pt) => (
+                si(pt.eps(*n, iterations)),
+                format!("{:.2}", pt.cpu_per_gb(*n, iterations)),
+            ),
+            None => ("-".into(), "-".into()),
+        };
+        let (speedup, cpu_ratio) = match (o, g) {
+            (Some((a, _)), Some(b)) => (
+                format!("{:.2}×", b.seconds / a.seconds),
+                format!("{:.2}×", a.cpu_seconds / b.cpu_seconds.max(1e-9)),
+            ),
+            _ => ("-".into(), "-".into()),
+        };
+        println!(
+            "{p:>2} {n:>10} | {oe:>14} {og:>9} {oc:>8} {or:>6} | {ge:>14} {gc:>9} | {speedup:>7} {cpu_ratio:>9}"
+        );
+    }
+    println!("speedup = gloo time / switchml time; CPU ratio = switchml CPU / gloo CPU");
+}
+
+/// Run the Gloo script for `p` workers; one point per size.
+fn run_gloo(p: u16, sizes: &[usize], iterations: u32) -> Result<Vec<Option<Point>>, String> {
+    let dir = std::env::temp_dir().join(format!("switchml-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let script = dir.join("gloo_bench.py");
+    std::fs::write(&script, GLOO_SCRIPT).map_err(|e| e.to_string())?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| e.to_string())?
+        .port();
+    let list: Vec<String> = sizes.iter().map(usize::to_string).collect();
+    let out = Command::new(PYTHON)
+        .arg(&script)
+        .args([
+            "--workers",
+            &p.to_string(),
+            "--sizes",
+            &list.join(","),
+            "--iterations",
+            &iterations.to_string(),
+            "--port",
+            &port.to_string(),
+        ])
+        .output()
+        .map_err(|e| format!("cannot run {PYTHON}: {e} (run scripts/install-gloo)"))?;
+    let _ = std::fs::remove_dir_all(&dir);
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err.lines().last().unwrap_or("");
+        return Err(format!(
+            "{PYTHON} gloo_bench.py failed: {last} (is torch installed? scripts/install-gloo)"
+        ));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let parsed: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    Ok(sizes
+        .iter()
+        .map(|n| {
+            let v = parsed
+                .iter()
+                .find(|v| v["elements"].as_u64() == Some(*n as u64))?;
+            Some(Point {
+                seconds: v["seconds"].as_f64()?,
+                cpu_seconds: v["cpu_seconds"].as_f64()?,
+            })
+        })
+        .collect())
 }

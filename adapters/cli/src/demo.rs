@@ -9,7 +9,7 @@ use serde_json::json;
 use switchml_udp::{CommConfig, Communicator, JobSpec, Op, RunningSwitch, SwitchConfig};
 
 use crate::report::{counters_json, counters_text, si};
-use crate::run::{cpu_time, run_rank, Dtype, RankRun, Workload};
+use crate::run::{run_rank, Dtype, RankRun, Workload};
 use crate::Tuning;
 
 /// The job id the demo and bench use.
@@ -24,7 +24,7 @@ pub struct LocalRun {
     pub iterations: u32,
     /// Slowest rank's time inside all-reduce.
     pub elapsed: Duration,
-    /// CPU time of the whole process (switch and workers) over the run.
+    /// CPU time of the whole process (switch and workers) while the all-reduces ran.
     pub cpu: Duration,
     /// Resends over all ranks.
     pub retransmissions: u64,
@@ -71,7 +71,6 @@ pub fn run_local(
     .map_err(|e| format!("switch: {e}"))?;
     let addr = sw.addr();
     let barrier = Barrier::new(usize::from(workers));
-    let cpu0 = cpu_time();
     let outcomes: Vec<Result<RankRun, String>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..workers)
             .map(|rank| {
@@ -95,13 +94,12 @@ pub fn run_local(
             })
             .collect()
     });
-    let cpu = cpu_time().saturating_sub(cpu0);
     let counters = sw.stop().map_err(|e| format!("switch: {e}"))?;
     let mut run = LocalRun {
         elements: w.elements,
         iterations: w.iterations,
         elapsed: Duration::ZERO,
-        cpu,
+        cpu: Duration::ZERO,
         retransmissions: 0,
         sent: 0,
         max_error: 0.0,
@@ -121,6 +119,9 @@ pub fn run_local(
             }
         };
         run.elapsed = run.elapsed.max(r.elapsed);
+        if rank == 0 {
+            run.cpu = r.cpu.unwrap_or_default();
+        }
         run.retransmissions += r.stats.retransmissions;
         run.sent += r.stats.sent;
         if let Some(c) = r.check {

@@ -46,6 +46,9 @@ pub struct RankRun {
     pub check: Option<Check>,
     /// The last f32 result (ranks compare theirs with rank 0's).
     pub result: Option<Vec<f32>>,
+    /// With a barrier: the process's CPU time from the first iteration's start to the last
+    /// one's end at every rank (all threads of the process, switch included).
+    pub cpu: Option<Duration>,
 }
 
 /// Run `w` on `comm`. `barrier` lines the ranks of one process up before each iteration;
@@ -60,6 +63,13 @@ pub fn run_rank(
     let mut elapsed = Duration::ZERO;
     let mut check = None;
     let mut result = None;
+    let mut cpu_start = None;
+    let cpu_end;
+    let mut start_cpu = |i: u32| {
+        if i == 0 && barrier.is_some() {
+            cpu_start = Some(cpu_time());
+        }
+    };
     match w.dtype {
         Dtype::F32 => {
             let input = f32_input(w.seed, rank, w.elements);
@@ -68,10 +78,17 @@ pub fn run_rank(
                 if i > 0 {
                     data.copy_from_slice(&input);
                 }
-                let t = timed(barrier, || comm.allreduce(&mut data, w.op))?;
+                let t = timed(barrier, || {
+                    start_cpu(i);
+                    comm.allreduce(&mut data, w.op)
+                })?;
                 elapsed += t;
                 tick(i, t);
             }
+            if let Some(b) = barrier {
+                b.wait();
+            }
+            cpu_end = Some(cpu_time());
             if w.verify {
                 check = Some(check_f32(&data, w.seed, world, w.op == Op::Average));
             }
@@ -84,20 +101,32 @@ pub fn run_rank(
                 if i > 0 {
                     data.copy_from_slice(&input);
                 }
-                let t = timed(barrier, || comm.allreduce(&mut data, Op::Sum))?;
+                let t = timed(barrier, || {
+                    start_cpu(i);
+                    comm.allreduce(&mut data, Op::Sum)
+                })?;
                 elapsed += t;
                 tick(i, t);
             }
+            if let Some(b) = barrier {
+                b.wait();
+            }
+            cpu_end = Some(cpu_time());
             if w.verify {
                 check = Some(check_i32(&data, w.seed, world));
             }
         }
     }
+    let cpu = match (cpu_start, cpu_end) {
+        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+        _ => None,
+    };
     Ok(RankRun {
         elapsed,
         stats: comm.stats(),
         check,
         result,
+        cpu,
     })
 }
 

@@ -149,9 +149,10 @@ impl Lane {
                 }
                 Err(e) => {
                     let mut part = e.buf;
-                    let error = match e.kind {
-                        SubmitErrorKind::Failed(error) => self.stream_error(error),
-                        kind => Error::Refused {
+                    let failure = self.worker.failure().copied();
+                    let error = match (e.kind, failure) {
+                        (SubmitErrorKind::Failed, Some(error)) => self.stream_error(error),
+                        (kind, _) => Error::Refused {
                             lane: self.index,
                             kind,
                         },
