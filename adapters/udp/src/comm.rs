@@ -147,7 +147,7 @@ impl Communicator {
             Some(Error::Worker {
                 rank: self.config.rank,
                 lane,
-                error,
+                error: Box::new(error),
             })
         })
     }

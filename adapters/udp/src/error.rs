@@ -28,8 +28,8 @@ pub enum Error {
         rank: u16,
         /// The lane (I/O thread).
         lane: usize,
-        /// What the lane reported.
-        error: WorkerError,
+        /// What the lane reported (boxed: it carries a bitmap of up to 1,024 ranks).
+        error: Box<WorkerError>,
     },
     /// The int32 sum of this element (first of its chunk) overflowed.
     Overflow {

@@ -44,12 +44,15 @@ pub(crate) enum Command {
 }
 
 /// What a lane tells the application about the stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Report {
     /// Every rank joined.
     Joined { lane: usize, epoch: u32 },
     /// The stream failed.
-    Failed { lane: usize, error: WorkerError },
+    Failed {
+        lane: usize,
+        error: Box<WorkerError>,
+    },
 }
 
 /// State a lane shares with the application.
@@ -205,7 +208,7 @@ impl Lane {
                     }
                     let _ = self.reports.send(Report::Failed {
                         lane: self.index,
-                        error,
+                        error: Box::new(error),
                     });
                 }
                 Event::Done {
@@ -231,7 +234,7 @@ impl Lane {
         Error::Worker {
             rank: self.worker.config().rank,
             lane: self.index,
-            error,
+            error: Box::new(error),
         }
     }
 }
