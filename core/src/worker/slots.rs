@@ -104,6 +104,13 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             }
         });
         if let (Some((slot, seq)), None) = (stalled, self.probe) {
+            crate::trace::warning!(
+                "job {} rank {}: slot {} made no progress at use {}; probing the switch",
+                cfg.job,
+                cfg.rank,
+                cfg.slot_lo + slot,
+                seq
+            );
             self.probe = Some(Probe {
                 slot,
                 seq,
