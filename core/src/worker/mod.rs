@@ -456,3 +456,6 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         };
     }
 }
+
+#[cfg(test)]
+mod tests;
