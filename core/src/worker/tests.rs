@@ -282,3 +282,54 @@ fn a_too_small_transmit_buffer_fails_with_a_clear_error() {
     assert_eq!(w.poll_transmit(ms(0), &mut [0u8; 8]), None);
     assert_eq!(w.failure(), Some(&WorkerError::BufferTooSmall { need: 16 }));
 }
+
+#[test]
+fn a_second_stalled_slot_is_probed_after_the_first_recovers() {
+    let mut pool = [Slot::<8, 1>::IDLE; 4];
+    let mut s: Switch<'_, 8, 1, 1> = Switch::new(&mut pool, 1);
+    s.add_job(JobConfig {
+        id: 3,
+        world: 2,
+        slot_lo: 0,
+        slot_count: 4,
+    })
+    .unwrap();
+    let mut w = TestWorker::new(config()).unwrap();
+    join_both(&mut w, &mut s);
+    let mut data = [1, 2, 3, 4];
+    w.submit(ms(0), &mut data[..], Op::Sum).unwrap();
+    let _ = exchange(&mut w, &mut s, ms(0));
+    let mut out = [0u8; 512];
+    let mut recovered = false;
+    for _ in 0..200 {
+        let Some(t) = w.poll_timeout() else { break };
+        w.handle_timeout(t);
+        for a in exchange(&mut w, &mut s, t) {
+            match Message::parse(&a) {
+                // The first probe (slot 0) is answered by rank 1 finally contributing.
+                Ok(Message::ProbeReply(r)) if r.slot == 0 && !recovered => {
+                    recovered = true;
+                    let Verdict::Multicast { len, .. } = s.process(&rank1(0, 0, &[0, 0]), &mut out)
+                    else {
+                        panic!()
+                    };
+                    w.handle_packet(t, &out[..len]);
+                }
+                _ => w.handle_packet(t, &a),
+            }
+        }
+        if w.failure().is_some() {
+            break;
+        }
+    }
+    assert!(recovered);
+    let Some(WorkerError::Stalled {
+        slot: 1,
+        report: StallReport::Probed { missing, .. },
+        ..
+    }) = w.failure().copied()
+    else {
+        panic!("{:?}", w.failure())
+    };
+    assert_eq!(missing.iter().collect::<heapless::Vec<u16, 2>>(), [1]);
+}
