@@ -21,9 +21,9 @@ const BLOCK: usize = 256;
 const WORLD: u16 = 8;
 
 /// Gradient-like values: a deterministic mix of signs and magnitudes, a few exact zeros.
-fn gradient() -> Vec<f32> {
+fn gradient(len: usize) -> Vec<f32> {
     let mut state = 0x2545_f491_4f6c_dd1du64;
-    (0..LEN)
+    (0..len)
         .map(|i| {
             state ^= state << 13;
             state ^= state >> 7;
@@ -52,7 +52,7 @@ fn round_trip(src: &[f32], exps: &[u8], payload: &mut [u8; 4 * BLOCK], dst: &mut
 }
 
 fn bench_round_trip(c: &mut Criterion) {
-    let src = gradient();
+    let src = gradient(LEN);
     let exps = exponents(&src);
     let mut dst = vec![0.0f32; LEN];
     let mut payload = [0u8; 4 * BLOCK];
@@ -117,15 +117,20 @@ fn median_times(
 }
 
 /// Time memcpy and the round trip in this process and print their throughput ratio.
-fn report_ratio() {
-    let src = gradient();
+/// Time memcpy and the round trip over `len` elements in this process; print their ratio.
+///
+/// Two sizes are reported: 64 Ki elements (256 KiB, in cache, where memcpy runs at cache
+/// bandwidth) and 16 Mi elements (64 MiB, a typical gradient tensor, where both stream from
+/// memory as a worker's all-reduce does).
+fn report_ratio(len: usize, reps: usize, iters: u32) {
+    let src = gradient(len);
     let exps = exponents(&src);
-    let mut copy = vec![0.0f32; LEN];
-    let mut dst = vec![0.0f32; LEN];
+    let mut copy = vec![0.0f32; len];
+    let mut dst = vec![0.0f32; len];
     let mut payload = [0u8; 4 * BLOCK];
     let (memcpy, quant) = median_times(
-        31,
-        200,
+        reps,
+        iters,
         || {
             copy.copy_from_slice(black_box(&src));
             black_box(&mut copy);
@@ -135,16 +140,16 @@ fn report_ratio() {
             black_box(&mut dst);
         },
     );
-    let gbps = |t: Duration| (4 * LEN) as f64 / t.as_secs_f64() / 1e9;
+    let gbps = |t: Duration| (4 * len) as f64 / t.as_secs_f64() / 1e9;
     println!(
-        "memcpy: {:?} ({:.2} GB/s), quantize+dequantize: {:?} ({:.2} GB/s)",
+        "{len} f32: memcpy {:?} ({:.2} GB/s), quantize+dequantize {:?} ({:.2} GB/s)",
         memcpy,
         gbps(memcpy),
         quant,
         gbps(quant)
     );
     println!(
-        "quant round-trip / memcpy throughput ratio: {:.2}",
+        "quant round-trip / memcpy throughput ratio ({len} f32): {:.2}",
         memcpy.as_secs_f64() / quant.as_secs_f64()
     );
 }
@@ -155,5 +160,6 @@ criterion_group!(benches, bench_round_trip);
 fn main() {
     benches();
     Criterion::default().configure_from_args().final_summary();
-    report_ratio();
+    report_ratio(LEN, 31, 200);
+    report_ratio(16 << 20, 7, 3);
 }

@@ -122,7 +122,10 @@ fn median<S>(reps: usize, mut setup: impl FnMut() -> S, mut f: impl FnMut(&mut S
 }
 
 fn report_ratio() {
-    let uses = std::env::var("USES").ok().and_then(|u| u.parse().ok()).unwrap_or(64);
+    let uses = std::env::var("USES")
+        .ok()
+        .and_then(|u| u.parse().ok())
+        .unwrap_or(64);
     let packets = traffic(uses);
     let mut out = vec![0u8; BenchSwitch::OUT_LEN];
     let reps = 31;

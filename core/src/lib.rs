@@ -45,5 +45,6 @@ pub mod quant;
 pub mod ranks;
 pub mod switch;
 pub mod time;
+mod trace;
 pub mod wire;
 pub mod worker;

@@ -3,8 +3,10 @@
 //!
 //! - [`sim`]: the deterministic network simulator (workers + switch + a seeded lossy net);
 //! - [`harness`]: switches with a job, inputs from a seed, the host-side f32 reference;
+//! - [`scenarios`]: the golden switch scenarios in `tests/vectors/switch.txt`;
 //! - [`vectors`]: the loader for the golden packet vectors in `tests/vectors/`.
 
 pub mod harness;
+pub mod scenarios;
 pub mod sim;
 pub mod vectors;

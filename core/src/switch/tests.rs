@@ -580,3 +580,31 @@ fn status_reports_joined_ranks_and_counters() {
     let v = send(&mut s, &b, &mut out);
     assert_eq!(abort_of(&out, v).reason, AbortReason::UnknownJob);
 }
+
+#[test]
+fn a_hundred_ranks_fit_in_two_bitmap_words() {
+    // The original is stuck at 32 workers; WORDS = 2 gives 128.
+    let mut pool = [Slot::<8, 2>::IDLE; 2];
+    let mut s: Switch<'_, 8, 2, 1> = Switch::new(&mut pool, 1);
+    s.add_job(JobConfig {
+        id: 7,
+        world: 100,
+        slot_lo: 0,
+        slot_count: 2,
+    })
+    .unwrap();
+    let mut out = [0u8; Switch::<8, 2, 1>::OUT_LEN];
+    let n = data_len(1);
+    for r in 0..99 {
+        let v = send_wide(&mut s, &contribution(r, 1, 0, 0, &[1])[..n], &mut out);
+        assert_eq!(v, Verdict::Consumed, "rank {r}");
+    }
+    let v = send_wide(&mut s, &contribution(99, 1, 0, 0, &[1])[..n], &mut out);
+    assert_eq!(v, Verdict::Multicast { job: 7, len: n });
+    assert_eq!(result_of(&out, n).1, [100]);
+    assert_eq!(s.slot(7, 1).unwrap().version(0).seen().len(), 100);
+}
+
+fn send_wide(s: &mut Switch<'_, 8, 2, 1>, bytes: &[u8], out: &mut [u8]) -> Verdict {
+    s.process(bytes, out)
+}

@@ -55,6 +55,12 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         }
         self.joined = Some(WorldSet::from_bitmap(r.joined));
         if r.flags.contains(JoinFlags::COMPLETE) {
+            crate::trace::info!(
+                "job {} rank {}: every rank joined (epoch {})",
+                r.job,
+                self.config.rank,
+                r.epoch
+            );
             self.phase = Phase::Running;
             self.joined_event = true;
             self.timers.stop(Timer::JoinResend);

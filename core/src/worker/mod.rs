@@ -426,6 +426,13 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         if self.phase == Phase::Failed {
             return;
         }
+        crate::trace::warning!(
+            "job {} rank {} lane {}: {}",
+            self.config.job,
+            self.config.rank,
+            self.config.slot_lo,
+            err
+        );
         self.phase = Phase::Failed;
         self.failure = Some(err);
         self.failed_event = true;
@@ -449,3 +456,6 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         };
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -86,7 +86,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
 
     /// Resend, or start probing, every slot whose timer expired.
     pub(super) fn expire_slots(&mut self, now: Instant) {
-        let mut stalled = None;
+        let mut stalled = heapless::Vec::<u16, SLOTS>::new();
         let (slots, queue, cfg) = (&mut self.slots, &mut self.send_queue, &self.config);
         self.slot_timers.expire(now, |i| {
             let st = &mut slots[i];
@@ -94,7 +94,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
                 return;
             }
             if st.tries >= cfg.retries {
-                stalled.get_or_insert((i as u16, st.seq));
+                let _ = stalled.push(i as u16);
                 return;
             }
             st.tries += 1;
@@ -103,13 +103,31 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
                 st.queued = true;
             }
         });
-        if let (Some((slot, seq)), None) = (stalled, self.probe) {
-            self.probe = Some(Probe {
-                slot,
-                seq,
-                sent: 0,
-                due: true,
-            });
+        for slot in stalled {
+            match self.probe {
+                None => {
+                    let seq = self.slots[usize::from(slot)].seq;
+                    crate::trace::warning!(
+                        "job {} rank {}: slot {} made no progress at use {}; probing the switch",
+                        cfg.job,
+                        cfg.rank,
+                        cfg.slot_lo + slot,
+                        seq
+                    );
+                    self.probe = Some(Probe {
+                        slot,
+                        seq,
+                        sent: 0,
+                        due: true,
+                    });
+                }
+                // One probe at a time; look at this slot again later, in case the probe's
+                // slot recovers and this one is still stuck.
+                Some(p) if p.slot != slot => {
+                    self.slot_timers.arm(usize::from(slot), now + cfg.max_rto)
+                }
+                Some(_) => {}
+            }
         }
     }
 

@@ -1,0 +1,335 @@
+//! The worker driven by hand, packet by packet, against a real reference switch:
+//!
+//! ```text
+//!   worker (rank 0 of 2) ──▶ switch (job 3, 4 slots) ◀── rank 1 played by the test
+//! ```
+
+use super::*;
+use crate::switch::{JobConfig, Slot, Switch, Verdict};
+use crate::wire::{DataKind, DataPacket, DataRepr, Flags, Message};
+
+type TestWorker<'a> = Worker<&'a mut [i32], 4, 2>;
+
+fn config() -> Config {
+    Config {
+        window: 2,
+        count: 2,
+        rto: Duration::from_millis(1),
+        max_rto: Duration::from_millis(4),
+        retries: 5,
+        ..Config::new(3, 0, 2)
+    }
+}
+
+fn ms(t: u64) -> Instant {
+    Instant::from_millis(t)
+}
+
+/// Pass everything the worker sends through the switch; return the switch's answers.
+fn exchange(
+    w: &mut TestWorker<'_>,
+    s: &mut Switch<'_, 8, 1, 1>,
+    now: Instant,
+) -> heapless::Vec<heapless::Vec<u8, 64>, 16> {
+    let mut answers = heapless::Vec::new();
+    let mut buf = [0u8; 64];
+    let mut out = [0u8; 512];
+    while let Some(len) = w.poll_transmit(now, &mut buf) {
+        match s.process(&buf[..len], &mut out) {
+            Verdict::Multicast { len, .. } | Verdict::Unicast { len, .. } => {
+                answers
+                    .push(heapless::Vec::from_slice(&out[..len]).unwrap())
+                    .unwrap();
+            }
+            _ => {}
+        }
+    }
+    answers
+}
+
+fn rank1(slot: u16, seq: u32, values: &[i32]) -> heapless::Vec<u8, 64> {
+    let repr = DataRepr {
+        kind: DataKind::Contribution,
+        job: 3,
+        rank: 1,
+        slot,
+        ver: (seq & 1) as u8,
+        flags: Flags::default(),
+        count: values.len() as u16,
+        seq,
+        exp: 0,
+    };
+    let mut b = heapless::Vec::new();
+    b.resize(repr.buffer_len(), 0).unwrap();
+    let mut p = DataPacket::new_unchecked(&mut b[..]);
+    repr.emit(&mut p);
+    for (v, d) in values.iter().zip(p.values_mut().chunks_exact_mut(4)) {
+        d.copy_from_slice(&v.to_be_bytes());
+    }
+    b
+}
+
+fn join_both(w: &mut TestWorker<'_>, s: &mut Switch<'_, 8, 1, 1>) {
+    let mut out = [0u8; 512];
+    let join = crate::wire::JoinRepr {
+        job: 3,
+        rank: 1,
+        world: 2,
+        slot_lo: 0,
+        slot_count: 2,
+        count: 2,
+    };
+    let mut b = [0u8; 16];
+    join.emit(&mut crate::wire::JoinPacket::new_unchecked(&mut b[..]));
+    let _ = s.process(&b, &mut out);
+    for a in exchange(w, s, ms(0)) {
+        w.handle_packet(ms(0), &a);
+    }
+    assert!(w.is_running());
+    assert!(matches!(w.poll_event(), Some(Event::Joined { .. })));
+}
+
+#[test]
+fn resends_back_off_and_stale_results_are_ignored() {
+    let mut pool = [Slot::<8, 1>::IDLE; 4];
+    let mut s = Switch::new(&mut pool, 1);
+    s.add_job(JobConfig {
+        id: 3,
+        world: 2,
+        slot_lo: 0,
+        slot_count: 4,
+    })
+    .unwrap();
+    let mut w = TestWorker::new(config()).unwrap();
+    join_both(&mut w, &mut s);
+    let mut data = [1, 2, 3, 4, 5, 6];
+    let id = w.submit(ms(0), &mut data[..], Op::Sum).unwrap();
+    assert!(exchange(&mut w, &mut s, ms(0)).is_empty());
+    assert_eq!(w.stats().sent, 2, "one chunk per slot of the window");
+    // No answer: resends at 1, then 2, then 4, 4 ms apart (max_rto).
+    let mut t = 0;
+    for gap in [1, 2, 4, 4] {
+        assert_eq!(w.poll_timeout(), Some(ms(t + gap)), "after {t} ms");
+        t += gap;
+        w.handle_timeout(ms(t));
+        let _ = exchange(&mut w, &mut s, ms(t));
+    }
+    assert_eq!(w.stats().retransmissions, 8);
+    // Rank 1 contributes chunk 0 (slot 0, seq 0): the switch multicasts the sum.
+    let mut out = [0u8; 512];
+    let Verdict::Multicast { len, .. } = s.process(&rank1(0, 0, &[10, 20]), &mut out) else {
+        panic!()
+    };
+    let result = heapless::Vec::<u8, 64>::from_slice(&out[..len]).unwrap();
+    w.handle_packet(ms(t), &result);
+    w.handle_packet(ms(t), &result);
+    assert_eq!(w.stats().results, 1);
+    assert_eq!(w.stats().stale_results, 1, "the duplicate is stale");
+    // Slot 0 moves on to chunk 2 with seq 1; a result for seq 0 is stale from now on.
+    let sent = exchange(&mut w, &mut s, ms(t));
+    assert!(sent.is_empty());
+    let Ok(Message::Data(r, _)) = Message::parse(&result) else {
+        panic!()
+    };
+    assert_eq!((r.slot, r.seq), (0, 0));
+    for (slot, seq, v) in [(1, 0, [30, 40]), (0, 1, [50, 60])] {
+        let Verdict::Multicast { len, .. } = s.process(&rank1(slot, seq, &v), &mut out) else {
+            panic!()
+        };
+        let result = heapless::Vec::<u8, 64>::from_slice(&out[..len]).unwrap();
+        w.handle_packet(ms(t), &result);
+    }
+    let Some(Event::Done {
+        id: done,
+        buf,
+        result,
+    }) = w.poll_event()
+    else {
+        panic!()
+    };
+    assert_eq!((done, result), (id, Ok(())));
+    assert_eq!(buf, [11, 22, 33, 44, 55, 66]);
+    assert!(w.is_idle());
+}
+
+#[test]
+fn a_result_during_the_probe_cancels_the_failure() {
+    let mut pool = [Slot::<8, 1>::IDLE; 4];
+    let mut s = Switch::new(&mut pool, 1);
+    s.add_job(JobConfig {
+        id: 3,
+        world: 2,
+        slot_lo: 0,
+        slot_count: 4,
+    })
+    .unwrap();
+    let mut w = TestWorker::new(Config {
+        window: 1,
+        ..config()
+    })
+    .unwrap();
+    join_both(&mut w, &mut s);
+    let mut data = [7, 8];
+    w.submit(ms(0), &mut data[..], Op::Sum).unwrap();
+    let _ = exchange(&mut w, &mut s, ms(0));
+    // Exhaust the retry budget: the sixth expiry sends a probe instead of a resend.
+    let mut probe_reply = None;
+    while probe_reply.is_none() {
+        let t = w.poll_timeout().unwrap();
+        w.handle_timeout(t);
+        for a in exchange(&mut w, &mut s, t) {
+            if let Ok(Message::ProbeReply(_)) = Message::parse(&a) {
+                probe_reply = Some(a);
+            }
+        }
+    }
+    assert_eq!(w.stats().retransmissions, 5);
+    // Rank 1 shows up before the reply arrives: the use completes, nothing fails.
+    let mut out = [0u8; 512];
+    let Verdict::Multicast { len, .. } = s.process(&rank1(0, 0, &[1, 1]), &mut out) else {
+        panic!()
+    };
+    let now = w.poll_timeout().unwrap_or(ms(100));
+    w.handle_packet(now, &out[..len]);
+    w.handle_packet(now, &probe_reply.unwrap());
+    assert!(w.failure().is_none());
+    let Some(Event::Done { buf, result, .. }) = w.poll_event() else {
+        panic!()
+    };
+    assert_eq!((buf, result), (&mut [8, 9][..], Ok(())));
+}
+
+#[test]
+fn every_contribution_stays_in_the_lanes_window() {
+    let mut pool = [Slot::<8, 1>::IDLE; 8];
+    let mut s: Switch<'_, 8, 1, 1> = Switch::new(&mut pool, 1);
+    s.add_job(JobConfig {
+        id: 3,
+        world: 1,
+        slot_lo: 0,
+        slot_count: 8,
+    })
+    .unwrap();
+    let cfg = Config {
+        world: 1,
+        slot_lo: 5,
+        window: 3,
+        ..config()
+    };
+    let mut w = TestWorker::new(cfg).unwrap();
+    let mut data = [1; 23];
+    w.submit(ms(0), &mut data[..], Op::Sum).unwrap();
+    let mut buf = [0u8; 64];
+    let mut out = [0u8; 512];
+    let mut t = 0;
+    let mut done = false;
+    while !done {
+        t += 1;
+        assert!(t < 1000, "no progress");
+        while let Some(len) = w.poll_transmit(ms(t), &mut buf) {
+            if let Ok(Message::Data(r, _)) = Message::parse(&buf[..len]) {
+                assert!((5..8).contains(&r.slot), "slot {}", r.slot);
+                assert_eq!(u32::from(r.ver), r.seq & 1);
+            }
+            if let Verdict::Multicast { len, .. } | Verdict::Unicast { len, .. } =
+                s.process(&buf[..len], &mut out)
+            {
+                w.handle_packet(ms(t), &out[..len]);
+            }
+        }
+        while let Some(e) = w.poll_event() {
+            if let Event::Done { buf, result, .. } = e {
+                assert_eq!((&buf[..], result), (&[1; 23][..], Ok(())));
+                done = true;
+            }
+        }
+    }
+    assert!(w.is_idle());
+}
+
+#[test]
+fn bad_configurations_are_refused() {
+    let ok = config();
+    let cases = [
+        (Config { world: 0, ..ok }, ConfigError::World),
+        (Config { rank: 2, ..ok }, ConfigError::Rank),
+        (Config { window: 5, ..ok }, ConfigError::Window),
+        (Config { window: 0, ..ok }, ConfigError::Window),
+        (
+            Config {
+                slot_lo: 65535,
+                ..ok
+            },
+            ConfigError::Window,
+        ),
+        (Config { count: 0, ..ok }, ConfigError::Count),
+        (
+            Config {
+                rto: Duration::ZERO,
+                ..ok
+            },
+            ConfigError::Timeout,
+        ),
+    ];
+    for (cfg, err) in cases {
+        assert_eq!(TestWorker::new(cfg).err(), Some(err));
+    }
+}
+
+#[test]
+fn a_too_small_transmit_buffer_fails_with_a_clear_error() {
+    let mut w = TestWorker::new(config()).unwrap();
+    assert_eq!(w.poll_transmit(ms(0), &mut [0u8; 8]), None);
+    assert_eq!(w.failure(), Some(&WorkerError::BufferTooSmall { need: 16 }));
+}
+
+#[test]
+fn a_second_stalled_slot_is_probed_after_the_first_recovers() {
+    let mut pool = [Slot::<8, 1>::IDLE; 4];
+    let mut s: Switch<'_, 8, 1, 1> = Switch::new(&mut pool, 1);
+    s.add_job(JobConfig {
+        id: 3,
+        world: 2,
+        slot_lo: 0,
+        slot_count: 4,
+    })
+    .unwrap();
+    let mut w = TestWorker::new(config()).unwrap();
+    join_both(&mut w, &mut s);
+    let mut data = [1, 2, 3, 4];
+    w.submit(ms(0), &mut data[..], Op::Sum).unwrap();
+    let _ = exchange(&mut w, &mut s, ms(0));
+    let mut out = [0u8; 512];
+    let mut recovered = false;
+    for _ in 0..200 {
+        let Some(t) = w.poll_timeout() else { break };
+        w.handle_timeout(t);
+        for a in exchange(&mut w, &mut s, t) {
+            match Message::parse(&a) {
+                // The first probe (slot 0) is answered by rank 1 finally contributing.
+                Ok(Message::ProbeReply(r)) if r.slot == 0 && !recovered => {
+                    recovered = true;
+                    let Verdict::Multicast { len, .. } = s.process(&rank1(0, 0, &[0, 0]), &mut out)
+                    else {
+                        panic!()
+                    };
+                    w.handle_packet(t, &out[..len]);
+                }
+                _ => w.handle_packet(t, &a),
+            }
+        }
+        if w.failure().is_some() {
+            break;
+        }
+    }
+    assert!(recovered);
+    let Some(WorkerError::Stalled {
+        slot: 1,
+        report: StallReport::Probed { missing, .. },
+        ..
+    }) = w.failure().copied()
+    else {
+        panic!("{:?}", w.failure())
+    };
+    assert_eq!(missing.iter().collect::<heapless::Vec<u16, 2>>(), [1]);
+}

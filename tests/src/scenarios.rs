@@ -1,0 +1,323 @@
+//! Golden switch scenarios: datagrams in, what the reference switch sends out, byte for
+//! byte. `tests/vectors/switch.txt` is rendered from [`all`] by the reference switch and
+//! committed; the P4 model, BMv2, the RTL and firmware replay it with [`load`].
+//!
+//! Format (line based):
+//!
+//! ```text
+//! [name]
+//! meaning: one line of prose
+//! setup: job=7 world=3 slot_lo=4 slot_count=8 max_count=8 epoch=3735928559
+//! in: 01 01 00 07 ...            a datagram to the switch
+//! out: consumed                  absorbed into a slot
+//! out: drop duplicate            dropped, with the reason's name
+//! out: multicast 01 02 ...       sent to every rank of the job
+//! out: unicast 2 01 11 ...       sent to rank 2 (the sender)
+//! ```
+//!
+//! Every `in:` is followed by exactly one `out:`. The switch of every scenario has 16 slots
+//! of `max_count` values, 64 ranks per job and starts empty but for the `setup` job.
+
+use switchml_core::switch::{DropReason, JobConfig, Slot, Switch, Verdict};
+use switchml_core::wire::{
+    AbortReason, AbortRepr, DataKind, DataRepr, Flags, JoinRepr, Message, ProbeRepr, StatusRepr,
+};
+
+/// The committed scenarios.
+pub const SWITCH: &str = include_str!("../vectors/switch.txt");
+
+/// Values per slot in every scenario switch.
+pub const MAX_COUNT: usize = 8;
+/// Slots in every scenario switch.
+pub const POOL: usize = 16;
+
+/// What the switch does with one datagram.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Absorbed.
+    Consumed,
+    /// Dropped for the named reason.
+    Drop(String),
+    /// These bytes to every rank.
+    Multicast(Vec<u8>),
+    /// These bytes to one rank.
+    Unicast(u16, Vec<u8>),
+}
+
+/// One scenario.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scenario {
+    /// Unique name.
+    pub name: String,
+    /// One line of prose.
+    pub meaning: String,
+    /// The job registered before the first datagram.
+    pub job: JobConfig,
+    /// The switch's epoch.
+    pub epoch: u32,
+    /// Datagrams in, and what comes out of each.
+    pub steps: Vec<(Vec<u8>, Outcome)>,
+}
+
+/// The reference switch type the scenarios are rendered with.
+pub type ScenarioSwitch = Switch<'static, MAX_COUNT, 1, 2>;
+
+/// A fresh reference switch set up for `s`.
+pub fn switch_for(s: &Scenario) -> ScenarioSwitch {
+    let pool = Box::leak(vec![Slot::IDLE; POOL].into_boxed_slice());
+    let mut sw = Switch::new(pool, s.epoch);
+    sw.add_job(s.job).expect("scenario job fits");
+    sw
+}
+
+/// Run one datagram through `sw` and describe the outcome.
+pub fn outcome(sw: &mut ScenarioSwitch, bytes: &[u8]) -> Outcome {
+    let mut out = vec![0u8; ScenarioSwitch::OUT_LEN];
+    match sw.process(bytes, &mut out) {
+        Verdict::Consumed => Outcome::Consumed,
+        Verdict::Drop(r) => Outcome::Drop(r.name().to_string()),
+        Verdict::Multicast { len, .. } => Outcome::Multicast(out[..len].to_vec()),
+        Verdict::Unicast { rank, len, .. } => Outcome::Unicast(rank, out[..len].to_vec()),
+    }
+}
+
+fn emit(m: Message) -> Vec<u8> {
+    let mut b = vec![0u8; m.buffer_len()];
+    m.emit(&mut b).expect("scenario messages are valid");
+    b
+}
+
+fn contribution(rank: u16, slot: u16, seq: u32, exp: u8, values: &[i32]) -> Vec<u8> {
+    let payload: Vec<u8> = values.iter().flat_map(|v| v.to_be_bytes()).collect();
+    emit(Message::Data(
+        DataRepr {
+            kind: DataKind::Contribution,
+            job: 7,
+            rank,
+            slot,
+            ver: (seq & 1) as u8,
+            flags: Flags::default(),
+            count: values.len() as u16,
+            seq,
+            exp,
+        },
+        &payload,
+    ))
+}
+
+fn join(rank: u16, world: u16, slot_lo: u16, slot_count: u16, count: u16) -> Vec<u8> {
+    emit(Message::Join(JoinRepr {
+        job: 7,
+        rank,
+        world,
+        slot_lo,
+        slot_count,
+        count,
+    }))
+}
+
+/// The scenarios, as datagrams in; outcomes are filled in by the reference switch.
+pub fn inputs() -> Vec<(&'static str, &'static str, Vec<Vec<u8>>)> {
+    let mut foreign = contribution(0, 0, 0, 0, &[1]);
+    foreign[3] = 8;
+    let mut bad_ver = contribution(0, 0, 1, 0, &[1]);
+    bad_ver[8] = 0;
+    let mut result = contribution(0, 0, 0, 0, &[1]);
+    result[1] = 0x02;
+    vec![
+        ("three_ranks_complete", "Three contributions to slot 1 use 0; the last multicasts the sum and the max exponent",
+         vec![contribution(0, 1, 0, 130, &[1, 2, 3, 4]), contribution(2, 1, 0, 140, &[10, 20, 30, 40]),
+              contribution(1, 1, 0, 135, &[100, -200, i32::MAX / 3, -4])]),
+        ("duplicate_then_retransmission", "A duplicate to an incomplete use is dropped; after completion a resend gets the result unicast",
+         vec![contribution(0, 2, 4, 0, &[5]), contribution(0, 2, 4, 0, &[5]), contribution(1, 2, 4, 0, &[6]),
+              contribution(2, 2, 4, 0, &[7]), contribution(1, 2, 4, 0, &[6])]),
+        ("next_use_and_stale_copy", "Uses 0, 1, 2 of slot 3; a delayed copy of use 0 arrives during use 2 and is stale",
+         vec![contribution(0, 3, 0, 0, &[1]), contribution(1, 3, 0, 0, &[1]), contribution(2, 3, 0, 0, &[1]),
+              contribution(0, 3, 1, 0, &[2]), contribution(1, 3, 1, 0, &[2]), contribution(2, 3, 1, 0, &[2]),
+              contribution(0, 3, 2, 0, &[3]), contribution(0, 3, 0, 0, &[1]), contribution(1, 3, 2, 0, &[3]),
+              contribution(2, 3, 2, 0, &[3]), contribution(2, 3, 1, 0, &[2])]),
+        ("int32_overflow", "The sum of slot 0 overflows int32: the result wraps and carries OVERFLOW",
+         vec![contribution(0, 0, 0, 0, &[i32::MAX, 1]), contribution(1, 0, 0, 0, &[1, 1]), contribution(2, 0, 0, 0, &[0, 1])]),
+        ("priming", "Header-only priming contributions: the result carries only the max exponent",
+         vec![contribution(0, 5, 0, 128, &[]), contribution(1, 5, 0, 131, &[]), contribution(2, 5, 0, 0, &[])]),
+        ("rejected_contributions", "Contributions the switch must drop, each for its reason",
+         vec![vec![1, 2, 3], foreign, contribution(3, 0, 0, 0, &[1]), contribution(0, 8, 0, 0, &[1]),
+              contribution(0, 0, 0, 0, &[1; 9]), bad_ver, result, vec![1, 0x7f, 0, 7, 0, 0],
+              contribution(0, 6, 0, 0, &[1, 2]), contribution(1, 6, 0, 0, &[1])]),
+        ("join_rendezvous", "Ranks 2, 0, 1 join; the last join multicasts COMPLETE; bad joins are refused",
+         vec![join(2, 3, 0, 8, 8), join(0, 3, 0, 4, 8), join(1, 3, 4, 4, 8), join(3, 3, 0, 8, 8),
+              join(0, 4, 0, 8, 8), join(0, 3, 4, 5, 8), join(0, 3, 0, 8, 9)]),
+        ("probe_and_status", "A probe names the ranks seen in slot 4; a Status reports joins and counters",
+         vec![join(1, 3, 0, 8, 8), contribution(0, 4, 6, 0, &[1]), contribution(2, 4, 6, 0, &[1]),
+              emit(Message::Probe(ProbeRepr { job: 7, rank: 0, slot: 4, ver: 0, seq: 6 })),
+              emit(Message::Probe(ProbeRepr { job: 7, rank: 0, slot: 4, ver: 1, seq: 7 })),
+              emit(Message::Probe(ProbeRepr { job: 7, rank: 0, slot: 9, ver: 1, seq: 7 })),
+              emit(Message::Status(StatusRepr { job: 7, rank: 0xFFFF })),
+              emit(Message::Status(StatusRepr { job: 9, rank: 0xFFFF }))]),
+        ("worker_abort", "A worker's Abort is passed on to the job unchanged; one from an unknown rank is dropped",
+         vec![emit(Message::Abort(AbortRepr { job: 7, rank: 1, reason: AbortReason::WorkerFailed, detail: 2, epoch: 0 })),
+              emit(Message::Abort(AbortRepr { job: 7, rank: 5, reason: AbortReason::WorkerFailed, detail: 2, epoch: 0 }))]),
+    ]
+}
+
+/// Every scenario, with outcomes from the reference switch.
+pub fn all() -> Vec<Scenario> {
+    inputs()
+        .into_iter()
+        .map(|(name, meaning, ins)| {
+            let mut s = Scenario {
+                name: name.into(),
+                meaning: meaning.into(),
+                job: JobConfig {
+                    id: 7,
+                    world: 3,
+                    slot_lo: 4,
+                    slot_count: 8,
+                },
+                epoch: 0xDEAD_BEEF,
+                steps: Vec::new(),
+            };
+            let mut sw = switch_for(&s);
+            s.steps = ins
+                .into_iter()
+                .map(|b| {
+                    let o = outcome(&mut sw, &b);
+                    (b, o)
+                })
+                .collect();
+            s
+        })
+        .collect()
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter()
+        .map(|x| format!("{x:02x}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Write scenarios in the file format.
+pub fn render(scenarios: &[Scenario]) -> String {
+    let mut t = String::from(
+        "# Golden switch scenarios, rendered by the reference switch (core/src/switch).\n\
+         # Format: tests/src/scenarios.rs. Regenerate: UPDATE_VECTORS=1 cargo test -p switchml-tests --test switch_vectors\n",
+    );
+    for s in scenarios {
+        let j = s.job;
+        t += &format!(
+            "\n[{}]\nmeaning: {}\nsetup: job={} world={} slot_lo={} slot_count={} max_count={MAX_COUNT} epoch={}\n",
+            s.name, s.meaning, j.id, j.world, j.slot_lo, j.slot_count, s.epoch
+        );
+        for (input, out) in &s.steps {
+            t += &format!("in: {}\n", hex(input));
+            t += &match out {
+                Outcome::Consumed => "out: consumed\n".to_string(),
+                Outcome::Drop(r) => format!("out: drop {r}\n"),
+                Outcome::Multicast(b) => format!("out: multicast {}\n", hex(b)),
+                Outcome::Unicast(rank, b) => format!("out: unicast {rank} {}\n", hex(b)),
+            };
+        }
+    }
+    t
+}
+
+fn unhex(s: &str) -> Result<Vec<u8>, String> {
+    s.split_whitespace()
+        .map(|h| u8::from_str_radix(h, 16).map_err(|e| format!("bad hex `{h}`: {e}")))
+        .collect()
+}
+
+/// Parse the file format; errors name the line.
+pub fn load(text: &str) -> Result<Vec<Scenario>, String> {
+    let mut out: Vec<Scenario> = Vec::new();
+    let mut pending: Option<Vec<u8>> = None;
+    for (n, line) in text.lines().enumerate() {
+        let err = |m: String| format!("line {}: {m}", n + 1);
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            out.push(Scenario {
+                name: name.into(),
+                meaning: String::new(),
+                job: JobConfig {
+                    id: 0,
+                    world: 0,
+                    slot_lo: 0,
+                    slot_count: 0,
+                },
+                epoch: 0,
+                steps: Vec::new(),
+            });
+            continue;
+        }
+        let s = out
+            .last_mut()
+            .ok_or_else(|| err("text before the first [scenario]".into()))?;
+        let (key, rest) = line
+            .split_once(": ")
+            .ok_or_else(|| err("expected `key: value`".into()))?;
+        match key {
+            "meaning" => s.meaning = rest.into(),
+            "setup" => {
+                for kv in rest.split_whitespace() {
+                    let (k, v) = kv
+                        .split_once('=')
+                        .ok_or_else(|| err(format!("bad `{kv}`")))?;
+                    let v: u64 = v
+                        .parse()
+                        .map_err(|_| err(format!("bad number in `{kv}`")))?;
+                    match k {
+                        "job" => s.job.id = v as u16,
+                        "world" => s.job.world = v as u16,
+                        "slot_lo" => s.job.slot_lo = v as u32,
+                        "slot_count" => s.job.slot_count = v as u16,
+                        "epoch" => s.epoch = v as u32,
+                        "max_count" => {}
+                        _ => return Err(err(format!("unknown setup key `{k}`"))),
+                    }
+                }
+            }
+            "in" => pending = Some(unhex(rest).map_err(err)?),
+            "out" => {
+                let input = pending
+                    .take()
+                    .ok_or_else(|| err("`out:` without `in:`".into()))?;
+                let (verb, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+                let o = match verb {
+                    "consumed" => Outcome::Consumed,
+                    "drop" => Outcome::Drop(tail.into()),
+                    "multicast" => Outcome::Multicast(unhex(tail).map_err(err)?),
+                    "unicast" => {
+                        let (rank, bytes) = tail.split_once(' ').unwrap_or((tail, ""));
+                        let rank = rank
+                            .parse()
+                            .map_err(|_| err(format!("bad rank `{rank}`")))?;
+                        Outcome::Unicast(rank, unhex(bytes).map_err(err)?)
+                    }
+                    _ => return Err(err(format!("unknown outcome `{verb}`"))),
+                };
+                s.steps.push((input, o));
+            }
+            _ => return Err(err(format!("unknown key `{key}`"))),
+        }
+    }
+    Ok(out)
+}
+
+/// Every drop reason's name appears in some scenario (coverage check for the file).
+pub fn reasons_covered(scenarios: &[Scenario]) -> Vec<&'static str> {
+    DropReason::ALL
+        .iter()
+        .map(|r| r.name())
+        .filter(|name| {
+            scenarios.iter().any(|s| {
+                s.steps
+                    .iter()
+                    .any(|(_, o)| *o == Outcome::Drop(name.to_string()))
+            })
+        })
+        .collect()
+}
