@@ -162,18 +162,23 @@ pub fn cli_commands() -> String {
         let group = index + 1;
         let _ = writeln!(
             s,
-            "table_add job_table set_job {} => {} {} {} {group} {index}",
-            job.id, job.world, job.slot_lo, job.slot_count
+            "table_add job_table set_job {} => {} {} {} {group} {index} 0x{:016x}",
+            job.id,
+            job.world,
+            job.slot_lo,
+            job.slot_count,
+            crate::join_handler::full_mask(job.world)
         );
         let _ = writeln!(s, "mc_mgrp_create {group}");
         for rank in 0..job.world {
             let h = host(rank);
             let _ = writeln!(
                 s,
-                "table_add worker_table set_worker {} {} {} => {rank} {rid}",
+                "table_add worker_table set_worker {} {} {} => {rank} 0x{:016x}",
                 job.id,
                 ip(h.source.ip),
-                h.source.udp_port
+                h.source.udp_port,
+                1u64 << rank
             );
             let _ = writeln!(
                 s,
