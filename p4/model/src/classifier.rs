@@ -86,6 +86,14 @@ pub struct Classification {
     pub worker: Option<WorkerEntry>,
 }
 
+impl Classification {
+    /// Return the sender's rank if the worker table knows the source and it claims the
+    /// rank that source is registered with.
+    pub fn rank(&self, claimed: u16) -> Option<u16> {
+        self.worker.map(|w| w.rank).filter(|&r| r == claimed)
+    }
+}
+
 /// Why the control plane refused a worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WorkerError {

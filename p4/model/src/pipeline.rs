@@ -293,8 +293,7 @@ impl Pipeline {
             return Ok(Verdict::Drop(DropReason::UnknownJob));
         };
         let c = job.config;
-        let known = class.worker.is_some_and(|w| w.rank == prefix.rank);
-        let reject = if !known {
+        let reject = if class.rank(prefix.rank).is_none() {
             Some(DropReason::UnknownRank)
         } else if d.count > MAX_COUNT {
             Some(DropReason::CountTooLarge)
@@ -416,35 +415,39 @@ impl Pipeline {
         let Some(job) = class.job else {
             return Ok(self.refuse(prefix, AbortReason::UnknownJob, 0, out));
         };
-        let rank = class.worker.map(|w| w.rank).filter(|&r| r == prefix.rank);
         let pass = self.clock.begin(0);
-        Ok(match self.join_handler.apply(&pass, &job, rank, j)? {
-            JoinDecision::Refuse(reason, detail) => self.refuse(prefix, reason, detail, out),
-            JoinDecision::Accept {
-                joined,
-                complete,
-                completes,
-            } => {
-                self.job_counters.count(JobEvent::Join, job.index);
-                let c = job.config;
-                let to = if completes { RANK_ALL } else { prefix.rank };
-                let len = self.reply_builder.join_reply(
-                    out,
-                    prefix.job,
-                    to,
-                    c.world,
-                    complete,
-                    MAX_COUNT,
-                    c.slot_count,
+        Ok(
+            match self
+                .join_handler
+                .apply(&pass, &job, class.rank(prefix.rank), j)?
+            {
+                JoinDecision::Refuse(reason, detail) => self.refuse(prefix, reason, detail, out),
+                JoinDecision::Accept {
                     joined,
-                );
-                if completes {
-                    multicast(&job, len)
-                } else {
-                    unicast(prefix, len)
+                    complete,
+                    completes,
+                } => {
+                    self.job_counters.count(JobEvent::Join, job.index);
+                    let c = job.config;
+                    let to = if completes { RANK_ALL } else { prefix.rank };
+                    let len = self.reply_builder.join_reply(
+                        out,
+                        prefix.job,
+                        to,
+                        c.world,
+                        complete,
+                        MAX_COUNT,
+                        c.slot_count,
+                        joined,
+                    );
+                    if completes {
+                        multicast(&job, len)
+                    } else {
+                        unicast(prefix, len)
+                    }
                 }
-            }
-        })
+            },
+        )
     }
 
     fn probe(
@@ -457,8 +460,7 @@ impl Pipeline {
         let Some(job) = class.job else {
             return Ok(self.refuse(prefix, AbortReason::UnknownJob, 0, out));
         };
-        let rank = class.worker.map(|w| w.rank).filter(|&r| r == prefix.rank);
-        let slot = match ProbeHandler::apply(&job, rank, p) {
+        let slot = match ProbeHandler::apply(&job, class.rank(prefix.rank), p) {
             ProbeDecision::Refuse(reason, detail) => {
                 return Ok(self.refuse(prefix, reason, detail, out))
             }
@@ -497,7 +499,7 @@ impl Pipeline {
         let Some(job) = class.job else {
             return Verdict::Drop(DropReason::UnknownJob);
         };
-        if !class.worker.is_some_and(|w| w.rank == prefix.rank) {
+        if class.rank(prefix.rank).is_none() {
             return Verdict::Drop(DropReason::UnknownRank);
         }
         self.job_counters.count(JobEvent::Abort, job.index);

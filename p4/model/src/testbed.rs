@@ -66,15 +66,20 @@ pub fn host(rank: u16) -> WorkerAddr {
     }
 }
 
-/// The model set up as the test bed: every rank of every job at its host.
-pub fn pipeline() -> Pipeline {
-    let mut p = Pipeline::new(Config {
+/// The test bed's switch with no jobs.
+fn empty() -> Pipeline {
+    Pipeline::new(Config {
         slots: 40,
         jobs: 4,
         workers: 16,
         epoch: EPOCH,
         switch: SWITCH,
-    });
+    })
+}
+
+/// The model set up as the test bed: every rank of every job at its host.
+pub fn pipeline() -> Pipeline {
+    let mut p = empty();
     for job in jobs() {
         p.add_job(job).ok();
         for rank in 0..job.world {
@@ -86,13 +91,7 @@ pub fn pipeline() -> Pipeline {
 
 /// The same jobs for bare datagrams: ranks at their rank ports (the `Aggregator` mapping).
 pub fn bare_pipeline() -> Pipeline {
-    let mut p = Pipeline::new(Config {
-        slots: 40,
-        jobs: 4,
-        workers: 16,
-        epoch: EPOCH,
-        switch: SWITCH,
-    });
+    let mut p = empty();
     for job in jobs() {
         p.add_job_with_rank_ports(job).ok();
     }

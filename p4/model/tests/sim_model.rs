@@ -45,12 +45,18 @@ fn counts() -> impl Strategy<Value = u16> {
 
 /// Submit one f32 tensor per rank, drive to the end, return every rank's result.
 fn run_f32<S: Aggregator>(sim: &mut Sim<S>, inputs: &[Vec<f32>]) -> Vec<Buf> {
+    run(sim, inputs.iter().map(|x| Buf::F32(x.clone())).collect())
+}
+
+/// Submit one tensor per rank, drive to the end, return every rank's result.
+fn run<S: Aggregator>(sim: &mut Sim<S>, inputs: Vec<Buf>) -> Vec<Buf> {
+    let ranks = inputs.len();
     let mut id = TensorId(0);
-    for (r, x) in inputs.iter().enumerate() {
-        id = sim.submit(r, Buf::F32(x.clone()), Op::Sum);
+    for (r, x) in inputs.into_iter().enumerate() {
+        id = sim.submit(r, x, Op::Sum);
     }
     sim.drive(STEPS, |s| s.finished(id)).unwrap();
-    (0..inputs.len())
+    (0..ranks)
         .map(|r| {
             let (buf, result) = sim.take_result(r, id).expect("rank finished");
             assert_eq!(result, Ok(()));
@@ -71,16 +77,10 @@ proptest! {
         let mut rng = Rng::new(seed);
         let mut sim = model_sim(world, 1, window, count, lossy(drop, dup), seed);
         let inputs: Vec<Vec<i32>> = (0..world).map(|_| i32_values(&mut rng, len, world)).collect();
-        let expect: Vec<i32> = (0..len).map(|i| inputs.iter().map(|x| x[i]).sum()).collect();
-        let mut id = TensorId(0);
-        for (r, x) in inputs.iter().enumerate() {
-            id = sim.submit(r, Buf::I32(x.clone()), Op::Sum);
-        }
-        sim.drive(STEPS, |s| s.finished(id)).unwrap();
-        for r in 0..usize::from(world) {
-            let (buf, result) = sim.take_result(r, id).expect("rank finished");
-            prop_assert_eq!(result, Ok(()));
-            prop_assert_eq!(&buf, &Buf::I32(expect.clone()), "rank {}", r);
+        let expect = Buf::I32((0..len).map(|i| inputs.iter().map(|x| x[i]).sum()).collect());
+        let got = run(&mut sim, inputs.into_iter().map(Buf::I32).collect());
+        for (r, buf) in got.iter().enumerate() {
+            prop_assert_eq!(buf, &expect, "rank {}", r);
         }
         prop_assert_eq!(sim.switch.faults(), 0);
     }
