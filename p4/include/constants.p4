@@ -1,0 +1,91 @@
+// switchml-rs P4: constants shared by the v1model and TNA programs (docs/protocol.md).
+// Their Rust twins: switchml_p4model::{VALUES_PER_PASS, MAX_PASSES, MAX_COUNT} and
+// switchml_core::switch::DropReason::ALL (the drop counter index order).
+#ifndef _SWITCHML_CONSTANTS_P4_
+#define _SWITCHML_CONSTANTS_P4_
+
+#define VALUES_PER_PASS 64
+#define MAX_PASSES 4
+#define POOL_SLOTS 8192
+#define POOL_VERSIONS 16384                       // POOL_SLOTS x 2 versions
+#define POOL_VALUE_CELLS 65536                    // POOL_VERSIONS x MAX_PASSES
+#define MAX_JOBS 64
+#define MAX_WORKERS 1024
+
+const bit<16> ETHERTYPE_IPV4 = 0x0800;
+const bit<8>  IP_PROTO_UDP = 17;
+const bit<16> SWITCHML_PORT = 0xBEE0;             // 48864, protocol.md §1
+const bit<8>  PROTOCOL_VERSION = 1;
+const bit<16> MAX_COUNT = 256;                    // VALUES_PER_PASS x MAX_PASSES
+const bit<16> RANK_ALL = 0xFFFF;
+
+// Message types (protocol.md §2).
+const bit<8> TYPE_CONTRIBUTION = 0x01;
+const bit<8> TYPE_RESULT       = 0x02;
+const bit<8> TYPE_JOIN         = 0x10;
+const bit<8> TYPE_JOIN_REPLY   = 0x11;
+const bit<8> TYPE_PROBE        = 0x12;
+const bit<8> TYPE_PROBE_REPLY  = 0x13;
+const bit<8> TYPE_ABORT        = 0x14;
+
+// Data flags (protocol.md §3.1) and JoinReply flags (§3.3).
+const bit<8> FLAG_OVERFLOW   = 0x01;
+const bit<8> FLAG_RETRANSMIT = 0x02;
+const bit<8> JOIN_COMPLETE   = 0x01;
+
+// Abort reasons (protocol.md §3.6).
+const bit<8> ABORT_UNKNOWN_JOB     = 1;
+const bit<8> ABORT_UNKNOWN_RANK    = 2;
+const bit<8> ABORT_WORLD_MISMATCH  = 3;
+const bit<8> ABORT_SLOT_RANGE      = 4;
+const bit<8> ABORT_COUNT_TOO_LARGE = 5;
+
+// Slot states in a ProbeReply (protocol.md §3.5).
+const bit<8> STATE_IDLE = 0;
+const bit<8> STATE_COLLECTING = 1;
+const bit<8> STATE_COMPLETE = 2;
+
+// Drop reasons: the index of the `drops` counter, in DropReason::ALL order.
+typedef bit<8> drop_reason_t;
+const drop_reason_t DROP_NONE            = 0xFF;
+const drop_reason_t DROP_MALFORMED       = 0;
+const drop_reason_t DROP_UNKNOWN_TYPE    = 1;
+const drop_reason_t DROP_UNEXPECTED_TYPE = 2;
+const drop_reason_t DROP_UNKNOWN_JOB     = 3;
+const drop_reason_t DROP_UNKNOWN_RANK    = 4;
+const drop_reason_t DROP_SLOT_RANGE      = 5;
+const drop_reason_t DROP_COUNT_TOO_LARGE = 6;
+const drop_reason_t DROP_BAD_VERSION     = 7;
+const drop_reason_t DROP_STALE           = 8;
+const drop_reason_t DROP_DUPLICATE       = 9;
+const drop_reason_t DROP_COUNT_MISMATCH  = 10;
+
+// What the validator found (validator.p4).
+const bit<8> MSG_NONE = 0;
+const bit<8> MSG_CONTRIBUTION = 1;
+const bit<8> MSG_JOIN = 2;
+const bit<8> MSG_PROBE = 3;
+const bit<8> MSG_ABORT = 4;
+
+// What the value, exponent and overflow registers do (processor.p4).
+const bit<8> UPDATE_NONE = 0;
+const bit<8> UPDATE_LOAD = 1;
+const bit<8> UPDATE_ADD  = 2;
+const bit<8> UPDATE_READ = 3;
+
+// The fate of a Contribution (next_step_selector.p4).
+const bit<8> OUTCOME_NONE          = 0;
+const bit<8> OUTCOME_RETRANSMIT    = 1;
+const bit<8> OUTCOME_DUPLICATE     = 2;
+const bit<8> OUTCOME_COUNT_MISMATCH = 3;
+const bit<8> OUTCOME_AGGREGATE     = 4;
+
+// Job event counters (job_counters.p4): one counter array each.
+// The verdict (next_step_selector.p4).
+const bit<8> VERDICT_DROP        = 0;
+const bit<8> VERDICT_CONSUME     = 1;
+const bit<8> VERDICT_UNICAST     = 2;
+const bit<8> VERDICT_MULTICAST   = 3;
+const bit<8> VERDICT_RECIRCULATE = 4;
+
+#endif

@@ -1,0 +1,241 @@
+// switchml-rs P4: headers and metadata shared by both targets (docs/protocol.md §2-3).
+// Rust twin: p4/model/src/headers.rs (the model reads the same fields through
+// switchml_core::wire views).
+#ifndef _SWITCHML_HEADERS_P4_
+#define _SWITCHML_HEADERS_P4_
+
+#include "constants.p4"
+
+header ethernet_h {
+    bit<48> dst;
+    bit<48> src;
+    bit<16> ether_type;
+}
+
+header ipv4_h {
+    bit<8>  version_ihl;
+    bit<8>  tos;
+    bit<16> total_len;
+    bit<16> ident;
+    bit<1>  flag_reserved;
+    bit<1>  flag_df;
+    bit<1>  flag_mf;
+    bit<13> frag_offset;
+    bit<8>  ttl;
+    bit<8>  protocol;
+    bit<16> checksum;
+    bit<32> src;
+    bit<32> dst;
+}
+
+header udp_h {
+    bit<16> src_port;
+    bit<16> dst_port;
+    bit<16> length;
+    bit<16> checksum;
+}
+
+// Every message starts with it (protocol.md §2).
+header sml_prefix_h {
+    bit<8>  version;
+    bit<8>  msg_type;
+    bit<16> job;
+    bit<16> rank;
+}
+
+// Contribution / Result after the prefix (§3.1).
+header sml_data_h {
+    bit<16> slot;
+    bit<8>  ver;
+    bit<8>  flags;
+    bit<16> count;
+    bit<32> seq;
+    bit<8>  exp;
+    bit<24> reserved;
+}
+
+// One int32 value; four stacks of 64 carry up to 256.
+header value_h {
+    bit<32> v;
+}
+
+// Join after the prefix (§3.2).
+header sml_join_h {
+    bit<16> world;
+    bit<16> slot_lo;
+    bit<16> slot_count;
+    bit<16> count;
+    bit<16> reserved;
+}
+
+// JoinReply after the prefix, without the bitmap (§3.3).
+header sml_join_reply_h {
+    bit<16> world;
+    bit<8>  flags;
+    bit<8>  reserved;
+    bit<16> max_count;
+    bit<32> epoch;
+    bit<16> slot_count;
+    bit<16> bitmap_len;
+}
+
+// Probe after the prefix (§3.4).
+header sml_probe_h {
+    bit<16> slot;
+    bit<8>  ver;
+    bit<24> reserved;
+    bit<32> seq;
+}
+
+// ProbeReply after the prefix, without the bitmap (§3.5).
+header sml_probe_reply_h {
+    bit<16> slot;
+    bit<8>  ver;
+    bit<8>  state;
+    bit<16> remaining;
+    bit<32> seq;
+    bit<32> epoch;
+    bit<16> world;
+    bit<16> bitmap_len;
+}
+
+// Abort after the prefix (§3.6).
+header sml_abort_h {
+    bit<8>  reason;
+    bit<8>  reserved_a;
+    bit<16> detail;
+    bit<16> reserved_b;
+    bit<32> epoch;
+}
+
+// One bitmap byte of a JoinReply or ProbeReply; 8 bytes = 64 ranks.
+header bitmap_byte_h {
+    bit<8> b;
+}
+
+// TNA only: the ingress metadata a recirculated Contribution carries into its next pass
+// (v1model keeps it with recirculate_preserving_field_list instead).
+header sml_bridge_h {
+    bit<8>  pass;
+    bit<8>  passes;
+    bit<8>  last_value_pass;
+    bit<8>  outcome;
+    bit<8>  update;
+    bit<8>  exp;
+    bit<8>  lanes;
+    bit<4>  pad;
+    bit<1>  overflow;
+    bit<1>  last;
+    bit<1>  restore;
+    bit<1>  other;
+    bit<1>  packet_overflow;
+    bit<7>  pad2;
+    bit<7>  pad3;
+    bit<9>  ingress_port;
+    bit<16> world;
+    bit<16> group;
+    bit<16> job_index;
+    bit<16> held_count;
+    bit<16> reply_len;
+    bit<32> pool_slot;
+    bit<32> version_index;
+    bit<64> rank_bit;
+}
+
+// TNA only: what the ingress tells the egress pipeline (egress_bridge is never sent out).
+header sml_egress_bridge_h {
+    bit<7>  pad;
+    bit<1>  recirculate;
+    bit<16> reply_len;
+    bit<48> switch_mac;
+    bit<32> switch_ip;
+}
+
+struct headers_t {
+    sml_egress_bridge_h egress_bridge;
+    sml_bridge_h      bridge;
+    ethernet_h        ethernet;
+    ipv4_h            ipv4;
+    udp_h             udp;
+    sml_prefix_h      prefix;
+    sml_data_h        data;
+    sml_join_h        join;
+    sml_join_reply_h  join_reply;
+    sml_probe_h       probe;
+    sml_probe_reply_h probe_reply;
+    sml_abort_h       abort;
+    bitmap_byte_h[8]  bitmap;
+    value_h[VALUES_PER_PASS] block0;
+    value_h[VALUES_PER_PASS] block1;
+    value_h[VALUES_PER_PASS] block2;
+    value_h[VALUES_PER_PASS] block3;
+}
+
+// Ingress metadata. Fields marked @field_list(1) survive a recirculation (v1model); the TNA
+// program carries the same fields in its bridged recirculation header.
+struct metadata_t {
+    bit<1>  switchml;                          // a datagram to the switchml port
+    bit<1>  parser_failed;                     // a header ran past the packet
+    bit<16> values_left;                       // parser loop counter
+    bit<8>  message;                           // MSG_*
+    drop_reason_t drop_reason;
+    bit<8>  verdict;                           // VERDICT_*
+    @field_list(1) bit<8>  pass;
+    @field_list(1) bit<8>  passes;
+    @field_list(1) bit<8>  last_value_pass;      // takes the overflow flag
+    // classifier.p4
+    bit<1>  job_hit;
+    @field_list(1) bit<16> world;
+    bit<32> slot_lo;
+    bit<16> slot_count;
+    @field_list(1) bit<16> group;
+    @field_list(1) bit<16> job_index;
+    bit<1>  worker_hit;
+    bit<16> worker_rank;
+    bit<1>  rank_known;
+    @field_list(1) bit<64> rank_bit;
+    // indices
+    @field_list(1) bit<32> pool_slot;
+    @field_list(1) bit<32> version_index;
+    bit<32> value_index;
+    // use_checker.p4, count_checker.p4, bitmap_checker.p4, workers_counter.p4
+    bit<1>  begin;
+    bit<1>  stale;
+    @field_list(1) bit<16> held_count;
+    bit<1>  count_ok;
+    bit<1>  seen;
+    @field_list(1) bit<1>  other;
+    bit<1>  wrote;
+    bit<1>  complete;
+    bit<1>  counted;
+    bit<16> remaining;
+    // next_step_selector.p4
+    @field_list(1) bit<8>  outcome;
+    @field_list(1) bit<1>  last;
+    @field_list(1) bit<8>  update;
+    @field_list(1) bit<1>  restore;
+    @field_list(1) bit<8>  lanes;
+    @field_list(1) bit<8>  exp;
+    @field_list(1) bit<1>  packet_overflow;
+    bit<1>  recirculated;                      // TNA: arrived with a bridge header
+    bit<9>  ingress_port;                      // TNA: the port of pass 0
+    @field_list(1) bit<1>  overflow;
+    // probe_handler.p4
+    bit<1>  used;
+    bit<32> held_seq;
+    bit<64> seen_word;
+    // join_handler.p4
+    bit<64> joined;
+    bit<1>  join_complete;
+    bit<1>  join_completes;
+    // reply_builder.p4
+    bit<8>  abort_reason;
+    bit<16> abort_detail;
+    @field_list(1) bit<16> reply_len;
+    // the switch_config table
+    bit<48> switch_mac;
+    bit<32> switch_ip;
+    bit<32> epoch;
+}
+
+#endif

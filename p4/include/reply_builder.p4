@@ -1,0 +1,99 @@
+// reply_builder.p4 (both targets): rewrite the packet into the switch's answer.
+// Rust twin: p4/model/src/reply_builder.rs (ReplyBuilder). Bitmaps are the 64-bit register
+// words, rank r at bit r mod 8 of byte r/8 (protocol.md §3.3): byte i is bits 8i+7..8i.
+#ifndef _SWITCHML_REPLY_BUILDER_P4_
+#define _SWITCHML_REPLY_BUILDER_P4_
+
+control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
+    // Make the first `len` bitmap bytes valid (at most 8: 64 ranks) and fill them from
+    // `word`; fields are written only after setValid, which leaves them unspecified.
+    action bitmap_bytes(in bit<64> word, in bit<16> len) {
+        if (len > 0) { hdr.bitmap[0].setValid(); }
+        if (len > 1) { hdr.bitmap[1].setValid(); }
+        if (len > 2) { hdr.bitmap[2].setValid(); }
+        if (len > 3) { hdr.bitmap[3].setValid(); }
+        if (len > 4) { hdr.bitmap[4].setValid(); }
+        if (len > 5) { hdr.bitmap[5].setValid(); }
+        if (len > 6) { hdr.bitmap[6].setValid(); }
+        if (len > 7) { hdr.bitmap[7].setValid(); }
+        hdr.bitmap[0].b = word[7:0];
+        hdr.bitmap[1].b = word[15:8];
+        hdr.bitmap[2].b = word[23:16];
+        hdr.bitmap[3].b = word[31:24];
+        hdr.bitmap[4].b = word[39:32];
+        hdr.bitmap[5].b = word[47:40];
+        hdr.bitmap[6].b = word[55:48];
+        hdr.bitmap[7].b = word[63:56];
+    }
+
+    apply {
+        bit<16> bitmap_len = (meta.world + 7) >> 3;
+        if (meta.message == MSG_CONTRIBUTION) {
+            // The last pass rewrites the Contribution into a Result; the processors have
+            // already put the use's values (held_count of them) in the value stacks.
+            hdr.prefix.msg_type = TYPE_RESULT;
+            hdr.data.flags = (meta.overflow == 1) ? FLAG_OVERFLOW : 8w0;
+            if (meta.outcome == OUTCOME_RETRANSMIT) {
+                hdr.data.flags = hdr.data.flags | FLAG_RETRANSMIT;
+            } else {
+                hdr.prefix.rank = RANK_ALL;
+            }
+            hdr.data.count = meta.held_count;
+            hdr.data.exp = meta.exp;
+            hdr.data.reserved = 0;
+            meta.reply_len = 20 + (meta.held_count << 2);
+        } else if (meta.abort_reason != 0) {
+            // A refused Join or Probe: an Abort to the sender.
+            hdr.join.setInvalid();
+            hdr.probe.setInvalid();
+            hdr.abort.setValid();
+            hdr.prefix.msg_type = TYPE_ABORT;
+            hdr.abort.reason = meta.abort_reason;
+            hdr.abort.reserved_a = 0;
+            hdr.abort.detail = meta.abort_detail;
+            hdr.abort.reserved_b = 0;
+            hdr.abort.epoch = meta.epoch;
+            meta.reply_len = 16;
+        } else if (meta.message == MSG_JOIN) {
+            hdr.join.setInvalid();
+            hdr.join_reply.setValid();
+            hdr.prefix.msg_type = TYPE_JOIN_REPLY;
+            if (meta.join_completes == 1) {
+                hdr.prefix.rank = RANK_ALL;
+            }
+            hdr.join_reply.world = meta.world;
+            hdr.join_reply.flags = (meta.join_complete == 1) ? JOIN_COMPLETE : 8w0;
+            hdr.join_reply.reserved = 0;
+            hdr.join_reply.max_count = MAX_COUNT;
+            hdr.join_reply.epoch = meta.epoch;
+            hdr.join_reply.slot_count = meta.slot_count;
+            hdr.join_reply.bitmap_len = bitmap_len;
+            bitmap_bytes(meta.joined, bitmap_len);
+            meta.reply_len = 20 + bitmap_len;
+        } else if (meta.message == MSG_PROBE) {
+            hdr.probe_reply.setValid();
+            hdr.prefix.msg_type = TYPE_PROBE_REPLY;
+            hdr.probe_reply.slot = hdr.probe.slot;
+            hdr.probe_reply.ver = hdr.probe.ver;
+            hdr.probe.setInvalid();
+            if (meta.used == 0) {
+                hdr.probe_reply.state = STATE_IDLE;
+            } else if (meta.remaining == 0) {
+                hdr.probe_reply.state = STATE_COMPLETE;
+            } else {
+                hdr.probe_reply.state = STATE_COLLECTING;
+            }
+            hdr.probe_reply.remaining = meta.remaining;
+            hdr.probe_reply.seq = meta.held_seq;
+            hdr.probe_reply.epoch = meta.epoch;
+            hdr.probe_reply.world = meta.world;
+            hdr.probe_reply.bitmap_len = bitmap_len;
+            bitmap_bytes(meta.seen_word, bitmap_len);
+            meta.reply_len = 24 + bitmap_len;
+        } else if (meta.message == MSG_ABORT) {
+            meta.reply_len = 16;                   // passed on unchanged
+        }
+    }
+}
+
+#endif

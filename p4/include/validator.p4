@@ -1,0 +1,51 @@
+// validator.p4 (both targets): the field checks a parser cannot make, and the message class.
+// Rust twin: p4/model/src/validator.rs (Validator). protocol.md §2-4: a message is
+// Malformed if its version is not 1, its length is not exactly what its header declares, a
+// reserved field is not zero, or `ver` is above 1; switch-only types are UnexpectedType,
+// unknown types UnknownType.
+#ifndef _SWITCHML_VALIDATOR_P4_
+#define _SWITCHML_VALIDATOR_P4_
+
+control Validator(inout headers_t hdr, inout metadata_t meta) {
+    apply {
+        bit<32> udp_len = (bit<32>)hdr.udp.length;
+        meta.message = MSG_NONE;
+        if (meta.parser_failed == 1) {
+            meta.drop_reason = DROP_MALFORMED;
+        } else if (hdr.prefix.version != PROTOCOL_VERSION) {
+            meta.drop_reason = DROP_MALFORMED;
+        } else if (hdr.data.isValid()) {
+            if (udp_len == 28 + ((bit<32>)hdr.data.count << 2) && hdr.data.ver <= 1
+                    && hdr.data.reserved == 0) {
+                meta.message = MSG_CONTRIBUTION;
+            } else {
+                meta.drop_reason = DROP_MALFORMED;
+            }
+        } else if (hdr.join.isValid()) {
+            if (udp_len == 24 && hdr.join.reserved == 0) {
+                meta.message = MSG_JOIN;
+            } else {
+                meta.drop_reason = DROP_MALFORMED;
+            }
+        } else if (hdr.probe.isValid()) {
+            if (udp_len == 24 && hdr.probe.ver <= 1 && hdr.probe.reserved == 0) {
+                meta.message = MSG_PROBE;
+            } else {
+                meta.drop_reason = DROP_MALFORMED;
+            }
+        } else if (hdr.abort.isValid()) {
+            if (udp_len == 24 && hdr.abort.reserved_a == 0 && hdr.abort.reserved_b == 0) {
+                meta.message = MSG_ABORT;
+            } else {
+                meta.drop_reason = DROP_MALFORMED;
+            }
+        } else if (hdr.prefix.msg_type == TYPE_RESULT || hdr.prefix.msg_type == TYPE_JOIN_REPLY
+                || hdr.prefix.msg_type == TYPE_PROBE_REPLY) {
+            meta.drop_reason = DROP_UNEXPECTED_TYPE;
+        } else {
+            meta.drop_reason = DROP_UNKNOWN_TYPE;
+        }
+    }
+}
+
+#endif

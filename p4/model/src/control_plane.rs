@@ -1,0 +1,198 @@
+//! The control plane: typed methods that do what the P4 controller does through BfRt or
+//! `simple_switch_CLI` — add and remove jobs and workers (table entries, multicast group
+//! members, register resets) and read counters and registers.
+
+use switchml_core::switch::{Counters, JobConfig, JobCounters, JobError};
+
+use crate::classifier::{Source, WorkerAddr, WorkerEntry, WorkerError};
+use crate::pipeline::{Config, Pipeline};
+use crate::replication::Replica;
+use crate::use_checker::SeqCell;
+use crate::{MAX_COUNT, MAX_PASSES, VALUES_PER_PASS};
+
+/// A job as the control plane sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobReport {
+    /// Its configuration.
+    pub config: JobConfig,
+    /// Its multicast group.
+    pub group: u16,
+    /// The ranks that joined, one bit each.
+    pub joined: u64,
+    /// Its counters, as the reference switch keeps them.
+    pub counters: JobCounters,
+}
+
+/// One slot version, read out of every register that holds part of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlotVersionState {
+    /// Register `seq`.
+    pub seq: SeqCell,
+    /// Register `seen`, this version's word.
+    pub seen: u64,
+    /// Register `remaining`.
+    pub remaining: u16,
+    /// Register `exp`.
+    pub exp: u8,
+    /// Register `overflow`.
+    pub overflow: bool,
+    /// Register `count`.
+    pub count: u16,
+    /// The value registers, block by block.
+    pub values: [i32; MAX_COUNT as usize],
+}
+
+impl SlotVersionState {
+    /// Return the values of the use held.
+    pub fn values(&self) -> &[i32] {
+        &self.values[..usize::from(self.count).min(self.values.len())]
+    }
+}
+
+/// Why a combined set-up step failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ControlError {
+    /// The job was refused.
+    Job(JobError),
+    /// A worker was refused.
+    Worker(WorkerError),
+}
+
+impl Pipeline {
+    /// Return the construction-time configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Add a job and reset its slots, its joined bitmap, counters and multicast group.
+    pub fn add_job(&mut self, config: JobConfig) -> Result<(), JobError> {
+        let entry = self.classifier.insert_job(config, self.config.slots)?;
+        let lo = config.slot_lo as usize;
+        for slot in lo..lo + usize::from(config.slot_count) {
+            self.bitmap_checker.reset(slot);
+            for version in [2 * slot, 2 * slot + 1] {
+                self.use_checker.reset(version);
+                self.count_checker.reset(version);
+                self.workers_counter.reset(version);
+                self.exponents.reset(version);
+                self.overflow_flag.reset(version);
+                self.processors.reset(version);
+            }
+        }
+        self.join_handler.reset(usize::from(entry.index));
+        self.job_counters.clear(entry.index);
+        self.replication.clear(entry.group);
+        Ok(())
+    }
+
+    /// Remove job `id`, its workers and its multicast group; return its final report.
+    pub fn remove_job(&mut self, id: u16) -> Result<JobReport, JobError> {
+        let report = self.job(id).ok_or(JobError::UnknownJob(id))?;
+        self.classifier.remove_job(id)?;
+        self.replication.clear(report.group);
+        Ok(report)
+    }
+
+    /// Add a worker lane of `rank` at `addr` to job `job`: a worker table entry and a
+    /// member of the job's multicast group.
+    pub fn add_worker(
+        &mut self,
+        job: u16,
+        rank: u16,
+        addr: WorkerAddr,
+    ) -> Result<WorkerEntry, WorkerError> {
+        let entry = self.classifier.insert_worker(job, rank, addr)?;
+        let group = self.classifier.job(job).map_or(0, |j| j.group);
+        self.replication.add(
+            group,
+            Replica {
+                port: addr.port,
+                rid: entry.rid,
+            },
+        );
+        Ok(entry)
+    }
+
+    /// Remove the worker lane of job `job` at `source`.
+    pub fn remove_worker(&mut self, job: u16, source: Source) -> Option<WorkerEntry> {
+        let entry = self.classifier.remove_worker(job, source)?;
+        let group = self.classifier.job(job).map_or(0, |j| j.group);
+        self.replication.remove(group, entry.rid);
+        Some(entry)
+    }
+
+    /// Add a job and register every rank `r` at [`WorkerAddr::rank_port`]`(r)`, so that
+    /// bare datagrams of ranks `0..world` are accepted (the `Aggregator` mapping).
+    pub fn add_job_with_rank_ports(&mut self, config: JobConfig) -> Result<(), ControlError> {
+        self.add_job(config).map_err(ControlError::Job)?;
+        for rank in 0..config.world {
+            self.add_worker(config.id, rank, WorkerAddr::rank_port(rank))
+                .map_err(ControlError::Worker)?;
+        }
+        Ok(())
+    }
+
+    /// Return job `id`'s report.
+    pub fn job(&self, id: u16) -> Option<JobReport> {
+        let entry = self.classifier.job(id)?;
+        Some(JobReport {
+            config: entry.config,
+            group: entry.group,
+            joined: self
+                .join_handler
+                .register()
+                .read(usize::from(entry.index))
+                .unwrap_or(0),
+            counters: self.job_counters.snapshot(entry.index),
+        })
+    }
+
+    /// Iterate over the registered jobs' ids.
+    pub fn job_ids(&self) -> impl Iterator<Item = u16> + '_ {
+        self.classifier.jobs().map(|e| e.config.id)
+    }
+
+    /// Return the switch-wide counters, as the reference switch keeps them.
+    pub fn counters(&self) -> Counters {
+        self.drop_counters.snapshot()
+    }
+
+    /// Return the frames that were not switchml traffic.
+    pub fn ignored_frames(&self) -> u64 {
+        self.drop_counters.ignored_frames()
+    }
+
+    /// Return the recirculations: for values only, and those that restored the bitmap.
+    pub fn recirculations(&self) -> (u64, u64) {
+        self.drop_counters.recirculations()
+    }
+
+    /// Return the register hazards seen (always 0 unless the model has a bug).
+    pub fn faults(&self) -> u64 {
+        self.drop_counters.faults()
+    }
+
+    /// Read version `ver` of job `id`'s job-relative `slot` out of the registers.
+    pub fn slot_version(&self, id: u16, slot: u16, ver: u8) -> Option<SlotVersionState> {
+        let c = self.classifier.job(id)?.config;
+        if slot >= c.slot_count || ver > 1 {
+            return None;
+        }
+        let s = c.slot_lo as usize + usize::from(slot);
+        let v = 2 * s + usize::from(ver);
+        let mut values = [0i32; MAX_COUNT as usize];
+        for (i, value) in values.iter_mut().enumerate() {
+            let lane = self.processors.lane(i % VALUES_PER_PASS)?;
+            *value = lane.register().read(v * MAX_PASSES + i / VALUES_PER_PASS)?;
+        }
+        Some(SlotVersionState {
+            seq: self.use_checker.register().read(v)?,
+            seen: self.bitmap_checker.register().read(s)?[usize::from(ver)],
+            remaining: self.workers_counter.register().read(v)?,
+            exp: self.exponents.register().read(v)?,
+            overflow: self.overflow_flag.register().read(v)?,
+            count: self.count_checker.register().read(v)?,
+            values,
+        })
+    }
+}

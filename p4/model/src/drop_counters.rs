@@ -1,0 +1,135 @@
+//! `drop_counters.p4`: switch-wide packet counters — received, consumed, multicast,
+//! unicast, and drops by reason in the order of `switchml_core::switch::DropReason::ALL`
+//! — so that a job that hangs says why (the original's users' first complaint).
+//!
+//! [`DropCounters::snapshot`] reads them as the reference's `Counters`, which is how the
+//! equivalence check compares the two switches.
+
+use switchml_core::switch::{Counters, DropReason};
+
+use crate::register::Counter;
+
+/// What a packet came to, for counting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tally {
+    /// Dropped for a reason.
+    Drop(DropReason),
+    /// Absorbed into a slot.
+    Consumed,
+    /// Sent to a multicast group.
+    Multicast,
+    /// Sent back to one worker.
+    Unicast,
+}
+
+const CONSUMED: usize = 0;
+const MULTICAST: usize = 1;
+const UNICAST: usize = 2;
+
+/// The counters.
+#[derive(Debug, Clone)]
+pub struct DropCounters {
+    received: Counter,
+    outcomes: Counter,
+    drops: Counter,
+    ignored: Counter,
+    faults: Counter,
+    recirculations: Counter,
+}
+
+impl Default for DropCounters {
+    fn default() -> Self {
+        DropCounters {
+            received: Counter::new("received", 1),
+            outcomes: Counter::new("outcomes", 3),
+            drops: Counter::new("drops", DropReason::ALL.len()),
+            ignored: Counter::new("ignored", 1),
+            faults: Counter::new("faults", 1),
+            recirculations: Counter::new("recirculations", 2),
+        }
+    }
+}
+
+impl DropCounters {
+    /// Count a switchml datagram arriving.
+    pub fn received(&mut self) {
+        self.received.count(0);
+    }
+
+    /// Count what became of it.
+    pub fn tally(&mut self, tally: Tally) {
+        match tally {
+            Tally::Drop(reason) => self.drops.count(reason as usize),
+            Tally::Consumed => self.outcomes.count(CONSUMED),
+            Tally::Multicast => self.outcomes.count(MULTICAST),
+            Tally::Unicast => self.outcomes.count(UNICAST),
+        }
+    }
+
+    /// Count a frame that is not switchml traffic.
+    pub fn ignored(&mut self) {
+        self.ignored.count(0);
+    }
+
+    /// Count a register hazard (a model bug).
+    pub fn fault(&mut self) {
+        self.faults.count(0);
+    }
+
+    /// Count a recirculation; `restores` if it restores the bitmap.
+    pub fn recirculated(&mut self, restores: bool) {
+        self.recirculations.count(usize::from(restores));
+    }
+
+    /// Return the recirculations: for values only, and those that restored the bitmap.
+    pub fn recirculations(&self) -> (u64, u64) {
+        (self.recirculations.read(0), self.recirculations.read(1))
+    }
+
+    /// Return the frames that were not switchml traffic.
+    pub fn ignored_frames(&self) -> u64 {
+        self.ignored.read(0)
+    }
+
+    /// Return the register hazards seen.
+    pub fn faults(&self) -> u64 {
+        self.faults.read(0)
+    }
+
+    /// Read the counters as the reference switch's.
+    pub fn snapshot(&self) -> Counters {
+        let mut c = Counters {
+            received: self.received.read(0),
+            consumed: self.outcomes.read(CONSUMED),
+            multicast: self.outcomes.read(MULTICAST),
+            unicast: self.outcomes.read(UNICAST),
+            ..Counters::default()
+        };
+        for (i, d) in c.dropped.iter_mut().enumerate() {
+            *d = self.drops.read(i);
+        }
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshot_maps_every_reason_to_its_slot() {
+        let mut d = DropCounters::default();
+        for (i, reason) in DropReason::ALL.into_iter().enumerate() {
+            for _ in 0..=i {
+                d.tally(Tally::Drop(reason));
+            }
+        }
+        d.received();
+        d.tally(Tally::Unicast);
+        let c = d.snapshot();
+        for (i, reason) in DropReason::ALL.into_iter().enumerate() {
+            assert_eq!(c.drops(reason), i as u64 + 1);
+        }
+        assert_eq!((c.received, c.unicast, c.multicast), (1, 1, 0));
+    }
+}

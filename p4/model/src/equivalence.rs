@@ -1,0 +1,305 @@
+//! Feed one packet sequence to the model and to the reference switch and say where they
+//! differ: verdict, answer bytes, switch counters, job counters, joined bitmaps, and every
+//! register of every slot version of every job.
+//!
+//! It lives in the library, not in a test, so that the property tests here and the
+//! `model_vs_reference` fuzz target ([`fuzz`]) run the very same check.
+
+use switchml_core::ranks::RankSet;
+use switchml_core::switch::{
+    Counters, JobConfig, JobCounters, JobError, Slot, Switch, Verdict as CoreVerdict,
+};
+
+use crate::aggregator::to_core;
+use crate::pipeline::{Config, Pipeline, Verdict};
+use crate::udp_sender::SwitchAddr;
+use crate::{MAX_COUNT, OUT_LEN};
+
+/// Job table size of the reference built here.
+pub const JOBS: usize = 4;
+/// The reference switch the model is compared with: same `max_count`, 64 ranks per job.
+pub type Reference<'a> = Switch<'a, { MAX_COUNT as usize }, 1, JOBS>;
+/// Its slot type.
+pub type RefSlot = Slot<{ MAX_COUNT as usize }, 1>;
+
+/// What both switches are set up with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Setup {
+    /// Pool slots.
+    pub slots: usize,
+    /// Epoch announced by both.
+    pub epoch: u32,
+    /// Jobs, added in order (the model registers ranks at their rank ports).
+    pub jobs: Vec<JobConfig>,
+}
+
+/// Where the two switches differ.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mismatch {
+    /// Adding a job gave different answers.
+    Setup {
+        /// The job.
+        job: u16,
+        /// The model's answer.
+        model: Result<(), JobError>,
+        /// The reference's answer.
+        reference: Result<(), JobError>,
+    },
+    /// Packet `packet` (0-based) got different verdicts.
+    Verdict {
+        /// Its index.
+        packet: usize,
+        /// The model's verdict.
+        model: CoreVerdict,
+        /// The reference's.
+        reference: CoreVerdict,
+    },
+    /// Packet `packet` got different answer bytes.
+    Bytes {
+        /// Its index.
+        packet: usize,
+        /// The model's answer.
+        model: Vec<u8>,
+        /// The reference's.
+        reference: Vec<u8>,
+    },
+    /// The model hit a register hazard on packet `packet`.
+    Fault {
+        /// Its index.
+        packet: usize,
+    },
+    /// The switch-wide counters differ after packet `packet`.
+    Counters {
+        /// Its index.
+        packet: usize,
+        /// The model's.
+        model: Box<Counters>,
+        /// The reference's.
+        reference: Box<Counters>,
+    },
+    /// A job's counters differ.
+    JobCounters {
+        /// The job.
+        job: u16,
+        /// The model's.
+        model: Box<JobCounters>,
+        /// The reference's.
+        reference: Box<JobCounters>,
+    },
+    /// A job's state differs: the joined bitmap or a register of a slot version.
+    State {
+        /// The job.
+        job: u16,
+        /// The slot (job-relative), or `u16::MAX` for the joined bitmap.
+        slot: u16,
+        /// The version.
+        ver: u8,
+        /// Which field.
+        field: &'static str,
+    },
+}
+
+/// The model and the reference side by side, with an output buffer each.
+pub struct Pair<'a> {
+    /// The model.
+    pub model: Pipeline,
+    /// The reference switch.
+    pub reference: Reference<'a>,
+    jobs: Vec<u16>,
+    model_out: Vec<u8>,
+    reference_out: Vec<u8>,
+    fed: usize,
+}
+
+fn word(set: &RankSet<1>) -> u64 {
+    let mut b = [0u8; 8];
+    set.write_bitmap(&mut b);
+    u64::from_le_bytes(b)
+}
+
+impl<'a> Pair<'a> {
+    /// Set both switches up; the reference runs over `pool` (`setup.slots` slots).
+    pub fn new(setup: &Setup, pool: &'a mut [RefSlot]) -> Result<Self, Mismatch> {
+        let mut reference = Reference::new(pool, setup.epoch);
+        let workers = setup
+            .jobs
+            .iter()
+            .map(|j| usize::from(j.world))
+            .sum::<usize>();
+        let mut model = Pipeline::new(Config {
+            slots: setup.slots,
+            jobs: JOBS,
+            workers: workers.max(1),
+            epoch: setup.epoch,
+            switch: SwitchAddr::default(),
+        });
+        let mut jobs = Vec::new();
+        for &job in &setup.jobs {
+            let r = reference.add_job(job);
+            let m = model.add_job_with_rank_ports(job).map_err(|e| match e {
+                crate::ControlError::Job(e) => e,
+                crate::ControlError::Worker(_) => JobError::TableFull(0),
+            });
+            if m != r {
+                return Err(Mismatch::Setup {
+                    job: job.id,
+                    model: m,
+                    reference: r,
+                });
+            }
+            if r.is_ok() {
+                jobs.push(job.id);
+            }
+        }
+        Ok(Pair {
+            model,
+            reference,
+            jobs,
+            model_out: vec![0; OUT_LEN],
+            reference_out: vec![0; OUT_LEN],
+            fed: 0,
+        })
+    }
+
+    /// Give both switches `packet`; compare verdicts, answers and switch counters.
+    pub fn feed(&mut self, packet: &[u8]) -> Result<(), Mismatch> {
+        let at = self.fed;
+        self.fed += 1;
+        let m = self.model.process_datagram(packet, &mut self.model_out);
+        if matches!(m, Verdict::Fault(_)) {
+            return Err(Mismatch::Fault { packet: at });
+        }
+        let m = to_core(m);
+        let r = self.reference.process(packet, &mut self.reference_out);
+        if m != r {
+            return Err(Mismatch::Verdict {
+                packet: at,
+                model: m,
+                reference: r,
+            });
+        }
+        if let CoreVerdict::Unicast { len, .. } | CoreVerdict::Multicast { len, .. } = r {
+            let (mb, rb) = (&self.model_out[..len], &self.reference_out[..len]);
+            if mb != rb {
+                return Err(Mismatch::Bytes {
+                    packet: at,
+                    model: mb.to_vec(),
+                    reference: rb.to_vec(),
+                });
+            }
+        }
+        let (mc, rc) = (self.model.counters(), *self.reference.counters());
+        if mc != rc {
+            return Err(Mismatch::Counters {
+                packet: at,
+                model: Box::new(mc),
+                reference: Box::new(rc),
+            });
+        }
+        Ok(())
+    }
+
+    /// Compare job counters, joined bitmaps and every slot version of every job.
+    pub fn compare_state(&self) -> Result<(), Mismatch> {
+        for &id in &self.jobs {
+            let (Some(m), Some(r)) = (self.model.job(id), self.reference.job(id)) else {
+                continue;
+            };
+            if m.counters != *r.counters() {
+                return Err(Mismatch::JobCounters {
+                    job: id,
+                    model: Box::new(m.counters),
+                    reference: Box::new(*r.counters()),
+                });
+            }
+            let differs = |slot, ver, field| {
+                Err(Mismatch::State {
+                    job: id,
+                    slot,
+                    ver,
+                    field,
+                })
+            };
+            if m.joined != word(r.joined()) {
+                return differs(u16::MAX, 0, "joined");
+            }
+            for slot in 0..m.config.slot_count {
+                for ver in 0..2u8 {
+                    let (Some(ms), Some(rs)) = (
+                        self.model.slot_version(id, slot, ver),
+                        self.reference.slot(id, slot).map(|s| s.version(ver)),
+                    ) else {
+                        return differs(slot, ver, "missing");
+                    };
+                    let complete = ms.seq.used && ms.remaining == 0;
+                    let checks = [
+                        (ms.seq.seq == rs.seq(), "seq"),
+                        (ms.seen == word(rs.seen()), "seen"),
+                        (ms.remaining == rs.remaining(), "remaining"),
+                        (complete == rs.is_complete(), "complete"),
+                        (ms.exp == rs.exp(), "exp"),
+                        (ms.overflow == rs.overflowed(), "overflow"),
+                        (ms.values() == rs.values(), "values"),
+                    ];
+                    if let Some((_, field)) = checks.into_iter().find(|(ok, _)| !ok) {
+                        return differs(slot, ver, field);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Return the number of packets fed.
+    pub fn fed(&self) -> usize {
+        self.fed
+    }
+}
+
+/// Run `packets` through both switches set up with `setup`; compare after every packet and
+/// the whole state at the end.
+pub fn run<'p>(setup: &Setup, packets: impl IntoIterator<Item = &'p [u8]>) -> Result<(), Mismatch> {
+    let mut pool = vec![RefSlot::IDLE; setup.slots];
+    let mut pair = Pair::new(setup, &mut pool)?;
+    for p in packets {
+        pair.feed(p)?;
+    }
+    pair.compare_state()
+}
+
+/// The set-up [`fuzz`] uses: job 7 of 3 ranks on slots 2..6 and job 9 of 1 rank on slot
+/// 0, in a pool of 8 slots.
+pub fn fuzz_setup() -> Setup {
+    Setup {
+        slots: 8,
+        epoch: 0xF022,
+        jobs: vec![
+            JobConfig {
+                id: 7,
+                world: 3,
+                slot_lo: 2,
+                slot_count: 4,
+            },
+            JobConfig {
+                id: 9,
+                world: 1,
+                slot_lo: 0,
+                slot_count: 1,
+            },
+        ],
+    }
+}
+
+/// The fuzz entry: `data` is a sequence of packets, each a big-endian u16 length (taken
+/// modulo 1,100) and that many bytes (fewer at the end).
+pub fn fuzz(data: &[u8]) -> Result<(), Mismatch> {
+    let mut packets = Vec::new();
+    let mut rest = data;
+    while let [hi, lo, tail @ ..] = rest {
+        let len = usize::from(u16::from_be_bytes([*hi, *lo])) % 1100;
+        let (p, next) = tail.split_at(len.min(tail.len()));
+        packets.push(p);
+        rest = next;
+    }
+    run(&fuzz_setup(), packets)
+}

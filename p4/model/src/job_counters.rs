@@ -1,0 +1,90 @@
+//! `job_counters.p4`: per-job event counters, one counter array per event indexed by the
+//! job table entry, so a packet that counts several events (a contribution that completes
+//! a use with an overflow) touches each array once.
+
+use switchml_core::switch::JobCounters as Snapshot;
+
+use crate::register::Counter;
+
+/// A per-job event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobEvent {
+    /// A contribution added into a slot.
+    Contribution,
+    /// A use completed.
+    Completion,
+    /// A stored result unicast again.
+    RetransmitReply,
+    /// A duplicate to an incomplete use.
+    Duplicate,
+    /// A contribution for an older use.
+    Stale,
+    /// Another contribution dropped (rank, slot, count, version).
+    Rejected,
+    /// A Join answered.
+    Join,
+    /// A Probe answered.
+    Probe,
+    /// An Abort passed on.
+    Abort,
+    /// A use that ended with an overflow.
+    Overflow,
+}
+
+const EVENTS: usize = 10;
+
+/// The counters.
+#[derive(Debug, Clone)]
+pub struct JobCounters {
+    events: [Counter; EVENTS],
+}
+
+impl JobCounters {
+    /// Make counters for `jobs` job table entries.
+    pub fn new(jobs: usize) -> Self {
+        let names = [
+            "job_contributions",
+            "job_completions",
+            "job_retransmit_replies",
+            "job_duplicates",
+            "job_stale",
+            "job_rejected",
+            "job_joins",
+            "job_probes",
+            "job_aborts",
+            "job_overflows",
+        ];
+        JobCounters {
+            events: names.map(|n| Counter::new(n, jobs)),
+        }
+    }
+
+    /// Count `event` for job table entry `job`.
+    pub fn count(&mut self, event: JobEvent, job: u16) {
+        self.events[event as usize].count(usize::from(job));
+    }
+
+    /// Read entry `job` as the reference switch's per-job counters.
+    pub fn snapshot(&self, job: u16) -> Snapshot {
+        let r = |e: JobEvent| self.events[e as usize].read(usize::from(job));
+        Snapshot {
+            contributions: r(JobEvent::Contribution),
+            completions: r(JobEvent::Completion),
+            retransmit_replies: r(JobEvent::RetransmitReply),
+            duplicates: r(JobEvent::Duplicate),
+            stale: r(JobEvent::Stale),
+            rejected: r(JobEvent::Rejected),
+            joins: r(JobEvent::Join),
+            probes: r(JobEvent::Probe),
+            aborts: r(JobEvent::Abort),
+            overflows: r(JobEvent::Overflow),
+        }
+    }
+
+    /// Zero entry `job` (control plane).
+    pub fn clear(&mut self, job: u16) {
+        for c in self.events.iter_mut() {
+            c.clear(usize::from(job));
+        }
+    }
+}

@@ -1,0 +1,68 @@
+//! # switchml-p4model
+//!
+//! A Rust model of the switchml-rs P4 program (`p4/v1model/`, `p4/tna/`), control by
+//! control, so that the program's logic runs in `cargo test` against the reference switch
+//! (`switchml_core::switch::Switch`) although no P4 compiler runs here. Each P4 file has a
+//! twin module of the same name: `p4/v1model/bitmap_checker.p4` ↔ `bitmap_checker.rs`
+//! with a `BitmapChecker`; `p4/README.md` has the whole table.
+//!
+//! What the model keeps from the hardware, because that is what shapes the P4 program:
+//!
+//! - **Registers** ([`register`]): one read-modify-write per register per pass, checked;
+//!   state that needs more takes another pass.
+//! - **Passes**: [`VALUES_PER_PASS`] values per pass, so a packet of [`MAX_COUNT`] values
+//!   takes [`MAX_PASSES`] passes (recirculations), as on Tofino.
+//! - **Tables** with typed entries ([`classifier`]) and a **packet replication engine**
+//!   ([`replication`]) feeding the egress rewrite ([`udp_sender`]).
+//!
+//! The data plane is [`Pipeline::process`] (frames) and [`Pipeline::process_datagram`]
+//! (bare datagrams; also the `Aggregator` impl, see [`aggregator`]); both write into the
+//! caller's buffer and allocate nothing. The control plane is in [`control_plane`].
+//! [`equivalence`] feeds one packet sequence to the model and the reference and says where
+//! they differ; the tests and the `model_vs_reference` fuzz target use it.
+//!
+//! What the model does **not** show: timing, the interleaving of other packets between a
+//! packet's passes (the model runs them back to back), and whether the P4 compiles.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod aggregator;
+pub mod bitmap_checker;
+pub mod classifier;
+pub mod control_plane;
+pub mod count_checker;
+pub mod drop_counters;
+pub mod equivalence;
+pub mod exponents;
+pub mod headers;
+pub mod job_counters;
+pub mod join_handler;
+pub mod next_step_selector;
+pub mod overflow_flag;
+pub mod p4gen;
+pub mod parser;
+pub mod pipeline;
+pub mod probe_handler;
+pub mod processor;
+pub mod processors;
+pub mod register;
+pub mod replication;
+pub mod reply_builder;
+pub mod testbed;
+pub mod udp_sender;
+pub mod use_checker;
+pub mod validator;
+pub mod workers_counter;
+
+pub use classifier::{Source, WorkerAddr};
+pub use control_plane::{ControlError, JobReport, SlotVersionState};
+pub use pipeline::{Config, Pipeline, Verdict, FRAME_OUT_LEN, OUT_LEN};
+pub use replication::Replica;
+pub use udp_sender::SwitchAddr;
+
+/// Values each pass handles: the value registers of one pipeline pass.
+pub const VALUES_PER_PASS: usize = 64;
+/// Passes a packet of [`MAX_COUNT`] values takes.
+pub const MAX_PASSES: usize = 4;
+/// The largest count the switch accepts (`max_count` in JoinReplies).
+pub const MAX_COUNT: u16 = (VALUES_PER_PASS * MAX_PASSES) as u16;

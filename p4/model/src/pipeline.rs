@@ -1,0 +1,527 @@
+//! The pipeline: `switchml.p4`'s ingress control, pass by pass, then the traffic manager
+//! and egress.
+//!
+//! Every packet takes pass 0; a Contribution takes one more pass per further block of
+//! [`VALUES_PER_PASS`] values, and one to restore the bitmap when it must (see
+//! `bitmap_checker.rs`). The model runs a packet's passes back to back; the hardware would
+//! let other packets in between (see `p4/README.md`, known gaps).
+//!
+//! ```text
+//!  frame ─▶ Parser ─▶ Validator ─▶ Classifier ─┬─ Contribution: UseChecker ─▶ CountChecker
+//!                                              │   ─▶ BitmapChecker ─▶ WorkersCounter
+//!                                              │   ─▶ NextStepSelector ─▶ Exponents
+//!                                              │   ─▶ Processors (×passes) ─▶ OverflowFlag
+//!                                              ├─ Join: JoinHandler
+//!                                              ├─ Probe: ProbeHandler (+ read actions)
+//!                                              └─ Abort: pass on
+//!        ─▶ ReplyBuilder ─▶ DropCounters/JobCounters ─▶ Replication ─▶ UdpSender ─▶ out
+//! ```
+
+use switchml_core::switch::{DropReason, Switch};
+use switchml_core::wire::{AbortReason, Flags, RANK_ALL};
+
+use crate::bitmap_checker::BitmapChecker;
+use crate::classifier::{Classification, Classifier, JobEntry, Source};
+use crate::count_checker::CountChecker;
+use crate::drop_counters::{DropCounters, Tally};
+use crate::exponents::Exponents;
+use crate::headers::TRANSPORT_LEN;
+use crate::headers::{AbortHeader, DataHeader, Headers, JoinHeader, Prefix, ProbeHeader};
+use crate::job_counters::{JobCounters, JobEvent};
+use crate::join_handler::{JoinDecision, JoinHandler};
+use crate::next_step_selector::{NextStepSelector, Outcome};
+use crate::overflow_flag::OverflowFlag;
+use crate::parser::{Parser, ParserError};
+use crate::probe_handler::{ProbeDecision, ProbeHandler};
+use crate::processors::Processors;
+use crate::register::{Hazard, PassClock};
+use crate::replication::{Replica, Replication};
+use crate::reply_builder::{ReplyBuilder, ResultFields};
+use crate::udp_sender::{SwitchAddr, UdpSender};
+use crate::use_checker::{Use, UseChecker};
+use crate::validator::{Message, Validator};
+use crate::workers_counter::WorkersCounter;
+use crate::{MAX_COUNT, VALUES_PER_PASS};
+
+/// The output buffer a bare datagram needs: the reference switch's.
+pub const OUT_LEN: usize = Switch::<'static, { MAX_COUNT as usize }, 1, 1>::OUT_LEN;
+/// The output buffer a frame needs.
+pub const FRAME_OUT_LEN: usize = TRANSPORT_LEN + OUT_LEN;
+
+/// Sizes and addresses, fixed at construction: nothing is allocated per packet.
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    /// Aggregator slots in the pool.
+    pub slots: usize,
+    /// Job table entries (and multicast groups).
+    pub jobs: usize,
+    /// Worker table entries.
+    pub workers: usize,
+    /// The epoch announced in replies.
+    pub epoch: u32,
+    /// The switch's own addresses.
+    pub switch: SwitchAddr,
+}
+
+/// What to do with the packet the pipeline wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Nothing to send; dropped and counted for this reason.
+    Drop(DropReason),
+    /// Nothing to send; absorbed into a slot.
+    Consumed,
+    /// Send `out[..len]` out of `port`, to `rank` of `job`.
+    Unicast {
+        /// The job.
+        job: u16,
+        /// The destination rank.
+        rank: u16,
+        /// The egress port (the ingress port).
+        port: u16,
+        /// Bytes written.
+        len: usize,
+    },
+    /// Replicate `out[..len]` to multicast `group`, every worker of `job`.
+    Multicast {
+        /// The job.
+        job: u16,
+        /// The multicast group.
+        group: u16,
+        /// Bytes written.
+        len: usize,
+    },
+    /// Not switchml traffic: not counted as received, only as ignored.
+    NotSwitchml,
+    /// A register was accessed against the hardware's rule: a bug in the model.
+    Fault(Hazard),
+}
+
+/// The switch: data plane in this file, control plane in `control_plane.rs`.
+#[derive(Debug, Clone)]
+pub struct Pipeline {
+    pub(crate) config: Config,
+    pub(crate) clock: PassClock,
+    pub(crate) classifier: Classifier,
+    pub(crate) use_checker: UseChecker,
+    pub(crate) count_checker: CountChecker,
+    pub(crate) bitmap_checker: BitmapChecker,
+    pub(crate) workers_counter: WorkersCounter,
+    pub(crate) exponents: Exponents,
+    pub(crate) processors: Processors,
+    pub(crate) overflow_flag: OverflowFlag,
+    pub(crate) join_handler: JoinHandler,
+    pub(crate) reply_builder: ReplyBuilder,
+    pub(crate) drop_counters: DropCounters,
+    pub(crate) job_counters: JobCounters,
+    pub(crate) replication: Replication,
+    pub(crate) udp_sender: UdpSender,
+}
+
+impl Pipeline {
+    /// Build the pipeline with every register and table allocated.
+    pub fn new(config: Config) -> Self {
+        let versions = 2 * config.slots;
+        Pipeline {
+            config,
+            clock: PassClock::default(),
+            classifier: Classifier::new(config.jobs, config.workers),
+            use_checker: UseChecker::new(versions),
+            count_checker: CountChecker::new(versions),
+            bitmap_checker: BitmapChecker::new(config.slots),
+            workers_counter: WorkersCounter::new(versions),
+            exponents: Exponents::new(versions),
+            processors: Processors::new(versions),
+            overflow_flag: OverflowFlag::new(versions),
+            join_handler: JoinHandler::new(config.jobs),
+            reply_builder: ReplyBuilder::new(config.epoch),
+            drop_counters: DropCounters::default(),
+            job_counters: JobCounters::new(config.jobs),
+            replication: Replication::new(config.jobs, config.workers),
+            udp_sender: UdpSender::new(config.switch),
+        }
+    }
+
+    /// Process an Ethernet frame that arrived on `ingress_port`. A unicast answer is the
+    /// finished frame in `out`; a multicast one is the frame before replication: send
+    /// [`Pipeline::egress`] of it for each of [`Pipeline::replicas`] of the group.
+    pub fn process(&mut self, ingress_port: u16, frame: &[u8], out: &mut [u8]) -> Verdict {
+        let headers = match Parser::parse_frame(frame) {
+            Err(ParserError::NotSwitchml) => {
+                self.drop_counters.ignored();
+                return Verdict::NotSwitchml;
+            }
+            other => other,
+        };
+        self.drop_counters.received();
+        let verdict = match (headers, out.len() >= FRAME_OUT_LEN) {
+            (_, false) => Verdict::Drop(DropReason::OutputTooSmall),
+            (Err(_), true) => Verdict::Drop(DropReason::Malformed),
+            (Ok(h), true) => {
+                let t = h.transport.unwrap_or_default();
+                let source = Source {
+                    ip: t.ipv4.src,
+                    udp_port: t.udp.src_port,
+                };
+                let (head, body) = out.split_at_mut(TRANSPORT_LEN);
+                let v = self.ingress(&h, source, ingress_port, body);
+                match v {
+                    Verdict::Unicast { len, .. } => self.udp_sender.reflect(&t, len, head),
+                    Verdict::Multicast { .. } => head.copy_from_slice(&frame[..TRANSPORT_LEN]),
+                    _ => {}
+                }
+                v
+            }
+        };
+        self.finish(verdict, TRANSPORT_LEN)
+    }
+
+    /// Process a bare switchml datagram (the `Aggregator` path): it is classified as
+    /// coming from [`Source::rank_port`] of its rank field, and arrives on port = rank.
+    pub fn process_datagram(&mut self, datagram: &[u8], out: &mut [u8]) -> Verdict {
+        self.drop_counters.received();
+        let verdict = if out.len() < OUT_LEN {
+            Verdict::Drop(DropReason::OutputTooSmall)
+        } else {
+            match Parser::parse_datagram(datagram) {
+                Err(_) => Verdict::Drop(DropReason::Malformed),
+                Ok(h) => {
+                    let rank = h.prefix.rank;
+                    self.ingress(&h, Source::rank_port(rank), rank, out)
+                }
+            }
+        };
+        self.finish(verdict, 0)
+    }
+
+    /// Return the replicas of multicast `group`.
+    pub fn replicas(&self, group: u16) -> &[Replica] {
+        self.replication.replicas(group)
+    }
+
+    /// Egress for one replica: write the frame for `replica` of the multicast `packet`
+    /// (as [`Pipeline::process`] left it) into `out`; return its length, or `None` if
+    /// the replica's worker is gone or `out` is too short.
+    pub fn egress(&self, replica: Replica, packet: &[u8], out: &mut [u8]) -> Option<usize> {
+        let worker = self.classifier.worker(replica.rid)?;
+        let datagram = packet.get(TRANSPORT_LEN..)?;
+        let len = TRANSPORT_LEN + datagram.len();
+        let out = out.get_mut(..len)?;
+        out[TRANSPORT_LEN..].copy_from_slice(datagram);
+        self.udp_sender
+            .replicate(&worker.addr, datagram.len(), &mut out[..TRANSPORT_LEN]);
+        Some(len)
+    }
+
+    /// Count the verdict; add `extra` header bytes to an answer's length.
+    fn finish(&mut self, verdict: Verdict, extra: usize) -> Verdict {
+        let tally = match verdict {
+            Verdict::Drop(reason) => Tally::Drop(reason),
+            Verdict::Consumed => Tally::Consumed,
+            Verdict::Multicast { .. } => Tally::Multicast,
+            Verdict::Unicast { .. } => Tally::Unicast,
+            Verdict::NotSwitchml => return verdict,
+            Verdict::Fault(_) => {
+                self.drop_counters.fault();
+                return verdict;
+            }
+        };
+        self.drop_counters.tally(tally);
+        match verdict {
+            Verdict::Unicast {
+                job,
+                rank,
+                port,
+                len,
+            } => Verdict::Unicast {
+                job,
+                rank,
+                port,
+                len: len + extra,
+            },
+            Verdict::Multicast { job, group, len } => Verdict::Multicast {
+                job,
+                group,
+                len: len + extra,
+            },
+            other => other,
+        }
+    }
+
+    /// The ingress control after the parser; `out` receives the switchml answer.
+    fn ingress(&mut self, h: &Headers<'_>, source: Source, port: u16, out: &mut [u8]) -> Verdict {
+        let message = match Validator::apply(h) {
+            Ok(m) => m,
+            Err(reason) => return Verdict::Drop(reason),
+        };
+        let class = self.classifier.apply(h.prefix.job, source);
+        let result = match message {
+            Message::Contribution(d) => self.contribution(&h.prefix, &d, h.payload, class, out),
+            Message::Join(j) => self.join(&h.prefix, &j, class, out),
+            Message::Probe(p) => self.probe(&h.prefix, &p, class, out),
+            Message::Abort(a) => Ok(self.abort(&h.prefix, &a, class, h.datagram, out)),
+        };
+        match result {
+            Ok(Verdict::Unicast { job, rank, len, .. }) => Verdict::Unicast {
+                job,
+                rank,
+                port,
+                len,
+            },
+            Ok(v) => v,
+            Err(hazard) => Verdict::Fault(hazard),
+        }
+    }
+
+    /// Answer `prefix`'s sender with an Abort.
+    fn refuse(&self, prefix: &Prefix, reason: AbortReason, detail: u16, out: &mut [u8]) -> Verdict {
+        let len = self
+            .reply_builder
+            .abort(out, prefix.job, prefix.rank, reason, detail);
+        unicast(prefix, len)
+    }
+
+    /// protocol.md §4 steps 1–6, over as many passes as the values need.
+    fn contribution(
+        &mut self,
+        prefix: &Prefix,
+        d: &DataHeader,
+        payload: &[u8],
+        class: Classification,
+        out: &mut [u8],
+    ) -> Result<Verdict, Hazard> {
+        let Some(job) = class.job else {
+            return Ok(Verdict::Drop(DropReason::UnknownJob));
+        };
+        let c = job.config;
+        let reject = if class.rank(prefix.rank).is_none() {
+            Some(DropReason::UnknownRank)
+        } else if d.count > MAX_COUNT {
+            Some(DropReason::CountTooLarge)
+        } else if u32::from(d.ver) != d.seq & 1 {
+            Some(DropReason::BadVersion)
+        } else if d.slot >= c.slot_count {
+            Some(DropReason::SlotRange)
+        } else {
+            None
+        };
+        if let Some(reason) = reject {
+            self.job_counters.count(JobEvent::Rejected, job.index);
+            return Ok(Verdict::Drop(reason));
+        }
+        let slot = c.slot_lo as usize + usize::from(d.slot);
+        let version = 2 * slot + usize::from(d.ver);
+        let bit = 1u64 << (prefix.rank & 63);
+
+        let mut pass = self.clock.begin(0);
+        let use_ = self.use_checker.apply(&pass, version, d.seq)?;
+        if use_ == Use::Stale {
+            self.job_counters.count(JobEvent::Stale, job.index);
+            return Ok(Verdict::Drop(DropReason::Stale));
+        }
+        let begin = use_ == Use::Begin;
+        let count = self.count_checker.apply(&pass, version, begin, d.count)?;
+        let count_ok = count == d.count;
+        let seen = self
+            .bitmap_checker
+            .apply(&pass, slot, d.ver, bit, begin, count_ok)?;
+        let countdown = self
+            .workers_counter
+            .apply(&pass, version, begin, c.world, seen.seen, count_ok)?;
+        let outcome = NextStepSelector::outcome(use_, seen, countdown);
+        let Some(update) = outcome.update() else {
+            let (event, reason) = match outcome {
+                Outcome::Duplicate => (JobEvent::Duplicate, DropReason::Duplicate),
+                _ => (JobEvent::Rejected, DropReason::CountMismatch),
+            };
+            self.job_counters.count(event, job.index);
+            return Ok(Verdict::Drop(reason));
+        };
+        let exp = self.exponents.apply(&pass, version, update, d.exp)?;
+
+        let blocks = NextStepSelector::blocks(count);
+        let passes = NextStepSelector::passes(outcome, count);
+        let values = out
+            .get_mut(switchml_core::wire::data::HEADER_LEN..)
+            .unwrap_or_default();
+        let (mut packet_overflow, mut overflow) = (false, false);
+        for p in 0..passes {
+            let restore = p == 1 && outcome == (Outcome::Retransmit { undo: true });
+            if p > 0 {
+                pass = self.clock.begin(p as u8);
+                self.drop_counters.recirculated(restore);
+            }
+            if p < blocks {
+                let lo = p * VALUES_PER_PASS;
+                let n = (usize::from(count) - lo).min(VALUES_PER_PASS);
+                let input = payload.get(4 * lo..).unwrap_or_default();
+                let output = values.get_mut(4 * lo..).unwrap_or_default();
+                packet_overflow |= self
+                    .processors
+                    .apply(&pass, version, p, n, update, input, output)?;
+            }
+            if restore {
+                self.bitmap_checker
+                    .undo(&pass, slot, d.ver, bit, seen.other)?;
+            }
+            if p == blocks.max(1) - 1 {
+                overflow = self
+                    .overflow_flag
+                    .apply(&pass, version, update, packet_overflow)?;
+            }
+        }
+        let overflow_flag = if overflow {
+            Flags::OVERFLOW
+        } else {
+            Flags::default()
+        };
+        let mut fields = ResultFields {
+            rank: prefix.rank,
+            flags: overflow_flag,
+            count,
+            exp,
+        };
+        Ok(match outcome {
+            Outcome::Retransmit { .. } => {
+                self.job_counters
+                    .count(JobEvent::RetransmitReply, job.index);
+                fields.flags = Flags::RETRANSMIT.with(overflow_flag);
+                let len = self.reply_builder.result(out, prefix.job, d, fields);
+                unicast(prefix, len)
+            }
+            Outcome::Aggregate { last, .. } => {
+                self.job_counters.count(JobEvent::Contribution, job.index);
+                if !last {
+                    return Ok(Verdict::Consumed);
+                }
+                self.job_counters.count(JobEvent::Completion, job.index);
+                if overflow {
+                    self.job_counters.count(JobEvent::Overflow, job.index);
+                }
+                fields.rank = RANK_ALL;
+                let len = self.reply_builder.result(out, prefix.job, d, fields);
+                multicast(&job, len)
+            }
+            Outcome::Duplicate | Outcome::CountMismatch => Verdict::Consumed,
+        })
+    }
+
+    fn join(
+        &mut self,
+        prefix: &Prefix,
+        j: &JoinHeader,
+        class: Classification,
+        out: &mut [u8],
+    ) -> Result<Verdict, Hazard> {
+        let Some(job) = class.job else {
+            return Ok(self.refuse(prefix, AbortReason::UnknownJob, 0, out));
+        };
+        let pass = self.clock.begin(0);
+        Ok(
+            match self
+                .join_handler
+                .apply(&pass, &job, class.rank(prefix.rank), j)?
+            {
+                JoinDecision::Refuse(reason, detail) => self.refuse(prefix, reason, detail, out),
+                JoinDecision::Accept {
+                    joined,
+                    complete,
+                    completes,
+                } => {
+                    self.job_counters.count(JobEvent::Join, job.index);
+                    let c = job.config;
+                    let to = if completes { RANK_ALL } else { prefix.rank };
+                    let len = self.reply_builder.join_reply(
+                        out,
+                        prefix.job,
+                        to,
+                        c.world,
+                        complete,
+                        MAX_COUNT,
+                        c.slot_count,
+                        joined,
+                    );
+                    if completes {
+                        multicast(&job, len)
+                    } else {
+                        unicast(prefix, len)
+                    }
+                }
+            },
+        )
+    }
+
+    fn probe(
+        &mut self,
+        prefix: &Prefix,
+        p: &ProbeHeader,
+        class: Classification,
+        out: &mut [u8],
+    ) -> Result<Verdict, Hazard> {
+        let Some(job) = class.job else {
+            return Ok(self.refuse(prefix, AbortReason::UnknownJob, 0, out));
+        };
+        let slot = match ProbeHandler::apply(&job, class.rank(prefix.rank), p) {
+            ProbeDecision::Refuse(reason, detail) => {
+                return Ok(self.refuse(prefix, reason, detail, out))
+            }
+            ProbeDecision::Read { slot } => slot,
+        };
+        self.job_counters.count(JobEvent::Probe, job.index);
+        let version = 2 * slot + usize::from(p.ver);
+        let pass = self.clock.begin(0);
+        let seq = self.use_checker.probe(&pass, version)?;
+        let seen = self.bitmap_checker.probe(&pass, slot, p.ver)?;
+        let remaining = self.workers_counter.probe(&pass, version)?;
+        let len = self.reply_builder.probe_reply(
+            out,
+            prefix.job,
+            prefix.rank,
+            p.slot,
+            p.ver,
+            ProbeHandler::state(seq, remaining),
+            remaining,
+            seq.seq,
+            job.config.world,
+            seen,
+        );
+        Ok(unicast(prefix, len))
+    }
+
+    /// A worker's Abort: pass it on to the job unchanged.
+    fn abort(
+        &mut self,
+        prefix: &Prefix,
+        _a: &AbortHeader,
+        class: Classification,
+        datagram: &[u8],
+        out: &mut [u8],
+    ) -> Verdict {
+        let Some(job) = class.job else {
+            return Verdict::Drop(DropReason::UnknownJob);
+        };
+        if class.rank(prefix.rank).is_none() {
+            return Verdict::Drop(DropReason::UnknownRank);
+        }
+        self.job_counters.count(JobEvent::Abort, job.index);
+        let len = datagram.len();
+        out[..len].copy_from_slice(datagram);
+        multicast(&job, len)
+    }
+}
+
+fn unicast(prefix: &Prefix, len: usize) -> Verdict {
+    Verdict::Unicast {
+        job: prefix.job,
+        rank: prefix.rank,
+        port: 0,
+        len,
+    }
+}
+
+fn multicast(job: &JobEntry, len: usize) -> Verdict {
+    Verdict::Multicast {
+        job: job.config.id,
+        group: job.group,
+        len,
+    }
+}

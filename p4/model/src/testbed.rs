@@ -1,0 +1,221 @@
+//! The test bed the golden vectors are replayed on, in the model and on BMv2: four jobs
+//! covering the vectors' job ids, four worker hosts on switch ports 0–3, the frames that
+//! carry each vector, and the `simple_switch_CLI` commands that load the same tables into
+//! the v1model program (`p4/replay/commands.txt` is [`cli_commands`], checked by a test).
+//!
+//! ```text
+//!   host r = 10.0.0.(r+1), UDP port 40000+r, MAC 02:00:00:00:00:(r+1), switch port r
+//!   switch = 10.0.0.254, MAC 02:00:00:00:00:fe, UDP port 0xBEE0
+//! ```
+
+use std::fmt::Write as _;
+
+use switchml_core::switch::JobConfig;
+use switchml_core::wire::SWITCH_PORT;
+
+use crate::classifier::{Source, WorkerAddr};
+use crate::headers::{ETHERTYPE_IPV4, IP_PROTO_UDP, TRANSPORT_LEN};
+use crate::pipeline::{Config, Pipeline, Verdict, FRAME_OUT_LEN};
+use crate::udp_sender::{ipv4_checksum, SwitchAddr};
+
+/// Worker hosts, one per switch port.
+pub const HOSTS: u16 = 4;
+/// The epoch the test bed's switch announces.
+pub const EPOCH: u32 = 0x0102_0304;
+/// The switch's addresses.
+pub const SWITCH: SwitchAddr = SwitchAddr {
+    mac: [2, 0, 0, 0, 0, 0xFE],
+    ip: [10, 0, 0, 254],
+};
+/// Where vectors whose rank has no host come from (port 0, never registered).
+pub const STRANGER: WorkerAddr = WorkerAddr {
+    port: 0,
+    mac: [2, 0, 0, 0, 0, 0xC8],
+    source: Source {
+        ip: [10, 0, 0, 200],
+        udp_port: 40200,
+    },
+};
+
+/// The jobs: ids 7, 1, 9 and 0x1234 of the vectors, on a pool of 40 slots.
+pub fn jobs() -> [JobConfig; 4] {
+    let job = |id, world, slot_lo, slot_count| JobConfig {
+        id,
+        world,
+        slot_lo,
+        slot_count,
+    };
+    [
+        job(7, 4, 0, 16),
+        job(1, 3, 16, 18),
+        job(9, 2, 34, 4),
+        job(0x1234, 2, 38, 2),
+    ]
+}
+
+/// The address of host `rank`.
+pub fn host(rank: u16) -> WorkerAddr {
+    let r = (rank & 0xFF) as u8;
+    WorkerAddr {
+        port: rank,
+        mac: [2, 0, 0, 0, 0, r + 1],
+        source: Source {
+            ip: [10, 0, 0, r + 1],
+            udp_port: 40000 + rank,
+        },
+    }
+}
+
+/// The test bed's switch with no jobs.
+fn empty() -> Pipeline {
+    Pipeline::new(Config {
+        slots: 40,
+        jobs: 4,
+        workers: 16,
+        epoch: EPOCH,
+        switch: SWITCH,
+    })
+}
+
+/// The model set up as the test bed: every rank of every job at its host.
+pub fn pipeline() -> Pipeline {
+    let mut p = empty();
+    for job in jobs() {
+        p.add_job(job).ok();
+        for rank in 0..job.world {
+            p.add_worker(job.id, rank, host(rank)).ok();
+        }
+    }
+    p
+}
+
+/// The same jobs for bare datagrams: ranks at their rank ports (the `Aggregator` mapping).
+pub fn bare_pipeline() -> Pipeline {
+    let mut p = empty();
+    for job in jobs() {
+        p.add_job_with_rank_ports(job).ok();
+    }
+    p
+}
+
+/// The frame a vector's datagram travels in: from the host of its rank (or the
+/// [`STRANGER`]) to the switch. Returns the ingress port and the frame.
+pub fn frame(datagram: &[u8]) -> (u16, Vec<u8>) {
+    let rank = datagram
+        .get(4..6)
+        .map_or(u16::MAX, |b| u16::from_be_bytes([b[0], b[1]]));
+    let from = if rank < HOSTS { host(rank) } else { STRANGER };
+    let mut f = vec![0u8; TRANSPORT_LEN];
+    f[0..6].copy_from_slice(&SWITCH.mac);
+    f[6..12].copy_from_slice(&from.mac);
+    f[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+    let ip_len = (28 + datagram.len()) as u16;
+    f[14..26].copy_from_slice(&[0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, IP_PROTO_UDP, 0, 0]);
+    f[16..18].copy_from_slice(&ip_len.to_be_bytes());
+    f[26..30].copy_from_slice(&from.source.ip);
+    f[30..34].copy_from_slice(&SWITCH.ip);
+    let sum = ipv4_checksum(&f[14..34]);
+    f[24..26].copy_from_slice(&sum.to_be_bytes());
+    f[34..36].copy_from_slice(&from.source.udp_port.to_be_bytes());
+    f[36..38].copy_from_slice(&SWITCH_PORT.to_be_bytes());
+    f[38..40].copy_from_slice(&(ip_len - 20).to_be_bytes());
+    f.extend_from_slice(datagram);
+    (from.port, f)
+}
+
+/// Run one frame through `p`; return the frames it sends, with their egress ports.
+pub fn outputs(p: &mut Pipeline, port: u16, frame: &[u8]) -> Vec<(u16, Vec<u8>)> {
+    let mut out = vec![0u8; FRAME_OUT_LEN];
+    match p.process(port, frame, &mut out) {
+        Verdict::Unicast { port, len, .. } => vec![(port, out[..len].to_vec())],
+        Verdict::Multicast { group, len, .. } => {
+            let mut replica = vec![0u8; FRAME_OUT_LEN];
+            p.replicas(group)
+                .iter()
+                .filter_map(|&r| {
+                    let n = p.egress(r, &out[..len], &mut replica)?;
+                    Some((r.port, replica[..n].to_vec()))
+                })
+                .collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+fn mac(m: [u8; 6]) -> String {
+    m.map(|b| format!("{b:02x}")).join(":")
+}
+
+fn ip(a: [u8; 4]) -> String {
+    a.map(|b| b.to_string()).join(".")
+}
+
+/// The `simple_switch_CLI` commands that load the test bed into `p4/v1model/switchml.p4`.
+pub fn cli_commands() -> String {
+    let mut s = String::from(
+        "# Generated by `cargo run -p switchml-p4model --bin expected -- --cli`; do not edit.\n",
+    );
+    let mut node = 0;
+    let mut rid = 1u16;
+    for (index, job) in jobs().into_iter().enumerate() {
+        let group = index + 1;
+        let _ = writeln!(
+            s,
+            "table_add job_table set_job {} => {} {} {} {group} {index} 0x{:016x}",
+            job.id,
+            job.world,
+            job.slot_lo,
+            job.slot_count,
+            crate::join_handler::full_mask(job.world)
+        );
+        let _ = writeln!(s, "mc_mgrp_create {group}");
+        for rank in 0..job.world {
+            let h = host(rank);
+            let _ = writeln!(
+                s,
+                "table_add worker_table set_worker {} {} {} => {rank} 0x{:016x}",
+                job.id,
+                ip(h.source.ip),
+                h.source.udp_port,
+                1u64 << rank
+            );
+            let _ = writeln!(
+                s,
+                "table_add replica_table set_replica {rid} => {} {} {}",
+                mac(h.mac),
+                ip(h.source.ip),
+                h.source.udp_port
+            );
+            let _ = writeln!(s, "mc_node_create {rid} {}", h.port);
+            let _ = writeln!(s, "mc_node_associate {group} {node}");
+            node += 1;
+            rid += 1;
+        }
+    }
+    let _ = writeln!(
+        s,
+        "table_set_default switch_config set_switch_config {} {} {EPOCH}",
+        mac(SWITCH.mac),
+        ip(SWITCH.ip)
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_join_from_host_3_is_answered_on_port_3() {
+        let mut p = pipeline();
+        let join = [1u8, 0x10, 0, 7, 0, 3, 0, 4, 0, 8, 0, 4, 1, 0, 0, 0];
+        let (port, f) = frame(&join);
+        let out = outputs(&mut p, port, &f);
+        assert_eq!(out.len(), 1);
+        let (port, reply) = &out[0];
+        assert_eq!(*port, 3);
+        assert_eq!(&reply[0..6], &host(3).mac);
+        assert_eq!(&reply[30..34], &host(3).source.ip);
+        assert_eq!(reply[TRANSPORT_LEN + 1], 0x11);
+    }
+}

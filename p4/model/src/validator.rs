@@ -1,0 +1,84 @@
+//! `validator.p4`: the field checks a P4 parser cannot make, and the message class.
+//!
+//! A message is `Malformed` if its version is not 1, its length is not exactly what its
+//! header declares, a reserved field is not zero, or `ver` is above 1 (protocol.md §2–3);
+//! types only the switch sends are `UnexpectedType`, unknown types `UnknownType` (§4).
+
+use switchml_core::switch::DropReason;
+
+use crate::headers::{AbortHeader, Body, DataHeader, Headers, JoinHeader, ProbeHeader};
+
+/// A message the switch acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Message {
+    /// A Contribution.
+    Contribution(DataHeader),
+    /// A Join.
+    Join(JoinHeader),
+    /// A Probe.
+    Probe(ProbeHeader),
+    /// An Abort from a worker.
+    Abort(AbortHeader),
+}
+
+/// The validator (stateless).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Validator;
+
+impl Validator {
+    /// Check the parsed headers; return the message or why it is dropped.
+    pub fn apply(h: &Headers<'_>) -> Result<Message, DropReason> {
+        let exact = |len: usize| h.payload.len() == len;
+        let (ok, message) = match h.body {
+            Body::OtherVersion => return Err(DropReason::Malformed),
+            Body::SwitchOnly => return Err(DropReason::UnexpectedType),
+            Body::Unknown => return Err(DropReason::UnknownType),
+            Body::Contribution(d) => (
+                exact(4 * usize::from(d.count)) && d.ver <= 1 && d.reserved == 0,
+                Message::Contribution(d),
+            ),
+            Body::Join(j) => (exact(0) && j.reserved == 0, Message::Join(j)),
+            Body::Probe(p) => (exact(0) && p.ver <= 1 && p.reserved == 0, Message::Probe(p)),
+            Body::Abort(a) => (exact(0) && a.reserved == 0, Message::Abort(a)),
+        };
+        if ok {
+            Ok(message)
+        } else {
+            Err(DropReason::Malformed)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parser::Parser;
+
+    fn check(bytes: &[u8]) -> Result<Message, DropReason> {
+        Validator::apply(&Parser::parse_datagram(bytes).unwrap())
+    }
+
+    #[test]
+    fn lengths_reserved_fields_and_versions_are_checked() {
+        let mut c = [
+            1u8, 1, 0, 7, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
+        ];
+        assert!(matches!(check(&c), Ok(Message::Contribution(_))));
+        assert_eq!(check(&c[..23]), Err(DropReason::Malformed));
+        c[8] = 2;
+        assert_eq!(check(&c), Err(DropReason::Malformed));
+        c[8] = 0;
+        c[19] = 1;
+        assert_eq!(check(&c), Err(DropReason::Malformed));
+        let mut join = [1u8, 0x10, 0, 7, 0, 0, 0, 2, 0, 0, 0, 1, 0, 1, 0, 0];
+        assert!(matches!(check(&join), Ok(Message::Join(_))));
+        join[15] = 1;
+        assert_eq!(check(&join), Err(DropReason::Malformed));
+        assert_eq!(check(&[2, 0x10, 0, 0, 0, 0]), Err(DropReason::Malformed));
+        assert_eq!(
+            check(&[1, 0x13, 0, 0, 0, 0]),
+            Err(DropReason::UnexpectedType)
+        );
+        assert_eq!(check(&[1, 0x99, 0, 0, 0, 0]), Err(DropReason::UnknownType));
+    }
+}

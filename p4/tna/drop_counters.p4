@@ -1,0 +1,36 @@
+// drop_counters.p4 (TNA): switch-wide packet counters; drops by reason in the order of
+// switchml_core::switch::DropReason::ALL. Rust twin: p4/model/src/drop_counters.rs
+// (DropCounters).
+#ifndef _SWITCHML_DROP_COUNTERS_P4_
+#define _SWITCHML_DROP_COUNTERS_P4_
+
+control DropCounters(in metadata_t meta) {
+    Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) received;
+    Counter<bit<64>, bit<2>>(3, CounterType_t.PACKETS) outcomes;   // consumed, multicast, unicast
+    Counter<bit<64>, bit<8>>(12, CounterType_t.PACKETS) drops;
+    Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) ignored;
+    Counter<bit<64>, bit<1>>(2, CounterType_t.PACKETS) recirculations;
+
+    apply {
+        if (meta.switchml == 0) {
+            ignored.count(0);
+        } else if (meta.verdict == VERDICT_RECIRCULATE) {
+            recirculations.count(meta.restore);
+        } else {
+            if (meta.pass == 0) {
+                received.count(0);
+            }
+            if (meta.verdict == VERDICT_DROP) {
+                drops.count(meta.drop_reason);
+            } else if (meta.verdict == VERDICT_CONSUME) {
+                outcomes.count(0);
+            } else if (meta.verdict == VERDICT_MULTICAST) {
+                outcomes.count(1);
+            } else if (meta.verdict == VERDICT_UNICAST) {
+                outcomes.count(2);
+            }
+        }
+    }
+}
+
+#endif

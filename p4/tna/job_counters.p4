@@ -1,0 +1,50 @@
+// job_counters.p4 (TNA): per-job event counters, one Counter per event indexed by the job
+// table entry. Rust twin: p4/model/src/job_counters.rs (JobCounters).
+#ifndef _SWITCHML_JOB_COUNTERS_P4_
+#define _SWITCHML_JOB_COUNTERS_P4_
+
+control JobCounters(in metadata_t meta) {
+    Counter<bit<64>, bit<16>>(MAX_JOBS, CounterType_t.PACKETS) job_contributions;
+    Counter<bit<64>, bit<16>>(MAX_JOBS, CounterType_t.PACKETS) job_completions;
+    Counter<bit<64>, bit<16>>(MAX_JOBS, CounterType_t.PACKETS) job_retransmit_replies;
+    Counter<bit<64>, bit<16>>(MAX_JOBS, CounterType_t.PACKETS) job_duplicates;
+    Counter<bit<64>, bit<16>>(MAX_JOBS, CounterType_t.PACKETS) job_stale;
+    Counter<bit<64>, bit<16>>(MAX_JOBS, CounterType_t.PACKETS) job_rejected;
+    Counter<bit<64>, bit<16>>(MAX_JOBS, CounterType_t.PACKETS) job_joins;
+    Counter<bit<64>, bit<16>>(MAX_JOBS, CounterType_t.PACKETS) job_probes;
+    Counter<bit<64>, bit<16>>(MAX_JOBS, CounterType_t.PACKETS) job_aborts;
+    Counter<bit<64>, bit<16>>(MAX_JOBS, CounterType_t.PACKETS) job_overflows;
+
+    apply {
+        bit<16> j = meta.job_index;
+        if (meta.job_hit == 1 && meta.verdict != VERDICT_RECIRCULATE) {
+            if (meta.message == MSG_CONTRIBUTION) {
+                if (meta.drop_reason == DROP_STALE) {
+                    job_stale.count(j);
+                } else if (meta.drop_reason == DROP_DUPLICATE) {
+                    job_duplicates.count(j);
+                } else if (meta.drop_reason != DROP_NONE) {
+                    job_rejected.count(j);
+                } else if (meta.outcome == OUTCOME_RETRANSMIT) {
+                    job_retransmit_replies.count(j);
+                } else {
+                    job_contributions.count(j);
+                    if (meta.last == 1) {
+                        job_completions.count(j);
+                        if (meta.overflow == 1) {
+                            job_overflows.count(j);
+                        }
+                    }
+                }
+            } else if (meta.message == MSG_JOIN && meta.abort_reason == 0) {
+                job_joins.count(j);
+            } else if (meta.message == MSG_PROBE && meta.abort_reason == 0) {
+                job_probes.count(j);
+            } else if (meta.message == MSG_ABORT && meta.drop_reason == DROP_NONE) {
+                job_aborts.count(j);
+            }
+        }
+    }
+}
+
+#endif

@@ -1,0 +1,259 @@
+// switchml.p4 (TNA, Tofino): the switchml-rs switch, docs/protocol.md §4, with the same
+// controls as p4/v1model/ in TNA idioms (Register/RegisterAction, Counter, the traffic
+// manager's intrinsic metadata). Rust twin of this orchestration:
+// p4/model/src/pipeline.rs (Pipeline). Compile (SDE):
+//   bf-p4c --std p4-16 --target tofino --arch tna -I ../include -o build switchml.p4
+// Unverified: no P4 compiler ran on this file (see p4/README.md, known gaps).
+#include <core.p4>
+#include <tna.p4>
+
+#include "../include/headers.p4"
+
+// The recirculation port of pipe 0 (Tofino 1: 68); a later pass enters through it.
+const PortId_t RECIRCULATION_PORT = 68;
+
+struct egress_headers_t {
+    sml_egress_bridge_h egress_bridge;
+    sml_bridge_h        bridge;
+    ethernet_h          ethernet;
+    ipv4_h              ipv4;
+    udp_h               udp;
+}
+
+struct egress_metadata_t {
+}
+
+#include "parser.p4"
+#include "../include/validator.p4"
+#include "../include/classifier.p4"
+#include "use_checker.p4"
+#include "count_checker.p4"
+#include "bitmap_checker.p4"
+#include "workers_counter.p4"
+#include "../include/next_step_selector.p4"
+#include "exponents.p4"
+#include "processors.p4"
+#include "overflow_flag.p4"
+#include "join_handler.p4"
+#include "../include/probe_handler.p4"
+#include "../include/reply_builder.p4"
+#include "drop_counters.p4"
+#include "job_counters.p4"
+#include "udp_sender.p4"
+
+@pa_auto_init_metadata
+control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
+                        in ingress_intrinsic_metadata_t ig_intr_md,
+                        in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
+                        inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
+                        inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+    Validator() validator;
+    Classifier() classifier;
+    UseChecker() use_checker;
+    CountChecker() count_checker;
+    BitmapChecker() bitmap_checker;
+    WorkersCounter() workers_counter;
+    NextStepSelector() next_step_selector;
+    Exponents() exponents;
+    Processors() processors;
+    OverflowFlag() overflow_flag;
+    JoinHandler() join_handler;
+    ProbeHandler() probe_handler;
+    ReplyBuilder() reply_builder;
+    DropCounters() drop_counters;
+    JobCounters() job_counters;
+
+    action set_switch_config(bit<48> mac, bit<32> ip, bit<32> epoch) {
+        meta.switch_mac = mac;
+        meta.switch_ip = ip;
+        meta.epoch = epoch;
+    }
+
+    table switch_config {
+        actions = { set_switch_config; }
+        default_action = set_switch_config(0, 0, 0);
+    }
+
+    apply {
+        meta.drop_reason = DROP_NONE;
+        if (meta.switchml == 0) {
+            drop_counters.apply(meta);
+            ig_dprsr_md.drop_ctl = 1;
+            exit;
+        }
+        switch_config.apply();
+        if (meta.recirculated == 0) {
+            meta.ingress_port = ig_intr_md.ingress_port;
+            meta.parser_failed = (ig_prsr_md.parser_err != 0) ? 1w1 : 1w0;
+            validator.apply(hdr, meta);
+            if (meta.message != MSG_NONE) {
+                classifier.apply(hdr, meta);
+            }
+            if (meta.message == MSG_CONTRIBUTION && meta.drop_reason == DROP_NONE) {
+                use_checker.apply(meta, hdr.data.seq, 0);
+                if (meta.stale == 0) {
+                    count_checker.apply(meta, hdr.data.count);
+                    bitmap_checker.apply(meta, hdr.data.ver, SEEN_CHECK);
+                    workers_counter.apply(meta, 0);
+                    next_step_selector.apply(hdr, meta);
+                    if (meta.update != UPDATE_NONE) {
+                        exponents.apply(meta, hdr.data.exp);
+                        processors.apply(hdr, meta);
+                        if (meta.last_value_pass == 0) {
+                            overflow_flag.apply(meta);
+                        }
+                    }
+                }
+            } else if (meta.message == MSG_JOIN) {
+                join_handler.apply(hdr, meta);
+            } else if (meta.message == MSG_PROBE) {
+                bit<1> read;
+                probe_handler.apply(hdr, meta, read);
+                if (read == 1) {
+                    use_checker.apply(meta, 0, 1);
+                    bitmap_checker.apply(meta, hdr.probe.ver, SEEN_PROBE);
+                    workers_counter.apply(meta, 1);
+                }
+            } else if (meta.message == MSG_ABORT) {
+                if (meta.job_hit == 0) {
+                    meta.drop_reason = DROP_UNKNOWN_JOB;
+                } else if (meta.rank_known == 0) {
+                    meta.drop_reason = DROP_UNKNOWN_RANK;
+                }
+            }
+        } else {
+            // A later pass: restore what pass 0 decided from the bridge header.
+            meta.message = MSG_CONTRIBUTION;
+            meta.pass = hdr.bridge.pass + 1;
+            meta.passes = hdr.bridge.passes;
+            meta.last_value_pass = hdr.bridge.last_value_pass;
+            meta.outcome = hdr.bridge.outcome;
+            meta.update = hdr.bridge.update;
+            meta.exp = hdr.bridge.exp;
+            meta.last = hdr.bridge.last;
+            meta.restore = hdr.bridge.restore;
+            meta.other = hdr.bridge.other;
+            meta.packet_overflow = hdr.bridge.packet_overflow;
+            meta.overflow = hdr.bridge.overflow;
+            meta.ingress_port = hdr.bridge.ingress_port;
+            meta.world = hdr.bridge.world;
+            meta.group = hdr.bridge.group;
+            meta.job_index = hdr.bridge.job_index;
+            meta.job_hit = 1;
+            meta.held_count = hdr.bridge.held_count;
+            meta.pool_slot = hdr.bridge.pool_slot;
+            meta.version_index = hdr.bridge.version_index;
+            meta.rank_bit = hdr.bridge.rank_bit;
+            hdr.bridge.setInvalid();
+            next_step_selector.apply(hdr, meta);
+            processors.apply(hdr, meta);
+            if (meta.pass == 1 && meta.restore == 1) {
+                bitmap_checker.apply(meta, hdr.data.ver, SEEN_RESTORE);
+            }
+            if (meta.pass == meta.last_value_pass) {
+                overflow_flag.apply(meta);
+            }
+        }
+
+        if (meta.message == MSG_CONTRIBUTION && meta.drop_reason == DROP_NONE
+                && meta.stale == 0) {
+            // next_step_selector.p4 already chose this pass's verdict.
+        } else if (meta.drop_reason != DROP_NONE) {
+            meta.verdict = VERDICT_DROP;
+        } else if (meta.abort_reason != 0) {
+            meta.verdict = VERDICT_UNICAST;
+        } else if (meta.message == MSG_JOIN && meta.join_completes == 1) {
+            meta.verdict = VERDICT_MULTICAST;
+        } else if (meta.message == MSG_ABORT) {
+            meta.verdict = VERDICT_MULTICAST;
+        } else {
+            meta.verdict = VERDICT_UNICAST;
+        }
+        if (meta.verdict == VERDICT_UNICAST || meta.verdict == VERDICT_MULTICAST) {
+            reply_builder.apply(hdr, meta);
+        }
+        drop_counters.apply(meta);
+        job_counters.apply(meta);
+
+        hdr.egress_bridge.setValid();
+        hdr.egress_bridge.pad = 0;
+        hdr.egress_bridge.recirculate = 0;
+        hdr.egress_bridge.reply_len = meta.reply_len;
+        hdr.egress_bridge.switch_mac = meta.switch_mac;
+        hdr.egress_bridge.switch_ip = meta.switch_ip;
+        if (meta.verdict == VERDICT_DROP || meta.verdict == VERDICT_CONSUME) {
+            ig_dprsr_md.drop_ctl = 1;
+        } else if (meta.verdict == VERDICT_MULTICAST) {
+            ig_tm_md.mcast_grp_a = meta.group;
+        } else if (meta.verdict == VERDICT_RECIRCULATE) {
+            hdr.egress_bridge.recirculate = 1;
+            hdr.bridge.setValid();
+            hdr.bridge.pass = meta.pass;
+            hdr.bridge.passes = meta.passes;
+            hdr.bridge.last_value_pass = meta.last_value_pass;
+            hdr.bridge.outcome = meta.outcome;
+            hdr.bridge.update = meta.update;
+            hdr.bridge.exp = meta.exp;
+            hdr.bridge.lanes = meta.lanes;
+            hdr.bridge.pad = 0;
+            hdr.bridge.last = meta.last;
+            hdr.bridge.restore = meta.restore;
+            hdr.bridge.other = meta.other;
+            hdr.bridge.packet_overflow = meta.packet_overflow;
+            hdr.bridge.overflow = meta.overflow;
+            hdr.bridge.pad2 = 0;
+            hdr.bridge.pad3 = 0;
+            hdr.bridge.ingress_port = meta.ingress_port;
+            hdr.bridge.world = meta.world;
+            hdr.bridge.group = meta.group;
+            hdr.bridge.job_index = meta.job_index;
+            hdr.bridge.held_count = meta.held_count;
+            hdr.bridge.reply_len = meta.reply_len;
+            hdr.bridge.pool_slot = meta.pool_slot;
+            hdr.bridge.version_index = meta.version_index;
+            hdr.bridge.rank_bit = meta.rank_bit;
+            ig_tm_md.ucast_egress_port = RECIRCULATION_PORT;
+        } else {
+            ig_tm_md.ucast_egress_port = meta.ingress_port;
+        }
+    }
+}
+
+control SwitchmlIngressDeparser(packet_out packet, inout headers_t hdr, in metadata_t meta,
+                                in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
+    apply {
+        packet.emit(hdr);
+    }
+}
+
+control SwitchmlEgress(inout egress_headers_t hdr, inout egress_metadata_t meta,
+                       in egress_intrinsic_metadata_t eg_intr_md,
+                       in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
+                       inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
+                       inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
+    UdpSender() udp_sender;
+
+    apply {
+        udp_sender.apply(hdr, eg_intr_md);
+        hdr.egress_bridge.setInvalid();
+    }
+}
+
+control SwitchmlEgressDeparser(packet_out packet, inout egress_headers_t hdr,
+                               in egress_metadata_t meta,
+                               in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
+    Checksum() ipv4_checksum;
+
+    apply {
+        hdr.ipv4.checksum = ipv4_checksum.update({
+            hdr.ipv4.version_ihl, hdr.ipv4.tos, hdr.ipv4.total_len, hdr.ipv4.ident,
+            hdr.ipv4.flag_reserved, hdr.ipv4.flag_df, hdr.ipv4.flag_mf, hdr.ipv4.frag_offset,
+            hdr.ipv4.ttl, hdr.ipv4.protocol, hdr.ipv4.src, hdr.ipv4.dst });
+        packet.emit(hdr);
+    }
+}
+
+Pipeline(SwitchmlParser(), SwitchmlIngress(), SwitchmlIngressDeparser(),
+         SwitchmlEgressParser(), SwitchmlEgress(), SwitchmlEgressDeparser()) pipe;
+
+Switch(pipe) main;

@@ -1,0 +1,36 @@
+// drop_counters.p4 (v1model): switch-wide packet counters; drops by reason in the order of
+// switchml_core::switch::DropReason::ALL. Rust twin: p4/model/src/drop_counters.rs
+// (DropCounters), read as the reference switch's Counters.
+#ifndef _SWITCHML_DROP_COUNTERS_P4_
+#define _SWITCHML_DROP_COUNTERS_P4_
+
+control DropCounters(in metadata_t meta) {
+    counter(1, CounterType.packets) received;
+    counter(3, CounterType.packets) outcomes;          // consumed, multicast, unicast
+    counter(12, CounterType.packets) drops;
+    counter(1, CounterType.packets) ignored;
+    counter(2, CounterType.packets) recirculations;    // values only, bitmap restored
+
+    apply {
+        if (meta.switchml == 0) {
+            ignored.count(0);
+        } else if (meta.verdict == VERDICT_RECIRCULATE) {
+            recirculations.count((bit<32>)meta.restore);
+        } else {
+            if (meta.pass == 0) {
+                received.count(0);
+            }
+            if (meta.verdict == VERDICT_DROP) {
+                drops.count((bit<32>)meta.drop_reason);
+            } else if (meta.verdict == VERDICT_CONSUME) {
+                outcomes.count(0);
+            } else if (meta.verdict == VERDICT_MULTICAST) {
+                outcomes.count(1);
+            } else if (meta.verdict == VERDICT_UNICAST) {
+                outcomes.count(2);
+            }
+        }
+    }
+}
+
+#endif

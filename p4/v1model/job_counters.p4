@@ -1,0 +1,51 @@
+// job_counters.p4 (v1model): per-job event counters, one array per event indexed by the
+// job table entry, so one packet touches each array at most once.
+// Rust twin: p4/model/src/job_counters.rs (JobCounters).
+#ifndef _SWITCHML_JOB_COUNTERS_P4_
+#define _SWITCHML_JOB_COUNTERS_P4_
+
+control JobCounters(in metadata_t meta) {
+    counter(MAX_JOBS, CounterType.packets) job_contributions;
+    counter(MAX_JOBS, CounterType.packets) job_completions;
+    counter(MAX_JOBS, CounterType.packets) job_retransmit_replies;
+    counter(MAX_JOBS, CounterType.packets) job_duplicates;
+    counter(MAX_JOBS, CounterType.packets) job_stale;
+    counter(MAX_JOBS, CounterType.packets) job_rejected;
+    counter(MAX_JOBS, CounterType.packets) job_joins;
+    counter(MAX_JOBS, CounterType.packets) job_probes;
+    counter(MAX_JOBS, CounterType.packets) job_aborts;
+    counter(MAX_JOBS, CounterType.packets) job_overflows;
+
+    apply {
+        bit<32> j = (bit<32>)meta.job_index;
+        if (meta.job_hit == 1 && meta.verdict != VERDICT_RECIRCULATE) {
+            if (meta.message == MSG_CONTRIBUTION) {
+                if (meta.drop_reason == DROP_STALE) {
+                    job_stale.count(j);
+                } else if (meta.drop_reason == DROP_DUPLICATE) {
+                    job_duplicates.count(j);
+                } else if (meta.drop_reason != DROP_NONE) {
+                    job_rejected.count(j);
+                } else if (meta.outcome == OUTCOME_RETRANSMIT) {
+                    job_retransmit_replies.count(j);
+                } else {
+                    job_contributions.count(j);
+                    if (meta.last == 1) {
+                        job_completions.count(j);
+                        if (meta.overflow == 1) {
+                            job_overflows.count(j);
+                        }
+                    }
+                }
+            } else if (meta.message == MSG_JOIN && meta.abort_reason == 0) {
+                job_joins.count(j);
+            } else if (meta.message == MSG_PROBE && meta.abort_reason == 0) {
+                job_probes.count(j);
+            } else if (meta.message == MSG_ABORT && meta.drop_reason == DROP_NONE) {
+                job_aborts.count(j);
+            }
+        }
+    }
+}
+
+#endif

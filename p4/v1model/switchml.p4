@@ -1,0 +1,203 @@
+// switchml.p4 (v1model, BMv2 simple_switch): the switchml-rs switch, docs/protocol.md §4.
+// Rust twin of the ingress/egress orchestration: p4/model/src/pipeline.rs (Pipeline);
+// every control is in its own file, twin named in its header. Compile:
+//   p4c-bm2-ss --std p4-16 -I ../include -o switchml.json switchml.p4
+// Unverified: no P4 compiler ran on this file (see p4/README.md).
+#include <core.p4>
+#include <v1model.p4>
+
+#include "../include/headers.p4"
+#include "parser.p4"
+#include "../include/validator.p4"
+#include "../include/classifier.p4"
+#include "use_checker.p4"
+#include "count_checker.p4"
+#include "bitmap_checker.p4"
+#include "workers_counter.p4"
+#include "../include/next_step_selector.p4"
+#include "exponents.p4"
+#include "processors.p4"
+#include "overflow_flag.p4"
+#include "join_handler.p4"
+#include "../include/probe_handler.p4"
+#include "../include/reply_builder.p4"
+#include "drop_counters.p4"
+#include "job_counters.p4"
+#include "udp_sender.p4"
+
+const bit<32> PKT_INSTANCE_TYPE_INGRESS_RECIRC = 4;
+
+control SwitchmlVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
+    apply { }
+}
+
+control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
+                        inout standard_metadata_t standard_metadata) {
+    Validator() validator;
+    Classifier() classifier;
+    UseChecker() use_checker;
+    CountChecker() count_checker;
+    BitmapChecker() bitmap_checker;
+    WorkersCounter() workers_counter;
+    NextStepSelector() next_step_selector;
+    Exponents() exponents;
+    Processors() processors;
+    OverflowFlag() overflow_flag;
+    JoinHandler() join_handler;
+    ProbeHandler() probe_handler;
+    ReplyBuilder() reply_builder;
+    DropCounters() drop_counters;
+    JobCounters() job_counters;
+
+    action set_switch_config(bit<48> mac, bit<32> ip, bit<32> epoch) {
+        meta.switch_mac = mac;
+        meta.switch_ip = ip;
+        meta.epoch = epoch;
+    }
+
+    table switch_config {
+        actions = { set_switch_config; }
+        default_action = set_switch_config(0, 0, 0);
+    }
+
+    apply {
+        if (meta.switchml == 0) {
+            drop_counters.apply(meta);
+            mark_to_drop(standard_metadata);
+            return;
+        }
+        switch_config.apply();
+        if (standard_metadata.instance_type != PKT_INSTANCE_TYPE_INGRESS_RECIRC) {
+            // Pass 0: everything but the later value blocks.
+            meta.pass = 0;
+            meta.drop_reason = DROP_NONE;
+            meta.parser_failed = (standard_metadata.parser_error != error.NoError) ? 1w1 : 1w0;
+            validator.apply(hdr, meta);
+            if (meta.message != MSG_NONE) {
+                classifier.apply(hdr, meta);
+            }
+            if (meta.message == MSG_CONTRIBUTION && meta.drop_reason == DROP_NONE) {
+                use_checker.apply(meta, hdr.data.seq, 0);
+                if (meta.stale == 0) {
+                    count_checker.apply(meta, hdr.data.count);
+                    bitmap_checker.apply(meta, hdr.data.ver, SEEN_CHECK);
+                    workers_counter.apply(meta, 0);
+                    next_step_selector.apply(hdr, meta);
+                    if (meta.update != UPDATE_NONE) {
+                        exponents.apply(meta, hdr.data.exp);
+                        processors.apply(hdr, meta);
+                        if (meta.last_value_pass == 0) {
+                            overflow_flag.apply(meta);
+                        }
+                    }
+                }
+            } else if (meta.message == MSG_JOIN) {
+                join_handler.apply(hdr, meta);
+            } else if (meta.message == MSG_PROBE) {
+                bit<1> read;
+                probe_handler.apply(hdr, meta, read);
+                if (read == 1) {
+                    use_checker.apply(meta, 0, 1);
+                    bitmap_checker.apply(meta, hdr.probe.ver, SEEN_PROBE);
+                    workers_counter.apply(meta, 1);
+                }
+            } else if (meta.message == MSG_ABORT) {
+                if (meta.job_hit == 0) {
+                    meta.drop_reason = DROP_UNKNOWN_JOB;
+                } else if (meta.rank_known == 0) {
+                    meta.drop_reason = DROP_UNKNOWN_RANK;
+                }
+            }
+        } else {
+            // A later pass of a Contribution: the next block of values.
+            meta.pass = meta.pass + 1;
+            meta.message = MSG_CONTRIBUTION;
+            meta.job_hit = 1;
+            meta.drop_reason = DROP_NONE;
+            next_step_selector.apply(hdr, meta);
+            processors.apply(hdr, meta);
+            if (meta.pass == 1 && meta.restore == 1) {
+                bitmap_checker.apply(meta, hdr.data.ver, SEEN_RESTORE);
+            }
+            if (meta.pass == meta.last_value_pass) {
+                overflow_flag.apply(meta);
+            }
+        }
+
+        if (meta.message == MSG_CONTRIBUTION && meta.drop_reason == DROP_NONE
+                && meta.stale == 0) {
+            // next_step_selector.p4 already chose this pass's verdict.
+        } else if (meta.drop_reason != DROP_NONE) {
+            meta.verdict = VERDICT_DROP;
+        } else if (meta.abort_reason != 0) {
+            meta.verdict = VERDICT_UNICAST;
+        } else if (meta.message == MSG_JOIN && meta.join_completes == 1) {
+            meta.verdict = VERDICT_MULTICAST;
+        } else if (meta.message == MSG_ABORT) {
+            meta.verdict = VERDICT_MULTICAST;
+        } else {
+            meta.verdict = VERDICT_UNICAST;
+        }
+        if (meta.verdict == VERDICT_UNICAST || meta.verdict == VERDICT_MULTICAST) {
+            reply_builder.apply(hdr, meta);
+        }
+        drop_counters.apply(meta);
+        job_counters.apply(meta);
+
+        if (meta.verdict == VERDICT_DROP || meta.verdict == VERDICT_CONSUME) {
+            mark_to_drop(standard_metadata);
+        } else if (meta.verdict == VERDICT_MULTICAST) {
+            standard_metadata.mcast_grp = meta.group;
+        } else {
+            // Unicast answers and recirculations leave by the port they came in on.
+            standard_metadata.egress_spec = standard_metadata.ingress_port;
+        }
+    }
+}
+
+control SwitchmlEgress(inout headers_t hdr, inout metadata_t meta,
+                       inout standard_metadata_t standard_metadata) {
+    UdpSender() udp_sender;
+
+    apply {
+        if (meta.verdict == VERDICT_RECIRCULATE) {
+            recirculate_preserving_field_list(1);
+        } else {
+            udp_sender.apply(hdr, meta, standard_metadata);
+        }
+    }
+}
+
+control SwitchmlComputeChecksum(inout headers_t hdr, inout metadata_t meta) {
+    apply {
+        update_checksum(hdr.ipv4.isValid(),
+            { hdr.ipv4.version_ihl, hdr.ipv4.tos, hdr.ipv4.total_len, hdr.ipv4.ident,
+              hdr.ipv4.flag_reserved, hdr.ipv4.flag_df, hdr.ipv4.flag_mf,
+              hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol, hdr.ipv4.src,
+              hdr.ipv4.dst },
+            hdr.ipv4.checksum, HashAlgorithm.csum16);
+    }
+}
+
+control SwitchmlDeparser(packet_out packet, in headers_t hdr) {
+    apply {
+        packet.emit(hdr.ethernet);
+        packet.emit(hdr.ipv4);
+        packet.emit(hdr.udp);
+        packet.emit(hdr.prefix);
+        packet.emit(hdr.data);
+        packet.emit(hdr.join);
+        packet.emit(hdr.join_reply);
+        packet.emit(hdr.probe);
+        packet.emit(hdr.probe_reply);
+        packet.emit(hdr.abort);
+        packet.emit(hdr.bitmap);
+        packet.emit(hdr.block0);
+        packet.emit(hdr.block1);
+        packet.emit(hdr.block2);
+        packet.emit(hdr.block3);
+    }
+}
+
+V1Switch(SwitchmlParser(), SwitchmlVerifyChecksum(), SwitchmlIngress(), SwitchmlEgress(),
+         SwitchmlComputeChecksum(), SwitchmlDeparser()) main;
