@@ -4,6 +4,9 @@
 //! size, slot range, count) and refused with an Abort naming the first mismatch; otherwise
 //! the rank's bit goes into register `joined` (one 64-bit cell per job table entry). The
 //! Join that fills the bitmap is answered by a multicast JoinReply with `COMPLETE`.
+//!
+//! A Status reads the register through [`JoinHandler::status`], the control's read action
+//! (one access in the pass, as for a Join).
 
 use switchml_core::wire::AbortReason;
 
@@ -91,6 +94,11 @@ impl JoinHandler {
             complete: joined == full,
             completes: old & bit == 0 && joined == full,
         })
+    }
+
+    /// Read job table entry `index`'s joined bitmap for a Status.
+    pub fn status(&mut self, pass: &Pass, index: u16) -> Result<u64, Hazard> {
+        self.joined.execute(pass, usize::from(index), |cell| *cell)
     }
 
     /// Return the register.

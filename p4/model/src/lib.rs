@@ -48,6 +48,7 @@ pub mod processors;
 pub mod register;
 pub mod replication;
 pub mod reply_builder;
+pub mod status_handler;
 pub mod testbed;
 pub mod udp_sender;
 pub mod use_checker;

@@ -13,6 +13,8 @@
 //!                                              │   ─▶ Processors (×passes) ─▶ OverflowFlag
 //!                                              ├─ Join: JoinHandler
 //!                                              ├─ Probe: ProbeHandler (+ read actions)
+//!                                              ├─ Status: StatusHandler (+ JoinHandler's
+//!                                              │   read action; counters: model only)
 //!                                              └─ Abort: pass on
 //!        ─▶ ReplyBuilder ─▶ DropCounters/JobCounters ─▶ Replication ─▶ UdpSender ─▶ out
 //! ```
@@ -37,6 +39,7 @@ use crate::processors::Processors;
 use crate::register::{Hazard, PassClock};
 use crate::replication::{Replica, Replication};
 use crate::reply_builder::{ReplyBuilder, ResultFields};
+use crate::status_handler::{StatusDecision, StatusHandler};
 use crate::udp_sender::{SwitchAddr, UdpSender};
 use crate::use_checker::{Use, UseChecker};
 use crate::validator::{Message, Validator};
@@ -259,6 +262,7 @@ impl Pipeline {
             Message::Join(j) => self.join(&h.prefix, &j, class, out),
             Message::Probe(p) => self.probe(&h.prefix, &p, class, out),
             Message::Abort(a) => Ok(self.abort(&h.prefix, &a, class, h.datagram, out)),
+            Message::Status(_) => self.status(&h.prefix, class, out),
         };
         match result {
             Ok(Verdict::Unicast { job, rank, len, .. }) => Verdict::Unicast {
@@ -483,6 +487,40 @@ impl Pipeline {
             seq.seq,
             job.config.world,
             seen,
+        );
+        Ok(unicast(prefix, len))
+    }
+
+    /// A Status: who joined the job, and (model only) what was counted.
+    fn status(
+        &mut self,
+        prefix: &Prefix,
+        class: Classification,
+        out: &mut [u8],
+    ) -> Result<Verdict, Hazard> {
+        let job = match StatusHandler::apply(class.job) {
+            StatusDecision::Refuse(reason, detail) => {
+                return Ok(self.refuse(prefix, reason, detail, out))
+            }
+            StatusDecision::Read(job) => job,
+        };
+        let pass = self.clock.begin(0);
+        let joined = self.join_handler.status(&pass, job.index)?;
+        // No P4 twin: the data plane cannot read its counters (status_handler.rs).
+        let counters = StatusHandler::counters(
+            &self.drop_counters.snapshot(),
+            &self.job_counters.snapshot(job.index),
+        );
+        let c = job.config;
+        let len = self.reply_builder.status_reply(
+            out,
+            prefix.job,
+            prefix.rank,
+            c.world,
+            StatusHandler::flags(joined, c.world),
+            c.slot_count,
+            counters,
+            joined,
         );
         Ok(unicast(prefix, len))
     }
