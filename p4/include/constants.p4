@@ -16,7 +16,8 @@ const bit<16> ETHERTYPE_IPV4 = 0x0800;
 const bit<8>  IP_PROTO_UDP = 17;
 const bit<16> SWITCHML_PORT = 0xBEE0;             // 48864, protocol.md §1
 const bit<8>  PROTOCOL_VERSION = 1;
-const bit<16> MAX_COUNT = 256;                    // VALUES_PER_PASS x MAX_PASSES
+const bit<16> MAX_COUNT = 256;                    // VALUES_PER_PASS x MAX_PASSES; the
+                                                  // switch_config table's max_count may be lower
 const bit<16> RANK_ALL = 0xFFFF;
 
 // Message types (protocol.md §2).

@@ -236,6 +236,7 @@ struct metadata_t {
     bit<48> switch_mac;
     bit<32> switch_ip;
     bit<32> epoch;
+    bit<16> max_count;                         // at most MAX_COUNT
 }
 
 #endif

@@ -64,7 +64,7 @@ control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
             hdr.join_reply.world = meta.world;
             hdr.join_reply.flags = (meta.join_complete == 1) ? JOIN_COMPLETE : 8w0;
             hdr.join_reply.reserved = 0;
-            hdr.join_reply.max_count = MAX_COUNT;
+            hdr.join_reply.max_count = meta.max_count;
             hdr.join_reply.epoch = meta.epoch;
             hdr.join_reply.slot_count = meta.slot_count;
             hdr.join_reply.bitmap_len = bitmap_len;

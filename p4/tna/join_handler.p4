@@ -38,9 +38,9 @@ control JoinHandler(inout headers_t hdr, inout metadata_t meta) {
                 + (bit<32>)hdr.join.slot_count > (bit<32>)meta.slot_count) {
             meta.abort_reason = ABORT_SLOT_RANGE;
             meta.abort_detail = meta.slot_count;
-        } else if (hdr.join.count > MAX_COUNT) {
+        } else if (hdr.join.count > meta.max_count) {
             meta.abort_reason = ABORT_COUNT_TOO_LARGE;
-            meta.abort_detail = MAX_COUNT;
+            meta.abort_detail = meta.max_count;
         } else {
             bit<32> lo;
             bit<32> hi;

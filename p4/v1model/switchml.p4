@@ -49,15 +49,18 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
     DropCounters() drop_counters;
     JobCounters() job_counters;
 
-    action set_switch_config(bit<48> mac, bit<32> ip, bit<32> epoch) {
+    // The switch's addresses, its epoch and the largest count it accepts (the model's
+    // Config; a max_count above MAX_COUNT, what the registers hold, is taken as MAX_COUNT).
+    action set_switch_config(bit<48> mac, bit<32> ip, bit<32> epoch, bit<16> max_count) {
         meta.switch_mac = mac;
         meta.switch_ip = ip;
         meta.epoch = epoch;
+        meta.max_count = (max_count > MAX_COUNT) ? MAX_COUNT : max_count;
     }
 
     table switch_config {
         actions = { set_switch_config; }
-        default_action = set_switch_config(0, 0, 0);
+        default_action = set_switch_config(0, 0, 0, MAX_COUNT);
     }
 
     apply {

@@ -132,6 +132,7 @@ impl<'a> Pair<'a> {
             jobs: JOBS,
             workers: workers.max(1),
             epoch: setup.epoch,
+            max_count: MAX_COUNT,
             switch: SwitchAddr::default(),
         });
         let mut jobs = Vec::new();

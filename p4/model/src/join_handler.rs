@@ -13,7 +13,6 @@ use switchml_core::wire::AbortReason;
 use crate::classifier::JobEntry;
 use crate::headers::JoinHeader;
 use crate::register::{Hazard, Pass, Register};
-use crate::MAX_COUNT;
 
 /// What the join handler decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,13 +54,14 @@ impl JoinHandler {
     }
 
     /// Decide on a Join to `job` from a sender whose rank is `rank` if the worker table
-    /// knows it.
+    /// knows it, on a switch that accepts up to `max_count` values.
     pub fn apply(
         &mut self,
         pass: &Pass,
         job: &JobEntry,
         rank: Option<u16>,
         h: &JoinHeader,
+        max_count: u16,
     ) -> Result<JoinDecision, Hazard> {
         let c = job.config;
         let Some(rank) = rank else {
@@ -73,8 +73,8 @@ impl JoinHandler {
             || u32::from(h.slot_lo) + u32::from(h.slot_count) > u32::from(c.slot_count)
         {
             Some((AbortReason::SlotRange, c.slot_count))
-        } else if h.count > MAX_COUNT {
-            Some((AbortReason::CountTooLarge, MAX_COUNT))
+        } else if h.count > max_count {
+            Some((AbortReason::CountTooLarge, max_count))
         } else {
             None
         };

@@ -62,6 +62,10 @@ pub struct Config {
     pub workers: usize,
     /// The epoch announced in replies.
     pub epoch: u32,
+    /// The largest count accepted and announced in JoinReplies (the `switch_config`
+    /// table's `max_count`); above [`MAX_COUNT`], what the registers hold, it is
+    /// [`MAX_COUNT`].
+    pub max_count: u16,
     /// The switch's own addresses.
     pub switch: SwitchAddr,
 }
@@ -122,7 +126,8 @@ pub struct Pipeline {
 
 impl Pipeline {
     /// Build the pipeline with every register and table allocated.
-    pub fn new(config: Config) -> Self {
+    pub fn new(mut config: Config) -> Self {
+        config.max_count = config.max_count.min(MAX_COUNT);
         let versions = 2 * config.slots;
         Pipeline {
             config,
@@ -299,7 +304,7 @@ impl Pipeline {
         let c = job.config;
         let reject = if class.rank(prefix.rank).is_none() {
             Some(DropReason::UnknownRank)
-        } else if d.count > MAX_COUNT {
+        } else if d.count > self.config.max_count {
             Some(DropReason::CountTooLarge)
         } else if u32::from(d.ver) != d.seq & 1 {
             Some(DropReason::BadVersion)
@@ -421,10 +426,13 @@ impl Pipeline {
         };
         let pass = self.clock.begin(0);
         Ok(
-            match self
-                .join_handler
-                .apply(&pass, &job, class.rank(prefix.rank), j)?
-            {
+            match self.join_handler.apply(
+                &pass,
+                &job,
+                class.rank(prefix.rank),
+                j,
+                self.config.max_count,
+            )? {
                 JoinDecision::Refuse(reason, detail) => self.refuse(prefix, reason, detail, out),
                 JoinDecision::Accept {
                     joined,
@@ -440,7 +448,7 @@ impl Pipeline {
                         to,
                         c.world,
                         complete,
-                        MAX_COUNT,
+                        self.config.max_count,
                         c.slot_count,
                         joined,
                     );
