@@ -186,6 +186,7 @@ struct metadata_t {
     // classifier.p4
     bit<1>  job_hit;
     @field_list(1) bit<16> world;
+    bit<64> full_mask;                         // ranks 0..world-1
     bit<32> slot_lo;
     bit<16> slot_count;
     @field_list(1) bit<16> group;
