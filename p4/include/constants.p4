@@ -28,11 +28,14 @@ const bit<8> TYPE_JOIN_REPLY   = 0x11;
 const bit<8> TYPE_PROBE        = 0x12;
 const bit<8> TYPE_PROBE_REPLY  = 0x13;
 const bit<8> TYPE_ABORT        = 0x14;
+const bit<8> TYPE_STATUS       = 0x15;
+const bit<8> TYPE_STATUS_REPLY = 0x16;
 
-// Data flags (protocol.md §3.1) and JoinReply flags (§3.3).
+// Data flags (protocol.md §3.1), JoinReply flags (§3.3), StatusReply flags (§3.8).
 const bit<8> FLAG_OVERFLOW   = 0x01;
 const bit<8> FLAG_RETRANSMIT = 0x02;
 const bit<8> JOIN_COMPLETE   = 0x01;
+const bit<8> STATUS_ALL_JOINED = 0x01;
 
 // Abort reasons (protocol.md §3.6).
 const bit<8> ABORT_UNKNOWN_JOB     = 1;
@@ -67,6 +70,7 @@ const bit<8> MSG_CONTRIBUTION = 1;
 const bit<8> MSG_JOIN = 2;
 const bit<8> MSG_PROBE = 3;
 const bit<8> MSG_ABORT = 4;
+const bit<8> MSG_STATUS = 5;
 
 // What the value, exponent and overflow registers do (processor.p4).
 const bit<8> UPDATE_NONE = 0;

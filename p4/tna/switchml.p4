@@ -36,6 +36,7 @@ struct egress_metadata_t {
 #include "overflow_flag.p4"
 #include "join_handler.p4"
 #include "../include/probe_handler.p4"
+#include "../include/status_handler.p4"
 #include "../include/reply_builder.p4"
 #include "drop_counters.p4"
 #include "job_counters.p4"
@@ -59,6 +60,7 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
     OverflowFlag() overflow_flag;
     JoinHandler() join_handler;
     ProbeHandler() probe_handler;
+    StatusHandler() status_handler;
     ReplyBuilder() reply_builder;
     DropCounters() drop_counters;
     JobCounters() job_counters;
@@ -107,8 +109,15 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                         }
                     }
                 }
-            } else if (meta.message == MSG_JOIN) {
-                join_handler.apply(hdr, meta);
+            } else if (meta.message == MSG_JOIN || meta.message == MSG_STATUS) {
+                // A Status reads `joined` through the join handler, if its job is known.
+                bit<1> status = 0;
+                if (meta.message == MSG_STATUS) {
+                    status_handler.apply(hdr, meta, status);
+                }
+                if (meta.message == MSG_JOIN || status == 1) {
+                    join_handler.apply(hdr, meta, status);
+                }
             } else if (meta.message == MSG_PROBE) {
                 bit<1> read;
                 probe_handler.apply(hdr, meta, read);

@@ -20,6 +20,7 @@
 #include "overflow_flag.p4"
 #include "join_handler.p4"
 #include "../include/probe_handler.p4"
+#include "../include/status_handler.p4"
 #include "../include/reply_builder.p4"
 #include "drop_counters.p4"
 #include "job_counters.p4"
@@ -45,6 +46,7 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
     OverflowFlag() overflow_flag;
     JoinHandler() join_handler;
     ProbeHandler() probe_handler;
+    StatusHandler() status_handler;
     ReplyBuilder() reply_builder;
     DropCounters() drop_counters;
     JobCounters() job_counters;
@@ -94,8 +96,15 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                         }
                     }
                 }
-            } else if (meta.message == MSG_JOIN) {
-                join_handler.apply(hdr, meta);
+            } else if (meta.message == MSG_JOIN || meta.message == MSG_STATUS) {
+                // A Status reads `joined` through the join handler, if its job is known.
+                bit<1> status = 0;
+                if (meta.message == MSG_STATUS) {
+                    status_handler.apply(hdr, meta, status);
+                }
+                if (meta.message == MSG_JOIN || status == 1) {
+                    join_handler.apply(hdr, meta, status);
+                }
             } else if (meta.message == MSG_PROBE) {
                 bit<1> read;
                 probe_handler.apply(hdr, meta, read);
@@ -194,6 +203,9 @@ control SwitchmlDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.probe);
         packet.emit(hdr.probe_reply);
         packet.emit(hdr.abort);
+        packet.emit(hdr.status);
+        packet.emit(hdr.status_reply);
+        packet.emit(hdr.status_counters);
         packet.emit(hdr.bitmap);
         packet.emit(hdr.block0);
         packet.emit(hdr.block1);

@@ -5,8 +5,8 @@
 //! the rank's bit goes into register `joined` (one 64-bit cell per job table entry). The
 //! Join that fills the bitmap is answered by a multicast JoinReply with `COMPLETE`.
 //!
-//! A Status reads the register through [`JoinHandler::status`], the control's read action
-//! (one access in the pass, as for a Join).
+//! A Status reads the register through [`JoinHandler::status`], the control's read (one
+//! access in the pass, as for a Join; on TNA the Join's `RegisterAction` with an empty mask).
 
 use switchml_core::wire::AbortReason;
 
