@@ -100,53 +100,15 @@ impl core::fmt::Display for AbortReason {
     }
 }
 
-/// A zero-copy view of an Abort message.
-#[derive(Debug, Clone)]
-pub struct AbortPacket<T: AsRef<[u8]>> {
-    buffer: T,
-}
+super::packet_view!(
+    /// A zero-copy view of an Abort message.
+    AbortPacket
+);
 
 impl<T: AsRef<[u8]>> AbortPacket<T> {
-    /// Wrap a buffer without checking it.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        AbortPacket { buffer }
-    }
-
-    /// Wrap a buffer and check its length.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let p = Self::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-
     /// Check that the buffer is exactly [`LEN`] bytes long.
     pub fn check_len(&self) -> Result<()> {
         check_exact_len(self.buffer.as_ref().len(), LEN)
-    }
-
-    /// Return the underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
-    /// Return the version field.
-    pub fn version(&self) -> u8 {
-        self.buffer.as_ref()[prefix::VERSION]
-    }
-
-    /// Return the message type field.
-    pub fn msg_type(&self) -> MessageType {
-        MessageType::from(self.buffer.as_ref()[prefix::TYPE])
-    }
-
-    /// Return the job id field.
-    pub fn job_id(&self) -> u16 {
-        get_u16(self.buffer.as_ref(), prefix::JOB)
-    }
-
-    /// Return the rank field.
-    pub fn rank(&self) -> u16 {
-        get_u16(self.buffer.as_ref(), prefix::RANK)
     }
 
     /// Return the reason field.
@@ -176,26 +138,6 @@ impl<T: AsRef<[u8]>> AbortPacket<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> AbortPacket<T> {
-    /// Set the version field.
-    pub fn set_version(&mut self, v: u8) {
-        self.buffer.as_mut()[prefix::VERSION] = v;
-    }
-
-    /// Set the message type field.
-    pub fn set_msg_type(&mut self, t: MessageType) {
-        self.buffer.as_mut()[prefix::TYPE] = t.into();
-    }
-
-    /// Set the job id field.
-    pub fn set_job_id(&mut self, v: u16) {
-        put_u16(self.buffer.as_mut(), prefix::JOB, v);
-    }
-
-    /// Set the rank field.
-    pub fn set_rank(&mut self, v: u16) {
-        put_u16(self.buffer.as_mut(), prefix::RANK, v);
-    }
-
     /// Set the reason field.
     pub fn set_reason(&mut self, r: AbortReason) {
         self.buffer.as_mut()[field::REASON] = r.into();

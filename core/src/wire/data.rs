@@ -78,25 +78,12 @@ impl From<DataKind> for MessageType {
     }
 }
 
-/// A zero-copy view of a data message.
-#[derive(Debug, Clone)]
-pub struct DataPacket<T: AsRef<[u8]>> {
-    buffer: T,
-}
+super::packet_view!(
+    /// A zero-copy view of a data message.
+    DataPacket
+);
 
 impl<T: AsRef<[u8]>> DataPacket<T> {
-    /// Wrap a buffer without checking it.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        DataPacket { buffer }
-    }
-
-    /// Wrap a buffer and check its length.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let p = Self::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-
     /// Check that the buffer holds the header and exactly `count` values.
     pub fn check_len(&self) -> Result<()> {
         let len = self.buffer.as_ref().len();
@@ -109,31 +96,6 @@ impl<T: AsRef<[u8]>> DataPacket<T> {
             core::cmp::Ordering::Greater => Err(Error::TrailingBytes),
             core::cmp::Ordering::Equal => Ok(()),
         }
-    }
-
-    /// Return the underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
-    /// Return the version field.
-    pub fn version(&self) -> u8 {
-        self.buffer.as_ref()[prefix::VERSION]
-    }
-
-    /// Return the message type field.
-    pub fn msg_type(&self) -> MessageType {
-        MessageType::from(self.buffer.as_ref()[prefix::TYPE])
-    }
-
-    /// Return the job id field.
-    pub fn job_id(&self) -> u16 {
-        get_u16(self.buffer.as_ref(), prefix::JOB)
-    }
-
-    /// Return the rank field.
-    pub fn rank(&self) -> u16 {
-        get_u16(self.buffer.as_ref(), prefix::RANK)
     }
 
     /// Return the slot field.
@@ -192,16 +154,6 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> DataPacket<T> {
     /// Set the slot field.
     pub fn set_slot(&mut self, v: u16) {
         self.buffer.as_mut()[field::SLOT].copy_from_slice(&v.to_be_bytes());
-    }
-
-    /// Set the rank field.
-    pub fn set_rank(&mut self, v: u16) {
-        self.buffer.as_mut()[prefix::RANK].copy_from_slice(&v.to_be_bytes());
-    }
-
-    /// Set the message type field.
-    pub fn set_msg_type(&mut self, t: MessageType) {
-        self.buffer.as_mut()[prefix::TYPE] = t.into();
     }
 
     /// Set the flags field.

@@ -12,6 +12,82 @@
 //! Unknown code points (message types, abort reasons, slot states, flag bits) parse and
 //! round-trip; reserved fields must be zero.
 
+/// Define a message's zero-copy view: the struct, its constructors and the accessors of the
+/// prefix every message shares (§2). Each message module writes `check_len` and its own
+/// field accessors next to it; the contract is smoltcp's: after `check_len` succeeds, no
+/// accessor panics.
+macro_rules! packet_view {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone)]
+        pub struct $name<T: AsRef<[u8]>> {
+            buffer: T,
+        }
+
+        impl<T: AsRef<[u8]>> $name<T> {
+            /// Wrap a buffer without checking it.
+            pub const fn new_unchecked(buffer: T) -> Self {
+                $name { buffer }
+            }
+
+            /// Wrap a buffer and check its length.
+            pub fn new_checked(buffer: T) -> $crate::wire::Result<Self> {
+                let p = Self::new_unchecked(buffer);
+                p.check_len()?;
+                Ok(p)
+            }
+
+            /// Return the underlying buffer.
+            pub fn into_inner(self) -> T {
+                self.buffer
+            }
+
+            /// Return the version field.
+            pub fn version(&self) -> u8 {
+                self.buffer.as_ref()[$crate::wire::prefix::VERSION]
+            }
+
+            /// Return the message type field.
+            pub fn msg_type(&self) -> $crate::wire::MessageType {
+                $crate::wire::MessageType::from(self.buffer.as_ref()[$crate::wire::prefix::TYPE])
+            }
+
+            /// Return the job id field.
+            pub fn job_id(&self) -> u16 {
+                $crate::wire::get_u16(self.buffer.as_ref(), $crate::wire::prefix::JOB)
+            }
+
+            /// Return the rank field.
+            pub fn rank(&self) -> u16 {
+                $crate::wire::get_u16(self.buffer.as_ref(), $crate::wire::prefix::RANK)
+            }
+        }
+
+        impl<T: AsRef<[u8]> + AsMut<[u8]>> $name<T> {
+            /// Set the version field.
+            pub fn set_version(&mut self, v: u8) {
+                self.buffer.as_mut()[$crate::wire::prefix::VERSION] = v;
+            }
+
+            /// Set the message type field.
+            pub fn set_msg_type(&mut self, t: $crate::wire::MessageType) {
+                self.buffer.as_mut()[$crate::wire::prefix::TYPE] = t.into();
+            }
+
+            /// Set the job id field.
+            pub fn set_job_id(&mut self, v: u16) {
+                $crate::wire::put_u16(self.buffer.as_mut(), $crate::wire::prefix::JOB, v);
+            }
+
+            /// Set the rank field.
+            pub fn set_rank(&mut self, v: u16) {
+                $crate::wire::put_u16(self.buffer.as_mut(), $crate::wire::prefix::RANK, v);
+            }
+        }
+    };
+}
+pub(crate) use packet_view;
+
 pub mod abort;
 pub mod data;
 pub mod join;

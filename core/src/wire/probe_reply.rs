@@ -74,25 +74,12 @@ impl From<SlotState> for u8 {
     }
 }
 
-/// A zero-copy view of a ProbeReply message.
-#[derive(Debug, Clone)]
-pub struct ProbeReplyPacket<T: AsRef<[u8]>> {
-    buffer: T,
-}
+super::packet_view!(
+    /// A zero-copy view of a ProbeReply message.
+    ProbeReplyPacket
+);
 
 impl<T: AsRef<[u8]>> ProbeReplyPacket<T> {
-    /// Wrap a buffer without checking it.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        ProbeReplyPacket { buffer }
-    }
-
-    /// Wrap a buffer and check its length.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let p = Self::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-
     /// Check that the buffer holds the fixed part and exactly `bitmap_len` bitmap bytes.
     pub fn check_len(&self) -> Result<()> {
         let len = self.buffer.as_ref().len();
@@ -100,31 +87,6 @@ impl<T: AsRef<[u8]>> ProbeReplyPacket<T> {
             return Err(Error::Truncated);
         }
         check_exact_len(len, HEADER_LEN + self.bitmap_len() as usize)
-    }
-
-    /// Return the underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
-    /// Return the version field.
-    pub fn version(&self) -> u8 {
-        self.buffer.as_ref()[prefix::VERSION]
-    }
-
-    /// Return the message type field.
-    pub fn msg_type(&self) -> MessageType {
-        MessageType::from(self.buffer.as_ref()[prefix::TYPE])
-    }
-
-    /// Return the job id field.
-    pub fn job_id(&self) -> u16 {
-        get_u16(self.buffer.as_ref(), prefix::JOB)
-    }
-
-    /// Return the rank field.
-    pub fn rank(&self) -> u16 {
-        get_u16(self.buffer.as_ref(), prefix::RANK)
     }
 
     /// Return the slot field.
@@ -174,26 +136,6 @@ impl<T: AsRef<[u8]>> ProbeReplyPacket<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> ProbeReplyPacket<T> {
-    /// Set the version field.
-    pub fn set_version(&mut self, v: u8) {
-        self.buffer.as_mut()[prefix::VERSION] = v;
-    }
-
-    /// Set the message type field.
-    pub fn set_msg_type(&mut self, t: MessageType) {
-        self.buffer.as_mut()[prefix::TYPE] = t.into();
-    }
-
-    /// Set the job id field.
-    pub fn set_job_id(&mut self, v: u16) {
-        put_u16(self.buffer.as_mut(), prefix::JOB, v);
-    }
-
-    /// Set the rank field.
-    pub fn set_rank(&mut self, v: u16) {
-        put_u16(self.buffer.as_mut(), prefix::RANK, v);
-    }
-
     /// Set the slot field.
     pub fn set_slot(&mut self, v: u16) {
         put_u16(self.buffer.as_mut(), field::SLOT, v);

@@ -19,48 +19,15 @@ pub mod field {
 /// Length of a Status message.
 pub const LEN: usize = field::RESERVED.end;
 
-/// A zero-copy view of a Status message.
-#[derive(Debug, Clone)]
-pub struct StatusPacket<T: AsRef<[u8]>> {
-    buffer: T,
-}
+super::packet_view!(
+    /// A zero-copy view of a Status message.
+    StatusPacket
+);
 
 impl<T: AsRef<[u8]>> StatusPacket<T> {
-    /// Wrap a buffer without checking it.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        StatusPacket { buffer }
-    }
-
-    /// Wrap a buffer and check its length.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let p = Self::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-
     /// Check that the buffer is exactly [`LEN`] bytes long.
     pub fn check_len(&self) -> Result<()> {
         check_exact_len(self.buffer.as_ref().len(), LEN)
-    }
-
-    /// Return the version field.
-    pub fn version(&self) -> u8 {
-        self.buffer.as_ref()[prefix::VERSION]
-    }
-
-    /// Return the message type field.
-    pub fn msg_type(&self) -> MessageType {
-        MessageType::from(self.buffer.as_ref()[prefix::TYPE])
-    }
-
-    /// Return the job id field.
-    pub fn job_id(&self) -> u16 {
-        get_u16(self.buffer.as_ref(), prefix::JOB)
-    }
-
-    /// Return the rank field.
-    pub fn rank(&self) -> u16 {
-        get_u16(self.buffer.as_ref(), prefix::RANK)
     }
 
     /// Return the reserved field.

@@ -125,25 +125,12 @@ impl StatusCounters {
     }
 }
 
-/// A zero-copy view of a StatusReply message.
-#[derive(Debug, Clone)]
-pub struct StatusReplyPacket<T: AsRef<[u8]>> {
-    buffer: T,
-}
+super::packet_view!(
+    /// A zero-copy view of a StatusReply message.
+    StatusReplyPacket
+);
 
 impl<T: AsRef<[u8]>> StatusReplyPacket<T> {
-    /// Wrap a buffer without checking it.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        StatusReplyPacket { buffer }
-    }
-
-    /// Wrap a buffer and check its length.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let p = Self::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-
     /// Check that the buffer holds the fixed part and exactly `bitmap_len` bitmap bytes.
     pub fn check_len(&self) -> Result<()> {
         let len = self.buffer.as_ref().len();
@@ -155,26 +142,6 @@ impl<T: AsRef<[u8]>> StatusReplyPacket<T> {
 
     fn b(&self) -> &[u8] {
         self.buffer.as_ref()
-    }
-
-    /// Return the version field.
-    pub fn version(&self) -> u8 {
-        self.b()[prefix::VERSION]
-    }
-
-    /// Return the message type field.
-    pub fn msg_type(&self) -> MessageType {
-        MessageType::from(self.b()[prefix::TYPE])
-    }
-
-    /// Return the job id field.
-    pub fn job_id(&self) -> u16 {
-        get_u16(self.b(), prefix::JOB)
-    }
-
-    /// Return the rank field.
-    pub fn rank(&self) -> u16 {
-        get_u16(self.b(), prefix::RANK)
     }
 
     /// Return the world size field.
