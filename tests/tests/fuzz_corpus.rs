@@ -9,6 +9,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use switchml_tests::checks::worker::WorkerOp;
 use switchml_tests::checks::{quant, seeds, switch, wire, worker};
 
 /// A fuzz target's name and its check.
@@ -85,6 +86,48 @@ fn switch_never_counts_a_rank_twice_after_it_skipped_ahead() {
     let ops = switch::decode_ops(&bytes);
     assert_eq!(ops.len(), 3);
     switch::check_switch_sequence_with(&ops, false);
+}
+
+/// The lost-timer bug of this branch's worker (fixed on `main` in d81a55a): with no
+/// retries, both slots of a lane stall at once; only the first is probed, the second loses
+/// its retransmission timer. When the first slot's result arrives, the probe is dropped and
+/// the second slot waits forever with no timer armed.
+#[test]
+#[ignore = "known bug in core/src/worker on this branch, fixed on main (d81a55a)"]
+fn worker_never_hangs_with_a_use_outstanding() {
+    let setup = worker::Setup {
+        world: 2,
+        rank: 0,
+        window: 2,
+        slot_lo: 0,
+        count: 1,
+        retries: 0,
+    };
+    let int32_pair = worker::TensorSpec {
+        kind: 1,
+        average: false,
+        words: vec![5, 6],
+    };
+    let ops = [
+        WorkerOp::JoinReply {
+            world: 0,
+            complete: true,
+            max_count: 4,
+            epoch: 0,
+            rank: 1,
+            bitmap: vec![3],
+        },
+        WorkerOp::Wait(250),
+        WorkerOp::Answer {
+            pick: 0,
+            mutation: 0xFF,
+            exp: 0,
+            flags: 0,
+            to_all: true,
+            values: [11, 0, 0, 0],
+        },
+    ];
+    worker::check_worker_sequence_with(&setup, &[int32_pair], &ops, true);
 }
 
 /// Write the seeds into `fuzz/corpus/<target>/seed-<name>`.

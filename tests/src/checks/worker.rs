@@ -79,8 +79,26 @@ pub fn config(setup: &Setup) -> Config {
     }
 }
 
-/// Run a lane through `tensors` and `ops` and check every invariant after every input.
+/// Run a lane through `tensors` and `ops` and check every invariant after every input,
+/// except the liveness one (see [`check_worker_sequence_with`]).
 pub fn check_worker_sequence(setup: &Setup, tensors: &[TensorSpec], ops: &[WorkerOp]) {
+    check_worker_sequence_with(setup, tensors, ops, false);
+}
+
+/// Run a lane through `tensors` and `ops` and check every invariant after every input.
+///
+/// With `liveness`, also: while the stream runs and a use is outstanding, some timer is
+/// armed (`poll_timeout()` is not `None`), so the lane cannot hang without failing. This
+/// branch's worker breaks it (a slot that stalls while another slot is being probed loses
+/// its timer; fixed on `main` in d81a55a), so the fuzz target leaves it off until this
+/// branch has that fix; the ignored test `worker_never_hangs_with_a_use_outstanding` in
+/// `tests/tests/fuzz_corpus.rs` pins it.
+pub fn check_worker_sequence_with(
+    setup: &Setup,
+    tensors: &[TensorSpec],
+    ops: &[WorkerOp],
+    liveness: bool,
+) {
     let config = config(setup);
     let worker = match TestWorker::new(config) {
         Ok(w) => w,
@@ -104,6 +122,7 @@ pub fn check_worker_sequence(setup: &Setup, tensors: &[TensorSpec], ops: &[Worke
         last_exp: vec![NO_EXPONENT; window],
         sent: vec![None; window],
         tensors: BTreeMap::new(),
+        liveness,
         next_id: 0,
         rotation: 0,
         inbound: Vec::new(),
@@ -160,6 +179,8 @@ struct Checker {
     /// Per lane slot, the first transmission of the outstanding use.
     sent: Vec<Option<Vec<u8>>>,
     tensors: BTreeMap<u64, TensorModel>,
+    /// Check that an outstanding use always has a timer.
+    liveness: bool,
     next_id: u64,
     rotation: u32,
     inbound: Vec<Vec<u8>>,
@@ -296,6 +317,13 @@ impl Checker {
         }
         while let Some(event) = self.worker.poll_event() {
             self.on_event(event);
+        }
+        let outstanding = self.sent.iter().position(Option::is_some);
+        if let (true, true, Some(i)) = (self.liveness, self.worker.is_running(), outstanding) {
+            assert!(
+                self.worker.poll_timeout().is_some(),
+                "slot {i} waits for a result with no timer armed: the lane hangs"
+            );
         }
     }
 
