@@ -1,0 +1,389 @@
+//! The operations of a switch sequence, decoded from fuzz bytes, and the datagrams they
+//! stand for.
+//!
+//! The domains are small on purpose — 3 job ids (one unknown), ranks up to one past the
+//! world, slots up to one past the job's range, use numbers near 0 or near a wrap-around,
+//! counts up to one past `K` — so that random sequences collide on the same slot version
+//! and use all the time. [`SwitchOp::Replay`] sends an earlier datagram again byte for byte:
+//! the network's duplicates and the workers' retransmissions.
+
+use switchml_core::wire::{
+    AbortReason, AbortRepr, DataKind, DataRepr, Flags, JoinRepr, Message, ProbeRepr,
+};
+
+use crate::checks::input::{Input, Output};
+
+/// Values per slot of the switch under test: small, so counts often reach it.
+pub const K: usize = 4;
+
+/// The job ids the sequence talks to: two registered jobs and one the switch never knew.
+pub const JOB_IDS: [u16; 3] = [10, 11, 12];
+
+/// One step of a switch sequence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SwitchOp {
+    /// A Contribution. `ver` is `seq & 1` unless `bad_ver`.
+    Contribute {
+        /// Index into [`JOB_IDS`].
+        job: u8,
+        /// Sender.
+        rank: u16,
+        /// Job-relative slot.
+        slot: u16,
+        /// Use number.
+        seq: u32,
+        /// Send the wrong shadow version.
+        bad_ver: bool,
+        /// Exponent byte.
+        exp: u8,
+        /// Set the RETRANSMIT flag.
+        retransmit: bool,
+        /// The values (their number is the count).
+        values: Vec<i32>,
+    },
+    /// A Join.
+    Join {
+        /// Index into [`JOB_IDS`].
+        job: u8,
+        /// Sender.
+        rank: u16,
+        /// The world size the sender believes in.
+        world: u16,
+        /// Its slot range.
+        slot_lo: u16,
+        /// Its slot range.
+        slot_count: u16,
+        /// Its chunk size.
+        count: u16,
+    },
+    /// A Probe.
+    Probe {
+        /// Index into [`JOB_IDS`].
+        job: u8,
+        /// Sender.
+        rank: u16,
+        /// Job-relative slot.
+        slot: u16,
+        /// Version asked about.
+        ver: u8,
+        /// The use waited for.
+        seq: u32,
+    },
+    /// An Abort from a worker.
+    Abort {
+        /// Index into [`JOB_IDS`].
+        job: u8,
+        /// Sender.
+        rank: u16,
+        /// Reason byte.
+        reason: u8,
+        /// Detail.
+        detail: u16,
+    },
+    /// Any bytes at all.
+    Raw(Vec<u8>),
+    /// Send the datagram of an earlier op again (index counted back from the latest).
+    Replay(u8),
+    /// Control plane: remove job 0 and add it again (its slots reset).
+    RestartJob,
+}
+
+/// A rank near the world: in range, one past, or the multicast rank.
+fn rank(input: &mut Input) -> u16 {
+    match input.u8() {
+        0xFF => 0xFFFF,
+        b => u16::from(b % 5),
+    }
+}
+
+/// A use number near 0, or near where the 32-bit numbering wraps and the signed
+/// comparison flips.
+fn seq(input: &mut Input) -> u32 {
+    let b = input.u8();
+    let small = u32::from(b & 0x0F);
+    match b >> 6 {
+        0 | 1 => small,
+        2 => small.wrapping_sub(8),
+        _ => 0x8000_0000u32.wrapping_add(small).wrapping_sub(8),
+    }
+}
+
+/// Decode a sequence: each op is a selector byte and its fields, until the bytes run out.
+pub fn decode_ops(bytes: &[u8]) -> Vec<SwitchOp> {
+    let mut input = Input::new(bytes);
+    let mut ops = Vec::new();
+    while !input.is_empty() {
+        let op = match input.u8() % 16 {
+            0..=7 => SwitchOp::Contribute {
+                job: input.u8() % 3,
+                rank: rank(&mut input),
+                slot: u16::from(input.u8() % 4),
+                seq: seq(&mut input),
+                bad_ver: input.u8() == 0xFF,
+                exp: input.u8(),
+                retransmit: input.bool(),
+                values: {
+                    let n = input.below(K + 2);
+                    (0..n).map(|_| input.i32()).collect()
+                },
+            },
+            8 | 9 => SwitchOp::Join {
+                job: input.u8() % 3,
+                rank: rank(&mut input),
+                world: u16::from(input.u8() % 5),
+                slot_lo: u16::from(input.u8() % 4),
+                slot_count: u16::from(input.u8() % 5),
+                count: input.u16() % (K as u16 + 2),
+            },
+            10 => SwitchOp::Probe {
+                job: input.u8() % 3,
+                rank: rank(&mut input),
+                slot: u16::from(input.u8() % 4),
+                ver: input.u8() % 2,
+                seq: seq(&mut input),
+            },
+            11 => SwitchOp::Abort {
+                job: input.u8() % 3,
+                rank: rank(&mut input),
+                reason: input.u8() % 9,
+                detail: input.u16(),
+            },
+            12 => SwitchOp::Raw(input.bytes(64).to_vec()),
+            13 | 14 => SwitchOp::Replay(input.u8()),
+            _ => SwitchOp::RestartJob,
+        };
+        ops.push(op);
+    }
+    ops
+}
+
+/// Encode ops so that [`decode_ops`] gives them back (for seed corpora). Fields outside the
+/// decoder's domains are folded into them.
+pub fn encode_ops(ops: &[SwitchOp]) -> Vec<u8> {
+    let mut out = Output::new();
+    let rank_byte = |r: u16| if r == 0xFFFF { 0xFF } else { (r % 5) as u8 };
+    let seq_byte = |s: u32| {
+        if s < 16 {
+            s as u8
+        } else if s >= 0xFFFF_FFF8 {
+            0x80 | (s.wrapping_add(8) & 0x0F) as u8
+        } else {
+            0xC0 | (s.wrapping_sub(0x7FFF_FFF8) & 0x0F) as u8
+        }
+    };
+    for op in ops {
+        match op {
+            SwitchOp::Contribute {
+                job,
+                rank,
+                slot,
+                seq,
+                bad_ver,
+                exp,
+                retransmit,
+                values,
+            } => {
+                out.u8(0).u8(*job).u8(rank_byte(*rank)).u8(*slot as u8);
+                out.u8(seq_byte(*seq)).u8(if *bad_ver { 0xFF } else { 0 });
+                out.u8(*exp).bool(*retransmit).u8(values.len() as u8);
+                for v in values {
+                    out.i32(*v);
+                }
+            }
+            SwitchOp::Join {
+                job,
+                rank,
+                world,
+                slot_lo,
+                slot_count,
+                count,
+            } => {
+                out.u8(8).u8(*job).u8(rank_byte(*rank)).u8(*world as u8);
+                out.u8(*slot_lo as u8).u8(*slot_count as u8).u16(*count);
+            }
+            SwitchOp::Probe {
+                job,
+                rank,
+                slot,
+                ver,
+                seq,
+            } => {
+                out.u8(10).u8(*job).u8(rank_byte(*rank)).u8(*slot as u8);
+                out.u8(*ver).u8(seq_byte(*seq));
+            }
+            SwitchOp::Abort {
+                job,
+                rank,
+                reason,
+                detail,
+            } => {
+                out.u8(11)
+                    .u8(*job)
+                    .u8(rank_byte(*rank))
+                    .u8(*reason)
+                    .u16(*detail);
+            }
+            SwitchOp::Raw(bytes) => {
+                out.u8(12).bytes(&bytes[..bytes.len().min(64)]);
+            }
+            SwitchOp::Replay(back) => {
+                out.u8(13).u8(*back);
+            }
+            SwitchOp::RestartJob => {
+                out.u8(15);
+            }
+        }
+    }
+    out.into_bytes()
+}
+
+/// Return the job id an op's job index stands for.
+pub fn job_id(job: u8) -> u16 {
+    JOB_IDS[usize::from(job) % JOB_IDS.len()]
+}
+
+/// Write the datagram for `op` (not `Replay` or `RestartJob`) into `buf`.
+pub fn datagram(op: &SwitchOp, buf: &mut Vec<u8>) {
+    buf.clear();
+    let msg = match op {
+        SwitchOp::Contribute {
+            job,
+            rank,
+            slot,
+            seq,
+            bad_ver,
+            exp,
+            retransmit,
+            values,
+        } => {
+            let mut payload = Vec::with_capacity(4 * values.len());
+            for v in values {
+                payload.extend_from_slice(&v.to_be_bytes());
+            }
+            let repr = DataRepr {
+                kind: DataKind::Contribution,
+                job: job_id(*job),
+                rank: *rank,
+                slot: *slot,
+                ver: (*seq & 1) as u8 ^ u8::from(*bad_ver),
+                flags: if *retransmit {
+                    Flags::RETRANSMIT
+                } else {
+                    Flags::default()
+                },
+                count: values.len() as u16,
+                seq: *seq,
+                exp: *exp,
+            };
+            return emit(&Message::Data(repr, &payload), buf);
+        }
+        SwitchOp::Join {
+            job,
+            rank,
+            world,
+            slot_lo,
+            slot_count,
+            count,
+        } => Message::Join(JoinRepr {
+            job: job_id(*job),
+            rank: *rank,
+            world: *world,
+            slot_lo: *slot_lo,
+            slot_count: *slot_count,
+            count: *count,
+        }),
+        SwitchOp::Probe {
+            job,
+            rank,
+            slot,
+            ver,
+            seq,
+        } => Message::Probe(ProbeRepr {
+            job: job_id(*job),
+            rank: *rank,
+            slot: *slot,
+            ver: *ver & 1,
+            seq: *seq,
+        }),
+        SwitchOp::Abort {
+            job,
+            rank,
+            reason,
+            detail,
+        } => Message::Abort(AbortRepr {
+            job: job_id(*job),
+            rank: *rank,
+            reason: AbortReason::from(*reason),
+            detail: *detail,
+            epoch: 0,
+        }),
+        SwitchOp::Raw(bytes) => {
+            buf.extend_from_slice(bytes);
+            return;
+        }
+        SwitchOp::Replay(_) | SwitchOp::RestartJob => return,
+    };
+    emit(&msg, buf);
+}
+
+fn emit(msg: &Message, buf: &mut Vec<u8>) {
+    buf.resize(msg.buffer_len(), 0);
+    let len = msg.emit(buf).expect("ops build valid messages");
+    buf.truncate(len);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encode_then_decode_gives_the_ops_back() {
+        let ops = vec![
+            SwitchOp::Contribute {
+                job: 1,
+                rank: 2,
+                slot: 3,
+                seq: 0xFFFF_FFFE,
+                bad_ver: true,
+                exp: 130,
+                retransmit: true,
+                values: vec![1, -1, i32::MIN],
+            },
+            SwitchOp::Contribute {
+                job: 0,
+                rank: 0xFFFF,
+                slot: 0,
+                seq: 0x8000_0001,
+                bad_ver: false,
+                exp: 0,
+                retransmit: false,
+                values: vec![],
+            },
+            SwitchOp::Join {
+                job: 2,
+                rank: 4,
+                world: 3,
+                slot_lo: 1,
+                slot_count: 2,
+                count: 5,
+            },
+            SwitchOp::Probe {
+                job: 0,
+                rank: 1,
+                slot: 2,
+                ver: 1,
+                seq: 7,
+            },
+            SwitchOp::Abort {
+                job: 0,
+                rank: 1,
+                reason: 7,
+                detail: 0xFFFF,
+            },
+            SwitchOp::Raw(vec![1, 2, 3]),
+            SwitchOp::Replay(2),
+            SwitchOp::RestartJob,
+        ];
+        assert_eq!(decode_ops(&encode_ops(&ops)), ops);
+    }
+}
