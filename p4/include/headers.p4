@@ -160,9 +160,8 @@ header sml_bridge_h {
     bit<1>  overflow;
     bit<1>  last;
     bit<1>  restore;
-    bit<1>  other;
     bit<1>  packet_overflow;
-    bit<7>  pad2;
+    bit<8>  pad2;
     bit<7>  pad3;
     bit<9>  ingress_port;
     bit<16> world;
@@ -241,7 +240,6 @@ struct metadata_t {
     @field_list(1) bit<16> held_count;
     bit<1>  count_ok;
     bit<1>  seen;
-    @field_list(1) bit<1>  other;
     bit<1>  wrote;
     bit<1>  complete;
     bit<1>  counted;

@@ -3,11 +3,12 @@
 // model's cell {seen[0], seen[1]} of 64 ranks each is two registers here: `seen_lo` (ranks
 // 0-31) and `seen_hi` (ranks 32-63), each cell the pair {version 0 word, version 1 word},
 // as the original's bitmap pair. Both run once per pass: the word holding the rank sets
-// and clears its bit, the other word only resets on a new use.
+// its bit in version v, the other word only resets on a new use; version 1-v is left alone
+// (protocol.md §4, "Why seen[1−v] is not cleared").
 //
 // The countdown comes after these registers, so the bit is set whenever it was clear and
 // the count matched, before the pipeline knows whether the use is complete; in that rare
-// case the packet recirculates once and the RESTORE actions put both bits back.
+// case the packet recirculates once and the RESTORE actions clear the bit again.
 #ifndef _SWITCHML_BITMAP_CHECKER_P4_
 #define _SWITCHML_BITMAP_CHECKER_P4_
 
@@ -21,7 +22,7 @@ struct seen_pair_t {
 }
 
 // One word register: ranks 32·half .. 32·half+31 of both versions. The action output
-// packs bit 0 = the rank was seen in v, bit 1 = it was seen in 1-v, bit 2 = written.
+// packs bit 0 = the rank was seen in v, bit 2 = written.
 control SeenWord(inout metadata_t meta, in bit<32> mask, in bit<8> ver, in bit<2> mode,
                  out bit<8> flags, out bit<32> word) {
     Register<seen_pair_t, bit<32>>(POOL_SLOTS) seen;
@@ -35,9 +36,8 @@ control SeenWord(inout metadata_t meta, in bit<32> mask, in bit<8> ver, in bit<2
             if ((w.v0 & mask) != 0) {
                 f = 1;
             } else if (meta.count_ok == 1 && mask != 0) {
-                f = ((w.v1 & mask) != 0) ? 8w6 : 8w4;
+                f = 4;
                 w.v0 = w.v0 | mask;
-                w.v1 = w.v1 & ~mask;
             }
         }
     };
@@ -51,9 +51,8 @@ control SeenWord(inout metadata_t meta, in bit<32> mask, in bit<8> ver, in bit<2
             if ((w.v1 & mask) != 0) {
                 f = 1;
             } else if (meta.count_ok == 1 && mask != 0) {
-                f = ((w.v0 & mask) != 0) ? 8w6 : 8w4;
+                f = 4;
                 w.v1 = w.v1 | mask;
-                w.v0 = w.v0 & ~mask;
             }
         }
     };
@@ -61,9 +60,6 @@ control SeenWord(inout metadata_t meta, in bit<32> mask, in bit<8> ver, in bit<2
     RegisterAction<seen_pair_t, bit<32>, bit<8>>(seen) restore_v0 = {
         void apply(inout seen_pair_t w, out bit<8> f) {
             w.v0 = w.v0 & ~mask;
-            if (meta.other == 1) {
-                w.v1 = w.v1 | mask;
-            }
             f = 0;
         }
     };
@@ -71,9 +67,6 @@ control SeenWord(inout metadata_t meta, in bit<32> mask, in bit<8> ver, in bit<2
     RegisterAction<seen_pair_t, bit<32>, bit<8>>(seen) restore_v1 = {
         void apply(inout seen_pair_t w, out bit<8> f) {
             w.v1 = w.v1 & ~mask;
-            if (meta.other == 1) {
-                w.v0 = w.v0 | mask;
-            }
             f = 0;
         }
     };
@@ -131,7 +124,6 @@ control BitmapChecker(inout metadata_t meta, in bit<8> ver, in bit<2> mode) {
             meta.seen_word = hi_word ++ lo_word;
         } else if (mode == SEEN_CHECK) {
             meta.seen = f[0:0];
-            meta.other = f[1:1];
             meta.wrote = f[2:2];
         }
     }

@@ -144,7 +144,6 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
             meta.exp = hdr.bridge.exp;
             meta.last = hdr.bridge.last;
             meta.restore = hdr.bridge.restore;
-            meta.other = hdr.bridge.other;
             meta.packet_overflow = hdr.bridge.packet_overflow;
             meta.overflow = hdr.bridge.overflow;
             meta.ingress_port = hdr.bridge.ingress_port;
@@ -210,7 +209,6 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
             hdr.bridge.pad = 0;
             hdr.bridge.last = meta.last;
             hdr.bridge.restore = meta.restore;
-            hdr.bridge.other = meta.other;
             hdr.bridge.packet_overflow = meta.packet_overflow;
             hdr.bridge.overflow = meta.overflow;
             hdr.bridge.pad2 = 0;

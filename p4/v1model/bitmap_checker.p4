@@ -1,11 +1,12 @@
 // bitmap_checker.p4 (v1model): register `seen`, both versions of a slot in one cell
-// ({v1:64, v0:64}), so one access can set the rank in seen[v] and clear it in seen[1-v].
+// ({v1:64, v0:64}). Only seen[v] changes; seen[1-v] is left alone (protocol.md §4, "Why
+// seen[1−v] is not cleared").
 // Rust twin: p4/model/src/bitmap_checker.rs (BitmapChecker).
 //
 // The countdown (workers_counter.p4) comes after this register, so the bit is set whenever
 // it was clear and the count matched, before the pipeline knows whether the use is already
-// complete. In that rare case the packet recirculates once and mode RESTORE puts both bits
-// back: the reference never touches the bitmaps when it answers a completed use.
+// complete. In that rare case the packet recirculates once and mode RESTORE clears the bit
+// again: the reference never touches the bitmaps when it answers a completed use.
 #ifndef _SWITCHML_BITMAP_CHECKER_P4_
 #define _SWITCHML_BITMAP_CHECKER_P4_
 
@@ -26,20 +27,15 @@ control BitmapChecker(inout metadata_t meta, in bit<8> ver, in bit<2> mode) {
             meta.seen_word = mine;
         } else if (mode == SEEN_RESTORE) {
             mine = mine & ~meta.rank_bit;
-            if (meta.other == 1) {
-                other = other | meta.rank_bit;
-            }
             write = 1;
         } else {
             if (meta.begin == 1) {
                 mine = 0;
             }
             meta.seen = ((mine & meta.rank_bit) != 0) ? 1w1 : 1w0;
-            meta.other = ((other & meta.rank_bit) != 0) ? 1w1 : 1w0;
             if (meta.count_ok == 1 && meta.seen == 0) {
                 meta.wrote = 1;
                 mine = mine | meta.rank_bit;
-                other = other & ~meta.rank_bit;
             }
             write = meta.wrote | meta.begin;
         }

@@ -12,8 +12,11 @@ use std::path::{Path, PathBuf};
 use switchml_tests::checks::worker::WorkerOp;
 use switchml_tests::checks::{quant, seeds, switch, wire, worker};
 
+/// A fuzz target's check: any bytes in, a panic on a broken invariant.
+type Check = fn(&[u8]);
+
 /// A fuzz target's name and its check.
-const TARGETS: [(&str, fn(&[u8])); 4] = [
+const TARGETS: [(&str, Check); 4] = [
     ("wire_roundtrip", wire::check_wire),
     ("switch_sequence", switch::check_switch),
     ("worker_sequence", worker::check_worker),
@@ -74,26 +77,23 @@ fn seeds_pass_their_checks() {
     }
 }
 
-/// The known flaw of the reference switch that the fuzzer found (see
-/// `switchml_tests::checks::switch::check_switch_sequence_with`): rank 0 of a 3-rank job
-/// contributes to use 0 of slot 0, then to use 1 (which clears its bit in use 0), then
-/// resends use 0 — and is counted twice. Minimized by `cargo fuzz tmin` from a
-/// `switch_sequence` crash: the 19 bytes are three Contributions with empty payloads.
+/// The switch bug the fuzzer found (fixed: protocol.md §4, "Why `seen[1−v]` is not
+/// cleared"): rank 0 of a 3-rank job contributes to use 0 of slot 0, then to use 1 (which
+/// cleared its bit in use 0), then resends use 0 — and was counted twice. Minimized by
+/// `cargo fuzz tmin` from a `switch_sequence` crash: three Contributions, empty payloads.
 #[test]
-#[ignore = "known bug in core/src/switch (protocol.md §4 step 5); passes once it is fixed"]
 fn switch_never_counts_a_rank_twice_after_it_skipped_ahead() {
     let bytes = [0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1];
     let ops = switch::decode_ops(&bytes);
     assert_eq!(ops.len(), 3);
-    switch::check_switch_sequence_with(&ops, false);
+    switch::check_switch_sequence(&ops);
 }
 
-/// The lost-timer bug of this branch's worker (fixed on `main` in d81a55a): with no
+/// The lost-timer bug of the worker (fixed in d81a55a): with no
 /// retries, both slots of a lane stall at once; only the first is probed, the second loses
 /// its retransmission timer. When the first slot's result arrives, the probe is dropped and
 /// the second slot waits forever with no timer armed.
 #[test]
-#[ignore = "known bug in core/src/worker on this branch, fixed on main (d81a55a)"]
 fn worker_never_hangs_with_a_use_outstanding() {
     let setup = worker::Setup {
         world: 2,

@@ -346,7 +346,6 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
         sv.remaining -= 1;
         job.counters.contributions += 1;
         let complete = sv.remaining == 0;
-        slot.versions[1 - v].seen.remove(p.rank);
         // 6. Multicast a completed use.
         if !complete {
             return Verdict::Consumed;

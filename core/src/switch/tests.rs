@@ -157,7 +157,7 @@ fn retransmission_to_completed_use_gets_the_stored_result_unicast() {
 }
 
 #[test]
-fn next_use_overwrites_and_clears_the_other_versions_bit() {
+fn next_use_overwrites_and_leaves_the_other_version_alone() {
     let mut pool = pool();
     let mut s = switch(&mut pool);
     let mut out = [0u8; OUT];
@@ -165,14 +165,13 @@ fn next_use_overwrites_and_clears_the_other_versions_bit() {
     for r in 0..3 {
         send(&mut s, &contribution(r, 0, 0, 0, &[100])[..n], &mut out);
     }
-    // Use 1 (version 1) from rank 0: version 0 keeps its result, rank 0's bit there clears.
+    // Use 1 (version 1) from rank 0: version 0 keeps its result and its bitmap.
     assert_eq!(
         send(&mut s, &contribution(0, 0, 1, 0, &[1])[..n], &mut out),
         Verdict::Consumed
     );
     let slot = s.slot(7, 0).unwrap();
-    assert!(!slot.version(0).seen().contains(0));
-    assert!(slot.version(0).seen().contains(1));
+    assert_eq!(slot.version(0).seen().len(), 3);
     assert_eq!(slot.version(0).values(), [300]);
     // Use 2 (version 0 again) starts afresh: first contribution overwrites.
     send(&mut s, &contribution(1, 0, 1, 0, &[1])[..n], &mut out);
@@ -183,6 +182,26 @@ fn next_use_overwrites_and_clears_the_other_versions_bit() {
     );
     let v0 = s.slot(7, 0).unwrap().version(0);
     assert_eq!((v0.seq(), v0.remaining(), v0.values()), (2, 2, &[9][..]));
+    assert_eq!(v0.seen().iter().collect::<heapless::Vec<u16, 4>>(), [2]);
+}
+
+#[test]
+fn a_rank_that_skips_ahead_is_never_counted_twice() {
+    // Found by the switch_sequence fuzzer: with the paper's clearing of seen[1−v], rank 0's
+    // use-1 contribution erased its bit in the incomplete use 0, and its resend of use 0
+    // was counted again — use 0 completed with rank 0 twice and rank 2 never.
+    let mut pool = pool();
+    let mut s = switch(&mut pool);
+    let mut out = [0u8; OUT];
+    let n = data_len(1);
+    send(&mut s, &contribution(0, 0, 0, 0, &[1])[..n], &mut out);
+    send(&mut s, &contribution(0, 0, 1, 0, &[5])[..n], &mut out);
+    let v = send(&mut s, &contribution(0, 0, 0, 0, &[1])[..n], &mut out);
+    assert_eq!(v, Verdict::Drop(DropReason::Duplicate));
+    send(&mut s, &contribution(1, 0, 0, 0, &[10])[..n], &mut out);
+    let v = send(&mut s, &contribution(2, 0, 0, 0, &[100])[..n], &mut out);
+    assert_eq!(v, Verdict::Multicast { job: 7, len: n });
+    assert_eq!(result_of(&out, n).1, [111]);
 }
 
 #[test]

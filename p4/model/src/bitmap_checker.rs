@@ -1,13 +1,14 @@
 //! `bitmap_checker.p4`: the seen bitmaps of both versions of a slot in one register cell,
-//! so that one action can add the rank to `seen[v]` and remove it from `seen[1−v]`
-//! (protocol.md §4 step 5), as the original's pair register does.
+//! as the original's pair register. Only `seen[v]` changes: a new use resets it and a
+//! counted contribution sets the rank's bit; `seen[1−v]` is left alone (protocol.md §4,
+//! "Why `seen[1−v]` is not cleared").
 //!
 //! The countdown comes after this register and the hardware cannot go back to it. So the
 //! bit is set whenever it was clear and the count matched, before the pipeline knows
 //! whether the use is already complete. In that rare case (a late copy of a completed use
 //! from a rank that has moved on) the next step recirculates the packet once and
-//! [`BitmapChecker::undo`] restores both bits: the reference never touches the bitmaps when
-//! it answers a completed use.
+//! [`BitmapChecker::undo`] clears the bit again: the reference never touches the bitmaps
+//! when it answers a completed use.
 
 use crate::register::{Hazard, Pass, Register};
 
@@ -16,9 +17,7 @@ use crate::register::{Hazard, Pass, Register};
 pub struct SeenBits {
     /// The rank's bit was set in `seen[v]` (after a new use's reset).
     pub seen: bool,
-    /// The rank's bit was set in `seen[1−v]`.
-    pub other: bool,
-    /// The bits were written (set in `v`, cleared in `1−v`).
+    /// The bit was written (set in `seen[v]`).
     pub wrote: bool,
 }
 
@@ -28,9 +27,8 @@ pub struct BitmapChecker {
     seen: Register<[u64; 2]>,
 }
 
-fn halves(ver: u8) -> (usize, usize) {
-    let v = usize::from(ver & 1);
-    (v, 1 - v)
+fn half(ver: u8) -> usize {
+    usize::from(ver & 1)
 }
 
 impl BitmapChecker {
@@ -41,8 +39,8 @@ impl BitmapChecker {
         }
     }
 
-    /// Check rank `bit` in version `ver` of `slot`; set it (and clear it in the other
-    /// version) if it was clear and the count matched. A new use clears `seen[v]` first.
+    /// Check rank `bit` in version `ver` of `slot`; set it if it was clear and the count
+    /// matched. A new use clears `seen[v]` first.
     pub fn apply(
         &mut self,
         pass: &Pass,
@@ -52,43 +50,29 @@ impl BitmapChecker {
         begin: bool,
         count_ok: bool,
     ) -> Result<SeenBits, Hazard> {
-        let (v, o) = halves(ver);
+        let v = half(ver);
         self.seen.execute(pass, slot, |cell| {
             if begin {
                 cell[v] = 0;
             }
             let seen = cell[v] & bit != 0;
-            let other = cell[o] & bit != 0;
             let wrote = count_ok && !seen;
             if wrote {
                 cell[v] |= bit;
-                cell[o] &= !bit;
             }
-            SeenBits { seen, other, wrote }
+            SeenBits { seen, wrote }
         })
     }
 
-    /// Undo an [`apply`](Self::apply) that wrote: clear the bit in `v`, restore it in `1−v`.
-    pub fn undo(
-        &mut self,
-        pass: &Pass,
-        slot: usize,
-        ver: u8,
-        bit: u64,
-        other: bool,
-    ) -> Result<(), Hazard> {
-        let (v, o) = halves(ver);
-        self.seen.execute(pass, slot, |cell| {
-            cell[v] &= !bit;
-            if other {
-                cell[o] |= bit;
-            }
-        })
+    /// Undo an [`apply`](Self::apply) that wrote: clear the bit in `seen[v]` again.
+    pub fn undo(&mut self, pass: &Pass, slot: usize, ver: u8, bit: u64) -> Result<(), Hazard> {
+        let v = half(ver);
+        self.seen.execute(pass, slot, |cell| cell[v] &= !bit)
     }
 
     /// Read `seen[ver]` of `slot` for a Probe.
     pub fn probe(&mut self, pass: &Pass, slot: usize, ver: u8) -> Result<u64, Hazard> {
-        let (v, _) = halves(ver);
+        let v = half(ver);
         self.seen.execute(pass, slot, |cell| cell[v])
     }
 
@@ -109,15 +93,15 @@ mod tests {
     use crate::register::PassClock;
 
     #[test]
-    fn set_moves_the_bit_between_versions_and_undo_moves_it_back() {
+    fn set_touches_only_its_version_and_undo_clears_it() {
         let mut clock = PassClock::default();
         let mut b = BitmapChecker::new(1);
         let r = b.apply(&clock.begin(0), 0, 0, 0b10, true, true).unwrap();
-        assert_eq!((r.seen, r.other, r.wrote), (false, false, true));
+        assert_eq!((r.seen, r.wrote), (false, true));
         let r = b.apply(&clock.begin(0), 0, 1, 0b10, true, true).unwrap();
-        assert_eq!((r.seen, r.other, r.wrote), (false, true, true));
-        assert_eq!(b.register().read(0), Some([0, 0b10]));
-        b.undo(&clock.begin(1), 0, 1, 0b10, true).unwrap();
+        assert_eq!((r.seen, r.wrote), (false, true));
+        assert_eq!(b.register().read(0), Some([0b10, 0b10]));
+        b.undo(&clock.begin(1), 0, 1, 0b10).unwrap();
         assert_eq!(b.register().read(0), Some([0b10, 0]));
         let r = b.apply(&clock.begin(0), 0, 0, 0b10, false, false).unwrap();
         assert_eq!((r.seen, r.wrote), (true, false));

@@ -369,8 +369,7 @@ impl Pipeline {
                     .apply(&pass, version, p, n, update, input, output)?;
             }
             if restore {
-                self.bitmap_checker
-                    .undo(&pass, slot, d.ver, bit, seen.other)?;
+                self.bitmap_checker.undo(&pass, slot, d.ver, bit)?;
             }
             if p == blocks.max(1) - 1 {
                 overflow = self
