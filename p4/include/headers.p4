@@ -156,10 +156,9 @@ header sml_bridge_h {
     bit<8>  update;
     bit<8>  exp;
     bit<8>  lanes;
-    bit<4>  pad;
+    bit<5>  pad;
     bit<1>  overflow;
     bit<1>  last;
-    bit<1>  restore;
     bit<1>  packet_overflow;
     bit<8>  pad2;
     bit<7>  pad3;
@@ -240,7 +239,6 @@ struct metadata_t {
     @field_list(1) bit<16> held_count;
     bit<1>  count_ok;
     bit<1>  seen;
-    bit<1>  wrote;
     bit<1>  complete;
     bit<1>  counted;
     bit<16> remaining;
@@ -248,7 +246,6 @@ struct metadata_t {
     @field_list(1) bit<8>  outcome;
     @field_list(1) bit<1>  last;
     @field_list(1) bit<8>  update;
-    @field_list(1) bit<1>  restore;
     @field_list(1) bit<8>  lanes;
     @field_list(1) bit<8>  exp;
     @field_list(1) bit<1>  packet_overflow;

@@ -2,8 +2,7 @@
 // Rust twin: p4/model/src/next_step_selector.rs (NextStepSelector). In the reference's
 // order (protocol.md §4 steps 2-6): a complete use answers the sender with the stored
 // result (RETRANSMIT), then duplicates and count mismatches drop, anything else is
-// aggregated. One pass per block of VALUES_PER_PASS values to load, add or read, and a
-// second pass when bitmap_checker.p4 must restore what it set (see its comment).
+// aggregated. One pass per block of VALUES_PER_PASS values to load, add or read.
 #ifndef _SWITCHML_NEXT_STEP_SELECTOR_P4_
 #define _SWITCHML_NEXT_STEP_SELECTOR_P4_
 
@@ -13,7 +12,6 @@ control NextStepSelector(inout headers_t hdr, inout metadata_t meta) {
             if (meta.complete == 1) {
                 meta.outcome = OUTCOME_RETRANSMIT;
                 meta.update = UPDATE_READ;
-                meta.restore = meta.wrote;
             } else if (meta.seen == 1) {
                 meta.outcome = OUTCOME_DUPLICATE;
                 meta.drop_reason = DROP_DUPLICATE;
@@ -25,7 +23,7 @@ control NextStepSelector(inout headers_t hdr, inout metadata_t meta) {
                 meta.update = (meta.begin == 1) ? UPDATE_LOAD : UPDATE_ADD;
                 meta.last = (meta.remaining == 0) ? 1w1 : 1w0;
             }
-            // Blocks of the use's count; a restore needs pass 1 even for one block.
+            // Blocks of the use's count, at least one pass.
             bit<16> blocks = (meta.held_count + (VALUES_PER_PASS - 1)) >> 6;
             meta.passes = (bit<8>)blocks;
             meta.last_value_pass = 0;
@@ -33,9 +31,6 @@ control NextStepSelector(inout headers_t hdr, inout metadata_t meta) {
                 meta.passes = 1;
             } else {
                 meta.last_value_pass = meta.passes - 1;
-            }
-            if (meta.restore == 1 && meta.passes == 1) {
-                meta.passes = 2;
             }
         }
         // Lanes of this pass's block that hold values of the use.

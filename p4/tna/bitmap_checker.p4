@@ -7,23 +7,23 @@
 // (protocol.md §4, "Why seen[1−v] is not cleared").
 //
 // The countdown comes after these registers, so the bit is set whenever it was clear and
-// the count matched, before the pipeline knows whether the use is complete; in that rare
-// case the packet recirculates once and the RESTORE actions clear the bit again.
+// the count matched, before the pipeline knows whether the use is complete. That is safe:
+// in a complete use every rank's bit is set (only a new use's reset clears one), so the
+// check writes nothing there, as the reference leaves the bitmap when it answers.
 #ifndef _SWITCHML_BITMAP_CHECKER_P4_
 #define _SWITCHML_BITMAP_CHECKER_P4_
 
-const bit<2> SEEN_CHECK = 0;
-const bit<2> SEEN_RESTORE = 1;
-const bit<2> SEEN_PROBE = 2;
+const bit<1> SEEN_CHECK = 0;
+const bit<1> SEEN_PROBE = 1;
 
 struct seen_pair_t {
     bit<32> v0;
     bit<32> v1;
 }
 
-// One word register: ranks 32·half .. 32·half+31 of both versions. The action output
-// packs bit 0 = the rank was seen in v, bit 2 = written.
-control SeenWord(inout metadata_t meta, in bit<32> mask, in bit<8> ver, in bit<2> mode,
+// One word register: ranks 32·half .. 32·half+31 of both versions. The check actions
+// output 1 when the rank was seen in v.
+control SeenWord(inout metadata_t meta, in bit<32> mask, in bit<8> ver, in bit<1> mode,
                  out bit<8> flags, out bit<32> word) {
     Register<seen_pair_t, bit<32>>(POOL_SLOTS) seen;
 
@@ -36,7 +36,6 @@ control SeenWord(inout metadata_t meta, in bit<32> mask, in bit<8> ver, in bit<2
             if ((w.v0 & mask) != 0) {
                 f = 1;
             } else if (meta.count_ok == 1 && mask != 0) {
-                f = 4;
                 w.v0 = w.v0 | mask;
             }
         }
@@ -51,23 +50,8 @@ control SeenWord(inout metadata_t meta, in bit<32> mask, in bit<8> ver, in bit<2
             if ((w.v1 & mask) != 0) {
                 f = 1;
             } else if (meta.count_ok == 1 && mask != 0) {
-                f = 4;
                 w.v1 = w.v1 | mask;
             }
-        }
-    };
-
-    RegisterAction<seen_pair_t, bit<32>, bit<8>>(seen) restore_v0 = {
-        void apply(inout seen_pair_t w, out bit<8> f) {
-            w.v0 = w.v0 & ~mask;
-            f = 0;
-        }
-    };
-
-    RegisterAction<seen_pair_t, bit<32>, bit<8>>(seen) restore_v1 = {
-        void apply(inout seen_pair_t w, out bit<8> f) {
-            w.v1 = w.v1 & ~mask;
-            f = 0;
         }
     };
 
@@ -92,14 +76,6 @@ control SeenWord(inout metadata_t meta, in bit<32> mask, in bit<8> ver, in bit<2
             } else {
                 word = read_v1.execute(meta.pool_slot);
             }
-        } else if (mode == SEEN_RESTORE) {
-            if (mask != 0) {
-                if (ver == 0) {
-                    restore_v0.execute(meta.pool_slot);
-                } else {
-                    restore_v1.execute(meta.pool_slot);
-                }
-            }
         } else if (ver == 0) {
             flags = check_v0.execute(meta.pool_slot);
         } else {
@@ -108,7 +84,7 @@ control SeenWord(inout metadata_t meta, in bit<32> mask, in bit<8> ver, in bit<2
     }
 }
 
-control BitmapChecker(inout metadata_t meta, in bit<8> ver, in bit<2> mode) {
+control BitmapChecker(inout metadata_t meta, in bit<8> ver, in bit<1> mode) {
     SeenWord() seen_lo;
     SeenWord() seen_hi;
 
@@ -122,9 +98,8 @@ control BitmapChecker(inout metadata_t meta, in bit<8> ver, in bit<2> mode) {
         bit<8> f = lo_flags | hi_flags;
         if (mode == SEEN_PROBE) {
             meta.seen_word = hi_word ++ lo_word;
-        } else if (mode == SEEN_CHECK) {
+        } else {
             meta.seen = f[0:0];
-            meta.wrote = f[2:2];
         }
     }
 }

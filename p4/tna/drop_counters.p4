@@ -9,13 +9,13 @@ control DropCounters(in metadata_t meta) {
     Counter<bit<64>, bit<2>>(3, CounterType_t.PACKETS) outcomes;   // consumed, multicast, unicast
     Counter<bit<64>, bit<8>>(12, CounterType_t.PACKETS) drops;
     Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) ignored;
-    Counter<bit<64>, bit<1>>(2, CounterType_t.PACKETS) recirculations;
+    Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) recirculations;
 
     apply {
         if (meta.switchml == 0) {
             ignored.count(0);
         } else if (meta.verdict == VERDICT_RECIRCULATE) {
-            recirculations.count(meta.restore);
+            recirculations.count(0);
         } else {
             if (meta.pass == 0) {
                 received.count(0);

@@ -134,7 +134,7 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                 }
             }
         } else {
-            // A later pass: restore what pass 0 decided from the bridge header.
+            // A later pass: what pass 0 decided comes in the bridge header.
             meta.message = MSG_CONTRIBUTION;
             meta.pass = hdr.bridge.pass + 1;
             meta.passes = hdr.bridge.passes;
@@ -143,7 +143,6 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
             meta.update = hdr.bridge.update;
             meta.exp = hdr.bridge.exp;
             meta.last = hdr.bridge.last;
-            meta.restore = hdr.bridge.restore;
             meta.packet_overflow = hdr.bridge.packet_overflow;
             meta.overflow = hdr.bridge.overflow;
             meta.ingress_port = hdr.bridge.ingress_port;
@@ -158,9 +157,6 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
             hdr.bridge.setInvalid();
             next_step_selector.apply(hdr, meta);
             processors.apply(hdr, meta);
-            if (meta.pass == 1 && meta.restore == 1) {
-                bitmap_checker.apply(meta, hdr.data.ver, SEEN_RESTORE);
-            }
             if (meta.pass == meta.last_value_pass) {
                 overflow_flag.apply(meta);
             }
@@ -208,7 +204,6 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
             hdr.bridge.lanes = meta.lanes;
             hdr.bridge.pad = 0;
             hdr.bridge.last = meta.last;
-            hdr.bridge.restore = meta.restore;
             hdr.bridge.packet_overflow = meta.packet_overflow;
             hdr.bridge.overflow = meta.overflow;
             hdr.bridge.pad2 = 0;

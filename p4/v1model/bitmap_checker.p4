@@ -5,16 +5,16 @@
 //
 // The countdown (workers_counter.p4) comes after this register, so the bit is set whenever
 // it was clear and the count matched, before the pipeline knows whether the use is already
-// complete. In that rare case the packet recirculates once and mode RESTORE clears the bit
-// again: the reference never touches the bitmaps when it answers a completed use.
+// complete. That is safe: a complete use counted every rank once since its reset, each
+// setting its bit, and only a reset clears one, so in a complete use the bit is set and
+// nothing is written, as the reference leaves the bitmap when it answers a completed use.
 #ifndef _SWITCHML_BITMAP_CHECKER_P4_
 #define _SWITCHML_BITMAP_CHECKER_P4_
 
-const bit<2> SEEN_CHECK = 0;
-const bit<2> SEEN_RESTORE = 1;
-const bit<2> SEEN_PROBE = 2;
+const bit<1> SEEN_CHECK = 0;
+const bit<1> SEEN_PROBE = 1;
 
-control BitmapChecker(inout metadata_t meta, in bit<8> ver, in bit<2> mode) {
+control BitmapChecker(inout metadata_t meta, in bit<8> ver, in bit<1> mode) {
     register<bit<128>>(POOL_SLOTS) seen;
 
     apply {
@@ -25,19 +25,16 @@ control BitmapChecker(inout metadata_t meta, in bit<8> ver, in bit<2> mode) {
         bit<1> write = 0;
         if (mode == SEEN_PROBE) {
             meta.seen_word = mine;
-        } else if (mode == SEEN_RESTORE) {
-            mine = mine & ~meta.rank_bit;
-            write = 1;
         } else {
             if (meta.begin == 1) {
                 mine = 0;
+                write = 1;
             }
             meta.seen = ((mine & meta.rank_bit) != 0) ? 1w1 : 1w0;
             if (meta.count_ok == 1 && meta.seen == 0) {
-                meta.wrote = 1;
                 mine = mine | meta.rank_bit;
+                write = 1;
             }
-            write = meta.wrote | meta.begin;
         }
         if (write == 1) {
             seen.write(meta.pool_slot, (ver == 0) ? (other ++ mine) : (mine ++ other));

@@ -9,13 +9,13 @@ control DropCounters(in metadata_t meta) {
     counter(3, CounterType.packets) outcomes;          // consumed, multicast, unicast
     counter(12, CounterType.packets) drops;
     counter(1, CounterType.packets) ignored;
-    counter(2, CounterType.packets) recirculations;    // values only, bitmap restored
+    counter(1, CounterType.packets) recirculations;    // one per further block of values
 
     apply {
         if (meta.switchml == 0) {
             ignored.count(0);
         } else if (meta.verdict == VERDICT_RECIRCULATE) {
-            recirculations.count((bit<32>)meta.restore);
+            recirculations.count(0);
         } else {
             if (meta.pass == 0) {
                 received.count(0);

@@ -128,9 +128,6 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
             meta.drop_reason = DROP_NONE;
             next_step_selector.apply(hdr, meta);
             processors.apply(hdr, meta);
-            if (meta.pass == 1 && meta.restore == 1) {
-                bitmap_checker.apply(meta, hdr.data.ver, SEEN_RESTORE);
-            }
             if (meta.pass == meta.last_value_pass) {
                 overflow_flag.apply(meta);
             }

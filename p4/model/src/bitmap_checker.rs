@@ -5,21 +5,13 @@
 //!
 //! The countdown comes after this register and the hardware cannot go back to it. So the
 //! bit is set whenever it was clear and the count matched, before the pipeline knows
-//! whether the use is already complete. In that rare case (a late copy of a completed use
-//! from a rank that has moved on) the next step recirculates the packet once and
-//! [`BitmapChecker::undo`] clears the bit again: the reference never touches the bitmaps
-//! when it answers a completed use.
+//! whether the use is already complete. That is always right: a complete use counted
+//! `world` distinct ranks since its reset, each of which set its bit, and nothing clears a
+//! bit but the next reset. So in a complete use every rank's bit is set, the check writes
+//! nothing, and the bitmap stays as the reference leaves it when it answers a completed
+//! use; the bit can only be clear, and the set only happen, in an incomplete use.
 
 use crate::register::{Hazard, Pass, Register};
-
-/// What the bitmap checker saw and did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SeenBits {
-    /// The rank's bit was set in `seen[v]` (after a new use's reset).
-    pub seen: bool,
-    /// The bit was written (set in `seen[v]`).
-    pub wrote: bool,
-}
 
 /// The bitmap checker: register `seen`, one cell (both versions) per slot.
 #[derive(Debug, Clone)]
@@ -40,7 +32,8 @@ impl BitmapChecker {
     }
 
     /// Check rank `bit` in version `ver` of `slot`; set it if it was clear and the count
-    /// matched. A new use clears `seen[v]` first.
+    /// matched. A new use clears `seen[v]` first. Return whether the bit was set (after the
+    /// reset).
     pub fn apply(
         &mut self,
         pass: &Pass,
@@ -49,25 +42,18 @@ impl BitmapChecker {
         bit: u64,
         begin: bool,
         count_ok: bool,
-    ) -> Result<SeenBits, Hazard> {
+    ) -> Result<bool, Hazard> {
         let v = half(ver);
         self.seen.execute(pass, slot, |cell| {
             if begin {
                 cell[v] = 0;
             }
             let seen = cell[v] & bit != 0;
-            let wrote = count_ok && !seen;
-            if wrote {
+            if count_ok && !seen {
                 cell[v] |= bit;
             }
-            SeenBits { seen, wrote }
+            seen
         })
-    }
-
-    /// Undo an [`apply`](Self::apply) that wrote: clear the bit in `seen[v]` again.
-    pub fn undo(&mut self, pass: &Pass, slot: usize, ver: u8, bit: u64) -> Result<(), Hazard> {
-        let v = half(ver);
-        self.seen.execute(pass, slot, |cell| cell[v] &= !bit)
     }
 
     /// Read `seen[ver]` of `slot` for a Probe.
@@ -93,20 +79,30 @@ mod tests {
     use crate::register::PassClock;
 
     #[test]
-    fn set_touches_only_its_version_and_undo_clears_it() {
+    fn set_touches_only_its_version() {
         let mut clock = PassClock::default();
         let mut b = BitmapChecker::new(1);
-        let r = b.apply(&clock.begin(0), 0, 0, 0b10, true, true).unwrap();
-        assert_eq!((r.seen, r.wrote), (false, true));
-        let r = b.apply(&clock.begin(0), 0, 1, 0b10, true, true).unwrap();
-        assert_eq!((r.seen, r.wrote), (false, true));
+        assert_eq!(b.apply(&clock.begin(0), 0, 0, 0b10, true, true), Ok(false));
+        assert_eq!(b.apply(&clock.begin(0), 0, 1, 0b10, true, true), Ok(false));
         assert_eq!(b.register().read(0), Some([0b10, 0b10]));
-        b.undo(&clock.begin(1), 0, 1, 0b10).unwrap();
-        assert_eq!(b.register().read(0), Some([0b10, 0]));
-        let r = b.apply(&clock.begin(0), 0, 0, 0b10, false, false).unwrap();
-        assert_eq!((r.seen, r.wrote), (true, false));
-        let r = b.apply(&clock.begin(0), 0, 0, 0b01, false, false).unwrap();
-        assert_eq!((r.seen, r.wrote), (false, false));
-        assert_eq!(b.register().read(0), Some([0b10, 0]));
+        // A new use of version 1 resets only version 1.
+        assert_eq!(b.apply(&clock.begin(0), 0, 1, 0b01, true, true), Ok(false));
+        assert_eq!(b.register().read(0), Some([0b10, 0b01]));
+        // Seen, or a count mismatch: nothing is written.
+        assert_eq!(b.apply(&clock.begin(0), 0, 0, 0b10, false, false), Ok(true));
+        assert_eq!(
+            b.apply(&clock.begin(0), 0, 0, 0b01, false, false),
+            Ok(false)
+        );
+        assert_eq!(b.register().read(0), Some([0b10, 0b01]));
+    }
+
+    #[test]
+    fn a_second_access_in_one_pass_is_a_hazard() {
+        let mut clock = PassClock::default();
+        let mut b = BitmapChecker::new(1);
+        let pass = clock.begin(0);
+        b.apply(&pass, 0, 0, 0b10, true, true).unwrap();
+        assert_eq!(b.probe(&pass, 0, 0), Err(Hazard::SecondAccess("seen")));
     }
 }

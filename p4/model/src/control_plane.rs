@@ -162,8 +162,8 @@ impl Pipeline {
         self.drop_counters.ignored_frames()
     }
 
-    /// Return the recirculations: for values only, and those that restored the bitmap.
-    pub fn recirculations(&self) -> (u64, u64) {
+    /// Return the recirculations (one per further block of values of a Contribution).
+    pub fn recirculations(&self) -> u64 {
         self.drop_counters.recirculations()
     }
 

@@ -45,7 +45,7 @@ impl Default for DropCounters {
             drops: Counter::new("drops", DropReason::ALL.len()),
             ignored: Counter::new("ignored", 1),
             faults: Counter::new("faults", 1),
-            recirculations: Counter::new("recirculations", 2),
+            recirculations: Counter::new("recirculations", 1),
         }
     }
 }
@@ -76,14 +76,14 @@ impl DropCounters {
         self.faults.count(0);
     }
 
-    /// Count a recirculation; `restores` if it restores the bitmap.
-    pub fn recirculated(&mut self, restores: bool) {
-        self.recirculations.count(usize::from(restores));
+    /// Count a recirculation (for the next block of values).
+    pub fn recirculated(&mut self) {
+        self.recirculations.count(0);
     }
 
-    /// Return the recirculations: for values only, and those that restored the bitmap.
-    pub fn recirculations(&self) -> (u64, u64) {
-        (self.recirculations.read(0), self.recirculations.read(1))
+    /// Return the recirculations.
+    pub fn recirculations(&self) -> u64 {
+        self.recirculations.read(0)
     }
 
     /// Return the frames that were not switchml traffic.

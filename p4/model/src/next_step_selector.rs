@@ -4,10 +4,8 @@
 //! the reference's order (protocol.md §4 steps 2–6): a completed use answers the sender
 //! with the stored result, then duplicates and count mismatches drop, and anything else is
 //! aggregated. It then plans the passes: one per block of
-//! [`VALUES_PER_PASS`](crate::VALUES_PER_PASS) values to load, add or read, and a second
-//! pass whenever the bitmap must be restored (see `bitmap_checker.rs`).
+//! [`VALUES_PER_PASS`](crate::VALUES_PER_PASS) values to load, add or read.
 
-use crate::bitmap_checker::SeenBits;
 use crate::processor::Update;
 use crate::use_checker::Use;
 use crate::workers_counter::Countdown;
@@ -16,12 +14,8 @@ use crate::VALUES_PER_PASS;
 /// The fate of a Contribution that was not stale.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
-    /// The use is complete: unicast the stored result with `RETRANSMIT`. `undo`: the
-    /// bitmap was written and must be restored in pass 1.
-    Retransmit {
-        /// Restore the bitmap.
-        undo: bool,
-    },
+    /// The use is complete: unicast the stored result with `RETRANSMIT`.
+    Retransmit,
     /// The rank already contributed to this incomplete use.
     Duplicate,
     /// The count differs from the use's.
@@ -39,7 +33,7 @@ impl Outcome {
     /// Return what the value, exponent and overflow registers do, if anything.
     pub fn update(self) -> Option<Update> {
         match self {
-            Outcome::Retransmit { .. } => Some(Update::Read),
+            Outcome::Retransmit => Some(Update::Read),
             Outcome::Aggregate { first: true, .. } => Some(Update::Load),
             Outcome::Aggregate { first: false, .. } => Some(Update::Add),
             Outcome::Duplicate | Outcome::CountMismatch => None,
@@ -52,11 +46,11 @@ impl Outcome {
 pub struct NextStepSelector;
 
 impl NextStepSelector {
-    /// Decide the outcome of a current or beginning use.
-    pub fn outcome(use_: Use, seen: SeenBits, countdown: Countdown) -> Outcome {
+    /// Decide the outcome of a current or beginning use; `seen`: the rank's bit was set.
+    pub fn outcome(use_: Use, seen: bool, countdown: Countdown) -> Outcome {
         if countdown.complete {
-            Outcome::Retransmit { undo: seen.wrote }
-        } else if seen.seen {
+            Outcome::Retransmit
+        } else if seen {
             Outcome::Duplicate
         } else if !countdown.counted {
             Outcome::CountMismatch
@@ -73,10 +67,9 @@ impl NextStepSelector {
         usize::from(count).div_ceil(VALUES_PER_PASS)
     }
 
-    /// Return the passes `outcome` needs for a use of `count` values.
-    pub fn passes(outcome: Outcome, count: u16) -> usize {
-        let undo = matches!(outcome, Outcome::Retransmit { undo: true });
-        Self::blocks(count).max(1).max(if undo { 2 } else { 1 })
+    /// Return the passes a use of `count` values needs: one per block, at least one.
+    pub fn passes(count: u16) -> usize {
+        Self::blocks(count).max(1)
     }
 }
 
@@ -85,17 +78,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn passes_cover_the_blocks_and_the_undo() {
-        let agg = Outcome::Aggregate {
-            first: true,
-            last: false,
-        };
-        assert_eq!(NextStepSelector::passes(agg, 0), 1);
-        assert_eq!(NextStepSelector::passes(agg, 64), 1);
-        assert_eq!(NextStepSelector::passes(agg, 65), 2);
-        assert_eq!(NextStepSelector::passes(agg, 256), 4);
-        let undo = Outcome::Retransmit { undo: true };
-        assert_eq!(NextStepSelector::passes(undo, 3), 2);
-        assert_eq!(NextStepSelector::passes(undo, 200), 4);
+    fn passes_cover_the_blocks() {
+        assert_eq!(NextStepSelector::passes(0), 1);
+        assert_eq!(NextStepSelector::passes(3), 1);
+        assert_eq!(NextStepSelector::passes(64), 1);
+        assert_eq!(NextStepSelector::passes(65), 2);
+        assert_eq!(NextStepSelector::passes(200), 4);
+        assert_eq!(NextStepSelector::passes(256), 4);
     }
 }

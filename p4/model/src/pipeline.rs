@@ -2,9 +2,8 @@
 //! and egress.
 //!
 //! Every packet takes pass 0; a Contribution takes one more pass per further block of
-//! [`VALUES_PER_PASS`] values, and one to restore the bitmap when it must (see
-//! `bitmap_checker.rs`). The model runs a packet's passes back to back; the hardware would
-//! let other packets in between (see `p4/README.md`, known gaps).
+//! [`VALUES_PER_PASS`] values. The model runs a packet's passes back to back; the hardware
+//! would let other packets in between (see `p4/README.md`, known gaps).
 //!
 //! ```text
 //!  frame ─▶ Parser ─▶ Validator ─▶ Classifier ─┬─ Contribution: UseChecker ─▶ CountChecker
@@ -335,7 +334,7 @@ impl Pipeline {
             .apply(&pass, slot, d.ver, bit, begin, count_ok)?;
         let countdown = self
             .workers_counter
-            .apply(&pass, version, begin, c.world, seen.seen, count_ok)?;
+            .apply(&pass, version, begin, c.world, seen, count_ok)?;
         let outcome = NextStepSelector::outcome(use_, seen, countdown);
         let Some(update) = outcome.update() else {
             let (event, reason) = match outcome {
@@ -348,16 +347,15 @@ impl Pipeline {
         let exp = self.exponents.apply(&pass, version, update, d.exp)?;
 
         let blocks = NextStepSelector::blocks(count);
-        let passes = NextStepSelector::passes(outcome, count);
+        let passes = NextStepSelector::passes(count);
         let values = out
             .get_mut(switchml_core::wire::data::HEADER_LEN..)
             .unwrap_or_default();
         let (mut packet_overflow, mut overflow) = (false, false);
         for p in 0..passes {
-            let restore = p == 1 && outcome == (Outcome::Retransmit { undo: true });
             if p > 0 {
                 pass = self.clock.begin(p as u8);
-                self.drop_counters.recirculated(restore);
+                self.drop_counters.recirculated();
             }
             if p < blocks {
                 let lo = p * VALUES_PER_PASS;
@@ -368,10 +366,7 @@ impl Pipeline {
                     .processors
                     .apply(&pass, version, p, n, update, input, output)?;
             }
-            if restore {
-                self.bitmap_checker.undo(&pass, slot, d.ver, bit)?;
-            }
-            if p == blocks.max(1) - 1 {
+            if p + 1 == passes {
                 overflow = self
                     .overflow_flag
                     .apply(&pass, version, update, packet_overflow)?;
@@ -389,7 +384,7 @@ impl Pipeline {
             exp,
         };
         Ok(match outcome {
-            Outcome::Retransmit { .. } => {
+            Outcome::Retransmit => {
                 self.job_counters
                     .count(JobEvent::RetransmitReply, job.index);
                 fields.flags = Flags::RETRANSMIT.with(overflow_flag);
