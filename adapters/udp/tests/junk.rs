@@ -36,8 +36,11 @@ fn contribution(buf: &mut [u8], job: u16, rank: u16, slot: u16, seq: u32, count:
     len
 }
 
-/// Send the four kinds, interleaved, in paced bursts so that the switch's socket keeps up.
-fn throw_junk(to: std::net::SocketAddr) -> usize {
+/// Send the four kinds, interleaved, in bursts paced by the switch itself: after each burst,
+/// wait (bounded) until its drop counter has caught up with what was sent, so that a busy
+/// machine slows the junk down instead of overflowing the switch's socket buffer, where
+/// the kernel would drop datagrams before the switch could count them.
+fn throw_junk(to: std::net::SocketAddr, drops: impl Fn() -> u64) -> usize {
     let s = UdpSocket::bind("127.0.0.1:0").unwrap();
     s.connect(to).unwrap();
     let mut buf = vec![0u8; 2048];
@@ -86,7 +89,13 @@ fn throw_junk(to: std::net::SocketAddr) -> usize {
         };
         sent += usize::from(s.send(&buf[..len]).is_ok());
         if i % 64 == 63 {
-            std::thread::sleep(Duration::from_micros(1500));
+            // At most LAG datagrams in flight: well inside the switch's socket buffer, and
+            // enough that the 50 ms-old published counters rarely hold the sender up.
+            const LAG: u64 = 2048;
+            let deadline = std::time::Instant::now() + Duration::from_secs(2);
+            while drops() + LAG < sent as u64 && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_micros(500));
+            }
         }
     }
     sent
@@ -101,7 +110,7 @@ fn junk_truncated_foreign_and_spoofed_packets_are_dropped_and_counted() {
     let (outcomes, sent) = std::thread::scope(|s| {
         let junk = s.spawn(|| {
             joined.wait();
-            let sent = throw_junk(addr);
+            let sent = throw_junk(addr, || sw.counters().total_drops());
             junk_running.store(false, Ordering::Relaxed);
             sent
         });
