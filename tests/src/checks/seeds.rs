@@ -1,6 +1,7 @@
 //! Seed inputs for the fuzz targets, built from the golden wire vectors
 //! (`tests/vectors/wire.txt`), the golden switch scenarios (`tests/vectors/switch.txt`) and
-//! short scripted runs of a job.
+//! short scripted runs of a job. `model_vs_reference` reads `switch_sequence` inputs, so
+//! it gets the same seeds.
 //!
 //! `tests/tests/fuzz_corpus.rs` writes them to `fuzz/corpus/<target>/seed-<name>` on request
 //! (`cargo test -p switchml-tests --test fuzz_corpus -- --ignored write_seed_corpus`) and
@@ -23,6 +24,7 @@ pub fn all() -> Vec<(&'static str, Seeds)> {
         ("switch_sequence", switch()),
         ("worker_sequence", worker()),
         ("quant", quant()),
+        ("model_vs_reference", switch()),
     ]
 }
 
