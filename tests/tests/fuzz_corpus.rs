@@ -9,19 +9,33 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use switchml_p4model::equivalence::{self, Setup};
 use switchml_tests::checks::worker::WorkerOp;
-use switchml_tests::checks::{quant, seeds, switch, wire, worker};
+use switchml_tests::checks::{model, quant, seeds, switch, wire, worker};
 
 /// A fuzz target's check: any bytes in, a panic on a broken invariant.
 type Check = fn(&[u8]);
 
 /// A fuzz target's name and its check.
-const TARGETS: [(&str, Check); 4] = [
+const TARGETS: [(&str, Check); 5] = [
     ("wire_roundtrip", wire::check_wire),
     ("switch_sequence", switch::check_switch),
     ("worker_sequence", worker::check_worker),
     ("quant", quant::check_quant),
+    ("model_vs_reference", model_vs_reference),
 ];
+
+/// What `fuzz/fuzz_targets/model_vs_reference.rs` runs.
+fn model_vs_reference(data: &[u8]) {
+    let setup = Setup {
+        slots: model::SLOTS,
+        epoch: switch::EPOCH,
+        jobs: switch::JOBS.to_vec(),
+    };
+    model::check_model(data, |packets| {
+        equivalence::run(&setup, packets.iter().copied())
+    });
+}
 
 fn fuzz_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz")

@@ -12,10 +12,12 @@
 //! | [`switch::check_switch`] | `switch_sequence` | no double count, no early completion, right sums, counters add up |
 //! | [`worker::check_worker`] | `worker_sequence` | nothing sent outside the window, no completion with missing chunks, sane timers |
 //! | [`quant::check_quant`] | `quant` | the §5.2 error bound for finite input; NaN and ∞ always reported |
+//! | [`model::check_model`] | `model_vs_reference` | the P4 model answers every `switch_sequence` datagram as the reference does, byte for byte |
 //!
 //! [`seeds`] builds the seed corpora from the golden wire vectors.
 
 pub mod input;
+pub mod model;
 pub mod quant;
 pub mod seeds;
 pub mod switch;

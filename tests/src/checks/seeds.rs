@@ -1,5 +1,7 @@
 //! Seed inputs for the fuzz targets, built from the golden wire vectors
-//! (`tests/vectors/wire.txt`) and from short scripted runs of a job.
+//! (`tests/vectors/wire.txt`), the golden switch scenarios (`tests/vectors/switch.txt`) and
+//! short scripted runs of a job. `model_vs_reference` reads `switch_sequence` inputs, so
+//! it gets the same seeds.
 //!
 //! `tests/tests/fuzz_corpus.rs` writes them to `fuzz/corpus/<target>/seed-<name>` on request
 //! (`cargo test -p switchml-tests --test fuzz_corpus -- --ignored write_seed_corpus`) and
@@ -8,7 +10,9 @@
 use crate::checks::input::Output;
 use crate::checks::switch::{self, SwitchOp};
 use crate::checks::worker::{self, Setup, TensorSpec, WorkerOp};
+use crate::scenarios;
 use crate::vectors::{load, WIRE};
+use switchml_core::wire::prefix;
 
 /// Named seed inputs of one target: `(name, bytes)`.
 pub type Seeds = Vec<(String, Vec<u8>)>;
@@ -20,6 +24,7 @@ pub fn all() -> Vec<(&'static str, Seeds)> {
         ("switch_sequence", switch()),
         ("worker_sequence", worker()),
         ("quant", quant()),
+        ("model_vs_reference", switch()),
     ]
 }
 
@@ -42,7 +47,28 @@ fn contribute(job: u8, rank: u16, slot: u16, seq: u32, values: &[i32]) -> Switch
     }
 }
 
-/// Switch sequences: the golden vectors as raw datagrams, and scripted rounds of a job.
+/// The golden switch scenarios, one after the other with a job restart between them, as raw
+/// datagrams to the 3-rank job (the scenarios' job id becomes its id).
+fn scenarios() -> Vec<SwitchOp> {
+    let all = scenarios::load(scenarios::SWITCH).expect("tests/vectors/switch.txt loads");
+    let mut ops = Vec::new();
+    for s in all {
+        assert_eq!(s.job.world, switch::JOBS[0].world, "{}: same world", s.name);
+        ops.push(SwitchOp::RestartJob);
+        for (mut bytes, _) in s.steps {
+            if switchml_core::wire::peek(&bytes).is_ok_and(|(_, job, _)| job == s.job.id) {
+                bytes[prefix::JOB].copy_from_slice(&switch::JOB_IDS[0].to_be_bytes());
+            }
+            if bytes.len() <= 64 {
+                ops.push(SwitchOp::Raw(bytes));
+            }
+        }
+    }
+    ops
+}
+
+/// Switch sequences: the golden vectors and scenarios as raw datagrams, and scripted rounds
+/// of a job.
 pub fn switch() -> Seeds {
     let raw: Vec<SwitchOp> = wire()
         .into_iter()
@@ -95,6 +121,7 @@ pub fn switch() -> Seeds {
         .collect();
     vec![
         ("golden_vectors".into(), switch::encode_ops(&raw)),
+        ("golden_scenarios".into(), switch::encode_ops(&scenarios())),
         ("round".into(), switch::encode_ops(&round)),
         ("wrap".into(), switch::encode_ops(&wrap)),
     ]

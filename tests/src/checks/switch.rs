@@ -26,7 +26,7 @@
 mod model;
 mod ops;
 
-pub use ops::{datagram, decode_ops, encode_ops, job_id, SwitchOp, JOB_IDS, K};
+pub use ops::{datagram, decode_ops, encode_ops, job_id, play, Step, SwitchOp, JOB_IDS, K};
 
 use model::{JobModel, UseModel};
 use switchml_core::ranks::bitmap_len;
@@ -82,28 +82,12 @@ pub fn check_switch_sequence(ops: &[SwitchOp]) {
             .map(|c| JobModel::new(c.id, c.world, c.slot_count))
             .collect(),
         counters: Counters::default(),
-        history: Vec::new(),
         out: vec![0; TestSwitch::OUT_LEN],
     };
-    let mut bytes = Vec::new();
-    for op in ops {
-        match op {
-            SwitchOp::RestartJob => {
-                checker.restart_job();
-                continue;
-            }
-            SwitchOp::Replay(back) => {
-                let n = checker.history.len();
-                if n == 0 {
-                    continue;
-                }
-                bytes.clone_from(&checker.history[n - 1 - usize::from(*back) % n.min(256)]);
-            }
-            op => datagram(op, &mut bytes),
-        }
-        checker.step(&bytes);
-        checker.history.push(bytes.clone());
-    }
+    play(ops, |step| match step {
+        Step::Send(bytes) => checker.step(bytes),
+        Step::RestartJob => checker.restart_job(),
+    });
 }
 
 /// What §4 says happens to a datagram.
@@ -152,7 +136,6 @@ struct Checker<'a> {
     switch: TestSwitch<'a>,
     jobs: Vec<JobModel>,
     counters: Counters,
-    history: Vec<Vec<u8>>,
     out: Vec<u8>,
 }
 

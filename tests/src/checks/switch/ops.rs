@@ -326,6 +326,41 @@ pub fn datagram(op: &SwitchOp, buf: &mut Vec<u8>) {
     emit(&msg, buf);
 }
 
+/// One step of a sequence as the switch sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step<'a> {
+    /// This datagram arrives.
+    Send(&'a [u8]),
+    /// The control plane restarts the first job ([`SwitchOp::RestartJob`]).
+    RestartJob,
+}
+
+/// Play `ops` step by step: each op's datagram, or a job restart. A [`SwitchOp::Replay`]
+/// sends an earlier datagram again byte for byte (the `back`-th latest, modulo the number
+/// sent, at most 256 back); before the first datagram it does nothing.
+pub fn play(ops: &[SwitchOp], mut step: impl FnMut(Step<'_>)) {
+    let mut history: Vec<Vec<u8>> = Vec::new();
+    let mut bytes = Vec::new();
+    for op in ops {
+        match op {
+            SwitchOp::RestartJob => {
+                step(Step::RestartJob);
+                continue;
+            }
+            SwitchOp::Replay(back) => {
+                let n = history.len();
+                if n == 0 {
+                    continue;
+                }
+                bytes.clone_from(&history[n - 1 - usize::from(*back) % n.min(256)]);
+            }
+            op => datagram(op, &mut bytes),
+        }
+        step(Step::Send(&bytes));
+        history.push(bytes.clone());
+    }
+}
+
 fn emit(msg: &Message, buf: &mut Vec<u8>) {
     buf.resize(msg.buffer_len(), 0);
     let len = msg.emit(buf).expect("ops build valid messages");
