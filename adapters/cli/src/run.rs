@@ -2,7 +2,7 @@
 //! of times (timed), and check the last result against the exact reference.
 
 use std::sync::Barrier;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use switchml_core::worker::Stats;
 use switchml_udp::{Communicator, Error, Op};
@@ -46,9 +46,12 @@ pub struct RankRun {
     pub check: Option<Check>,
     /// The last f32 result (ranks compare theirs with rank 0's).
     pub result: Option<Vec<f32>>,
-    /// With a barrier: the process's CPU time from the first iteration's start to the last
-    /// one's end at every rank (all threads of the process, switch included).
+    /// The process's CPU time from the first iteration's start to the last one's end (all
+    /// threads of the process: with a barrier, every rank's and the switch's).
     pub cpu: Option<Duration>,
+    /// Wall-clock time at the first iteration's start and at the last one's end, so that
+    /// a harness can line the timed region up with what it sampled meanwhile.
+    pub window: Option<(SystemTime, SystemTime)>,
 }
 
 /// Run `w` on `comm`. `barrier` lines the ranks of one process up before each iteration;
@@ -64,10 +67,12 @@ pub fn run_rank(
     let mut check = None;
     let mut result = None;
     let mut cpu_start = None;
+    let mut started = None;
     let cpu_end;
     let mut start_cpu = |i: u32| {
-        if i == 0 && barrier.is_some() {
+        if i == 0 {
             cpu_start = Some(cpu_time());
+            started = Some(SystemTime::now());
         }
     };
     match w.dtype {
@@ -88,7 +93,7 @@ pub fn run_rank(
             if let Some(b) = barrier {
                 b.wait();
             }
-            cpu_end = Some(cpu_time());
+            cpu_end = Some((cpu_time(), SystemTime::now()));
             if w.verify {
                 check = Some(check_f32(&data, w.seed, world, w.op == Op::Average));
             }
@@ -111,14 +116,18 @@ pub fn run_rank(
             if let Some(b) = barrier {
                 b.wait();
             }
-            cpu_end = Some(cpu_time());
+            cpu_end = Some((cpu_time(), SystemTime::now()));
             if w.verify {
                 check = Some(check_i32(&data, w.seed, world));
             }
         }
     }
     let cpu = match (cpu_start, cpu_end) {
-        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+        (Some(a), Some((b, _))) => Some(b.saturating_sub(a)),
+        _ => None,
+    };
+    let window = match (started, cpu_end) {
+        (Some(a), Some((_, b))) => Some((a, b)),
         _ => None,
     };
     Ok(RankRun {
@@ -127,6 +136,7 @@ pub fn run_rank(
         check,
         result,
         cpu,
+        window,
     })
 }
 
