@@ -54,15 +54,37 @@ pub struct RankRun {
     pub window: Option<(SystemTime, SystemTime)>,
 }
 
-/// Run `w` on `comm`. `barrier` lines the ranks of one process up before each iteration;
-/// `tick` is called after each iteration with its number and duration.
+/// One rank's input tensor, made before the rank joins: a rank that generated its input
+/// after the join would hold the others' first all-reduce up by that long.
+#[derive(Debug, Clone)]
+pub enum Input {
+    /// Floats in [-1, 1).
+    F32(Vec<f32>),
+    /// Integers whose sum over the world fits.
+    I32(Vec<i32>),
+}
+
+impl Input {
+    /// Make rank `rank`'s input for `w` in a world of `world` ranks.
+    pub fn new(w: &Workload, rank: u16, world: u16) -> Input {
+        match w.dtype {
+            Dtype::F32 => Input::F32(f32_input(w.seed, rank, w.elements)),
+            Dtype::I32 => Input::I32(i32_input(w.seed, rank, world, w.elements)),
+        }
+    }
+}
+
+/// Run `w` on `comm` with `input` (from [`Input::new`] for this rank). `barrier` lines the
+/// ranks of one process up before each iteration; `tick` is called after each iteration
+/// with its number and duration.
 pub fn run_rank(
     comm: &Communicator,
     w: &Workload,
+    input: Input,
     barrier: Option<&Barrier>,
     tick: &(dyn Fn(u32, Duration) + Sync),
 ) -> Result<RankRun, Error> {
-    let (rank, world) = (comm.rank(), comm.world());
+    let world = comm.world();
     let mut elapsed = Duration::ZERO;
     let mut check = None;
     let mut result = None;
@@ -75,9 +97,8 @@ pub fn run_rank(
             started = Some(SystemTime::now());
         }
     };
-    match w.dtype {
-        Dtype::F32 => {
-            let input = f32_input(w.seed, rank, w.elements);
+    match input {
+        Input::F32(input) => {
             let mut data = input.clone();
             for i in 0..w.iterations {
                 if i > 0 {
@@ -99,8 +120,7 @@ pub fn run_rank(
             }
             result = Some(data);
         }
-        Dtype::I32 => {
-            let input = i32_input(w.seed, rank, world, w.elements);
+        Input::I32(input) => {
             let mut data = input.clone();
             for i in 0..w.iterations {
                 if i > 0 {
@@ -162,4 +182,34 @@ pub fn cpu_time() -> Duration {
     };
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inputs_are_made_per_rank_and_type() {
+        let w = Workload {
+            elements: 1000,
+            iterations: 1,
+            dtype: Dtype::F32,
+            op: Op::Sum,
+            seed: 7,
+            verify: true,
+        };
+        let Input::F32(a) = Input::new(&w, 0, 2) else {
+            panic!("f32 workload, not f32 input")
+        };
+        let Input::F32(b) = Input::new(&w, 1, 2) else {
+            panic!("f32 workload, not f32 input")
+        };
+        assert_eq!((a.len(), b.len()), (1000, 1000));
+        assert_ne!(a, b);
+        let w = Workload {
+            dtype: Dtype::I32,
+            ..w
+        };
+        assert!(matches!(Input::new(&w, 0, 2), Input::I32(v) if v.len() == 1000));
+    }
 }

@@ -13,7 +13,7 @@ use std::io::Write;
 use serde_json::json;
 use switchml_udp::{CommConfig, Communicator};
 
-use crate::run::{run_rank, Workload};
+use crate::run::{run_rank, Input, Workload};
 use crate::{JoinArgs, Tuning};
 
 /// Build the configuration: flags first, then the environment (and its optional file).
@@ -48,6 +48,7 @@ pub fn worker(join: &JoinArgs, w: &Workload, tuning: &Tuning, json_out: bool) ->
         }
     };
     let (rank, job) = (config.rank, config.job);
+    let input = Input::new(w, rank, config.world);
     let comm = match Communicator::connect(&config) {
         Ok(c) => c,
         Err(e) => return fail(json_out, rank, &e.to_string()),
@@ -64,7 +65,7 @@ pub fn worker(join: &JoinArgs, w: &Workload, tuning: &Tuning, json_out: bool) ->
             let _ = std::io::stdout().flush();
         }
     };
-    let run = match run_rank(&comm, w, None, &tick) {
+    let run = match run_rank(&comm, w, input, None, &tick) {
         Ok(r) => r,
         Err(e) => return fail(json_out, rank, &e.to_string()),
     };
