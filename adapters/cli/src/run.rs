@@ -54,22 +54,51 @@ pub struct RankRun {
     pub window: Option<(SystemTime, SystemTime)>,
 }
 
-/// One rank's input tensor, made before the rank joins: a rank that generated its input
-/// after the join would hold the others' first all-reduce up by that long.
+/// One rank's buffers, made before the rank joins: a rank that generated (or copied, or
+/// first touched) its tensor after the join would hold the others' first all-reduce up by
+/// that long, and they would count the wait as all-reduce time.
 #[derive(Debug, Clone)]
 pub enum Input {
     /// Floats in [-1, 1).
-    F32(Vec<f32>),
+    F32(Buffers<f32>),
     /// Integers whose sum over the world fits.
-    I32(Vec<i32>),
+    I32(Buffers<i32>),
+}
+
+/// The tensor all-reduced in place, and a pristine copy to restore it from between
+/// iterations (only when there are several).
+#[derive(Debug, Clone)]
+pub struct Buffers<T> {
+    data: Vec<T>,
+    pristine: Option<Vec<T>>,
+}
+
+impl<T: Copy> Buffers<T> {
+    fn new(data: Vec<T>, iterations: u32) -> Self {
+        let pristine = (iterations > 1).then(|| data.clone());
+        Buffers { data, pristine }
+    }
+
+    /// Put the input back before iteration `i` (the first finds it untouched).
+    fn reset(&mut self, i: u32) {
+        if let (true, Some(p)) = (i > 0, &self.pristine) {
+            self.data.copy_from_slice(p);
+        }
+    }
 }
 
 impl Input {
     /// Make rank `rank`'s input for `w` in a world of `world` ranks.
     pub fn new(w: &Workload, rank: u16, world: u16) -> Input {
         match w.dtype {
-            Dtype::F32 => Input::F32(f32_input(w.seed, rank, w.elements)),
-            Dtype::I32 => Input::I32(i32_input(w.seed, rank, world, w.elements)),
+            Dtype::F32 => Input::F32(Buffers::new(
+                f32_input(w.seed, rank, w.elements),
+                w.iterations,
+            )),
+            Dtype::I32 => Input::I32(Buffers::new(
+                i32_input(w.seed, rank, world, w.elements),
+                w.iterations,
+            )),
         }
     }
 }
@@ -98,15 +127,13 @@ pub fn run_rank(
         }
     };
     match input {
-        Input::F32(input) => {
-            let mut data = input.clone();
+        Input::F32(mut buffers) => {
             for i in 0..w.iterations {
-                if i > 0 {
-                    data.copy_from_slice(&input);
-                }
+                buffers.reset(i);
+                let data = &mut buffers.data;
                 let t = timed(barrier, || {
                     start_cpu(i);
-                    comm.allreduce(&mut data, w.op)
+                    comm.allreduce(data, w.op)
                 })?;
                 elapsed += t;
                 tick(i, t);
@@ -116,19 +143,17 @@ pub fn run_rank(
             }
             cpu_end = Some((cpu_time(), SystemTime::now()));
             if w.verify {
-                check = Some(check_f32(&data, w.seed, world, w.op == Op::Average));
+                check = Some(check_f32(&buffers.data, w.seed, world, w.op == Op::Average));
             }
-            result = Some(data);
+            result = Some(buffers.data);
         }
-        Input::I32(input) => {
-            let mut data = input.clone();
+        Input::I32(mut buffers) => {
             for i in 0..w.iterations {
-                if i > 0 {
-                    data.copy_from_slice(&input);
-                }
+                buffers.reset(i);
+                let data = &mut buffers.data;
                 let t = timed(barrier, || {
                     start_cpu(i);
-                    comm.allreduce(&mut data, Op::Sum)
+                    comm.allreduce(data, Op::Sum)
                 })?;
                 elapsed += t;
                 tick(i, t);
@@ -138,7 +163,7 @@ pub fn run_rank(
             }
             cpu_end = Some((cpu_time(), SystemTime::now()));
             if w.verify {
-                check = Some(check_i32(&data, w.seed, world));
+                check = Some(check_i32(&buffers.data, w.seed, world));
             }
         }
     }
@@ -204,12 +229,20 @@ mod tests {
         let Input::F32(b) = Input::new(&w, 1, 2) else {
             panic!("f32 workload, not f32 input")
         };
-        assert_eq!((a.len(), b.len()), (1000, 1000));
-        assert_ne!(a, b);
+        assert_eq!((a.data.len(), b.data.len()), (1000, 1000));
+        assert_ne!(a.data, b.data);
+        // One iteration needs no pristine copy; several restore the input each time.
+        assert!(a.pristine.is_none());
+        let mut c = Buffers::new(vec![1, 2, 3], 2);
+        c.data[0] = 9;
+        c.reset(0);
+        assert_eq!(c.data, [9, 2, 3]);
+        c.reset(1);
+        assert_eq!(c.data, [1, 2, 3]);
         let w = Workload {
             dtype: Dtype::I32,
             ..w
         };
-        assert!(matches!(Input::new(&w, 0, 2), Input::I32(v) if v.len() == 1000));
+        assert!(matches!(Input::new(&w, 0, 2), Input::I32(v) if v.data.len() == 1000));
     }
 }
