@@ -54,7 +54,7 @@ control Classifier(inout headers_t hdr, inout metadata_t meta) {
                 meta.drop_reason = DROP_UNKNOWN_JOB;
             } else if (meta.rank_known == 0) {
                 meta.drop_reason = DROP_UNKNOWN_RANK;
-            } else if (hdr.data.count > MAX_COUNT) {
+            } else if (hdr.data.count > meta.max_count) {
                 meta.drop_reason = DROP_COUNT_TOO_LARGE;
             } else if ((bit<32>)hdr.data.ver != (hdr.data.seq & 1)) {
                 meta.drop_reason = DROP_BAD_VERSION;

@@ -16,7 +16,8 @@ const bit<16> ETHERTYPE_IPV4 = 0x0800;
 const bit<8>  IP_PROTO_UDP = 17;
 const bit<16> SWITCHML_PORT = 0xBEE0;             // 48864, protocol.md §1
 const bit<8>  PROTOCOL_VERSION = 1;
-const bit<16> MAX_COUNT = 256;                    // VALUES_PER_PASS x MAX_PASSES
+const bit<16> MAX_COUNT = 256;                    // VALUES_PER_PASS x MAX_PASSES; the
+                                                  // switch_config table's max_count may be lower
 const bit<16> RANK_ALL = 0xFFFF;
 
 // Message types (protocol.md §2).
@@ -27,11 +28,14 @@ const bit<8> TYPE_JOIN_REPLY   = 0x11;
 const bit<8> TYPE_PROBE        = 0x12;
 const bit<8> TYPE_PROBE_REPLY  = 0x13;
 const bit<8> TYPE_ABORT        = 0x14;
+const bit<8> TYPE_STATUS       = 0x15;
+const bit<8> TYPE_STATUS_REPLY = 0x16;
 
-// Data flags (protocol.md §3.1) and JoinReply flags (§3.3).
+// Data flags (protocol.md §3.1), JoinReply flags (§3.3), StatusReply flags (§3.8).
 const bit<8> FLAG_OVERFLOW   = 0x01;
 const bit<8> FLAG_RETRANSMIT = 0x02;
 const bit<8> JOIN_COMPLETE   = 0x01;
+const bit<8> STATUS_ALL_JOINED = 0x01;
 
 // Abort reasons (protocol.md §3.6).
 const bit<8> ABORT_UNKNOWN_JOB     = 1;
@@ -66,6 +70,7 @@ const bit<8> MSG_CONTRIBUTION = 1;
 const bit<8> MSG_JOIN = 2;
 const bit<8> MSG_PROBE = 3;
 const bit<8> MSG_ABORT = 4;
+const bit<8> MSG_STATUS = 5;
 
 // What the value, exponent and overflow registers do (processor.p4).
 const bit<8> UPDATE_NONE = 0;

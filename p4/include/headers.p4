@@ -108,7 +108,40 @@ header sml_abort_h {
     bit<32> epoch;
 }
 
-// One bitmap byte of a JoinReply or ProbeReply; 8 bytes = 64 ranks.
+// Status after the prefix (§3.7).
+header sml_status_h {
+    bit<16> reserved;
+}
+
+// StatusReply after the prefix, without the counters and the bitmap (§3.8).
+header sml_status_reply_h {
+    bit<16> world;
+    bit<8>  flags;
+    bit<8>  reserved_a;
+    bit<16> slot_count;
+    bit<32> epoch;
+    bit<16> bitmap_len;
+    bit<16> reserved_b;
+}
+
+// The twelve counters of a StatusReply, in wire order (§3.8). The data plane cannot read
+// its counters, so reply_builder.p4 writes zeros (p4/README.md, known gaps).
+header sml_status_counters_h {
+    bit<64> received;
+    bit<64> dropped;
+    bit<64> contributions;
+    bit<64> completions;
+    bit<64> retransmit_replies;
+    bit<64> duplicates;
+    bit<64> stale;
+    bit<64> rejected;
+    bit<64> joins;
+    bit<64> probes;
+    bit<64> aborts;
+    bit<64> overflows;
+}
+
+// One bitmap byte of a JoinReply, ProbeReply or StatusReply; 8 bytes = 64 ranks.
 header bitmap_byte_h {
     bit<8> b;
 }
@@ -164,6 +197,9 @@ struct headers_t {
     sml_probe_h       probe;
     sml_probe_reply_h probe_reply;
     sml_abort_h       abort;
+    sml_status_h      status;
+    sml_status_reply_h status_reply;
+    sml_status_counters_h status_counters;
     bitmap_byte_h[8]  bitmap;
     value_h[VALUES_PER_PASS] block0;
     value_h[VALUES_PER_PASS] block1;
@@ -186,6 +222,7 @@ struct metadata_t {
     // classifier.p4
     bit<1>  job_hit;
     @field_list(1) bit<16> world;
+    bit<64> full_mask;                         // ranks 0..world-1
     bit<32> slot_lo;
     bit<16> slot_count;
     @field_list(1) bit<16> group;
@@ -224,7 +261,7 @@ struct metadata_t {
     bit<1>  used;
     bit<32> held_seq;
     bit<64> seen_word;
-    // join_handler.p4
+    // join_handler.p4 (and its read for status_handler.p4)
     bit<64> joined;
     bit<1>  join_complete;
     bit<1>  join_completes;
@@ -236,6 +273,7 @@ struct metadata_t {
     bit<48> switch_mac;
     bit<32> switch_ip;
     bit<32> epoch;
+    bit<16> max_count;                         // at most MAX_COUNT
 }
 
 #endif

@@ -1,4 +1,5 @@
-// reply_builder.p4 (both targets): rewrite the packet into the switch's answer.
+// reply_builder.p4 (both targets): rewrite the packet into the switch's answer: Result,
+// JoinReply, ProbeReply, StatusReply or Abort.
 // Rust twin: p4/model/src/reply_builder.rs (ReplyBuilder). Bitmaps are the 64-bit register
 // words, rank r at bit r mod 8 of byte r/8 (protocol.md §3.3): byte i is bits 8i+7..8i.
 #ifndef _SWITCHML_REPLY_BUILDER_P4_
@@ -43,9 +44,10 @@ control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
             hdr.data.reserved = 0;
             meta.reply_len = 20 + (meta.held_count << 2);
         } else if (meta.abort_reason != 0) {
-            // A refused Join or Probe: an Abort to the sender.
+            // A refused Join, Probe or Status: an Abort to the sender.
             hdr.join.setInvalid();
             hdr.probe.setInvalid();
+            hdr.status.setInvalid();
             hdr.abort.setValid();
             hdr.prefix.msg_type = TYPE_ABORT;
             hdr.abort.reason = meta.abort_reason;
@@ -64,7 +66,7 @@ control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
             hdr.join_reply.world = meta.world;
             hdr.join_reply.flags = (meta.join_complete == 1) ? JOIN_COMPLETE : 8w0;
             hdr.join_reply.reserved = 0;
-            hdr.join_reply.max_count = MAX_COUNT;
+            hdr.join_reply.max_count = meta.max_count;
             hdr.join_reply.epoch = meta.epoch;
             hdr.join_reply.slot_count = meta.slot_count;
             hdr.join_reply.bitmap_len = bitmap_len;
@@ -90,6 +92,34 @@ control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
             hdr.probe_reply.bitmap_len = bitmap_len;
             bitmap_bytes(meta.seen_word, bitmap_len);
             meta.reply_len = 24 + bitmap_len;
+        } else if (meta.message == MSG_STATUS) {
+            // The rank is echoed. The data plane cannot read its counters: they are zero
+            // here, and only the model fills them (status_handler.rs; p4/README.md).
+            hdr.status.setInvalid();
+            hdr.status_reply.setValid();
+            hdr.status_counters.setValid();
+            hdr.prefix.msg_type = TYPE_STATUS_REPLY;
+            hdr.status_reply.world = meta.world;
+            hdr.status_reply.flags = (meta.joined == meta.full_mask) ? STATUS_ALL_JOINED : 8w0;
+            hdr.status_reply.reserved_a = 0;
+            hdr.status_reply.slot_count = meta.slot_count;
+            hdr.status_reply.epoch = meta.epoch;
+            hdr.status_reply.bitmap_len = bitmap_len;
+            hdr.status_reply.reserved_b = 0;
+            hdr.status_counters.received = 0;
+            hdr.status_counters.dropped = 0;
+            hdr.status_counters.contributions = 0;
+            hdr.status_counters.completions = 0;
+            hdr.status_counters.retransmit_replies = 0;
+            hdr.status_counters.duplicates = 0;
+            hdr.status_counters.stale = 0;
+            hdr.status_counters.rejected = 0;
+            hdr.status_counters.joins = 0;
+            hdr.status_counters.probes = 0;
+            hdr.status_counters.aborts = 0;
+            hdr.status_counters.overflows = 0;
+            bitmap_bytes(meta.joined, bitmap_len);
+            meta.reply_len = 116 + bitmap_len;
         } else if (meta.message == MSG_ABORT) {
             meta.reply_len = 16;                   // passed on unchanged
         }

@@ -1,8 +1,8 @@
 // validator.p4 (both targets): the field checks a parser cannot make, and the message class.
 // Rust twin: p4/model/src/validator.rs (Validator). protocol.md §2-4: a message is
 // Malformed if its version is not 1, its length is not exactly what its header declares, a
-// reserved field is not zero, or `ver` is above 1; switch-only types are UnexpectedType,
-// unknown types UnknownType.
+// reserved field is not zero, or `ver` is above 1; switch-only types (Result, JoinReply,
+// ProbeReply, StatusReply) are UnexpectedType, unknown types UnknownType.
 #ifndef _SWITCHML_VALIDATOR_P4_
 #define _SWITCHML_VALIDATOR_P4_
 
@@ -39,8 +39,15 @@ control Validator(inout headers_t hdr, inout metadata_t meta) {
             } else {
                 meta.drop_reason = DROP_MALFORMED;
             }
+        } else if (hdr.status.isValid()) {
+            if (udp_len == 16 && hdr.status.reserved == 0) {
+                meta.message = MSG_STATUS;
+            } else {
+                meta.drop_reason = DROP_MALFORMED;
+            }
         } else if (hdr.prefix.msg_type == TYPE_RESULT || hdr.prefix.msg_type == TYPE_JOIN_REPLY
-                || hdr.prefix.msg_type == TYPE_PROBE_REPLY) {
+                || hdr.prefix.msg_type == TYPE_PROBE_REPLY
+                || hdr.prefix.msg_type == TYPE_STATUS_REPLY) {
             meta.drop_reason = DROP_UNEXPECTED_TYPE;
         } else {
             meta.drop_reason = DROP_UNKNOWN_TYPE;

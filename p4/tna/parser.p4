@@ -59,6 +59,7 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
             (PROTOCOL_VERSION, TYPE_JOIN): parse_join;
             (PROTOCOL_VERSION, TYPE_PROBE): parse_probe;
             (PROTOCOL_VERSION, TYPE_ABORT): parse_abort;
+            (PROTOCOL_VERSION, TYPE_STATUS): parse_status;
             default: accept;
         }
     }
@@ -210,6 +211,11 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
 
     state parse_abort {
         packet.extract(hdr.abort);
+        transition accept;
+    }
+
+    state parse_status {
+        packet.extract(hdr.status);
         transition accept;
     }
 }

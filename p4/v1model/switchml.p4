@@ -20,6 +20,7 @@
 #include "overflow_flag.p4"
 #include "join_handler.p4"
 #include "../include/probe_handler.p4"
+#include "../include/status_handler.p4"
 #include "../include/reply_builder.p4"
 #include "drop_counters.p4"
 #include "job_counters.p4"
@@ -45,19 +46,23 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
     OverflowFlag() overflow_flag;
     JoinHandler() join_handler;
     ProbeHandler() probe_handler;
+    StatusHandler() status_handler;
     ReplyBuilder() reply_builder;
     DropCounters() drop_counters;
     JobCounters() job_counters;
 
-    action set_switch_config(bit<48> mac, bit<32> ip, bit<32> epoch) {
+    // The switch's addresses, its epoch and the largest count it accepts (the model's
+    // Config; a max_count above MAX_COUNT, what the registers hold, is taken as MAX_COUNT).
+    action set_switch_config(bit<48> mac, bit<32> ip, bit<32> epoch, bit<16> max_count) {
         meta.switch_mac = mac;
         meta.switch_ip = ip;
         meta.epoch = epoch;
+        meta.max_count = (max_count > MAX_COUNT) ? MAX_COUNT : max_count;
     }
 
     table switch_config {
         actions = { set_switch_config; }
-        default_action = set_switch_config(0, 0, 0);
+        default_action = set_switch_config(0, 0, 0, MAX_COUNT);
     }
 
     apply {
@@ -91,8 +96,15 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                         }
                     }
                 }
-            } else if (meta.message == MSG_JOIN) {
-                join_handler.apply(hdr, meta);
+            } else if (meta.message == MSG_JOIN || meta.message == MSG_STATUS) {
+                // A Status reads `joined` through the join handler, if its job is known.
+                bit<1> status = 0;
+                if (meta.message == MSG_STATUS) {
+                    status_handler.apply(hdr, meta, status);
+                }
+                if (meta.message == MSG_JOIN || status == 1) {
+                    join_handler.apply(hdr, meta, status);
+                }
             } else if (meta.message == MSG_PROBE) {
                 bit<1> read;
                 probe_handler.apply(hdr, meta, read);
@@ -191,6 +203,9 @@ control SwitchmlDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.probe);
         packet.emit(hdr.probe_reply);
         packet.emit(hdr.abort);
+        packet.emit(hdr.status);
+        packet.emit(hdr.status_reply);
+        packet.emit(hdr.status_counters);
         packet.emit(hdr.bitmap);
         packet.emit(hdr.block0);
         packet.emit(hdr.block1);

@@ -99,7 +99,19 @@ impl Lane {
                 match self.commands.try_recv() {
                     Ok(Command::Submit(part, op)) => backlog.push_back((part, op)),
                     Err(TryRecvError::Empty) => break,
-                    Err(TryRecvError::Disconnected) => return,
+                    Err(TryRecvError::Disconnected) => {
+                        // The communicator is gone. Work still in flight would leave the
+                        // peers waiting out their stall detection; tell the job instead.
+                        if !self.worker.is_idle() {
+                            self.worker.abort();
+                            self.transmit(&mut send, clock.now());
+                            self.deliver_events();
+                        }
+                        for (mut part, _) in backlog.drain(..) {
+                            part.set_outcome(Err(Error::LaneGone { lane: self.index }));
+                        }
+                        return;
+                    }
                 }
             }
             let now = clock.now();

@@ -19,6 +19,41 @@ pub struct JobConfig {
     pub slot_count: u16,
 }
 
+impl JobConfig {
+    /// Check this job against a pool of `pool` slots, a rank capacity of `capacity`, and the
+    /// jobs already registered: a world in `1..=capacity`, a non-empty slot range inside the
+    /// pool, a new id, no overlap with another job's slots. Every switch implementation (the
+    /// reference here, the P4 model's control plane) applies exactly these rules.
+    pub fn check<'a>(
+        &self,
+        pool: usize,
+        capacity: usize,
+        existing: impl Iterator<Item = &'a JobConfig>,
+    ) -> Result<(), JobError> {
+        if self.world == 0 || usize::from(self.world) > capacity {
+            return Err(JobError::World {
+                world: self.world,
+                capacity,
+            });
+        }
+        let lo = self.slot_lo as usize;
+        let hi = lo + usize::from(self.slot_count);
+        if self.slot_count == 0 || hi > pool {
+            return Err(JobError::SlotRange { pool });
+        }
+        for other in existing {
+            if other.id == self.id {
+                return Err(JobError::DuplicateId(self.id));
+            }
+            let olo = other.slot_lo as usize;
+            if lo < olo + usize::from(other.slot_count) && olo < hi {
+                return Err(JobError::Overlap(other.id));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Per-job counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -159,26 +194,7 @@ impl<const WORDS: usize, const JOBS: usize> JobTable<WORDS, JOBS> {
     /// Validate and insert a job whose range lies in a pool of `pool` slots.
     pub(crate) fn insert(&mut self, config: JobConfig, pool: usize) -> Result<(), JobError> {
         let capacity = RankSet::<WORDS>::CAPACITY.min(crate::ranks::MAX_WORLD);
-        if config.world == 0 || usize::from(config.world) > capacity {
-            return Err(JobError::World {
-                world: config.world,
-                capacity,
-            });
-        }
-        let lo = config.slot_lo as usize;
-        let hi = lo + usize::from(config.slot_count);
-        if config.slot_count == 0 || hi > pool {
-            return Err(JobError::SlotRange { pool });
-        }
-        if self.find(config.id).is_some() {
-            return Err(JobError::DuplicateId(config.id));
-        }
-        if let Some(other) = self.iter().find(|j| {
-            let olo = j.config.slot_lo as usize;
-            lo < olo + usize::from(j.config.slot_count) && olo < hi
-        }) {
-            return Err(JobError::Overlap(other.config.id));
-        }
+        config.check(pool, capacity, self.iter().map(|j| &j.config))?;
         let free = self
             .entries
             .iter_mut()

@@ -111,6 +111,8 @@ pub enum WorkerError {
         /// The epoch now.
         new: u32,
     },
+    /// The application gave up ([`super::Worker::abort`]).
+    Cancelled,
     /// The caller's transmit buffer is too small for one datagram.
     BufferTooSmall {
         /// Bytes needed.
@@ -163,6 +165,7 @@ impl core::fmt::Display for WorkerError {
                     "the switch restarted (epoch {old} -> {new}); the job's state is lost"
                 )
             }
+            WorkerError::Cancelled => f.write_str("cancelled by the application"),
             WorkerError::BufferTooSmall { need } => {
                 write!(f, "transmit buffer too small: need {need} bytes")
             }

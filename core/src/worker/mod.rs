@@ -26,6 +26,7 @@
 
 mod control;
 mod event;
+mod rtt;
 mod slots;
 mod tensors;
 mod timer;
@@ -38,6 +39,7 @@ use crate::quant::{ElementType, Op, Tensor};
 use crate::ranks::{WorldSet, MAX_WORLD};
 use crate::time::{Duration, Instant};
 use crate::wire::{self, Message};
+use rtt::RttEstimator;
 use slots::{SlotState, Work};
 use tensors::{Entry, Queue};
 use timer::{SlotTimers, Timer, TimerTable};
@@ -58,9 +60,10 @@ pub struct Config {
     pub window: u16,
     /// Values per chunk (`k`).
     pub count: u16,
-    /// First retransmission timeout.
+    /// Smallest retransmission timeout: the first one, and the floor under the timeout
+    /// measured from round trips (`srtt + 4·rttvar`, RFC 6298).
     pub rto: Duration,
-    /// Largest retransmission timeout (the timeout doubles up to it).
+    /// Largest retransmission timeout (the measured timeout and its doubling stop here).
     pub max_rto: Duration,
     /// Resends of one use before the worker probes and gives up.
     pub retries: u16,
@@ -157,6 +160,7 @@ pub struct Worker<B, const SLOTS: usize, const QUEUE: usize> {
     slot_timers: SlotTimers<SLOTS>,
     timers: TimerTable,
     probe: Option<Probe>,
+    rtt: RttEstimator,
     tensors: Queue<B, QUEUE>,
     joined_event: bool,
     failure: Option<WorkerError>,
@@ -206,6 +210,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             slot_timers: SlotTimers::new(),
             timers: TimerTable::default(),
             probe: None,
+            rtt: RttEstimator::default(),
             tensors: Queue::new(),
             joined_event: false,
             failure: None,
@@ -223,6 +228,23 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
     /// Return the counters.
     pub fn stats(&self) -> &Stats {
         &self.stats
+    }
+
+    /// Return the smoothed round trip of a slot use (send to result), once measured.
+    pub fn smoothed_rtt(&self) -> Option<Duration> {
+        self.rtt.srtt()
+    }
+
+    /// Return the retransmission timeout a fresh use starts with now.
+    pub fn current_rto(&self) -> Duration {
+        self.rtt.rto(self.config.rto, self.config.max_rto)
+    }
+
+    /// Give up: the application is closing or cancelling. Every queued tensor comes back as
+    /// `Done` with an error, and the job is told (Abort `WorkerFailed`), so peers fail at
+    /// once instead of timing out.
+    pub fn abort(&mut self) {
+        self.fail(WorkerError::Cancelled);
     }
 
     /// Return whether every rank has joined and the stream is live.
@@ -448,7 +470,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             WorkerError::JoinTimeout { missing, .. } => {
                 Some(missing.iter().next().unwrap_or(0xFFFF))
             }
-            WorkerError::BufferTooSmall { .. } => Some(0xFFFF),
+            WorkerError::BufferTooSmall { .. } | WorkerError::Cancelled => Some(0xFFFF),
             WorkerError::SwitchUnreachable { .. }
             | WorkerError::Refused { .. }
             | WorkerError::PeerAborted { .. }

@@ -27,6 +27,8 @@ pub(crate) struct SlotState {
     pub(crate) tries: u16,
     /// The current retransmission timeout.
     pub(crate) rto: Duration,
+    /// When the current use was first sent (for round-trip samples).
+    pub(crate) sent_at: Instant,
     /// Whether the slot is in the send queue.
     pub(crate) queued: bool,
 }
@@ -38,6 +40,7 @@ impl SlotState {
             work: Work::Idle { next: 0 },
             tries: 0,
             rto,
+            sent_at: Instant::ZERO,
             queued: false,
         }
     }
@@ -137,7 +140,10 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             let i = usize::from(i);
             self.slots[i].queued = false;
             if let Some(len) = self.emit_contribution(i, buf) {
-                let st = &self.slots[i];
+                let st = &mut self.slots[i];
+                if st.tries == 0 {
+                    st.sent_at = now;
+                }
                 self.slot_timers.arm(i, now + st.rto);
                 self.stats.sent += 1;
                 if st.tries > 0 {
@@ -203,7 +209,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
     }
 
     /// Accept a Result if it answers a slot's outstanding use; then move the slot on.
-    pub(super) fn on_result(&mut self, _now: Instant, r: &DataRepr, payload: &[u8]) {
+    pub(super) fn on_result(&mut self, now: Instant, r: &DataRepr, payload: &[u8]) {
         let cfg = self.config;
         let i = usize::from(r.slot.wrapping_sub(cfg.slot_lo));
         if self.phase != Phase::Running || i >= usize::from(cfg.window) {
@@ -258,16 +264,29 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             }
         };
         self.stats.results += 1;
+        if st.tries == 0 {
+            // Karn's rule: a resent use's result may answer any of its copies.
+            self.rtt.sample(now - st.sent_at);
+        }
         self.slot_timers.cancel(i);
         if self.probe.is_some_and(|p| usize::from(p.slot) == i) {
             // The stalled use completed after all: no failure to report.
             self.probe = None;
             self.timers.stop(super::Timer::Probe);
         }
+        // Karn: a use that needed resends gave no sample, so its backed-off timeout carries
+        // over to the slot's next use; otherwise a timeout below the real round trip would
+        // resend every use and never measure one.
+        let measured = self.rtt.rto(cfg.rto, cfg.max_rto);
+        let rto = if st.tries == 0 {
+            measured
+        } else {
+            measured.max(st.rto)
+        };
         let st = &mut self.slots[i];
         st.seq = st.seq.wrapping_add(1);
         st.tries = 0;
-        st.rto = cfg.rto;
+        st.rto = rto;
         match next {
             Some(work) => {
                 st.work = work;

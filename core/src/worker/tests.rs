@@ -333,3 +333,83 @@ fn a_second_stalled_slot_is_probed_after_the_first_recovers() {
     };
     assert_eq!(missing.iter().collect::<heapless::Vec<u16, 2>>(), [1]);
 }
+
+#[test]
+fn the_timeout_follows_measured_round_trips() {
+    let mut pool = [Slot::<8, 1>::IDLE; 4];
+    let mut s: Switch<'_, 8, 1, 1> = Switch::new(&mut pool, 1);
+    s.add_job(JobConfig {
+        id: 3,
+        world: 2,
+        slot_lo: 0,
+        slot_count: 4,
+    })
+    .unwrap();
+    let cfg = Config {
+        window: 1,
+        max_rto: Duration::from_millis(100),
+        retries: 50,
+        ..config()
+    };
+    let mut w = TestWorker::new(cfg).unwrap();
+    join_both(&mut w, &mut s);
+    assert_eq!(
+        w.current_rto(),
+        Duration::from_millis(1),
+        "the floor before any sample"
+    );
+    let mut data = [0; 8];
+    w.submit(ms(0), &mut data[..], Op::Sum).unwrap();
+    // Rank 1 answers each use 10 ms after rank 0 sent it: every round trip is 10 ms.
+    let mut out = [0u8; 512];
+    let mut t = 0;
+    for seq in 0..4u32 {
+        let sent = exchange(&mut w, &mut s, ms(t));
+        assert!(sent.is_empty());
+        t += 10;
+        // A timeout before then resends (only the very first use, at the 1 ms floor).
+        while let Some(due) = w.poll_timeout().filter(|&d| d < ms(t)) {
+            w.handle_timeout(due);
+            let _ = exchange(&mut w, &mut s, due);
+        }
+        let Verdict::Multicast { len, .. } = s.process(&rank1(0, seq, &[1, 1]), &mut out) else {
+            panic!("seq {seq}")
+        };
+        w.handle_packet(ms(t), &out[..len]);
+    }
+    assert_eq!(w.smoothed_rtt(), Some(Duration::from_millis(10)));
+    assert!(
+        w.current_rto() >= Duration::from_millis(10),
+        "{}",
+        w.current_rto()
+    );
+    // Only the first use (before any sample) was resent; later ones waited long enough.
+    assert!(w.stats().retransmissions <= 4, "{:?}", w.stats());
+}
+
+#[test]
+fn abort_hands_tensors_back_and_tells_the_job() {
+    let mut w = TestWorker::new(config()).unwrap();
+    let mut data = [1, 2, 3];
+    w.submit(ms(0), &mut data[..], Op::Sum).unwrap();
+    w.abort();
+    assert_eq!(
+        w.poll_event()
+            .map(|e| matches!(e, Event::Failed(WorkerError::Cancelled))),
+        Some(true)
+    );
+    let Some(Event::Done { result, .. }) = w.poll_event() else {
+        panic!()
+    };
+    assert_eq!(result, Err(TensorError::Aborted));
+    let mut buf = [0u8; 64];
+    let len = w.poll_transmit(ms(0), &mut buf).unwrap();
+    let Ok(Message::Abort(a)) = Message::parse(&buf[..len]) else {
+        panic!()
+    };
+    assert_eq!(
+        (a.rank, a.reason, a.detail),
+        (0, crate::wire::AbortReason::WorkerFailed, 0xFFFF)
+    );
+    assert_eq!(w.poll_transmit(ms(0), &mut buf), None);
+}

@@ -14,6 +14,7 @@ use switchml_core::switch::{Aggregator, DropReason, JobConfig, Verdict as CoreVe
 use crate::control_plane::ControlError;
 use crate::pipeline::{Config, Pipeline, Verdict};
 use crate::udp_sender::SwitchAddr;
+use crate::MAX_COUNT;
 
 /// Map a model verdict to the reference switch's.
 pub fn to_core(v: Verdict) -> CoreVerdict {
@@ -27,8 +28,8 @@ pub fn to_core(v: Verdict) -> CoreVerdict {
 }
 
 impl Pipeline {
-    /// A pipeline of `slots` slots announcing `epoch`, with `jobs` set up for bare
-    /// datagrams ([`Pipeline::add_job_with_rank_ports`]).
+    /// A pipeline of `slots` slots of [`MAX_COUNT`] values announcing `epoch`, with `jobs`
+    /// set up for bare datagrams ([`Pipeline::add_job_with_rank_ports`]).
     pub fn with_rank_ports(
         slots: usize,
         jobs: &[JobConfig],
@@ -40,6 +41,7 @@ impl Pipeline {
             jobs: jobs.len().max(1),
             workers: workers.max(1),
             epoch,
+            max_count: MAX_COUNT,
             switch: SwitchAddr::default(),
         });
         for &job in jobs {

@@ -160,26 +160,7 @@ impl Classifier {
     /// Add a job whose slots lie in a pool of `pool` slots; checks as the reference does.
     pub fn insert_job(&mut self, config: JobConfig, pool: usize) -> Result<JobEntry, JobError> {
         let capacity = usize::from(MAX_WORLD);
-        if config.world == 0 || usize::from(config.world) > capacity {
-            return Err(JobError::World {
-                world: config.world,
-                capacity,
-            });
-        }
-        let lo = config.slot_lo as usize;
-        let hi = lo + usize::from(config.slot_count);
-        if config.slot_count == 0 || hi > pool {
-            return Err(JobError::SlotRange { pool });
-        }
-        if self.job(config.id).is_some() {
-            return Err(JobError::DuplicateId(config.id));
-        }
-        if let Some(other) = self.jobs().find(|e| {
-            let olo = e.config.slot_lo as usize;
-            lo < olo + usize::from(e.config.slot_count) && olo < hi
-        }) {
-            return Err(JobError::Overlap(other.config.id));
-        }
+        config.check(pool, capacity, self.jobs().map(|e| &e.config))?;
         let full = JobError::TableFull(self.job_table.len());
         let index = self
             .job_table

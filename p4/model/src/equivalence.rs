@@ -109,6 +109,7 @@ pub struct Pair<'a> {
     model_out: Vec<u8>,
     reference_out: Vec<u8>,
     fed: usize,
+    last: Option<CoreVerdict>,
 }
 
 fn word(set: &RankSet<1>) -> u64 {
@@ -131,6 +132,7 @@ impl<'a> Pair<'a> {
             jobs: JOBS,
             workers: workers.max(1),
             epoch: setup.epoch,
+            max_count: MAX_COUNT,
             switch: SwitchAddr::default(),
         });
         let mut jobs = Vec::new();
@@ -158,6 +160,7 @@ impl<'a> Pair<'a> {
             model_out: vec![0; OUT_LEN],
             reference_out: vec![0; OUT_LEN],
             fed: 0,
+            last: None,
         })
     }
 
@@ -171,6 +174,7 @@ impl<'a> Pair<'a> {
         }
         let m = to_core(m);
         let r = self.reference.process(packet, &mut self.reference_out);
+        self.last = Some(r);
         if m != r {
             return Err(Mismatch::Verdict {
                 packet: at,
@@ -248,6 +252,17 @@ impl<'a> Pair<'a> {
             }
         }
         Ok(())
+    }
+
+    /// Return the reference's verdict on the last packet fed (the model's too, if `feed`
+    /// returned `Ok`) and the reference's answer bytes (empty unless it answered).
+    pub fn last(&self) -> Option<(CoreVerdict, &[u8])> {
+        let v = self.last?;
+        let len = match v {
+            CoreVerdict::Unicast { len, .. } | CoreVerdict::Multicast { len, .. } => len,
+            _ => 0,
+        };
+        Some((v, &self.reference_out[..len]))
     }
 
     /// Return the number of packets fed.

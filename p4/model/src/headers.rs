@@ -145,6 +145,13 @@ pub struct AbortHeader {
     pub epoch: u32,
 }
 
+/// The Status header after the prefix (protocol.md §3.7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StatusHeader {
+    /// Reserved bytes 6–7.
+    pub reserved: u16,
+}
+
 /// Which header follows the prefix: the parser's `select` on version and type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Body {
@@ -156,7 +163,9 @@ pub enum Body {
     Probe(ProbeHeader),
     /// Type 0x14.
     Abort(AbortHeader),
-    /// A type only the switch sends (0x02, 0x11, 0x13): not parsed further.
+    /// Type 0x15.
+    Status(StatusHeader),
+    /// A type only the switch sends (0x02, 0x11, 0x13, 0x16): not parsed further.
     SwitchOnly,
     /// A type version 1 does not know: not parsed further.
     Unknown,

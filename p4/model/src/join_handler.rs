@@ -4,13 +4,15 @@
 //! size, slot range, count) and refused with an Abort naming the first mismatch; otherwise
 //! the rank's bit goes into register `joined` (one 64-bit cell per job table entry). The
 //! Join that fills the bitmap is answered by a multicast JoinReply with `COMPLETE`.
+//!
+//! A Status reads the register through [`JoinHandler::status`], the control's read (one
+//! access in the pass, as for a Join; on TNA the Join's `RegisterAction` with an empty mask).
 
 use switchml_core::wire::AbortReason;
 
 use crate::classifier::JobEntry;
 use crate::headers::JoinHeader;
 use crate::register::{Hazard, Pass, Register};
-use crate::MAX_COUNT;
 
 /// What the join handler decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,13 +54,14 @@ impl JoinHandler {
     }
 
     /// Decide on a Join to `job` from a sender whose rank is `rank` if the worker table
-    /// knows it.
+    /// knows it, on a switch that accepts up to `max_count` values.
     pub fn apply(
         &mut self,
         pass: &Pass,
         job: &JobEntry,
         rank: Option<u16>,
         h: &JoinHeader,
+        max_count: u16,
     ) -> Result<JoinDecision, Hazard> {
         let c = job.config;
         let Some(rank) = rank else {
@@ -70,8 +73,8 @@ impl JoinHandler {
             || u32::from(h.slot_lo) + u32::from(h.slot_count) > u32::from(c.slot_count)
         {
             Some((AbortReason::SlotRange, c.slot_count))
-        } else if h.count > MAX_COUNT {
-            Some((AbortReason::CountTooLarge, MAX_COUNT))
+        } else if h.count > max_count {
+            Some((AbortReason::CountTooLarge, max_count))
         } else {
             None
         };
@@ -91,6 +94,11 @@ impl JoinHandler {
             complete: joined == full,
             completes: old & bit == 0 && joined == full,
         })
+    }
+
+    /// Read job table entry `index`'s joined bitmap for a Status.
+    pub fn status(&mut self, pass: &Pass, index: u16) -> Result<u64, Hazard> {
+        self.joined.execute(pass, usize::from(index), |cell| *cell)
     }
 
     /// Return the register.

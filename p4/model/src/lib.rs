@@ -22,7 +22,9 @@
 //! they differ; the tests and the `model_vs_reference` fuzz target use it.
 //!
 //! What the model does **not** show: timing, the interleaving of other packets between a
-//! packet's passes (the model runs them back to back), and whether the P4 compiles.
+//! packet's passes (the model runs them back to back), and whether the P4 compiles. One
+//! step has no P4 twin: the counters of a StatusReply, which the model fills as the
+//! reference does and the P4 programs leave zero ([`status_handler`]).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -48,6 +50,7 @@ pub mod processors;
 pub mod register;
 pub mod replication;
 pub mod reply_builder;
+pub mod status_handler;
 pub mod testbed;
 pub mod udp_sender;
 pub mod use_checker;

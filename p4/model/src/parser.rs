@@ -10,12 +10,14 @@
 //! how the model serves as a `switchml_core::switch::Aggregator`.
 
 use switchml_core::wire::{
-    self, abort, data, join, probe, AbortPacket, DataPacket, JoinPacket, ProbePacket, SWITCH_PORT,
+    self, abort, data, join, probe, status, AbortPacket, DataPacket, JoinPacket, ProbePacket,
+    StatusPacket, SWITCH_PORT,
 };
 
 use crate::headers::{
     AbortHeader, Body, DataHeader, Ethernet, Headers, Ipv4, JoinHeader, Prefix, ProbeHeader,
-    Transport, Udp, ETHERNET_LEN, ETHERTYPE_IPV4, IPV4_LEN, IP_PROTO_UDP, TRANSPORT_LEN, UDP_LEN,
+    StatusHeader, Transport, Udp, ETHERNET_LEN, ETHERTYPE_IPV4, IPV4_LEN, IP_PROTO_UDP,
+    TRANSPORT_LEN, UDP_LEN,
 };
 
 /// Why the parser rejected a packet.
@@ -114,7 +116,8 @@ impl Parser {
             (wire::VERSION, 0x10) => (Body::Join(join_header(datagram)?), need(join::LEN)?),
             (wire::VERSION, 0x12) => (Body::Probe(probe_header(datagram)?), need(probe::LEN)?),
             (wire::VERSION, 0x14) => (Body::Abort(abort_header(datagram)?), need(abort::LEN)?),
-            (wire::VERSION, 0x02 | 0x11 | 0x13) => (Body::SwitchOnly, wire::prefix::LEN),
+            (wire::VERSION, 0x15) => (Body::Status(status_header(datagram)?), need(status::LEN)?),
+            (wire::VERSION, 0x02 | 0x11 | 0x13 | 0x16) => (Body::SwitchOnly, wire::prefix::LEN),
             (wire::VERSION, _) => (Body::Unknown, wire::prefix::LEN),
             _ => (Body::OtherVersion, wire::prefix::LEN),
         };
@@ -184,6 +187,15 @@ fn abort_header(b: &[u8]) -> Result<AbortHeader, ParserError> {
     })
 }
 
+fn status_header(b: &[u8]) -> Result<StatusHeader, ParserError> {
+    if b.len() < status::LEN {
+        return Err(ParserError::PacketTooShort);
+    }
+    Ok(StatusHeader {
+        reserved: StatusPacket::new_unchecked(b).reserved(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,6 +231,14 @@ mod tests {
         assert_eq!(h.body, Body::OtherVersion);
         let h = Parser::parse_datagram(&[1, 0x42, 0, 7, 0, 0]).unwrap();
         assert_eq!(h.body, Body::Unknown);
+        let h = Parser::parse_datagram(&[1, 0x16, 0, 7, 0, 0]).unwrap();
+        assert_eq!(h.body, Body::SwitchOnly);
+        assert_eq!(
+            Parser::parse_datagram(&[1, 0x15, 0, 7, 0, 0, 0]).err(),
+            Some(ParserError::PacketTooShort)
+        );
+        let h = Parser::parse_datagram(&[1, 0x15, 0, 7, 0, 9, 0, 0]).unwrap();
+        assert_eq!(h.body, Body::Status(StatusHeader { reserved: 0 }));
     }
 
     fn frame(datagram: &[u8], udp_len: u16, pad: usize) -> Vec<u8> {

@@ -13,6 +13,8 @@
 //!                                              │   ─▶ Processors (×passes) ─▶ OverflowFlag
 //!                                              ├─ Join: JoinHandler
 //!                                              ├─ Probe: ProbeHandler (+ read actions)
+//!                                              ├─ Status: StatusHandler (+ JoinHandler's
+//!                                              │   read action; counters: model only)
 //!                                              └─ Abort: pass on
 //!        ─▶ ReplyBuilder ─▶ DropCounters/JobCounters ─▶ Replication ─▶ UdpSender ─▶ out
 //! ```
@@ -37,6 +39,7 @@ use crate::processors::Processors;
 use crate::register::{Hazard, PassClock};
 use crate::replication::{Replica, Replication};
 use crate::reply_builder::{ReplyBuilder, ResultFields};
+use crate::status_handler::{StatusDecision, StatusHandler};
 use crate::udp_sender::{SwitchAddr, UdpSender};
 use crate::use_checker::{Use, UseChecker};
 use crate::validator::{Message, Validator};
@@ -59,6 +62,10 @@ pub struct Config {
     pub workers: usize,
     /// The epoch announced in replies.
     pub epoch: u32,
+    /// The largest count accepted and announced in JoinReplies (the `switch_config`
+    /// table's `max_count`); above [`MAX_COUNT`], what the registers hold, it is
+    /// [`MAX_COUNT`].
+    pub max_count: u16,
     /// The switch's own addresses.
     pub switch: SwitchAddr,
 }
@@ -119,7 +126,8 @@ pub struct Pipeline {
 
 impl Pipeline {
     /// Build the pipeline with every register and table allocated.
-    pub fn new(config: Config) -> Self {
+    pub fn new(mut config: Config) -> Self {
+        config.max_count = config.max_count.min(MAX_COUNT);
         let versions = 2 * config.slots;
         Pipeline {
             config,
@@ -259,6 +267,7 @@ impl Pipeline {
             Message::Join(j) => self.join(&h.prefix, &j, class, out),
             Message::Probe(p) => self.probe(&h.prefix, &p, class, out),
             Message::Abort(a) => Ok(self.abort(&h.prefix, &a, class, h.datagram, out)),
+            Message::Status(_) => self.status(&h.prefix, class, out),
         };
         match result {
             Ok(Verdict::Unicast { job, rank, len, .. }) => Verdict::Unicast {
@@ -295,7 +304,7 @@ impl Pipeline {
         let c = job.config;
         let reject = if class.rank(prefix.rank).is_none() {
             Some(DropReason::UnknownRank)
-        } else if d.count > MAX_COUNT {
+        } else if d.count > self.config.max_count {
             Some(DropReason::CountTooLarge)
         } else if u32::from(d.ver) != d.seq & 1 {
             Some(DropReason::BadVersion)
@@ -417,10 +426,13 @@ impl Pipeline {
         };
         let pass = self.clock.begin(0);
         Ok(
-            match self
-                .join_handler
-                .apply(&pass, &job, class.rank(prefix.rank), j)?
-            {
+            match self.join_handler.apply(
+                &pass,
+                &job,
+                class.rank(prefix.rank),
+                j,
+                self.config.max_count,
+            )? {
                 JoinDecision::Refuse(reason, detail) => self.refuse(prefix, reason, detail, out),
                 JoinDecision::Accept {
                     joined,
@@ -436,7 +448,7 @@ impl Pipeline {
                         to,
                         c.world,
                         complete,
-                        MAX_COUNT,
+                        self.config.max_count,
                         c.slot_count,
                         joined,
                     );
@@ -483,6 +495,40 @@ impl Pipeline {
             seq.seq,
             job.config.world,
             seen,
+        );
+        Ok(unicast(prefix, len))
+    }
+
+    /// A Status: who joined the job, and (model only) what was counted.
+    fn status(
+        &mut self,
+        prefix: &Prefix,
+        class: Classification,
+        out: &mut [u8],
+    ) -> Result<Verdict, Hazard> {
+        let job = match StatusHandler::apply(class.job) {
+            StatusDecision::Refuse(reason, detail) => {
+                return Ok(self.refuse(prefix, reason, detail, out))
+            }
+            StatusDecision::Read(job) => job,
+        };
+        let pass = self.clock.begin(0);
+        let joined = self.join_handler.status(&pass, job.index)?;
+        // No P4 twin: the data plane cannot read its counters (status_handler.rs).
+        let counters = StatusHandler::counters(
+            &self.drop_counters.snapshot(),
+            &self.job_counters.snapshot(job.index),
+        );
+        let c = job.config;
+        let len = self.reply_builder.status_reply(
+            out,
+            prefix.job,
+            prefix.rank,
+            c.world,
+            StatusHandler::flags(joined, c.world),
+            c.slot_count,
+            counters,
+            joined,
         );
         Ok(unicast(prefix, len))
     }

@@ -1,5 +1,5 @@
 //! `reply_builder.p4`: rewrites the packet into the switch's answer — Result, JoinReply,
-//! ProbeReply or Abort — through `switchml_core::wire`'s `emit`, so the bytes are the
+//! ProbeReply, StatusReply or Abort — through `switchml_core::wire`'s `emit`, so the bytes are the
 //! reference's by construction of the header layout, not by a second copy of it.
 //!
 //! Bitmaps are the 64-bit register words laid out as protocol.md §3.3 says: rank `r` at
@@ -9,7 +9,8 @@
 use switchml_core::ranks::bitmap_len;
 use switchml_core::wire::{
     AbortPacket, AbortReason, AbortRepr, DataKind, DataPacket, DataRepr, Flags, JoinFlags,
-    JoinReplyPacket, JoinReplyRepr, ProbeReplyPacket, ProbeReplyRepr, SlotState,
+    JoinReplyPacket, JoinReplyRepr, ProbeReplyPacket, ProbeReplyRepr, SlotState, StatusCounters,
+    StatusFlags, StatusReplyPacket, StatusReplyRepr,
 };
 
 use crate::headers::DataHeader;
@@ -129,6 +130,36 @@ impl ReplyBuilder {
         };
         let len = repr.buffer_len();
         repr.emit(&mut ProbeReplyPacket::new_unchecked(&mut out[..len]));
+        len
+    }
+
+    /// Write a StatusReply about `job`; return its length. The P4 program writes zero
+    /// `counters` (see `status_handler.rs`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn status_reply(
+        &self,
+        out: &mut [u8],
+        job: u16,
+        rank: u16,
+        world: u16,
+        flags: StatusFlags,
+        slot_count: u16,
+        counters: StatusCounters,
+        joined: u64,
+    ) -> usize {
+        let (bytes, n) = bitmap(joined, world);
+        let repr = StatusReplyRepr {
+            job,
+            rank,
+            world,
+            flags,
+            slot_count,
+            epoch: self.epoch,
+            counters,
+            joined: &bytes[..n],
+        };
+        let len = repr.buffer_len();
+        repr.emit(&mut StatusReplyPacket::new_unchecked(&mut out[..len]));
         len
     }
 

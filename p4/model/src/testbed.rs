@@ -17,6 +17,7 @@ use crate::classifier::{Source, WorkerAddr};
 use crate::headers::{ETHERTYPE_IPV4, IP_PROTO_UDP, TRANSPORT_LEN};
 use crate::pipeline::{Config, Pipeline, Verdict, FRAME_OUT_LEN};
 use crate::udp_sender::{ipv4_checksum, SwitchAddr};
+use crate::MAX_COUNT;
 
 /// Worker hosts, one per switch port.
 pub const HOSTS: u16 = 4;
@@ -73,6 +74,7 @@ fn empty() -> Pipeline {
         jobs: 4,
         workers: 16,
         epoch: EPOCH,
+        max_count: MAX_COUNT,
         switch: SWITCH,
     })
 }
@@ -194,7 +196,7 @@ pub fn cli_commands() -> String {
     }
     let _ = writeln!(
         s,
-        "table_set_default switch_config set_switch_config {} {} {EPOCH}",
+        "table_set_default switch_config set_switch_config {} {} {EPOCH} {MAX_COUNT}",
         mac(SWITCH.mac),
         ip(SWITCH.ip)
     );

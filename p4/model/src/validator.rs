@@ -2,11 +2,14 @@
 //!
 //! A message is `Malformed` if its version is not 1, its length is not exactly what its
 //! header declares, a reserved field is not zero, or `ver` is above 1 (protocol.md §2–3);
-//! types only the switch sends are `UnexpectedType`, unknown types `UnknownType` (§4).
+//! types only the switch sends (Result, JoinReply, ProbeReply, StatusReply) are
+//! `UnexpectedType`, unknown types `UnknownType` (§4).
 
 use switchml_core::switch::DropReason;
 
-use crate::headers::{AbortHeader, Body, DataHeader, Headers, JoinHeader, ProbeHeader};
+use crate::headers::{
+    AbortHeader, Body, DataHeader, Headers, JoinHeader, ProbeHeader, StatusHeader,
+};
 
 /// A message the switch acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,6 +22,8 @@ pub enum Message {
     Probe(ProbeHeader),
     /// An Abort from a worker.
     Abort(AbortHeader),
+    /// A Status request from a tool.
+    Status(StatusHeader),
 }
 
 /// The validator (stateless).
@@ -40,6 +45,7 @@ impl Validator {
             Body::Join(j) => (exact(0) && j.reserved == 0, Message::Join(j)),
             Body::Probe(p) => (exact(0) && p.ver <= 1 && p.reserved == 0, Message::Probe(p)),
             Body::Abort(a) => (exact(0) && a.reserved == 0, Message::Abort(a)),
+            Body::Status(q) => (exact(0) && q.reserved == 0, Message::Status(q)),
         };
         if ok {
             Ok(message)
@@ -80,5 +86,17 @@ mod tests {
             Err(DropReason::UnexpectedType)
         );
         assert_eq!(check(&[1, 0x99, 0, 0, 0, 0]), Err(DropReason::UnknownType));
+        let mut status = [1u8, 0x15, 0, 7, 0xFF, 0xFF, 0, 0];
+        assert!(matches!(check(&status), Ok(Message::Status(_))));
+        status[6] = 1;
+        assert_eq!(check(&status), Err(DropReason::Malformed));
+        assert_eq!(
+            check(&[1, 0x15, 0, 7, 0, 0, 0, 0, 0]),
+            Err(DropReason::Malformed)
+        );
+        assert_eq!(
+            check(&[1, 0x16, 0, 7, 0, 0]),
+            Err(DropReason::UnexpectedType)
+        );
     }
 }

@@ -1,14 +1,15 @@
 //! The model against the reference switch on random packet sequences: valid contributions
 //! in full rounds and singly, duplicates, resends, reordering (every sequence is an
 //! arbitrary order), junk, mutated packets, foreign jobs, unregistered ranks, joins, probes,
-//! aborts and switch-only types. Every packet's verdict and answer bytes, the counters and
+//! aborts, Status requests and switch-only types (StatusReplies among them). Every packet's verdict and answer bytes, the counters and
 //! at the end every register of every slot version must be identical.
 
 use proptest::prelude::*;
 use switchml_core::switch::JobConfig;
 use switchml_core::wire::{
     AbortPacket, AbortReason, AbortRepr, DataKind, DataPacket, DataRepr, Flags, JoinPacket,
-    JoinRepr, ProbePacket, ProbeRepr,
+    JoinRepr, ProbePacket, ProbeRepr, StatusCounters, StatusFlags, StatusPacket, StatusReplyPacket,
+    StatusReplyRepr, StatusRepr,
 };
 use switchml_p4model::equivalence::{self, Setup};
 use switchml_tests::sim::Rng;
@@ -84,6 +85,17 @@ enum Op {
         rank: u16,
         reason: u8,
     },
+    /// A Status request (any rank: the switch only echoes it).
+    Status {
+        job: usize,
+        rank: u16,
+    },
+    /// A StatusReply sent to the switch, which only sends them.
+    StatusReply {
+        job: usize,
+        world: u16,
+        joined: u64,
+    },
     /// Random bytes, sometimes with a plausible prefix of this type.
     Junk(Vec<u8>, Option<u8>),
 }
@@ -110,9 +122,15 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..4usize, 0u16..6, 0u16..6, 0u8..2)
             .prop_map(|(job, rank, slot, ver)| Op::Probe { job, rank, slot, ver }),
         1 => (0..4usize, 0u16..6, 0u8..9).prop_map(|(job, rank, reason)| Op::Abort { job, rank, reason }),
+        1 => (0..4usize, prop::sample::select(vec![0u16, 1, 5, 0xFFFF]))
+            .prop_map(|(job, rank)| Op::Status { job, rank }),
+        1 => (0..4usize, 1u16..=64, any::<u64>())
+            .prop_map(|(job, world, joined)| Op::StatusReply { job, world, joined }),
         1 => (
             prop::collection::vec(any::<u8>(), 0..40),
-            prop::option::of(prop::sample::select(vec![0x01u8, 0x02, 0x10, 0x11, 0x12, 0x13, 0x14, 0x77])),
+            prop::option::of(prop::sample::select(vec![
+                0x01u8, 0x02, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x77,
+            ])),
         )
             .prop_map(|(b, t)| Op::Junk(b, t)),
     ]
@@ -283,6 +301,31 @@ impl Gen {
                 .emit(&mut AbortPacket::new_unchecked(&mut b[..]));
                 vec![b]
             }
+            Op::Status { job, rank } => {
+                let mut b = vec![0u8; 8];
+                StatusRepr {
+                    job: JOB_IDS[*job],
+                    rank: *rank,
+                }
+                .emit(&mut StatusPacket::new_unchecked(&mut b[..]));
+                vec![b]
+            }
+            Op::StatusReply { job, world, joined } => {
+                let bitmap = joined.to_le_bytes();
+                let repr = StatusReplyRepr {
+                    job: JOB_IDS[*job],
+                    rank: 0xFFFF,
+                    world: *world,
+                    flags: StatusFlags::default(),
+                    slot_count: 4,
+                    epoch: 0xE90C,
+                    counters: StatusCounters::from_array([*joined; StatusCounters::COUNT]),
+                    joined: &bitmap[..usize::from(world.div_ceil(8))],
+                };
+                let mut b = vec![0u8; repr.buffer_len()];
+                repr.emit(&mut StatusReplyPacket::new_unchecked(&mut b[..]));
+                vec![b]
+            }
             Op::Junk(bytes, msg_type) => {
                 let mut b = bytes.clone();
                 if let (Some(t), true) = (msg_type, b.len() >= 6) {
@@ -351,18 +394,22 @@ fn the_fuzz_entry_accepts_any_bytes() {
 
 /// The generator reaches every outcome the property is about, so the property is not
 /// vacuous: completions, resends answered, every drop reason a datagram can earn, overflows,
-/// joins, probes, aborts, multi-pass packets and the bitmap restore.
+/// joins, probes, aborts, Status requests answered and refused, StatusReplies dropped,
+/// multi-pass packets and the bitmap restore.
 #[test]
 fn the_generated_sequences_reach_every_outcome() {
     use proptest::strategy::ValueTree;
     use proptest::test_runner::TestRunner;
-    use switchml_core::switch::{Counters, DropReason, JobCounters};
+    use switchml_core::switch::{Counters, DropReason, JobCounters, Verdict};
     use switchml_p4model::equivalence::{Pair, RefSlot};
 
     let mut runner = TestRunner::deterministic();
     let strategy = (1u16..=5, any::<bool>(), prop::collection::vec(op(), 1..48));
     let (mut total, mut job, mut recirculations) =
         (Counters::default(), JobCounters::default(), (0, 0));
+    // Status requests answered, refused (Abort) and malformed; StatusReplies dropped.
+    let (mut status_replies, mut status_refusals, mut status_malformed, mut replies_dropped) =
+        (0, 0, 0, 0);
     for _ in 0..200 {
         let (world7, wrap, ops) = strategy.new_tree(&mut runner).unwrap().current();
         let setup = setup(world7);
@@ -370,6 +417,16 @@ fn the_generated_sequences_reach_every_outcome() {
         let mut pair = Pair::new(&setup, &mut pool).unwrap();
         for p in sequence(world7, wrap, &ops) {
             pair.feed(&p).unwrap();
+            let (verdict, answer) = pair.last().unwrap();
+            match (p.get(..2), verdict, answer.get(1)) {
+                (Some([1, 0x15]), Verdict::Unicast { .. }, Some(0x16)) => status_replies += 1,
+                (Some([1, 0x15]), Verdict::Unicast { .. }, Some(0x14)) => status_refusals += 1,
+                (Some([1, 0x15]), Verdict::Drop(DropReason::Malformed), _) => status_malformed += 1,
+                (Some([1, 0x16]), Verdict::Drop(DropReason::UnexpectedType), _) => {
+                    replies_dropped += 1
+                }
+                _ => {}
+            }
         }
         let c = pair.reference.counters();
         total.consumed += c.consumed;
@@ -398,6 +455,10 @@ fn the_generated_sequences_reach_every_outcome() {
     }
     assert!(job.retransmit_replies > 0 && job.overflows > 0, "{job:?}");
     assert!(job.joins > 0 && job.probes > 0 && job.aborts > 0, "{job:?}");
+    assert!(status_replies > 0, "no StatusReply answer");
+    assert!(status_refusals > 0, "no Status refused");
+    assert!(status_malformed > 0, "no malformed Status");
+    assert!(replies_dropped > 0, "no StatusReply dropped");
     assert!(recirculations.0 > 0, "no multi-pass packet");
     assert!(recirculations.1 > 0, "no bitmap restore");
 }

@@ -46,8 +46,8 @@ fn invalid_vectors_are_dropped_as_malformed_and_valid_contributions_aggregate() 
         if v.expect_error.is_some() {
             // Types only the switch sends are not parsed: the reference drops even a broken
             // one as UnexpectedType, and so does the model.
-            let switch_only =
-                matches!(v.bytes.get(..2), Some([1, 0x02 | 0x11 | 0x13])) && v.bytes.len() >= 6;
+            let switch_only = matches!(v.bytes.get(..2), Some([1, 0x02 | 0x11 | 0x13 | 0x16]))
+                && v.bytes.len() >= 6;
             let reason = if switch_only {
                 DropReason::UnexpectedType
             } else {
