@@ -304,6 +304,8 @@ class Bench:
             "retransmissions": sum(r["retransmissions"] for r in rs),
             "stale_results": sum(r.get("stale_results", 0) for r in rs),
             "packets_sent": sum(r["packets_sent"] for r in rs),
+            "srtt_ms": [r.get("srtt_ms") for r in rs],
+            "rto_ms": [r.get("rto_ms") for r in rs],
             "switch_counters": {k: counters.get(k) for k in
                                 ("received", "sent", "send_failures", "total_drops")},
             "start": start,
@@ -423,13 +425,13 @@ class Bench:
         try:
             with open(a.out, "a") as out:
                 out.write(json.dumps({"phase": "meta", **meta(a)}) + "\n")
-                for rate in a.rates:
+                for rate in (a.rates if "sizes" in a.phases else []):
                     self.set_rate(rate)
                     self.testbed("loss", "0")
                     for run in range(a.runs):
                         for p in a.workers:
                             self.measure(out, "sizes", rate, 0.0, p, a.sizes, run)
-                if a.loss:
+                if a.loss and "loss" in a.phases:
                     self.set_rate(a.loss_rate)
                     for run in range(a.runs):
                         for loss in a.loss:
@@ -501,6 +503,8 @@ def main():
     p.add_argument("--sizes", default="1M,4M,16M,64M,256M", type=sizes_arg,
                    help="tensor sizes in bytes (suffixes K, M, G are binary)")
     p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--phases", default="sizes,loss", type=lambda s: s.split(","),
+                   help="sizes: every rate, P and size without loss; loss: the loss sweep")
     p.add_argument("--systems", default="switchml,gloo,mpi", type=lambda s: s.split(","))
     p.add_argument("--loss", default="0,0.01,0.1,1",
                    type=lambda s: [float(x) for x in s.split(",")] if s else [],

@@ -5,7 +5,7 @@ use std::sync::Barrier;
 use std::time::{Duration, Instant, SystemTime};
 
 use switchml_core::worker::Stats;
-use switchml_udp::{Communicator, Error, Op};
+use switchml_udp::{Communicator, Error, Op, Timing};
 
 use crate::inputs::{check_f32, check_i32, f32_input, i32_input, Check};
 
@@ -42,6 +42,8 @@ pub struct RankRun {
     pub elapsed: Duration,
     /// The lanes' counters at the end.
     pub stats: Stats,
+    /// Each lane's round-trip estimate and retransmission timeout at the end.
+    pub timing: Vec<Timing>,
     /// The check of the last result, if asked for.
     pub check: Option<Check>,
     /// The last f32 result (ranks compare theirs with rank 0's).
@@ -178,6 +180,7 @@ pub fn run_rank(
     Ok(RankRun {
         elapsed,
         stats: comm.stats(),
+        timing: comm.timing(),
         check,
         result,
         cpu,

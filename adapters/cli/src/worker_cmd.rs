@@ -85,6 +85,8 @@ pub fn worker(join: &JoinArgs, w: &Workload, tuning: &Tuning, json_out: bool) ->
                 "retransmissions": run.stats.retransmissions,
                 "packets_sent": run.stats.sent,
                 "stale_results": run.stats.stale_results,
+                "srtt_ms": run.timing.iter().filter_map(|t| t.srtt).max().map(ms),
+                "rto_ms": run.timing.iter().map(|t| t.rto).max().map(ms),
                 "cpu_seconds": run.cpu.map(|c| c.as_secs_f64()),
                 "started_unix": run.window.map(|(s, _)| unix_seconds(s)),
                 "finished_unix": run.window.map(|(_, f)| unix_seconds(f)),
@@ -106,6 +108,11 @@ pub fn worker(join: &JoinArgs, w: &Workload, tuning: &Tuning, json_out: bool) ->
         }
     }
     i32::from(verified == Some(false))
+}
+
+/// Milliseconds, for a person reading JSON.
+fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1e3
 }
 
 /// Seconds since the Unix epoch, for lining the timed region up with outside samples.

@@ -286,6 +286,9 @@ fn a_worker_reports_its_timed_region_and_cpu_in_json() {
         let cpu = v["cpu_seconds"].as_f64().expect("cpu_seconds");
         assert!(cpu > 0.0 && cpu < 60.0, "{v}");
         assert!(v["stale_results"].is_u64(), "{v}");
+        // The lanes measured their round trips; the timeout is at least the 5 ms floor.
+        assert!(v["srtt_ms"].as_f64().is_some_and(|t| t > 0.0), "{v}");
+        assert!(v["rto_ms"].as_f64().is_some_and(|t| t >= 5.0), "{v}");
     }
     drop(sw);
 }

@@ -20,7 +20,7 @@ use switchml_core::worker::{
 };
 
 use crate::batch::{RecvBatch, SendBatch};
-use crate::clock::Clock;
+use crate::clock::{to_std, Clock};
 use crate::error::Error;
 use crate::part::Part;
 use crate::socket::{wait_readable, Wake};
@@ -60,6 +60,17 @@ pub(crate) enum Report {
 pub(crate) struct Shared {
     pub(crate) stats: Stats,
     pub(crate) failure: Option<WorkerError>,
+    /// The worker's round-trip estimate and the timeout a fresh use starts with.
+    pub(crate) timing: Timing,
+}
+
+/// What a lane's worker has measured of its round trips.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Timing {
+    /// The smoothed round trip of a slot use (send to result), once one was measured.
+    pub srtt: Option<Duration>,
+    /// The retransmission timeout a fresh use starts with now.
+    pub rto: Duration,
 }
 
 /// Everything a lane thread owns.
@@ -145,6 +156,10 @@ impl Lane {
             }
             if let Ok(mut shared) = self.shared.lock() {
                 shared.stats = *self.worker.stats();
+                shared.timing = Timing {
+                    srtt: self.worker.smoothed_rtt().map(to_std),
+                    rto: to_std(self.worker.current_rto()),
+                };
             }
         }
     }
