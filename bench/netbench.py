@@ -276,7 +276,7 @@ class Bench:
                   "--rank", str(r), "--world", str(p), "--elements", str(size // 4),
                   "--iterations", "1", "--count", str(a.count), "--window", str(a.window),
                   "--lanes", str(a.lanes), "--rto-ms", str(a.rto_ms),
-                  "--retries", str(a.retries), "--json"],
+                  "--retries", str(a.retries), "--coalesce-us", str(a.coalesce_us), "--json"],
                  self.tag(f"worker{r}-p{p}-{size}"), self.tmp)
             for r in range(p)
         ]
@@ -474,7 +474,8 @@ def meta(a):
         "openmpi": sh("mpirun --version | head -1"),
         "git": sh(f"git -C {BENCH} describe --always --dirty"),
         "switchml_tuning": {"count": a.count, "window": a.window, "lanes": a.lanes,
-                            "rto_ms": a.rto_ms, "retries": a.retries},
+                            "rto_ms": a.rto_ms, "retries": a.retries,
+                            "coalesce_us": a.coalesce_us},
         "args": {k: v for k, v in vars(a).items()},
     }
 
@@ -517,6 +518,8 @@ def main():
     p.add_argument("--lanes", type=int, default=1, help="switchml lanes per worker")
     p.add_argument("--rto-ms", type=int, default=30, help="switchml first retransmission timeout")
     p.add_argument("--retries", type=int, default=60, help="switchml resends before giving up")
+    p.add_argument("--coalesce-us", type=int, default=0,
+                   help="switchml lanes let datagrams gather this long after a wake-up")
     a = p.parse_args()
     for s in a.systems:
         if s not in SYSTEMS:

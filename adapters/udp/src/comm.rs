@@ -310,6 +310,7 @@ fn start_lane(
         wake: Arc::clone(&wake),
         reports,
         shared: Arc::clone(&shared),
+        coalesce: config.coalesce,
     };
     let thread = std::thread::Builder::new()
         .name(format!("switchml-r{}-lane{lane}", config.rank))

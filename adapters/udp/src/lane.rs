@@ -82,6 +82,10 @@ pub(crate) struct Lane {
     pub(crate) wake: Arc<Wake>,
     pub(crate) reports: Sender<Report>,
     pub(crate) shared: Arc<Mutex<Shared>>,
+    /// How long to let datagrams gather after a wake-up ([`CommConfig::coalesce`]).
+    ///
+    /// [`CommConfig::coalesce`]: crate::CommConfig::coalesce
+    pub(crate) coalesce: Duration,
 }
 
 impl Lane {
@@ -140,6 +144,7 @@ impl Lane {
                     self.wake.clear();
                 }
                 if ready.socket {
+                    self.gather(&clock);
                     got = recv.recv(fd).unwrap_or(0);
                 }
             }
@@ -161,6 +166,22 @@ impl Lane {
                     rto: to_std(self.worker.current_rto()),
                 };
             }
+        }
+    }
+
+    /// Let more datagrams arrive before reading, so that one wake-up serves a batch: sleep
+    /// for the coalescing time, or until the worker's next timer if that comes first.
+    fn gather(&self, clock: &Clock) {
+        if self.coalesce.is_zero() {
+            return;
+        }
+        let now = clock.now();
+        let nap = self
+            .worker
+            .poll_timeout()
+            .map_or(self.coalesce, |t| clock.until(now, t).min(self.coalesce));
+        if !nap.is_zero() {
+            std::thread::sleep(nap);
         }
     }
 
