@@ -16,8 +16,10 @@ utilisation and the bytes each link direction carried over its timed region.
 """
 
 import argparse
+import bisect
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -30,6 +32,12 @@ SWITCH_IP = "10.77.0.254"
 SWITCH_PORT = 48864
 PYTHON = "/usr/bin/python3"
 SYSTEMS = ["switchml", "gloo", "mpi"]
+# A measurement is "disturbed" when tasks other than the benchmark's used more than this
+# share of one core (plus some slack for short ones) during its timed region.
+FOREIGN_SHARE = 0.10
+FOREIGN_SLACK = 0.03
+# Children still running, killed if the driver is stopped.
+LIVE = set()
 
 
 def worker_ns(rank):
@@ -48,12 +56,11 @@ def log(msg):
 
 
 def read_cpu():
-    """(busy, total) jiffies over every CPU, from /proc/stat."""
+    """Jiffies over every CPU from /proc/stat: (user+nice+system, irq+softirq, idle+iowait,
+    steal)."""
     with open("/proc/stat") as f:
-        fields = [int(x) for x in f.readline().split()[1:]]
-    idle = fields[3] + fields[4]
-    total = sum(fields[:8])  # guest time is already inside user
-    return total - idle, total
+        v = [int(x) for x in f.readline().split()[1:]]
+    return v[0] + v[1] + v[2], v[5] + v[6], v[3] + v[4], v[7]
 
 
 def read_link(pid):
@@ -67,41 +74,98 @@ def read_link(pid):
     return 0, 0
 
 
-class Sampler(threading.Thread):
-    """Samples host CPU and every worker link's byte counters every `period` seconds."""
+class CpuGroup:
+    """A CPU-accounting cgroup holding every process the benchmark starts (cgroup v1
+    cpuacct, else v2), so that CPU time is counted for all of a system's processes
+    (mpirun and its daemons, the switch, every rank) and everything else on the machine
+    shows up as foreign load."""
 
-    def __init__(self, workers, period=0.02):
+    NAME = "switchml-netbench"
+
+    def __init__(self):
+        self.dir, self.usage_file = None, None
+        v1 = "/sys/fs/cgroup/cpuacct"
+        v2 = "/sys/fs/cgroup"
+        try:
+            if os.path.isdir(v1):
+                self.dir = os.path.join(v1, self.NAME)
+                os.makedirs(self.dir, exist_ok=True)
+                self.usage_file, self.scale = os.path.join(self.dir, "cpuacct.usage"), 1e-9
+            elif os.path.exists(os.path.join(v2, "cgroup.controllers")):
+                self.dir = os.path.join(v2, self.NAME)
+                os.makedirs(self.dir, exist_ok=True)
+                self.usage_file, self.scale = os.path.join(self.dir, "cpu.stat"), 1e-6
+        except OSError as e:
+            log(f"no CPU cgroup ({e}); CPU is counted per process only")
+            self.dir = None
+
+    def wrap(self, argv):
+        """argv, started inside the group (the shell joins it, then execs)."""
+        if not self.dir:
+            return argv
+        procs = os.path.join(self.dir, "cgroup.procs")
+        return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', procs] + argv
+
+    def usage(self):
+        """CPU seconds used by the group so far."""
+        if not self.usage_file:
+            return 0.0
+        with open(self.usage_file) as f:
+            text = f.read()
+        if self.usage_file.endswith("cpu.stat"):
+            for line in text.splitlines():
+                k, _, v = line.partition(" ")
+                if k == "usage_usec":
+                    return int(v) * self.scale
+            return 0.0
+        return int(text) * self.scale
+
+    def remove(self):
+        if self.dir:
+            try:
+                os.rmdir(self.dir)
+            except OSError:
+                pass
+
+
+class Sampler(threading.Thread):
+    """Samples, every `period` seconds: host CPU by kind, the benchmark's own CPU (its
+    cgroup, and this driver), and every worker link's byte counters."""
+
+    def __init__(self, workers, group, period=0.02):
         super().__init__(daemon=True)
         self.period = period
+        self.group = group
+        self.workers = workers
         self.anchors = [
             subprocess.Popen(["ip", "netns", "exec", worker_ns(r), "sleep", "infinity"])
             for r in range(workers)
         ]
-        self.samples = []
+        self.times, self.values = [], []
         self.lock = threading.Lock()
         self.stopped = threading.Event()
         self.hz = os.sysconf("SC_CLK_TCK")
-        self.cpus = os.cpu_count()
 
     def sample(self):
         t = time.time()
-        busy, total = read_cpu()
-        links = []
+        task, irq, idle, steal = read_cpu()
+        me = resource.getrusage(resource.RUSAGE_SELF)
+        v = [task / self.hz, irq / self.hz, idle / self.hz, steal / self.hz,
+             self.group.usage(), me.ru_utime + me.ru_stime]
         for a in self.anchors:
             try:
-                links.append(read_link(a.pid))
+                v.extend(read_link(a.pid))
             except OSError:
-                links.append((0, 0))
-        return (t, busy, total, links)
+                v.extend((0, 0))
+        return t, v
 
     def run(self):
         time.sleep(0.2)  # let the anchors enter their namespaces
         while not self.stopped.is_set():
-            s = self.sample()
+            t, v = self.sample()
             with self.lock:
-                self.samples.append(s)
-                if len(self.samples) > 200_000:
-                    del self.samples[:100_000]
+                self.times.append(t)
+                self.values.append(v)
             time.sleep(self.period)
 
     def stop(self):
@@ -111,41 +175,43 @@ class Sampler(threading.Thread):
             a.wait()
 
     def at(self, t):
-        """A sample interpolated at time t."""
+        """The sample values interpolated at time t, or None outside the samples."""
         with self.lock:
-            s = list(self.samples[-5000:])
-        if not s:
-            return None
-        before = [x for x in s if x[0] <= t]
-        after = [x for x in s if x[0] >= t]
-        if not before or not after:
-            return None
-        a, b = before[-1], after[0]
-        f = 0.0 if b[0] == a[0] else (t - a[0]) / (b[0] - a[0])
-        lerp = lambda x, y: x + (y - x) * f  # noqa: E731
-        links = [(lerp(la[0], lb[0]), lerp(la[1], lb[1])) for la, lb in zip(a[3], b[3])]
-        return (t, lerp(a[1], b[1]), lerp(a[2], b[2]), links)
+            i = bisect.bisect_left(self.times, t)
+            if i == 0 or i >= len(self.times):
+                return None
+            t0, t1 = self.times[i - 1], self.times[i]
+            a, b = self.values[i - 1], self.values[i]
+        f = 0.0 if t1 == t0 else (t - t0) / (t1 - t0)
+        return [x + (y - x) * f for x, y in zip(a, b)]
 
     def window(self, start, end, workers):
-        """Host CPU and link bytes between two Unix times (waits for the next sample)."""
+        """What happened between two Unix times (waits for the sample after `end`)."""
         deadline = time.time() + 1.0
         while time.time() < deadline:
             with self.lock:
-                last = self.samples[-1][0] if self.samples else 0
-            if last >= end:
+                last = self.times[-1] if self.times else 0
+            if last > end:
                 break
             time.sleep(self.period)
         a, b = self.at(start), self.at(end)
-        if a is None or b is None or b[2] <= a[2]:
+        if a is None or b is None:
             return {}
-        busy, total = b[1] - a[1], b[2] - a[2]
-        up = [b[3][r][0] - a[3][r][0] for r in range(workers)]
-        down = [b[3][r][1] - a[3][r][1] for r in range(workers)]
+        d = [y - x for x, y in zip(a, b)]
+        task, irq, idle, steal, ours, harness = d[:6]
+        total = task + irq + idle + steal
+        links = d[6:]
+        if total <= 0:
+            return {}
         return {
-            "host_util": busy / total,
-            "host_cpu_seconds": busy / self.hz,
-            "link_up_bytes": up,
-            "link_down_bytes": down,
+            "host_util": (task + irq + steal) / total,
+            "host_cpu_seconds": task + irq,
+            "softirq_cpu_seconds": irq,
+            "group_cpu_seconds": ours if self.group.usage_file else None,
+            # Tasks that are neither the benchmark's processes nor this driver.
+            "foreign_cpu_seconds": max(0.0, task - ours - harness) if self.group.usage_file else None,
+            "link_up_bytes": links[0:2 * workers:2],
+            "link_down_bytes": links[1:2 * workers:2],
         }
 
 
@@ -165,6 +231,7 @@ class Proc:
                                   start_new_session=True)
         self.code = None
         self.cpu = 0.0
+        LIVE.add(self)
 
     def poll(self):
         if self.code is not None:
@@ -173,6 +240,7 @@ class Proc:
         if pid == 0:
             return False
         self.code = os.waitstatus_to_exitcode(status)
+        LIVE.discard(self)
         self.p.returncode = self.code
         self.cpu = ru.ru_utime + ru.ru_stime
         self.out.close()
@@ -243,6 +311,11 @@ class Bench:
         self.seq = 0
         self.port = 29500
         self.sampler = None
+        self.group = CpuGroup()
+        self.shapes = {}
+
+    def proc(self, argv, tag, env=None):
+        return Proc(self.group.wrap(argv), tag, self.tmp, env=env)
 
     def tag(self, name):
         self.seq += 1
@@ -262,22 +335,22 @@ class Bench:
     def switchml_one(self, p, size):
         a = self.a
         slots = a.lanes * a.window
-        sw = Proc(["ip", "netns", "exec", "nb-sw", a.switchml, "switch", "--bind",
+        sw = self.proc(["ip", "netns", "exec", "nb-sw", a.switchml, "switch", "--bind",
                    f"{SWITCH_IP}:{SWITCH_PORT}", "--job", f"0:{p}:{slots}", "--json"],
-                  self.tag(f"switch-p{p}-{size}"), self.tmp)
+                  self.tag(f"switch-p{p}-{size}"))
         row = {"system": "switchml", "bytes": size, "world": p}
         if not wait_for_line(sw, "listening", 10):
             sw.kill()
             wait_all([sw], 5)
             return {**row, "error": f"switch did not start: {sw.stderr_tail()}"}
         workers = [
-            Proc(["ip", "netns", "exec", worker_ns(r), a.switchml, "worker",
+            self.proc(["ip", "netns", "exec", worker_ns(r), a.switchml, "worker",
                   "--switch", f"{SWITCH_IP}:{SWITCH_PORT}", "--job", "0",
                   "--rank", str(r), "--world", str(p), "--elements", str(size // 4),
                   "--iterations", "1", "--count", str(a.count), "--window", str(a.window),
                   "--lanes", str(a.lanes), "--rto-ms", str(a.rto_ms),
                   "--retries", str(a.retries), "--coalesce-us", str(a.coalesce_us), "--json"],
-                 self.tag(f"worker{r}-p{p}-{size}"), self.tmp)
+                 self.tag(f"worker{r}-p{p}-{size}"))
             for r in range(p)
         ]
         finished = wait_all(workers, self.budget(p, size) + 60)
@@ -316,10 +389,10 @@ class Bench:
         self.port += 1
         env = dict(os.environ, GLOO_SOCKET_IFNAME="eth0", OMP_NUM_THREADS="1")
         ranks = [
-            Proc(["ip", "netns", "exec", worker_ns(r), PYTHON, os.path.join(BENCH, "gloo_rank.py"),
+            self.proc(["ip", "netns", "exec", worker_ns(r), PYTHON, os.path.join(BENCH, "gloo_rank.py"),
                   "--rank", str(r), "--world", str(p), "--master", f"{worker_ip(0)}:{self.port}",
                   "--sizes", ",".join(map(str, sizes))],
-                 self.tag(f"gloo{r}-p{p}"), self.tmp, env=env)
+                 self.tag(f"gloo{r}-p{p}"), env=env)
             for r in range(p)
         ]
         finished = wait_all(ranks, 120 + sum(self.budget(p, s) for s in sizes))
@@ -364,7 +437,7 @@ class Bench:
         ]
         argv = ["ip", "netns", "exec", worker_ns(0), "unshare", "--uts", "sh", "-c",
                 'hostname nb-w0 && exec "$@"', "sh"] + mpirun
-        proc = Proc(argv, self.tag(f"mpi-p{p}"), self.tmp)
+        proc = self.proc(argv, self.tag(f"mpi-p{p}"))
         finished = wait_all([proc], 120 + sum(self.budget(p, s) for s in sizes))
         got = {x["bytes"]: x for x in proc.json_lines()}
         rows = []
@@ -390,25 +463,59 @@ class Bench:
         for pos, system in enumerate(order):
             if system not in self.a.systems:
                 continue
-            log(f"{phase}: rate {rate} loss {loss}% P={p} run {run + 1}: {system}")
-            drops_before = self.drops()
-            rows = getattr(self, system)(p, sizes)
-            drops_after = self.drops()
-            for row in rows:
-                row.update(phase=phase, rate=rate, rate_bps=self.rate_bps, loss_pct=loss,
-                           run=run, position=pos)
-                if "start" in row:
-                    row.update(self.sampler.window(row["start"], row["end"], p))
-                if loss > 0:
-                    row["injected_drops_run"] = [b - a for a, b in zip(drops_before, drops_after)]
-                out.write(json.dumps(row) + "\n")
-                out.flush()
-                if "error" in row:
-                    log(f"  {system} {row['bytes']} B: FAILED: {row['error'][:500]}")
-                else:
-                    log(f"  {system} {row['bytes'] >> 20} MiB: {row['seconds']:.3f} s"
-                        f"{'' if row['verified'] else ' WRONG RESULT'}"
-                        + (f", {row['retransmissions']} resends" if system == "switchml" else ""))
+            for attempt in range(1 + self.a.redo):
+                self.wait_quiet()
+                log(f"{phase}: rate {rate} loss {loss}% P={p} run {run + 1}: {system}"
+                    + (f" (again, attempt {attempt + 1})" if attempt else ""))
+                drops_before = self.drops()
+                rows = getattr(self, system)(p, sizes)
+                drops_after = self.drops()
+                for row in rows:
+                    row.update(phase=phase, rate=rate, rate_bps=self.rate_bps,
+                               burst_bytes=self.shapes.get(rate), loss_pct=loss,
+                               run=run, position=pos, attempt=attempt)
+                    if "start" in row:
+                        row.update(self.sampler.window(row["start"], row["end"], p))
+                        foreign = row.get("foreign_cpu_seconds")
+                        row["disturbed"] = bool(
+                            foreign is not None
+                            and foreign > FOREIGN_SHARE * row["seconds"] + FOREIGN_SLACK)
+                    if loss > 0:
+                        row["injected_drops_run"] = [b - a for a, b in zip(drops_before, drops_after)]
+                    out.write(json.dumps(row) + "\n")
+                    out.flush()
+                    self.say(system, row)
+                if not any(r.get("disturbed") for r in rows):
+                    break
+
+    def say(self, system, row):
+        if "error" in row:
+            log(f"  {system} {row['bytes']} B: FAILED: {row['error'][:500]}")
+            return
+        extra = f", {row['retransmissions']} resends" if system == "switchml" else ""
+        if row.get("disturbed"):
+            extra += f", DISTURBED by {row['foreign_cpu_seconds']:.2f} CPU-s of other load"
+        log(f"  {system} {row['bytes'] >> 20} MiB: {row['seconds']:.3f} s"
+            f"{'' if row['verified'] else ' WRONG RESULT'}{extra}")
+
+    def wait_quiet(self):
+        """Wait (at most --quiet-wait seconds) until other load on the machine stays below
+        FOREIGN_SHARE of a core for a second."""
+        deadline = time.time() + self.a.quiet_wait
+        said = False
+        while True:
+            t0 = time.time()
+            time.sleep(1.0)
+            w = self.sampler.window(t0, time.time() - 0.05, 1)
+            foreign = w.get("foreign_cpu_seconds")
+            if foreign is None or foreign < FOREIGN_SHARE or time.time() > deadline:
+                if said:
+                    log("quiet enough" if foreign is not None and foreign < FOREIGN_SHARE
+                        else "still busy; measuring anyway (runs are flagged)")
+                return
+            if not said:
+                log(f"waiting for other load to stop ({foreign:.2f} CPU-s per second)")
+                said = True
 
     def drops(self):
         r = subprocess.run([os.path.join(BENCH, "testbed"), "counters"], capture_output=True,
@@ -420,7 +527,7 @@ class Bench:
 
     def main(self):
         a = self.a
-        self.sampler = Sampler(max(a.workers))
+        self.sampler = Sampler(max(a.workers + [a.loss_workers, a.cpu_workers]), self.group)
         self.sampler.start()
         try:
             with open(a.out, "a") as out:
@@ -439,12 +546,21 @@ class Bench:
                             self.measure(out, "loss", a.loss_rate, loss, a.loss_workers,
                                          [a.loss_size], run)
                     self.testbed("loss", "0")
+                if a.cpu_rate and "cpu" in a.phases:
+                    self.set_rate(a.cpu_rate)
+                    for run in range(a.runs):
+                        self.measure(out, "cpu", a.cpu_rate, 0.0, a.cpu_workers, [a.cpu_size], run)
         finally:
+            for p in list(LIVE):
+                p.kill()
             self.sampler.stop()
+            self.group.remove()
 
     def set_rate(self, rate):
         self.testbed("shape", rate)
         self.rate_bps = rate_bps(rate)
+        with open("/run/switchml-netbench/burst") as f:
+            self.shapes[rate] = int(f.read())
 
 
 def rate_bps(rate):
@@ -467,7 +583,6 @@ def meta(a):
         "kernel": os.uname().release,
         "cpus": os.cpu_count(),
         "cpu_model": sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"),
-        "testbed": sh(os.path.join(BENCH, "testbed") + " status"),
         **{k: sh(f"cat /run/switchml-netbench/{k}") for k in ("mtu", "burst", "latency", "loss_method")},
         "tcp_congestion_control": sh("ip netns exec nb-w0 sysctl -n net.ipv4.tcp_congestion_control"),
         "torch": sh(f"{PYTHON} -c 'import torch; print(torch.__version__)'"),
@@ -499,13 +614,18 @@ def main():
     p.add_argument("--out", required=True, help="JSON lines file to append to")
     p.add_argument("--switchml", required=True, help="the switchml binary")
     p.add_argument("--mpi-binary", required=True, help="the compiled mpi_allreduce")
-    p.add_argument("--rates", default="100mbit,500mbit", type=lambda s: s.split(","))
+    p.add_argument("--rates", default="50mbit,100mbit", type=lambda s: s.split(","))
     p.add_argument("--workers", default="2,3,4", type=lambda s: [int(x) for x in s.split(",")])
     p.add_argument("--sizes", default="1M,4M,16M,64M,256M", type=sizes_arg,
                    help="tensor sizes in bytes (suffixes K, M, G are binary)")
     p.add_argument("--runs", type=int, default=5)
-    p.add_argument("--phases", default="sizes,loss", type=lambda s: s.split(","),
-                   help="sizes: every rate, P and size without loss; loss: the loss sweep")
+    p.add_argument("--redo", type=int, default=2,
+                   help="measure a system's run again, up to this often, when other load disturbed it")
+    p.add_argument("--quiet-wait", type=float, default=300,
+                   help="seconds to wait for other load to stop before each measurement")
+    p.add_argument("--phases", default="sizes,loss,cpu", type=lambda s: s.split(","),
+                   help="sizes: every rate, P and size without loss; loss: the loss sweep; "
+                        "cpu: one faster link (--cpu-rate)")
     p.add_argument("--systems", default="switchml,gloo,mpi", type=lambda s: s.split(","))
     p.add_argument("--loss", default="0,0.01,0.1,1",
                    type=lambda s: [float(x) for x in s.split(",")] if s else [],
@@ -513,6 +633,10 @@ def main():
     p.add_argument("--loss-rate", default="100mbit")
     p.add_argument("--loss-workers", type=int, default=4)
     p.add_argument("--loss-size", type=lambda s: sizes_arg(s)[0], default="64M")
+    p.add_argument("--cpu-rate", default="200mbit",
+                   help="a faster link where the CPUs, not the link, may bind (empty: skip)")
+    p.add_argument("--cpu-workers", type=int, default=4)
+    p.add_argument("--cpu-size", type=lambda s: sizes_arg(s)[0], default="64M")
     p.add_argument("--count", type=int, default=256, help="switchml values per packet")
     p.add_argument("--window", type=int, default=128, help="switchml slots per lane")
     p.add_argument("--lanes", type=int, default=1, help="switchml lanes per worker")
@@ -524,6 +648,8 @@ def main():
     for s in a.systems:
         if s not in SYSTEMS:
             p.error(f"unknown system {s}")
+    # SIGTERM (timeout, the wrapper's trap) unwinds like ^C, so children are killed.
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     Bench(a).main()
 
 
