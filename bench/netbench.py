@@ -640,9 +640,10 @@ def main():
     p.add_argument("--count", type=int, default=256, help="switchml values per packet")
     p.add_argument("--window", type=int, default=128, help="switchml slots per lane")
     p.add_argument("--lanes", type=int, default=1, help="switchml lanes per worker")
-    p.add_argument("--rto-ms", type=int, default=30, help="switchml first retransmission timeout")
+    p.add_argument("--rto-ms", type=int, default=50,
+                   help="switchml retransmission timeout floor (the first timeout)")
     p.add_argument("--retries", type=int, default=60, help="switchml resends before giving up")
-    p.add_argument("--coalesce-us", type=int, default=0,
+    p.add_argument("--coalesce-us", type=int, default=500,
                    help="switchml lanes let datagrams gather this long after a wake-up")
     a = p.parse_args()
     for s in a.systems:
