@@ -358,24 +358,29 @@ class Report:
         fig, axes = plt.subplots(1, len(rates) + 1, figsize=(5.2 * (len(rates) + 1), 4.4))
         for ax, rate in zip(axes, rates):
             bps = rate_bps(rate)
-            p = max(pp for r, pp in keys if r == rate)
-            sizes = self.sizes("sizes", rate, p)
-            for s in ("switchml", "gloo", "mpi"):
-                ys = [self.stat("sizes", rate, 0.0, p, size, s)["seconds"] for size in sizes]
-                pts = [(size >> 20, 100 * size * 8 / bps / y) for size, y in zip(sizes, ys) if y]
-                if pts:
-                    ax.plot(*zip(*pts), "o-", color=colors[s], label=names[s])
+            ps = sorted((pp for r, pp in keys if r == rate), reverse=True)
+            styles = {ps[0]: "o-"}
+            if len(ps) > 1:
+                styles[ps[1]] = "s--"
+            for p, style in styles.items():
+                sizes = self.sizes("sizes", rate, p)
+                for s in ("switchml", "gloo", "mpi"):
+                    ys = [self.stat("sizes", rate, 0.0, p, size, s)["seconds"] for size in sizes]
+                    pts = [(size >> 20, 100 * size * 8 / bps / y) for size, y in zip(sizes, ys) if y]
+                    if pts:
+                        ax.plot(*zip(*pts), style, color=colors[s], label=f"{names[s]}, P = {p}",
+                                alpha=1.0 if p == ps[0] else 0.6, ms=4)
+                ax.set_xscale("log", base=2)
+                ax.set_xticks([x >> 20 for x in sizes], [str(x >> 20) for x in sizes])
+                ax.axhline(100 * self.e_tcp * p / (2 * (p - 1)), color=colors["gloo"],
+                           ls=":" if p == ps[0] else "-.", lw=1, label=f"ring bound, P = {p}")
             ax.axhline(100 * self.e_sml, color=colors["switchml"], ls=":", lw=1,
                        label="in-network bound")
-            ax.axhline(100 * self.e_tcp * p / (2 * (p - 1)), color=colors["gloo"], ls=":", lw=1,
-                       label="ring bound")
-            ax.set_xscale("log", base=2)
-            ax.set_xticks([x >> 20 for x in sizes], [str(x >> 20) for x in sizes])
             ax.set_xlabel("tensor (MiB)")
             ax.set_ylabel("goodput, % of line rate (S / time / B)")
             ax.set_ylim(0, 100)
-            ax.set_title(f"{rate_name(rate)} links, P = {p}")
-            ax.legend(fontsize=8, loc="lower right")
+            ax.set_title(f"{rate_name(rate)} links")
+            ax.legend(fontsize=7, loc="lower right", ncol=2)
             ax.grid(alpha=0.3)
         ax = axes[-1]
         lrows = [r for r in self.rows if r["phase"] == "loss"]
