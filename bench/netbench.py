@@ -326,6 +326,14 @@ class Bench:
         ring = 2 * (p - 1) / p * size * 8 / self.rate_bps
         return 30 + 20 * ring
 
+    def window(self):
+        """Slots per lane: --window, or in proportion to the line rate (128 at 100 Mbit/s),
+        which keeps the round trip, and so the timeout that suits it, the same at every
+        rate, and the queue a window builds within tbf's limit."""
+        if self.a.window != "auto":
+            return int(self.a.window)
+        return max(32, min(1024, round(128 * self.rate_bps / 100e6)))
+
     def switchml(self, p, sizes):
         rows = []
         for size in sizes:
@@ -334,11 +342,12 @@ class Bench:
 
     def switchml_one(self, p, size):
         a = self.a
-        slots = a.lanes * a.window
+        window = self.window()
+        slots = a.lanes * window
         sw = self.proc(["ip", "netns", "exec", "nb-sw", a.switchml, "switch", "--bind",
                    f"{SWITCH_IP}:{SWITCH_PORT}", "--job", f"0:{p}:{slots}", "--json"],
                   self.tag(f"switch-p{p}-{size}"))
-        row = {"system": "switchml", "bytes": size, "world": p}
+        row = {"system": "switchml", "bytes": size, "world": p, "window": window}
         if not wait_for_line(sw, "listening", 10):
             sw.kill()
             wait_all([sw], 5)
@@ -347,7 +356,7 @@ class Bench:
             self.proc(["ip", "netns", "exec", worker_ns(r), a.switchml, "worker",
                   "--switch", f"{SWITCH_IP}:{SWITCH_PORT}", "--job", "0",
                   "--rank", str(r), "--world", str(p), "--elements", str(size // 4),
-                  "--iterations", "1", "--count", str(a.count), "--window", str(a.window),
+                  "--iterations", "1", "--count", str(a.count), "--window", str(window),
                   "--lanes", str(a.lanes), "--rto-ms", str(a.rto_ms),
                   "--retries", str(a.retries), "--coalesce-us", str(a.coalesce_us), "--json"],
                  self.tag(f"worker{r}-p{p}-{size}"))
@@ -638,7 +647,8 @@ def main():
     p.add_argument("--cpu-workers", type=int, default=4)
     p.add_argument("--cpu-size", type=lambda s: sizes_arg(s)[0], default="64M")
     p.add_argument("--count", type=int, default=256, help="switchml values per packet")
-    p.add_argument("--window", type=int, default=128, help="switchml slots per lane")
+    p.add_argument("--window", default="auto",
+                   help="switchml slots per lane (auto: 128 per 100 Mbit/s of line rate)")
     p.add_argument("--lanes", type=int, default=1, help="switchml lanes per worker")
     p.add_argument("--rto-ms", type=int, default=50,
                    help="switchml retransmission timeout floor (the first timeout)")

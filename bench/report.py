@@ -299,7 +299,9 @@ class Report:
             f"- TCP congestion control in the namespaces: {m.get('tcp_congestion_control')}; "
             f"torch {m.get('torch')} (gloo); {m.get('openmpi')}.",
             f"- switchml-rs: k = {t.get('count')} values per packet, {t.get('lanes')} lane × "
-            f"{t.get('window')} slots per worker, first RTO {t.get('rto_ms')} ms, "
+            f"{self.windows()} slots per worker, retransmission timeout floor {t.get('rto_ms')} ms "
+            f"(`--rto-ms`; the worker's measured timeout stays below it here), "
+            f"{t.get('coalesce_us', 0)} µs receive coalescing (`--coalesce-us`), "
             f"{t.get('retries')} resends before giving up.",
             f"- Runs per point: {a.get('runs')}, systems alternated (run k starts with system k mod 3); "
             f"medians over the runs whose result was verified. A run during which other tasks on "
@@ -309,6 +311,13 @@ class Report:
             f"- Wire efficiency: switchml-rs e = {self.e_sml:.4f} ({4 * self.k} B payload in a "
             f"{4 * self.k + 62} B frame), TCP e = {self.e_tcp:.4f} ({self.mtu - 52} B in {self.mtu + 14} B).",
         ])
+
+    def windows(self):
+        w = {}
+        for r in self.rows:
+            if r.get("window"):
+                w[r["rate"]] = r["window"]
+        return ", ".join(f"{v} at {rate_name(k)}" for k, v in sorted(w.items(), key=lambda kv: rate_bps(kv[0]))) or "?"
 
     def bursts(self):
         b = {}
