@@ -650,7 +650,7 @@ def main():
     p.add_argument("--window", default="auto",
                    help="switchml slots per lane (auto: 128 per 100 Mbit/s of line rate)")
     p.add_argument("--lanes", type=int, default=1, help="switchml lanes per worker")
-    p.add_argument("--rto-ms", type=int, default=50,
+    p.add_argument("--rto-ms", type=int, default=30,
                    help="switchml retransmission timeout floor (the first timeout)")
     p.add_argument("--retries", type=int, default=60, help="switchml resends before giving up")
     p.add_argument("--coalesce-us", type=int, default=500,
