@@ -544,9 +544,10 @@ class Bench:
                 for rate in (a.rates if "sizes" in a.phases else []):
                     self.set_rate(rate)
                     self.testbed("loss", "0")
+                    sizes = self.capped(a.sizes)
                     for run in range(a.runs):
                         for p in a.workers:
-                            self.measure(out, "sizes", rate, 0.0, p, a.sizes, run)
+                            self.measure(out, "sizes", rate, 0.0, p, sizes, run)
                 if a.loss and "loss" in a.phases:
                     self.set_rate(a.loss_rate)
                     for run in range(a.runs):
@@ -564,6 +565,15 @@ class Bench:
                 p.kill()
             self.sampler.stop()
             self.group.remove()
+
+    def capped(self, sizes):
+        """The sizes whose ring bound at the largest P stays within --max-bound seconds."""
+        p = max(self.a.workers)
+        keep = [s for s in sizes if 2 * (p - 1) / p * s * 8 / self.rate_bps <= self.a.max_bound]
+        if len(keep) < len(sizes):
+            log(f"at {self.rate_bps / 1e6:g} Mbit/s, sizes above {max(keep) >> 20} MiB are left out "
+                f"(their ring bound exceeds {self.a.max_bound:g} s)")
+        return keep or sizes[:1]
 
     def set_rate(self, rate):
         self.testbed("shape", rate)
@@ -628,6 +638,8 @@ def main():
     p.add_argument("--sizes", default="1M,4M,16M,64M,256M", type=sizes_arg,
                    help="tensor sizes in bytes (suffixes K, M, G are binary)")
     p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--max-bound", type=float, default=40,
+                   help="leave out sizes whose ring bound at the largest P exceeds this (s)")
     p.add_argument("--redo", type=int, default=2,
                    help="measure a system's run again, up to this often, when other load disturbed it")
     p.add_argument("--quiet-wait", type=float, default=300,

@@ -308,9 +308,19 @@ class Report:
             f"the machine used more than 10% of a core is measured again (up to {a.get('redo')} times); "
             f"{self.redone} measurements were redone, {self.disturbed_runs} runs stayed disturbed "
             f"after that and are included.",
+            f"- Tensor sizes: {self.size_list()}; sizes whose ring bound at the largest P exceeds "
+            f"{a.get('max_bound')} s are left out at that rate, to bound the run time.",
             f"- Wire efficiency: switchml-rs e = {self.e_sml:.4f} ({4 * self.k} B payload in a "
             f"{4 * self.k + 62} B frame), TCP e = {self.e_tcp:.4f} ({self.mtu - 52} B in {self.mtu + 14} B).",
         ])
+
+    def size_list(self):
+        out = []
+        for rate, _ in self.keys("sizes"):
+            sizes = [mib(x) for x in sorted({r["bytes"] for r in self.rows
+                                             if r["phase"] == "sizes" and r["rate"] == rate})]
+            out.append(f"{sizes[0]} to {sizes[-1]} at {rate_name(rate)}")
+        return "; ".join(dict.fromkeys(out))
 
     def windows(self):
         w = {}
