@@ -9,7 +9,7 @@ use serde_json::json;
 use switchml_udp::{CommConfig, Communicator, JobSpec, Op, RunningSwitch, SwitchConfig};
 
 use crate::report::{counters_json, counters_text, si};
-use crate::run::{run_rank, Dtype, RankRun, Workload};
+use crate::run::{run_rank, Dtype, Input, RankRun, Workload};
 use crate::Tuning;
 
 /// The job id the demo and bench use.
@@ -77,12 +77,12 @@ pub fn run_local(
                 let (barrier, progress) = (&barrier, progress);
                 s.spawn(move || {
                     let config = tuning.apply(CommConfig::new(rank, workers, addr, JOB));
+                    let input = Input::new(w, rank, workers);
                     let comm = Communicator::connect(&config).map_err(|e| e.to_string())?;
                     let verify = w.verify && rank == 0;
-                    run_rank(&comm, &Workload { verify, ..*w }, Some(barrier), &|_, _| {
-                        progress.inc(1)
-                    })
-                    .map_err(|e| e.to_string())
+                    let w = Workload { verify, ..*w };
+                    run_rank(&comm, &w, input, Some(barrier), &|_, _| progress.inc(1))
+                        .map_err(|e| e.to_string())
                 })
             })
             .collect();

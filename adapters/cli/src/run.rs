@@ -2,10 +2,10 @@
 //! of times (timed), and check the last result against the exact reference.
 
 use std::sync::Barrier;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use switchml_core::worker::Stats;
-use switchml_udp::{Communicator, Error, Op};
+use switchml_udp::{Communicator, Error, Op, Timing};
 
 use crate::inputs::{check_f32, check_i32, f32_input, i32_input, Check};
 
@@ -42,45 +42,100 @@ pub struct RankRun {
     pub elapsed: Duration,
     /// The lanes' counters at the end.
     pub stats: Stats,
+    /// Each lane's round-trip estimate and retransmission timeout at the end.
+    pub timing: Vec<Timing>,
     /// The check of the last result, if asked for.
     pub check: Option<Check>,
     /// The last f32 result (ranks compare theirs with rank 0's).
     pub result: Option<Vec<f32>>,
-    /// With a barrier: the process's CPU time from the first iteration's start to the last
-    /// one's end at every rank (all threads of the process, switch included).
+    /// The process's CPU time from the first iteration's start to the last one's end (all
+    /// threads of the process: with a barrier, every rank's and the switch's).
     pub cpu: Option<Duration>,
+    /// Wall-clock time at the first iteration's start and at the last one's end, so that
+    /// a harness can line the timed region up with what it sampled meanwhile.
+    pub window: Option<(SystemTime, SystemTime)>,
 }
 
-/// Run `w` on `comm`. `barrier` lines the ranks of one process up before each iteration;
-/// `tick` is called after each iteration with its number and duration.
+/// One rank's buffers, made before the rank joins: a rank that generated (or copied, or
+/// first touched) its tensor after the join would hold the others' first all-reduce up by
+/// that long, and they would count the wait as all-reduce time.
+#[derive(Debug, Clone)]
+pub enum Input {
+    /// Floats in [-1, 1).
+    F32(Buffers<f32>),
+    /// Integers whose sum over the world fits.
+    I32(Buffers<i32>),
+}
+
+/// The tensor all-reduced in place, and a pristine copy to restore it from between
+/// iterations (only when there are several).
+#[derive(Debug, Clone)]
+pub struct Buffers<T> {
+    data: Vec<T>,
+    pristine: Option<Vec<T>>,
+}
+
+impl<T: Copy> Buffers<T> {
+    fn new(data: Vec<T>, iterations: u32) -> Self {
+        let pristine = (iterations > 1).then(|| data.clone());
+        Buffers { data, pristine }
+    }
+
+    /// Put the input back before iteration `i` (the first finds it untouched).
+    fn reset(&mut self, i: u32) {
+        if let (true, Some(p)) = (i > 0, &self.pristine) {
+            self.data.copy_from_slice(p);
+        }
+    }
+}
+
+impl Input {
+    /// Make rank `rank`'s input for `w` in a world of `world` ranks.
+    pub fn new(w: &Workload, rank: u16, world: u16) -> Input {
+        match w.dtype {
+            Dtype::F32 => Input::F32(Buffers::new(
+                f32_input(w.seed, rank, w.elements),
+                w.iterations,
+            )),
+            Dtype::I32 => Input::I32(Buffers::new(
+                i32_input(w.seed, rank, world, w.elements),
+                w.iterations,
+            )),
+        }
+    }
+}
+
+/// Run `w` on `comm` with `input` (from [`Input::new`] for this rank). `barrier` lines the
+/// ranks of one process up before each iteration; `tick` is called after each iteration
+/// with its number and duration.
 pub fn run_rank(
     comm: &Communicator,
     w: &Workload,
+    input: Input,
     barrier: Option<&Barrier>,
     tick: &(dyn Fn(u32, Duration) + Sync),
 ) -> Result<RankRun, Error> {
-    let (rank, world) = (comm.rank(), comm.world());
+    let world = comm.world();
     let mut elapsed = Duration::ZERO;
     let mut check = None;
     let mut result = None;
     let mut cpu_start = None;
+    let mut started = None;
     let cpu_end;
     let mut start_cpu = |i: u32| {
-        if i == 0 && barrier.is_some() {
+        if i == 0 {
             cpu_start = Some(cpu_time());
+            started = Some(SystemTime::now());
         }
     };
-    match w.dtype {
-        Dtype::F32 => {
-            let input = f32_input(w.seed, rank, w.elements);
-            let mut data = input.clone();
+    match input {
+        Input::F32(mut buffers) => {
             for i in 0..w.iterations {
-                if i > 0 {
-                    data.copy_from_slice(&input);
-                }
+                buffers.reset(i);
+                let data = &mut buffers.data;
                 let t = timed(barrier, || {
                     start_cpu(i);
-                    comm.allreduce(&mut data, w.op)
+                    comm.allreduce(data, w.op)
                 })?;
                 elapsed += t;
                 tick(i, t);
@@ -88,22 +143,19 @@ pub fn run_rank(
             if let Some(b) = barrier {
                 b.wait();
             }
-            cpu_end = Some(cpu_time());
+            cpu_end = Some((cpu_time(), SystemTime::now()));
             if w.verify {
-                check = Some(check_f32(&data, w.seed, world, w.op == Op::Average));
+                check = Some(check_f32(&buffers.data, w.seed, world, w.op == Op::Average));
             }
-            result = Some(data);
+            result = Some(buffers.data);
         }
-        Dtype::I32 => {
-            let input = i32_input(w.seed, rank, world, w.elements);
-            let mut data = input.clone();
+        Input::I32(mut buffers) => {
             for i in 0..w.iterations {
-                if i > 0 {
-                    data.copy_from_slice(&input);
-                }
+                buffers.reset(i);
+                let data = &mut buffers.data;
                 let t = timed(barrier, || {
                     start_cpu(i);
-                    comm.allreduce(&mut data, Op::Sum)
+                    comm.allreduce(data, Op::Sum)
                 })?;
                 elapsed += t;
                 tick(i, t);
@@ -111,22 +163,28 @@ pub fn run_rank(
             if let Some(b) = barrier {
                 b.wait();
             }
-            cpu_end = Some(cpu_time());
+            cpu_end = Some((cpu_time(), SystemTime::now()));
             if w.verify {
-                check = Some(check_i32(&data, w.seed, world));
+                check = Some(check_i32(&buffers.data, w.seed, world));
             }
         }
     }
     let cpu = match (cpu_start, cpu_end) {
-        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+        (Some(a), Some((b, _))) => Some(b.saturating_sub(a)),
+        _ => None,
+    };
+    let window = match (started, cpu_end) {
+        (Some(a), Some((_, b))) => Some((a, b)),
         _ => None,
     };
     Ok(RankRun {
         elapsed,
         stats: comm.stats(),
+        timing: comm.timing(),
         check,
         result,
         cpu,
+        window,
     })
 }
 
@@ -152,4 +210,42 @@ pub fn cpu_time() -> Duration {
     };
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inputs_are_made_per_rank_and_type() {
+        let w = Workload {
+            elements: 1000,
+            iterations: 1,
+            dtype: Dtype::F32,
+            op: Op::Sum,
+            seed: 7,
+            verify: true,
+        };
+        let Input::F32(a) = Input::new(&w, 0, 2) else {
+            panic!("f32 workload, not f32 input")
+        };
+        let Input::F32(b) = Input::new(&w, 1, 2) else {
+            panic!("f32 workload, not f32 input")
+        };
+        assert_eq!((a.data.len(), b.data.len()), (1000, 1000));
+        assert_ne!(a.data, b.data);
+        // One iteration needs no pristine copy; several restore the input each time.
+        assert!(a.pristine.is_none());
+        let mut c = Buffers::new(vec![1, 2, 3], 2);
+        c.data[0] = 9;
+        c.reset(0);
+        assert_eq!(c.data, [9, 2, 3]);
+        c.reset(1);
+        assert_eq!(c.data, [1, 2, 3]);
+        let w = Workload {
+            dtype: Dtype::I32,
+            ..w
+        };
+        assert!(matches!(Input::new(&w, 0, 2), Input::I32(v) if v.data.len() == 1000));
+    }
 }

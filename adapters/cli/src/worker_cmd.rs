@@ -3,14 +3,17 @@
 //! Settings come from flags, else a TOML file (`--config`), else the environment a launcher
 //! sets (`RANK`, `WORLD_SIZE`, `SWITCHML_SWITCH` or `MASTER_ADDR`, `SWITCHML_JOB`). Every
 //! iteration prints a line as it finishes, so a person (or a test) sees progress; a failure
-//! prints the error, which names the rank, lane, slot or missing ranks, and exits 1.
+//! prints the error, which names the rank, lane, slot or missing ranks, and exits 1. With
+//! `--json` the report also carries the process's CPU seconds over the timed iterations and
+//! that region's start and end as Unix time (bench/run-netbench lines them up with the
+//! host's CPU samples).
 
 use std::io::Write;
 
 use serde_json::json;
 use switchml_udp::{CommConfig, Communicator};
 
-use crate::run::{run_rank, Workload};
+use crate::run::{run_rank, Input, Workload};
 use crate::{JoinArgs, Tuning};
 
 /// Build the configuration: flags first, then the environment (and its optional file).
@@ -45,6 +48,7 @@ pub fn worker(join: &JoinArgs, w: &Workload, tuning: &Tuning, json_out: bool) ->
         }
     };
     let (rank, job) = (config.rank, config.job);
+    let input = Input::new(w, rank, config.world);
     let comm = match Communicator::connect(&config) {
         Ok(c) => c,
         Err(e) => return fail(json_out, rank, &e.to_string()),
@@ -61,7 +65,7 @@ pub fn worker(join: &JoinArgs, w: &Workload, tuning: &Tuning, json_out: bool) ->
             let _ = std::io::stdout().flush();
         }
     };
-    let run = match run_rank(&comm, w, None, &tick) {
+    let run = match run_rank(&comm, w, input, None, &tick) {
         Ok(r) => r,
         Err(e) => return fail(json_out, rank, &e.to_string()),
     };
@@ -80,6 +84,12 @@ pub fn worker(join: &JoinArgs, w: &Workload, tuning: &Tuning, json_out: bool) ->
                 "elements_per_sec": eps,
                 "retransmissions": run.stats.retransmissions,
                 "packets_sent": run.stats.sent,
+                "stale_results": run.stats.stale_results,
+                "srtt_ms": run.timing.iter().filter_map(|t| t.srtt).max().map(ms),
+                "rto_ms": run.timing.iter().map(|t| t.rto).max().map(ms),
+                "cpu_seconds": run.cpu.map(|c| c.as_secs_f64()),
+                "started_unix": run.window.map(|(s, _)| unix_seconds(s)),
+                "finished_unix": run.window.map(|(_, f)| unix_seconds(f)),
             })
         );
     } else {
@@ -98,6 +108,17 @@ pub fn worker(join: &JoinArgs, w: &Workload, tuning: &Tuning, json_out: bool) ->
         }
     }
     i32::from(verified == Some(false))
+}
+
+/// Milliseconds, for a person reading JSON.
+fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Seconds since the Unix epoch, for lining the timed region up with outside samples.
+fn unix_seconds(t: std::time::SystemTime) -> f64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 fn fail(json_out: bool, rank: u16, error: &str) -> i32 {

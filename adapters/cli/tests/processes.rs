@@ -240,6 +240,60 @@ fn demo_verifies_floats_and_integers_with_loss() {
 }
 
 #[test]
+fn a_worker_reports_its_timed_region_and_cpu_in_json() {
+    let (sw, addr) = switch("3:2:32");
+    let workers: Vec<_> = (0..2)
+        .map(|r| {
+            let rank = r.to_string();
+            std::thread::spawn({
+                let addr = addr.clone();
+                move || {
+                    run(&[
+                        "worker",
+                        "--switch",
+                        &addr,
+                        "--job",
+                        "3",
+                        "--rank",
+                        &rank,
+                        "--world",
+                        "2",
+                        "--elements",
+                        "200k",
+                        "--iterations",
+                        "2",
+                        "--window",
+                        "16",
+                        "--json",
+                    ])
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        let (code, out, err) = w.join().expect("worker thread");
+        assert_eq!(code, Some(0), "{out}{err}");
+        let v: serde_json::Value = serde_json::from_str(out.trim()).expect("json");
+        assert_eq!(v["verified"], true, "{v}");
+        let (start, end) = (
+            v["started_unix"].as_f64().expect("started_unix"),
+            v["finished_unix"].as_f64().expect("finished_unix"),
+        );
+        let seconds = v["seconds"].as_f64().expect("seconds");
+        assert!(start > 1.0e9 && end >= start, "{v}");
+        // The region spans both iterations (and the copy between them).
+        assert!(end - start + 0.01 >= seconds, "{v}");
+        let cpu = v["cpu_seconds"].as_f64().expect("cpu_seconds");
+        assert!(cpu > 0.0 && cpu < 60.0, "{v}");
+        assert!(v["stale_results"].is_u64(), "{v}");
+        // The lanes measured their round trips; the timeout is at least the 5 ms floor.
+        assert!(v["srtt_ms"].as_f64().is_some_and(|t| t > 0.0), "{v}");
+        assert!(v["rto_ms"].as_f64().is_some_and(|t| t >= 5.0), "{v}");
+    }
+    drop(sw);
+}
+
+#[test]
 fn the_switch_prints_its_counters_on_sigterm() {
     let (sw, _) = switch("1:2");
     // SAFETY: sends SIGTERM to our own child, whose pid is live until we wait for it.

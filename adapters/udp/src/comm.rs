@@ -19,7 +19,7 @@ use switchml_core::worker::Stats;
 
 use crate::config::CommConfig;
 use crate::error::Error;
-use crate::lane::{Command, Lane, Report, Shared, BATCH};
+use crate::lane::{Command, Lane, Report, Shared, Timing, BATCH};
 use crate::part::{split, Element, Submission};
 use crate::socket::{size_buffer, Buffer, Wake};
 
@@ -138,6 +138,14 @@ impl Communicator {
             total.tensors += s.tensors;
         }
         total
+    }
+
+    /// Return each lane's round-trip estimate and current retransmission timeout.
+    pub fn timing(&self) -> Vec<Timing> {
+        self.lanes
+            .iter()
+            .map(|lane| lane.shared.lock().map(|s| s.timing).unwrap_or_default())
+            .collect()
     }
 
     /// Return the first lane failure, if the stream has failed.
@@ -302,6 +310,7 @@ fn start_lane(
         wake: Arc::clone(&wake),
         reports,
         shared: Arc::clone(&shared),
+        coalesce: config.coalesce,
     };
     let thread = std::thread::Builder::new()
         .name(format!("switchml-r{}-lane{lane}", config.rank))

@@ -20,7 +20,7 @@ use switchml_core::worker::{
 };
 
 use crate::batch::{RecvBatch, SendBatch};
-use crate::clock::Clock;
+use crate::clock::{to_std, Clock};
 use crate::error::Error;
 use crate::part::Part;
 use crate::socket::{wait_readable, Wake};
@@ -60,6 +60,17 @@ pub(crate) enum Report {
 pub(crate) struct Shared {
     pub(crate) stats: Stats,
     pub(crate) failure: Option<WorkerError>,
+    /// The worker's round-trip estimate and the timeout a fresh use starts with.
+    pub(crate) timing: Timing,
+}
+
+/// What a lane's worker has measured of its round trips.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Timing {
+    /// The smoothed round trip of a slot use (send to result), once one was measured.
+    pub srtt: Option<Duration>,
+    /// The retransmission timeout a fresh use starts with now.
+    pub rto: Duration,
 }
 
 /// Everything a lane thread owns.
@@ -71,6 +82,10 @@ pub(crate) struct Lane {
     pub(crate) wake: Arc<Wake>,
     pub(crate) reports: Sender<Report>,
     pub(crate) shared: Arc<Mutex<Shared>>,
+    /// How long to let datagrams gather after a wake-up ([`CommConfig::coalesce`]).
+    ///
+    /// [`CommConfig::coalesce`]: crate::CommConfig::coalesce
+    pub(crate) coalesce: Duration,
 }
 
 impl Lane {
@@ -129,6 +144,7 @@ impl Lane {
                     self.wake.clear();
                 }
                 if ready.socket {
+                    self.gather(&clock);
                     got = recv.recv(fd).unwrap_or(0);
                 }
             }
@@ -145,7 +161,27 @@ impl Lane {
             }
             if let Ok(mut shared) = self.shared.lock() {
                 shared.stats = *self.worker.stats();
+                shared.timing = Timing {
+                    srtt: self.worker.smoothed_rtt().map(to_std),
+                    rto: to_std(self.worker.current_rto()),
+                };
             }
+        }
+    }
+
+    /// Let more datagrams arrive before reading, so that one wake-up serves a batch: sleep
+    /// for the coalescing time, or until the worker's next timer if that comes first.
+    fn gather(&self, clock: &Clock) {
+        if self.coalesce.is_zero() {
+            return;
+        }
+        let now = clock.now();
+        let nap = self
+            .worker
+            .poll_timeout()
+            .map_or(self.coalesce, |t| clock.until(now, t).min(self.coalesce));
+        if !nap.is_zero() {
+            std::thread::sleep(nap);
         }
     }
 

@@ -38,6 +38,7 @@ pub use comm::{Communicator, Pending};
 pub use config::CommConfig;
 pub use daemon::{Daemon, JobSpec};
 pub use error::Error;
+pub use lane::Timing;
 pub use part::Element;
 pub use running_switch::{RunningSwitch, SwitchConfig};
 pub use switchml_core::quant::Op;
