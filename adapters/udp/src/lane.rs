@@ -129,9 +129,11 @@ impl Lane {
                     }
                 }
             }
-            let now = clock.now();
-            self.submit_backlog(&mut backlog, now);
-            self.transmit(&mut send, now);
+            self.submit_backlog(&mut backlog, clock.now());
+            // Read the clock again: a submission scans its whole part for NaN/Inf (tens of
+            // ms for 256 MiB), and a time from before it would start the first round's
+            // timers already expired: every slot resent at once, for nothing.
+            self.transmit(&mut send, clock.now());
             self.deliver_events();
             let mut got = recv.recv(fd).unwrap_or(0);
             if got == 0 {
