@@ -88,10 +88,6 @@ class Report:
         rs = self.groups.get((phase, rate, loss, p, size, system), [])
         good = [r for r in rs if "error" not in r and r.get("verified")]
 
-        def cpu(r):
-            g = r.get("group_cpu_seconds")
-            return r.get("cpu_seconds") if g is None else g
-
         def ranks(r):
             # The ranks' own CPU over their timed regions (switchml-rs's row also carries the
             # switch daemon's, which a hardware switch would not cost the hosts).
@@ -111,7 +107,6 @@ class Report:
             "failed": len([r for r in rs if "error" in r]),
             "wrong": len([r for r in rs if "error" not in r and not r.get("verified")]),
             "seconds": med([r["seconds"] for r in good]),
-            "cpu": med([cpu(r) for r in good]),
             "ranks": med([ranks(r) for r in good]),
             "switch": med([switch(r) for r in good]),
             # The whole machine (both cores, the kernel's softirq work included), from
@@ -304,12 +299,12 @@ class Report:
             f"{m.get('date')}; commit `{m.get('git')}`.",
             f"- Testbed (bench/testbed): a star of network namespaces, 4 worker links into one switch "
             f"namespace; every link direction shaped by tbf (latency {m.get('latency')}, burst "
-            f"{self.bursts()}), MTU {self.mtu}, TSO/GSO/GRO off; random loss by "
+            f"{self.per_rate('burst_bytes', ' B')}), MTU {self.mtu}, TSO/GSO/GRO off; random loss by "
             f"{m.get('loss_method')} at the receiving end of each link direction.",
             f"- TCP congestion control in the namespaces: {m.get('tcp_congestion_control')}; "
             f"torch {m.get('torch')} (gloo); {m.get('openmpi')}.",
             f"- switchml-rs: k = {t.get('count')} values per packet, {t.get('lanes')} lane × "
-            f"{self.windows()} slots per worker, retransmission timeout floor {t.get('rto_ms')} ms "
+            f"{self.per_rate('window')} slots per worker, retransmission timeout floor {t.get('rto_ms')} ms "
             f"(`--rto-ms`; the worker's measured timeout stays below it here), "
             f"{t.get('coalesce_us', 0)} µs receive coalescing (`--coalesce-us`), "
             f"{t.get('retries')} resends before giving up.",
@@ -332,19 +327,11 @@ class Report:
             out.append(f"{sizes[0]} to {sizes[-1]} at {rate_name(rate)}")
         return "; ".join(dict.fromkeys(out))
 
-    def windows(self):
-        w = {}
-        for r in self.rows:
-            if r.get("window"):
-                w[r["rate"]] = r["window"]
-        return ", ".join(f"{v} at {rate_name(k)}" for k, v in sorted(w.items(), key=lambda kv: rate_bps(kv[0]))) or "?"
-
-    def bursts(self):
-        b = {}
-        for r in self.rows:
-            if r.get("burst_bytes"):
-                b[r["rate"]] = r["burst_bytes"]
-        return ", ".join(f"{v} B at {rate_name(k)}" for k, v in sorted(b.items(), key=lambda kv: rate_bps(kv[0]))) or "?"
+    def per_rate(self, field, unit=""):
+        """`field` of the rows, by link rate ("64 at 50 Mbit/s, 128 at 100 Mbit/s")."""
+        v = {r["rate"]: r[field] for r in self.rows if r.get(field)}
+        return ", ".join(f"{x}{unit} at {rate_name(k)}"
+                         for k, x in sorted(v.items(), key=lambda kv: rate_bps(kv[0]))) or "?"
 
     def markdown(self):
         return "\n".join([
