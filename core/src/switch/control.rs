@@ -1,22 +1,24 @@
-//! Control messages at the switch: Join (rendezvous), Probe (who is missing), Status (for
-//! `switchml doctor`), Abort.
+//! Control messages at the switch: Join (rendezvous and the run's lifecycle), Probe (who is
+//! missing), Status (for `switchml doctor`), Abort, Leave.
 //!
 //! These are what turn the original's silent hangs into named errors: a worker learns at
-//! join time that its job, rank, world size or slot range is wrong, and a stalled worker
-//! learns which ranks never contributed.
+//! join time that its key, job, rank, world size or slot range is wrong, and a stalled worker
+//! learns which ranks never contributed. They also admit the job's ranks: a Join must carry
+//! the job's key, and every later message the session of the run it joined (§4.1).
 
+use super::run::JoinStep;
 use super::{DropReason, Switch, Verdict};
 use crate::ranks::bitmap_len;
 use crate::wire::{
     AbortPacket, AbortReason, AbortRepr, JoinFlags, JoinPacket, JoinReplyPacket, JoinReplyRepr,
-    JoinRepr, ProbePacket, ProbeReplyPacket, ProbeReplyRepr, ProbeRepr, SlotState, StatusCounters,
-    StatusFlags, StatusPacket, StatusReplyPacket, StatusReplyRepr, StatusRepr, MAX_BITMAP_LEN,
-    RANK_ALL,
+    JoinRepr, LeavePacket, LeaveRepr, ProbePacket, ProbeReplyPacket, ProbeReplyRepr, ProbeRepr,
+    SlotState, StatusCounters, StatusFlags, StatusPacket, StatusReplyPacket, StatusReplyRepr,
+    StatusRepr, MAX_BITMAP_LEN, RANK_ALL,
 };
 
 /// The largest message the switch writes, given the largest Result.
 pub(crate) const fn max_reply_len(result_len: usize) -> usize {
-    // The StatusReply is the largest control message (JoinReply: 20, ProbeReply: 24).
+    // The StatusReply is the largest control message (JoinReply: 24, ProbeReply: 24).
     let control = crate::wire::status_reply::HEADER_LEN + MAX_BITMAP_LEN;
     if result_len > control {
         result_len
@@ -25,65 +27,119 @@ pub(crate) const fn max_reply_len(result_len: usize) -> usize {
     }
 }
 
+/// Write an Abort into `out`; return its length (`None` if `out` is too short).
+pub(crate) fn emit_abort(
+    job: u16,
+    rank: u16,
+    reason: AbortReason,
+    detail: u16,
+    epoch: u32,
+    session: u32,
+    out: &mut [u8],
+) -> Option<usize> {
+    let repr = AbortRepr {
+        job,
+        rank,
+        reason,
+        detail,
+        epoch,
+        session,
+    };
+    let len = repr.buffer_len();
+    repr.emit(&mut AbortPacket::new_unchecked(out.get_mut(..len)?));
+    Some(len)
+}
+
 impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS, JOBS> {
-    /// Answer `to` with an Abort saying why its job cannot go on.
+    /// Answer `to` with an Abort saying why it cannot take part (`session`: the run the
+    /// refused message named, or 0).
     fn refuse(
         &self,
         job: u16,
         to: u16,
         reason: AbortReason,
         detail: u16,
+        session: u32,
         out: &mut [u8],
     ) -> Verdict {
-        let repr = AbortRepr {
-            job,
-            rank: to,
-            reason,
-            detail,
-            epoch: self.epoch,
-        };
-        let len = repr.buffer_len();
-        repr.emit(&mut AbortPacket::new_unchecked(&mut out[..len]));
-        Verdict::Unicast { job, rank: to, len }
+        match emit_abort(job, to, reason, detail, self.epoch, session, out) {
+            Some(len) => Verdict::Unicast { job, rank: to, len },
+            None => Verdict::Drop(DropReason::OutputTooSmall),
+        }
     }
 
+    /// A Join: check the key, then every field against the job (constant work, whatever
+    /// the fields say), then let the run decide (§4.1).
     pub(super) fn join(&mut self, bytes: &[u8], out: &mut [u8]) -> Verdict {
         let Ok(j) = JoinRepr::parse(&JoinPacket::new_unchecked(bytes)) else {
             return Verdict::Drop(DropReason::Malformed);
         };
-        let Some(ji) = self.jobs.find(j.job) else {
-            return self.refuse(j.job, j.rank, AbortReason::UnknownJob, 0, out);
-        };
-        let Some(job) = self.jobs.get(ji) else {
-            return Verdict::Drop(DropReason::UnknownJob);
+        let max_count = self.max_count();
+        let Some(job) = self.jobs.find(j.job).and_then(|i| self.jobs.get_mut(i)) else {
+            return self.refuse(j.job, j.rank, AbortReason::UnknownJob, 0, 0, out);
         };
         let c = job.config;
+        if j.key != c.key {
+            job.counters.unauthorized += 1;
+            return self.refuse(j.job, j.rank, AbortReason::BadKey, 0, 0, out);
+        }
         let refusal = if j.rank >= c.world {
             Some((AbortReason::UnknownRank, c.world))
         } else if j.world != c.world {
             Some((AbortReason::WorldMismatch, c.world))
         } else if j.slot_count == 0
             || u32::from(j.slot_lo) + u32::from(j.slot_count) > u32::from(c.slot_count)
+            || j.slot_lo % j.slot_count != 0
         {
             Some((AbortReason::SlotRange, c.slot_count))
-        } else if j.count > self.max_count() {
-            Some((AbortReason::CountTooLarge, self.max_count()))
+        } else if j.count == 0 || j.count > max_count {
+            Some((AbortReason::CountTooLarge, max_count))
         } else {
             None
         };
         if let Some((reason, detail)) = refusal {
-            return self.refuse(j.job, j.rank, reason, detail, out);
+            return self.refuse(j.job, j.rank, reason, detail, 0, out);
         }
-        let Some(job) = self.jobs.get_mut(ji) else {
-            return Verdict::Drop(DropReason::UnknownJob);
-        };
+        let opens = !job.run.is_open();
+        let was_complete = job.all_joined();
+        let step = job
+            .run
+            .join(j.rank, j.nonce, j.slot_count, j.count, c.world);
+        if opens {
+            job.counters.runs += 1;
+        }
+        match step {
+            JoinStep::Member => {}
+            JoinStep::EndsRun => {
+                // A new process of a rank of the complete run: the run cannot go on. Its
+                // ranks learn why; the new process's next Join opens the next run.
+                job.counters.aborts += 1;
+                let session = job.run.session;
+                job.run.end();
+                let epoch = self.epoch;
+                let reason = AbortReason::RankRestarted;
+                return match emit_abort(j.job, RANK_ALL, reason, j.rank, epoch, session, out) {
+                    Some(len) => Verdict::Multicast { job: j.job, len },
+                    None => Verdict::Drop(DropReason::OutputTooSmall),
+                };
+            }
+            JoinStep::LaneMismatch(d) => {
+                return self.refuse(j.job, j.rank, AbortReason::LaneMismatch, d, 0, out)
+            }
+            JoinStep::ChunkMismatch(d) => {
+                return self.refuse(j.job, j.rank, AbortReason::ChunkMismatch, d, 0, out)
+            }
+        }
         job.counters.joins += 1;
-        let completes = job.joined.insert(j.rank) && job.all_joined();
         let complete = job.all_joined();
-        let rank = if completes { RANK_ALL } else { j.rank };
+        let rank = if complete && !was_complete {
+            RANK_ALL
+        } else {
+            j.rank
+        };
         let mut bitmap = [0u8; MAX_BITMAP_LEN];
         let blen = bitmap_len(c.world).min(MAX_BITMAP_LEN);
-        job.joined.write_bitmap(&mut bitmap[..blen]);
+        job.run.joined.write_bitmap(&mut bitmap[..blen]);
         let repr = JoinReplyRepr {
             job: j.job,
             rank,
@@ -93,14 +149,15 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
             } else {
                 JoinFlags::default()
             },
-            max_count: self.max_count(),
+            max_count,
             epoch: self.epoch,
             slot_count: c.slot_count,
+            session: job.run.session,
             joined: &bitmap[..blen],
         };
         let len = repr.buffer_len();
         repr.emit(&mut JoinReplyPacket::new_unchecked(&mut out[..len]));
-        if completes {
+        if rank == RANK_ALL {
             Verdict::Multicast { job: j.job, len }
         } else {
             Verdict::Unicast {
@@ -115,39 +172,46 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
         let Ok(p) = ProbeRepr::parse(&ProbePacket::new_unchecked(bytes)) else {
             return Verdict::Drop(DropReason::Malformed);
         };
-        let Some(ji) = self.jobs.find(p.job) else {
-            return self.refuse(p.job, p.rank, AbortReason::UnknownJob, 0, out);
-        };
-        let Some(job) = self.jobs.get_mut(ji) else {
-            return Verdict::Drop(DropReason::UnknownJob);
+        let Some(job) = self.jobs.find(p.job).and_then(|i| self.jobs.get_mut(i)) else {
+            return self.refuse(p.job, p.rank, AbortReason::UnknownJob, 0, p.session, out);
         };
         let c = job.config;
+        if !job.run.admits(p.session) {
+            // Tells a stalled worker of an ended run that it is over; tells a forger nothing.
+            job.counters.unauthorized += 1;
+            return self.refuse(p.job, p.rank, AbortReason::SessionEnded, 0, p.session, out);
+        }
         if p.rank >= c.world {
-            return self.refuse(p.job, p.rank, AbortReason::UnknownRank, c.world, out);
+            let reason = AbortReason::UnknownRank;
+            return self.refuse(p.job, p.rank, reason, c.world, p.session, out);
         }
         let Some(slot) = job.pool_index(p.slot).and_then(|i| self.pool.get(i)) else {
-            return self.refuse(p.job, p.rank, AbortReason::SlotRange, c.slot_count, out);
+            let reason = AbortReason::SlotRange;
+            return self.refuse(p.job, p.rank, reason, c.slot_count, p.session, out);
         };
         job.counters.probes += 1;
         let sv = slot.version(p.ver);
-        let state = if !sv.used {
+        let state = if !sv.in_session(p.session) {
             SlotState::Idle
         } else if sv.remaining == 0 {
             SlotState::Complete
         } else {
             SlotState::Collecting
         };
+        let idle = state == SlotState::Idle;
         let mut bitmap = [0u8; MAX_BITMAP_LEN];
         let blen = bitmap_len(c.world).min(MAX_BITMAP_LEN);
-        sv.seen.write_bitmap(&mut bitmap[..blen]);
+        if !idle {
+            sv.seen.write_bitmap(&mut bitmap[..blen]);
+        }
         let repr = ProbeReplyRepr {
             job: p.job,
             rank: p.rank,
             slot: p.slot,
             ver: p.ver,
             state,
-            remaining: sv.remaining,
-            seq: sv.seq,
+            remaining: if idle { 0 } else { sv.remaining },
+            seq: if idle { 0 } else { sv.seq },
             epoch: self.epoch,
             world: c.world,
             seen: &bitmap[..blen],
@@ -161,7 +225,7 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
         }
     }
 
-    /// A worker gave up: pass its Abort on to every rank of the job, unchanged.
+    /// A worker gave up: pass its Abort on to every rank of the job, unchanged; the run ends.
     pub(super) fn abort(&mut self, bytes: &[u8], out: &mut [u8]) -> Verdict {
         let Ok(a) = AbortRepr::parse(&AbortPacket::new_unchecked(bytes)) else {
             return Verdict::Drop(DropReason::Malformed);
@@ -169,13 +233,39 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
         let Some(job) = self.jobs.find(a.job).and_then(|i| self.jobs.get_mut(i)) else {
             return Verdict::Drop(DropReason::UnknownJob);
         };
+        if !job.run.admits(a.session) {
+            job.counters.unauthorized += 1;
+            return Verdict::Drop(DropReason::BadSession);
+        }
         if a.rank >= job.config.world {
             return Verdict::Drop(DropReason::UnknownRank);
         }
         job.counters.aborts += 1;
+        job.run.end();
         let len = a.buffer_len();
         a.emit(&mut AbortPacket::new_unchecked(&mut out[..len]));
         Verdict::Multicast { job: a.job, len }
+    }
+
+    /// A rank is done with the run; the run ends when every rank that joined it has left.
+    pub(super) fn leave(&mut self, bytes: &[u8], _out: &mut [u8]) -> Verdict {
+        let Ok(l) = LeaveRepr::parse(&LeavePacket::new_unchecked(bytes)) else {
+            return Verdict::Drop(DropReason::Malformed);
+        };
+        let Some(job) = self.jobs.find(l.job).and_then(|i| self.jobs.get_mut(i)) else {
+            return Verdict::Drop(DropReason::UnknownJob);
+        };
+        if !job.run.admits(l.session) {
+            job.counters.unauthorized += 1;
+            return Verdict::Drop(DropReason::BadSession);
+        }
+        if l.rank >= job.config.world {
+            return Verdict::Drop(DropReason::UnknownRank);
+        }
+        if job.run.leave(l.rank) {
+            job.run.end();
+        }
+        Verdict::Consumed
     }
 
     /// Answer a Status (from `switchml doctor`): who joined the job, what was counted.
@@ -184,21 +274,24 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
             return Verdict::Drop(DropReason::Malformed);
         };
         let Some(job) = self.jobs.find(q.job).and_then(|i| self.jobs.get(i)) else {
-            return self.refuse(q.job, q.rank, AbortReason::UnknownJob, 0, out);
+            return self.refuse(q.job, q.rank, AbortReason::UnknownJob, 0, 0, out);
         };
         let c = job.counters;
         let mut bitmap = [0u8; MAX_BITMAP_LEN];
         let blen = bitmap_len(job.config.world).min(MAX_BITMAP_LEN);
-        job.joined.write_bitmap(&mut bitmap[..blen]);
+        job.run.joined.write_bitmap(&mut bitmap[..blen]);
+        let mut flags = StatusFlags::default();
+        if job.all_joined() {
+            flags.0 |= StatusFlags::ALL_JOINED.0;
+        }
+        if job.run.is_open() {
+            flags.0 |= StatusFlags::RUN_OPEN.0;
+        }
         let repr = StatusReplyRepr {
             job: q.job,
             rank: q.rank,
             world: job.config.world,
-            flags: if job.all_joined() {
-                StatusFlags::ALL_JOINED
-            } else {
-                StatusFlags::default()
-            },
+            flags,
             slot_count: job.config.slot_count,
             epoch: self.epoch,
             counters: StatusCounters {
@@ -215,6 +308,9 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
                 probes: c.probes,
                 aborts: c.aborts,
                 overflows: c.overflows,
+                runs: c.runs,
+                unauthorized: c.unauthorized,
+                drops: self.counters.dropped,
             },
             joined: &bitmap[..blen],
         };

@@ -3,6 +3,7 @@
 //! Several jobs share one pool, each on its own contiguous range of slots, so one switch
 //! serves several training jobs at once (the original SwitchML serves one).
 
+use super::run::Run;
 use crate::ranks::RankSet;
 
 /// What the control plane says about a job.
@@ -17,6 +18,9 @@ pub struct JobConfig {
     pub slot_lo: u32,
     /// Number of slots in the job's range.
     pub slot_count: u16,
+    /// The job's credential: a Join must carry it (protocol.md §4.1). Given to the job's
+    /// ranks out of band (`SWITCHML_JOB_KEY`); 0 is a valid key, but a guessable one.
+    pub key: u64,
 }
 
 impl JobConfig {
@@ -78,13 +82,17 @@ pub struct JobCounters {
     pub aborts: u64,
     /// Uses that ended with an int32 overflow.
     pub overflows: u64,
+    /// Runs (sessions) opened.
+    pub runs: u64,
+    /// Messages refused for a wrong key or session.
+    pub unauthorized: u64,
 }
 
 /// A registered job.
 #[derive(Debug, Clone)]
 pub struct Job<const WORDS: usize> {
     pub(crate) config: JobConfig,
-    pub(crate) joined: RankSet<WORDS>,
+    pub(crate) run: Run<WORDS>,
     pub(crate) counters: JobCounters,
 }
 
@@ -94,14 +102,30 @@ impl<const WORDS: usize> Job<WORDS> {
         &self.config
     }
 
-    /// Return the ranks that have joined.
+    /// Return the ranks that have joined the current run.
     pub fn joined(&self) -> &RankSet<WORDS> {
-        &self.joined
+        &self.run.joined
     }
 
-    /// Return whether every rank has joined.
+    /// Return whether every rank has joined the current run.
     pub fn all_joined(&self) -> bool {
-        self.joined.len() == usize::from(self.config.world)
+        self.run.joined.len() == usize::from(self.config.world)
+    }
+
+    /// Return whether the job has a run open.
+    pub fn has_run(&self) -> bool {
+        self.run.is_open()
+    }
+
+    /// Return the current run's session token (0: none). It is the run's credential:
+    /// adapters use it to tag what they learn, never to print or send it elsewhere.
+    pub fn session(&self) -> u32 {
+        self.run.session
+    }
+
+    /// Return the slots per lane the current run agreed (0: no run).
+    pub fn lane_slots(&self) -> u16 {
+        self.run.lane_slots
     }
 
     /// Return the counters.
@@ -202,7 +226,7 @@ impl<const WORDS: usize, const JOBS: usize> JobTable<WORDS, JOBS> {
             .ok_or(JobError::TableFull(JOBS))?;
         *free = Some(Job {
             config,
-            joined: RankSet::EMPTY,
+            run: Run::NONE,
             counters: JobCounters::default(),
         });
         Ok(())

@@ -24,11 +24,14 @@
 mod control;
 mod job;
 mod pool;
+mod run;
 
 pub use job::{Job, JobConfig, JobCounters, JobError};
 pub use pool::{Slot, SlotVersion};
 
-use crate::wire::{self, DataKind, DataPacket, DataRepr, Flags, MessageType, RANK_ALL};
+use crate::wire::{
+    self, AbortReason, DataKind, DataPacket, DataRepr, Flags, MessageType, RANK_ALL,
+};
 use job::JobTable;
 
 /// What to do with the bytes the switch wrote into the output buffer.
@@ -85,11 +88,18 @@ pub enum DropReason {
     CountMismatch,
     /// The caller's output buffer is shorter than [`Switch::OUT_LEN`].
     OutputTooSmall,
+    /// A message whose session is not the job's current run.
+    BadSession,
+    /// A datagram longer than any message (counted by the adapter that received it).
+    Oversized,
+    /// A datagram from a source no reply can go to: port 0, an unspecified, multicast or
+    /// broadcast address (counted by the adapter that received it).
+    BadSource,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 12] = [
+    pub const ALL: [DropReason; wire::DROP_CLASSES] = [
         DropReason::Malformed,
         DropReason::UnknownType,
         DropReason::UnexpectedType,
@@ -102,6 +112,9 @@ impl DropReason {
         DropReason::Duplicate,
         DropReason::CountMismatch,
         DropReason::OutputTooSmall,
+        DropReason::BadSession,
+        DropReason::Oversized,
+        DropReason::BadSource,
     ];
 
     /// Return the reason's name, for reports.
@@ -119,6 +132,9 @@ impl DropReason {
             DropReason::Duplicate => "duplicate",
             DropReason::CountMismatch => "count_mismatch",
             DropReason::OutputTooSmall => "output_too_small",
+            DropReason::BadSession => "bad_session",
+            DropReason::Oversized => "oversized",
+            DropReason::BadSource => "bad_source",
         }
     }
 
@@ -140,7 +156,7 @@ pub struct Counters {
     /// Packets to unicast.
     pub unicast: u64,
     /// Drops, indexed like [`DropReason::ALL`].
-    pub dropped: [u64; 12],
+    pub dropped: [u64; wire::DROP_CLASSES],
 }
 
 impl Counters {
@@ -239,6 +255,28 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
         self.pool.get(job.pool_index(slot)?)
     }
 
+    /// Count a datagram that the adapter dropped before `process` (too long, or from a
+    /// source no answer can go to), so that Status reports every drop.
+    pub fn count_drop(&mut self, reason: DropReason) {
+        self.counters.received += 1;
+        self.counters.dropped[reason.index()] += 1;
+    }
+
+    /// End job `id`'s run because the switch stops: write the Abort `Shutdown` its ranks
+    /// get into `out` and return the multicast verdict, or `None` if the job has no run.
+    pub fn shutdown_run(&mut self, id: u16, out: &mut [u8]) -> Option<Verdict> {
+        let epoch = self.epoch;
+        let job = self.jobs.find(id).and_then(|i| self.jobs.get_mut(i))?;
+        if !job.run.is_open() {
+            return None;
+        }
+        let session = job.run.session;
+        let reason = AbortReason::Shutdown;
+        let len = control::emit_abort(id, RANK_ALL, reason, 0, epoch, session, out)?;
+        job.run.end();
+        Some(Verdict::Multicast { job: id, len })
+    }
+
     /// Process one datagram (the data plane). Never panics; every drop is counted.
     pub fn process(&mut self, packet: &[u8], out: &mut [u8]) -> Verdict {
         self.counters.received += 1;
@@ -265,6 +303,7 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
             MessageType::Probe => self.probe(packet, out),
             MessageType::Abort => self.abort(packet, out),
             MessageType::Status => self.status(packet, out),
+            MessageType::Leave => self.leave(packet, out),
             MessageType::Result
             | MessageType::JoinReply
             | MessageType::ProbeReply
@@ -285,6 +324,10 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
         let Some(job) = self.jobs.get_mut(ji) else {
             return Verdict::Drop(DropReason::UnknownJob);
         };
+        if !job.run.admits(p.session) {
+            job.counters.unauthorized += 1;
+            return Verdict::Drop(DropReason::BadSession);
+        }
         let world = job.config.world;
         let reject = if p.rank >= world {
             Some(DropReason::UnknownRank)
@@ -306,9 +349,9 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
         let v = usize::from(p.ver);
         let sv = &mut slot.versions[v];
 
-        // 1. Use check.
-        if !sv.used || (p.seq.wrapping_sub(sv.seq) as i32) > 0 {
-            sv.begin(p.seq, world, p.count);
+        // 1. Use check (a use of an earlier run counts as idle).
+        if !sv.in_session(p.session) || (p.seq.wrapping_sub(sv.seq) as i32) > 0 {
+            sv.begin(p.session, p.seq, world, p.count);
         } else if p.seq != sv.seq {
             job.counters.stale += 1;
             return Verdict::Drop(DropReason::Stale);
@@ -391,6 +434,7 @@ fn emit_result<const K: usize, const WORDS: usize>(
         count: sv.count,
         seq: p.seq,
         exp: sv.exp,
+        session: p.session,
     };
     let len = repr.buffer_len();
     let mut packet = DataPacket::new_unchecked(&mut out[..len]);

@@ -10,6 +10,9 @@ use crate::ranks::RankSet;
 pub struct SlotVersion<const K: usize, const WORDS: usize> {
     /// Whether any use has begun since the job was set up.
     pub(crate) used: bool,
+    /// The session of the job run whose use this version holds (protocol.md §4.1): a use
+    /// of an earlier run counts as idle, so a new run needs no reset of the pool.
+    pub(crate) session: u32,
     /// The use number this version holds.
     pub(crate) seq: u32,
     /// Ranks that contributed to this use.
@@ -30,6 +33,7 @@ impl<const K: usize, const WORDS: usize> SlotVersion<K, WORDS> {
     /// A version no use has touched.
     pub const IDLE: Self = SlotVersion {
         used: false,
+        session: 0,
         seq: 0,
         seen: RankSet::EMPTY,
         remaining: 0,
@@ -39,7 +43,8 @@ impl<const K: usize, const WORDS: usize> SlotVersion<K, WORDS> {
         values: [0; K],
     };
 
-    /// Return whether the current use has every contribution (false when idle).
+    /// Return whether the use held has every contribution (false when idle; the use may
+    /// be of an earlier run of the job, see [`SlotVersion::in_session`]).
     pub fn is_complete(&self) -> bool {
         self.used && self.remaining == 0
     }
@@ -74,9 +79,16 @@ impl<const K: usize, const WORDS: usize> SlotVersion<K, WORDS> {
         &self.values[..(self.count as usize).min(K)]
     }
 
-    /// Begin use `seq` for a job of `world` ranks with `count` values per contribution.
-    pub(crate) fn begin(&mut self, seq: u32, world: u16, count: u16) {
+    /// Return whether this version holds a use of the run with `session`.
+    pub fn in_session(&self, session: u32) -> bool {
+        self.used && self.session == session
+    }
+
+    /// Begin use `seq` of the run `session` for a job of `world` ranks with `count` values
+    /// per contribution.
+    pub(crate) fn begin(&mut self, session: u32, seq: u32, world: u16, count: u16) {
         self.used = true;
+        self.session = session;
         self.seq = seq;
         self.seen = RankSet::EMPTY;
         self.remaining = world;

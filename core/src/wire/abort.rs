@@ -2,7 +2,7 @@
 //!
 //! ```text
 //!  0: version | 1: type | 2-3: job | 4-5: rank | 6: reason | 7: reserved | 8-9: detail
-//! 10-11: reserved | 12-15: epoch
+//! 10-11: reserved | 12-15: epoch | 16-19: session
 //! ```
 
 use super::{
@@ -24,10 +24,12 @@ pub mod field {
     pub const RESERVED_B: Range<usize> = DETAIL.end..DETAIL.end + 2;
     /// The switch's incarnation (0 when a worker sends it).
     pub const EPOCH: Range<usize> = RESERVED_B.end..RESERVED_B.end + 4;
+    /// The job run's session token (0 in answer to a Join that opened no run).
+    pub const SESSION: Range<usize> = EPOCH.end..EPOCH.end + 4;
 }
 
 /// Length of an Abort message.
-pub const LEN: usize = field::EPOCH.end;
+pub const LEN: usize = field::SESSION.end;
 
 /// Why a job cannot go on; the table of protocol.md §3.6.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -45,8 +47,18 @@ pub enum AbortReason {
     CountTooLarge,
     /// 6: the switch is shutting down (detail 0).
     Shutdown,
-    /// 7: a worker gave up (detail: the rank that gave up).
+    /// 7: a worker gave up (detail: the rank it waited for, or `0xFFFF`).
     WorkerFailed,
+    /// 8: the Join's key is not the job's (detail 0).
+    BadKey,
+    /// 9: a rank of the running job joined again as a new process (detail: the rank).
+    RankRestarted,
+    /// 10: the lane's slot count differs from the one the job's run agreed (detail: it).
+    LaneMismatch,
+    /// 11: the chunk size differs from the one the job's run agreed (detail: it).
+    ChunkMismatch,
+    /// 12: the sender's session is not the job's current run (detail 0).
+    SessionEnded,
     /// A reason this version does not know.
     Unknown(u8),
 }
@@ -61,6 +73,11 @@ impl From<u8> for AbortReason {
             5 => AbortReason::CountTooLarge,
             6 => AbortReason::Shutdown,
             7 => AbortReason::WorkerFailed,
+            8 => AbortReason::BadKey,
+            9 => AbortReason::RankRestarted,
+            10 => AbortReason::LaneMismatch,
+            11 => AbortReason::ChunkMismatch,
+            12 => AbortReason::SessionEnded,
             other => AbortReason::Unknown(other),
         }
     }
@@ -76,6 +93,11 @@ impl From<AbortReason> for u8 {
             AbortReason::CountTooLarge => 5,
             AbortReason::Shutdown => 6,
             AbortReason::WorkerFailed => 7,
+            AbortReason::BadKey => 8,
+            AbortReason::RankRestarted => 9,
+            AbortReason::LaneMismatch => 10,
+            AbortReason::ChunkMismatch => 11,
+            AbortReason::SessionEnded => 12,
             AbortReason::Unknown(other) => other,
         }
     }
@@ -95,6 +117,19 @@ impl core::fmt::Display for AbortReason {
             }
             AbortReason::Shutdown => f.write_str("the switch is shutting down"),
             AbortReason::WorkerFailed => f.write_str("a worker of the job gave up"),
+            AbortReason::BadKey => f.write_str("the job key is wrong (check SWITCHML_JOB_KEY)"),
+            AbortReason::RankRestarted => {
+                f.write_str("a rank of the job restarted: this run is over")
+            }
+            AbortReason::LaneMismatch => {
+                f.write_str("the lane's slot count differs from the one the job's ranks use")
+            }
+            AbortReason::ChunkMismatch => {
+                f.write_str("the chunk size differs from the one the job's ranks use")
+            }
+            AbortReason::SessionEnded => {
+                f.write_str("the switch no longer runs this session of the job")
+            }
             AbortReason::Unknown(b) => write!(f, "unknown abort reason {b:#04x}"),
         }
     }
@@ -135,6 +170,11 @@ impl<T: AsRef<[u8]>> AbortPacket<T> {
     pub fn epoch(&self) -> u32 {
         get_u32(self.buffer.as_ref(), field::EPOCH)
     }
+
+    /// Return the session field.
+    pub fn session(&self) -> u32 {
+        get_u32(self.buffer.as_ref(), field::SESSION)
+    }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> AbortPacket<T> {
@@ -152,6 +192,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> AbortPacket<T> {
     pub fn set_epoch(&mut self, v: u32) {
         put_u32(self.buffer.as_mut(), field::EPOCH, v);
     }
+
+    /// Set the session field.
+    pub fn set_session(&mut self, v: u32) {
+        put_u32(self.buffer.as_mut(), field::SESSION, v);
+    }
 }
 
 /// A validated Abort message.
@@ -168,6 +213,8 @@ pub struct AbortRepr {
     pub detail: u16,
     /// The switch's incarnation (0 when a worker sends it).
     pub epoch: u32,
+    /// The job run's session token.
+    pub session: u32,
 }
 
 impl AbortRepr {
@@ -189,6 +236,7 @@ impl AbortRepr {
             reason: packet.reason(),
             detail: packet.detail(),
             epoch: packet.epoch(),
+            session: packet.session(),
         })
     }
 
@@ -206,6 +254,7 @@ impl AbortRepr {
         put_u16(b, field::DETAIL, self.detail);
         put_u16(b, field::RESERVED_B, 0);
         put_u32(b, field::EPOCH, self.epoch);
+        put_u32(b, field::SESSION, self.session);
     }
 }
 
@@ -213,10 +262,11 @@ impl AbortRepr {
 mod tests {
     use super::*;
 
-    // Job 7, to rank 1: the world size does not match; the job has 8 ranks; epoch 0xdeadbeef.
-    const BYTES: [u8; 16] = [
+    // Job 7, to rank 1: the world size does not match; the job has 8 ranks; epoch 0xdeadbeef;
+    // no session.
+    const BYTES: [u8; 20] = [
         0x01, 0x14, 0x00, 0x07, 0x00, 0x01, 0x03, 0x00, 0x00, 0x08, 0x00, 0x00, 0xDE, 0xAD, 0xBE,
-        0xEF,
+        0xEF, 0x00, 0x00, 0x00, 0x00,
     ];
     const REPR: AbortRepr = AbortRepr {
         job: 7,
@@ -224,6 +274,7 @@ mod tests {
         reason: AbortReason::WorldMismatch,
         detail: 8,
         epoch: 0xDEAD_BEEF,
+        session: 0,
     };
 
     #[test]
@@ -234,8 +285,8 @@ mod tests {
 
     #[test]
     fn encode_to_known_bytes() {
-        let mut buf = [0xAAu8; 16];
-        assert_eq!(REPR.buffer_len(), 16);
+        let mut buf = [0xAAu8; 20];
+        assert_eq!(REPR.buffer_len(), 20);
         REPR.emit(&mut AbortPacket::new_unchecked(&mut buf[..]));
         assert_eq!(buf, BYTES);
     }
@@ -246,15 +297,15 @@ mod tests {
             assert_eq!(u8::from(AbortReason::from(b)), b);
         }
         assert_eq!(AbortReason::from(0), AbortReason::Unknown(0));
-        assert_eq!(AbortReason::from(8), AbortReason::Unknown(8));
+        assert_eq!(AbortReason::from(13), AbortReason::Unknown(13));
     }
 
     #[test]
     fn reject_impossible_lengths_and_fields() {
         let check = |b: &[u8]| AbortPacket::new_checked(b).err();
-        assert_eq!(check(&BYTES[..15]), Some(Error::Truncated));
-        let mut long = [0u8; 20];
-        long[..16].copy_from_slice(&BYTES);
+        assert_eq!(check(&BYTES[..19]), Some(Error::Truncated));
+        let mut long = [0u8; 24];
+        long[..20].copy_from_slice(&BYTES);
         assert_eq!(check(&long), Some(Error::TrailingBytes));
         let parse = |b: &[u8]| AbortRepr::parse(&AbortPacket::new_unchecked(b));
         let mut bad = BYTES;
@@ -273,6 +324,6 @@ mod tests {
 
     #[test]
     fn len_is_derived_from_the_fields() {
-        assert_eq!(LEN, 16);
+        assert_eq!(LEN, 20);
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //!  0: version | 1: type | 2-3: job | 4-5: rank | 6-7: slot | 8: ver | 9: flags
-//! 10-11: count | 12-15: seq | 16: exp | 17: reserved | 18-19: reserved | 20-: count × i32
+//! 10-11: count | 12-15: seq | 16: exp | 17: reserved | 18-19: reserved | 20-23: session
+//! 24-: count × i32
 //! ```
 
 use super::{get_u16, get_u32, prefix, put_prefix, Error, MessageType, Result, VERSION};
@@ -27,8 +28,10 @@ pub mod field {
     pub const RESERVED_A: usize = EXP + 1;
     /// Reserved pair of bytes.
     pub const RESERVED_B: Range<usize> = RESERVED_A + 1..RESERVED_A + 3;
+    /// The job run's session token (protocol.md §4.1).
+    pub const SESSION: Range<usize> = RESERVED_B.end..RESERVED_B.end + 4;
     /// The values.
-    pub const VALUES: usize = RESERVED_B.end;
+    pub const VALUES: usize = SESSION.end;
 }
 
 /// Length of the data header.
@@ -138,6 +141,11 @@ impl<T: AsRef<[u8]>> DataPacket<T> {
         get_u16(self.buffer.as_ref(), field::RESERVED_B)
     }
 
+    /// Return the session field.
+    pub fn session(&self) -> u32 {
+        get_u32(self.buffer.as_ref(), field::SESSION)
+    }
+
     /// Return the payload: the values as big-endian bytes.
     pub fn values(&self) -> &[u8] {
         &self.buffer.as_ref()[field::VALUES..]
@@ -176,6 +184,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> DataPacket<T> {
         self.buffer.as_mut()[field::EXP] = v;
     }
 
+    /// Set the session field.
+    pub fn set_session(&mut self, v: u32) {
+        self.buffer.as_mut()[field::SESSION].copy_from_slice(&v.to_be_bytes());
+    }
+
     /// Return the payload, mutably.
     pub fn values_mut(&mut self) -> &mut [u8] {
         &mut self.buffer.as_mut()[field::VALUES..]
@@ -204,6 +217,8 @@ pub struct DataRepr {
     pub seq: u32,
     /// Biased block exponent.
     pub exp: u8,
+    /// The job run's session token (the switch echoes it in Results).
+    pub session: u32,
 }
 
 impl DataRepr {
@@ -234,6 +249,7 @@ impl DataRepr {
             count: packet.count(),
             seq: packet.seq(),
             exp: packet.exp(),
+            session: packet.session(),
         })
     }
 
@@ -255,6 +271,7 @@ impl DataRepr {
         b[field::EXP] = self.exp;
         b[field::RESERVED_A] = 0;
         b[field::RESERVED_B].copy_from_slice(&[0, 0]);
+        b[field::SESSION].copy_from_slice(&self.session.to_be_bytes());
     }
 }
 
@@ -263,10 +280,11 @@ mod tests {
     use super::*;
 
     // A Contribution: job 7, rank 3, slot 5, ver 1, RETRANSMIT, count 2, seq 9, exp 130,
-    // values [1, -2].
-    const BYTES: [u8; 28] = [
+    // session 0xA1B2C3D4, values [1, -2].
+    const BYTES: [u8; 32] = [
         0x01, 0x01, 0x00, 0x07, 0x00, 0x03, 0x00, 0x05, 0x01, 0x02, 0x00, 0x02, 0x00, 0x00, 0x00,
-        0x09, 0x82, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0xFF, 0xFF, 0xFF, 0xFE,
+        0x09, 0x82, 0x00, 0x00, 0x00, 0xA1, 0xB2, 0xC3, 0xD4, 0x00, 0x00, 0x00, 0x01, 0xFF, 0xFF,
+        0xFF, 0xFE,
     ];
     const REPR: DataRepr = DataRepr {
         kind: DataKind::Contribution,
@@ -278,6 +296,7 @@ mod tests {
         count: 2,
         seq: 9,
         exp: 130,
+        session: 0xA1B2_C3D4,
     };
 
     #[test]
@@ -291,8 +310,8 @@ mod tests {
 
     #[test]
     fn encode_to_known_bytes() {
-        let mut buf = [0xAAu8; 28];
-        assert_eq!(REPR.buffer_len(), 28);
+        let mut buf = [0xAAu8; 32];
+        assert_eq!(REPR.buffer_len(), 32);
         let mut p = DataPacket::new_unchecked(&mut buf[..]);
         REPR.emit(&mut p);
         p.values_mut()[..4].copy_from_slice(&1i32.to_be_bytes());
@@ -302,14 +321,14 @@ mod tests {
 
     #[test]
     fn reject_impossible_lengths_and_fields() {
-        let short = DataPacket::new_unchecked(&BYTES[..19]);
+        let short = DataPacket::new_unchecked(&BYTES[..HEADER_LEN - 1]);
         assert_eq!(short.check_len(), Err(Error::Truncated));
         assert_eq!(
-            DataPacket::new_checked(&BYTES[..27]).err(),
+            DataPacket::new_checked(&BYTES[..31]).err(),
             Some(Error::Truncated)
         );
-        let mut long = [0u8; 29];
-        long[..28].copy_from_slice(&BYTES);
+        let mut long = [0u8; 33];
+        long[..32].copy_from_slice(&BYTES);
         assert_eq!(
             DataPacket::new_checked(&long[..]).err(),
             Some(Error::TrailingBytes)
@@ -336,7 +355,7 @@ mod tests {
 
     #[test]
     fn header_len_is_derived_from_the_fields() {
-        assert_eq!(HEADER_LEN, 20);
-        assert_eq!(MAX_COUNT, 16371);
+        assert_eq!(HEADER_LEN, 24);
+        assert_eq!(MAX_COUNT, 16370);
     }
 }

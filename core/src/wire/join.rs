@@ -2,11 +2,12 @@
 //!
 //! ```text
 //!  0: version | 1: type | 2-3: job | 4-5: rank | 6-7: world | 8-9: slot_lo
-//! 10-11: slot_count | 12-13: count | 14-15: reserved
+//! 10-11: slot_count | 12-13: count | 14-15: reserved | 16-19: nonce | 20-27: key
 //! ```
 
 use super::{
-    check_exact_len, get_u16, prefix, put_prefix, put_u16, Error, MessageType, Result, VERSION,
+    check_exact_len, get_u16, get_u32, get_u64, prefix, put_prefix, put_u16, put_u32, put_u64,
+    Error, MessageType, Result, VERSION,
 };
 
 /// Field ranges.
@@ -23,10 +24,14 @@ pub mod field {
     pub const COUNT: Range<usize> = SLOT_COUNT.end..SLOT_COUNT.end + 2;
     /// Reserved pair of bytes.
     pub const RESERVED: Range<usize> = COUNT.end..COUNT.end + 2;
+    /// The worker process's incarnation: non-zero, random, the same for every lane.
+    pub const NONCE: Range<usize> = RESERVED.end..RESERVED.end + 4;
+    /// The job's credential, given to its ranks out of band.
+    pub const KEY: Range<usize> = NONCE.end..NONCE.end + 8;
 }
 
 /// Length of a Join message.
-pub const LEN: usize = field::RESERVED.end;
+pub const LEN: usize = field::KEY.end;
 
 super::packet_view!(
     /// A zero-copy view of a Join message.
@@ -63,6 +68,16 @@ impl<T: AsRef<[u8]>> JoinPacket<T> {
     pub fn reserved(&self) -> u16 {
         get_u16(self.buffer.as_ref(), field::RESERVED)
     }
+
+    /// Return the nonce field.
+    pub fn nonce(&self) -> u32 {
+        get_u32(self.buffer.as_ref(), field::NONCE)
+    }
+
+    /// Return the key field.
+    pub fn key(&self) -> u64 {
+        get_u64(self.buffer.as_ref(), field::KEY)
+    }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> JoinPacket<T> {
@@ -85,6 +100,16 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> JoinPacket<T> {
     pub fn set_count(&mut self, v: u16) {
         put_u16(self.buffer.as_mut(), field::COUNT, v);
     }
+
+    /// Set the nonce field.
+    pub fn set_nonce(&mut self, v: u32) {
+        put_u32(self.buffer.as_mut(), field::NONCE, v);
+    }
+
+    /// Set the key field.
+    pub fn set_key(&mut self, v: u64) {
+        put_u64(self.buffer.as_mut(), field::KEY, v);
+    }
 }
 
 /// A validated Join message.
@@ -103,6 +128,10 @@ pub struct JoinRepr {
     pub slot_count: u16,
     /// The chunk size `k` the lane will send.
     pub count: u16,
+    /// The worker process's incarnation (non-zero; every lane of a rank sends the same).
+    pub nonce: u32,
+    /// The job's credential.
+    pub key: u64,
 }
 
 impl JoinRepr {
@@ -118,6 +147,9 @@ impl JoinRepr {
         if packet.reserved() != 0 {
             return Err(Error::Reserved("join.reserved"));
         }
+        if packet.nonce() == 0 {
+            return Err(Error::Field("nonce"));
+        }
         Ok(JoinRepr {
             job: packet.job_id(),
             rank: packet.rank(),
@@ -125,6 +157,8 @@ impl JoinRepr {
             slot_lo: packet.slot_lo(),
             slot_count: packet.slot_count(),
             count: packet.count(),
+            nonce: packet.nonce(),
+            key: packet.key(),
         })
     }
 
@@ -142,6 +176,8 @@ impl JoinRepr {
         put_u16(b, field::SLOT_COUNT, self.slot_count);
         put_u16(b, field::COUNT, self.count);
         put_u16(b, field::RESERVED, 0);
+        put_u32(b, field::NONCE, self.nonce);
+        put_u64(b, field::KEY, self.key);
     }
 }
 
@@ -149,10 +185,10 @@ impl JoinRepr {
 mod tests {
     use super::*;
 
-    // Job 7, rank 3 of 4, slots 8..12, k = 256.
-    const BYTES: [u8; 16] = [
+    // Job 7, rank 3 of 4, slots 8..12, k = 256, nonce 0x01020304, key 0x1122334455667788.
+    const BYTES: [u8; 28] = [
         0x01, 0x10, 0x00, 0x07, 0x00, 0x03, 0x00, 0x04, 0x00, 0x08, 0x00, 0x04, 0x01, 0x00, 0x00,
-        0x00,
+        0x00, 0x01, 0x02, 0x03, 0x04, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,
     ];
     const REPR: JoinRepr = JoinRepr {
         job: 7,
@@ -161,6 +197,8 @@ mod tests {
         slot_lo: 8,
         slot_count: 4,
         count: 256,
+        nonce: 0x0102_0304,
+        key: 0x1122_3344_5566_7788,
     };
 
     #[test]
@@ -171,15 +209,15 @@ mod tests {
 
     #[test]
     fn encode_to_known_bytes() {
-        let mut buf = [0xAAu8; 16];
-        assert_eq!(REPR.buffer_len(), 16);
+        let mut buf = [0xAAu8; 28];
+        assert_eq!(REPR.buffer_len(), 28);
         REPR.emit(&mut JoinPacket::new_unchecked(&mut buf[..]));
         assert_eq!(buf, BYTES);
     }
 
     #[test]
     fn setters_write_the_fields() {
-        let mut buf = [0u8; 16];
+        let mut buf = [0u8; 28];
         let mut p = JoinPacket::new_unchecked(&mut buf[..]);
         p.set_version(VERSION);
         p.set_msg_type(MessageType::Join);
@@ -189,21 +227,23 @@ mod tests {
         p.set_slot_lo(8);
         p.set_slot_count(4);
         p.set_count(256);
+        p.set_nonce(0x0102_0304);
+        p.set_key(0x1122_3344_5566_7788);
         assert_eq!(buf, BYTES);
     }
 
     #[test]
     fn reject_impossible_lengths_and_fields() {
         assert_eq!(
-            JoinPacket::new_checked(&BYTES[..15]).err(),
+            JoinPacket::new_checked(&BYTES[..27]).err(),
             Some(Error::Truncated)
         );
         assert_eq!(
             JoinPacket::new_checked(&BYTES[..0]).err(),
             Some(Error::Truncated)
         );
-        let mut long = [0u8; 17];
-        long[..16].copy_from_slice(&BYTES);
+        let mut long = [0u8; 29];
+        long[..28].copy_from_slice(&BYTES);
         assert_eq!(
             JoinPacket::new_checked(&long[..]).err(),
             Some(Error::TrailingBytes)
@@ -218,10 +258,13 @@ mod tests {
         let mut bad = BYTES;
         bad[field::RESERVED.end - 1] = 1;
         assert_eq!(parse(&bad), Err(Error::Reserved("join.reserved")));
+        let mut bad = BYTES;
+        bad[field::NONCE].fill(0);
+        assert_eq!(parse(&bad), Err(Error::Field("nonce")));
     }
 
     #[test]
     fn len_is_derived_from_the_fields() {
-        assert_eq!(LEN, 16);
+        assert_eq!(LEN, 28);
     }
 }

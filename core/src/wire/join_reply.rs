@@ -3,7 +3,7 @@
 //! ```text
 //!  0: version | 1: type | 2-3: job | 4-5: rank | 6-7: world | 8: flags | 9: reserved
 //! 10-11: max_count | 12-15: epoch | 16-17: slot_count | 18-19: bitmap_len
-//! 20-: joined bitmap (bitmap_len bytes)
+//! 20-23: session | 24-: joined bitmap (bitmap_len bytes)
 //! ```
 
 use super::{
@@ -29,8 +29,10 @@ pub mod field {
     pub const SLOT_COUNT: Range<usize> = EPOCH.end..EPOCH.end + 2;
     /// Length of the bitmap in bytes.
     pub const BITMAP_LEN: Range<usize> = SLOT_COUNT.end..SLOT_COUNT.end + 2;
+    /// The job run's session token, which the worker's later messages carry.
+    pub const SESSION: Range<usize> = BITMAP_LEN.end..BITMAP_LEN.end + 4;
     /// The joined bitmap.
-    pub const BITMAP: usize = BITMAP_LEN.end;
+    pub const BITMAP: usize = SESSION.end;
 }
 
 /// Length of the fixed part, before the bitmap.
@@ -107,6 +109,11 @@ impl<T: AsRef<[u8]>> JoinReplyPacket<T> {
         get_u16(self.buffer.as_ref(), field::BITMAP_LEN)
     }
 
+    /// Return the session field.
+    pub fn session(&self) -> u32 {
+        get_u32(self.buffer.as_ref(), field::SESSION)
+    }
+
     /// Return the joined bitmap: `bitmap_len` bytes after the fixed part.
     pub fn bitmap(&self) -> &[u8] {
         &self.buffer.as_ref()[HEADER_LEN..HEADER_LEN + self.bitmap_len() as usize]
@@ -144,6 +151,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> JoinReplyPacket<T> {
         put_u16(self.buffer.as_mut(), field::BITMAP_LEN, v);
     }
 
+    /// Set the session field.
+    pub fn set_session(&mut self, v: u32) {
+        put_u32(self.buffer.as_mut(), field::SESSION, v);
+    }
+
     /// Return the joined bitmap mutably: `bitmap_len` bytes after the fixed part.
     pub fn bitmap_mut(&mut self) -> &mut [u8] {
         let end = HEADER_LEN + self.bitmap_len() as usize;
@@ -169,6 +181,8 @@ pub struct JoinReplyRepr<'a> {
     pub epoch: u32,
     /// Number of slots in the job's range.
     pub slot_count: u16,
+    /// The job run's session token.
+    pub session: u32,
     /// The joined bitmap, `ceil(world/8)` bytes, at most [`MAX_BITMAP_LEN`].
     pub joined: &'a [u8],
 }
@@ -202,6 +216,7 @@ impl<'a> JoinReplyRepr<'a> {
             max_count: packet.max_count(),
             epoch: packet.epoch(),
             slot_count: packet.slot_count(),
+            session: packet.session(),
             joined: &bytes[HEADER_LEN..HEADER_LEN + bitmap_len],
         })
     }
@@ -226,6 +241,7 @@ impl<'a> JoinReplyRepr<'a> {
         put_u32(b, field::EPOCH, self.epoch);
         put_u16(b, field::SLOT_COUNT, self.slot_count);
         put_u16(b, field::BITMAP_LEN, self.joined.len() as u16);
+        put_u32(b, field::SESSION, self.session);
         b[HEADER_LEN..HEADER_LEN + self.joined.len()].copy_from_slice(self.joined);
     }
 }
@@ -235,10 +251,10 @@ mod tests {
     use super::*;
 
     // Job 7, multicast, world 10, COMPLETE, max_count 1024, epoch 0x01020304, 16 slots,
-    // every rank joined: bitmap ff 03.
-    const BYTES: [u8; 22] = [
+    // session 0xCAFEF00D, every rank joined: bitmap ff 03.
+    const BYTES: [u8; 26] = [
         0x01, 0x11, 0x00, 0x07, 0xFF, 0xFF, 0x00, 0x0A, 0x01, 0x00, 0x04, 0x00, 0x01, 0x02, 0x03,
-        0x04, 0x00, 0x10, 0x00, 0x02, 0xFF, 0x03,
+        0x04, 0x00, 0x10, 0x00, 0x02, 0xCA, 0xFE, 0xF0, 0x0D, 0xFF, 0x03,
     ];
     const REPR: JoinReplyRepr<'static> = JoinReplyRepr {
         job: 7,
@@ -248,6 +264,7 @@ mod tests {
         max_count: 1024,
         epoch: 0x0102_0304,
         slot_count: 16,
+        session: 0xCAFE_F00D,
         joined: &[0xFF, 0x03],
     };
 
@@ -262,8 +279,8 @@ mod tests {
 
     #[test]
     fn encode_to_known_bytes() {
-        let mut buf = [0xAAu8; 22];
-        assert_eq!(REPR.buffer_len(), 22);
+        let mut buf = [0xAAu8; 26];
+        assert_eq!(REPR.buffer_len(), 26);
         REPR.emit(&mut JoinReplyPacket::new_unchecked(&mut buf[..]));
         assert_eq!(buf, BYTES);
     }
@@ -283,10 +300,10 @@ mod tests {
     #[test]
     fn reject_impossible_lengths_and_fields() {
         let check = |b: &[u8]| JoinReplyPacket::new_checked(b).err();
-        assert_eq!(check(&BYTES[..19]), Some(Error::Truncated));
-        assert_eq!(check(&BYTES[..21]), Some(Error::Truncated));
-        let mut long = [0u8; 23];
-        long[..22].copy_from_slice(&BYTES);
+        assert_eq!(check(&BYTES[..23]), Some(Error::Truncated));
+        assert_eq!(check(&BYTES[..25]), Some(Error::Truncated));
+        let mut long = [0u8; 27];
+        long[..26].copy_from_slice(&BYTES);
         assert_eq!(check(&long), Some(Error::TrailingBytes));
         fn parse(b: &[u8]) -> Result<JoinReplyRepr<'_>> {
             JoinReplyRepr::parse(&JoinReplyPacket::new_unchecked(b))
@@ -309,6 +326,6 @@ mod tests {
 
     #[test]
     fn header_len_is_derived_from_the_fields() {
-        assert_eq!(HEADER_LEN, 20);
+        assert_eq!(HEADER_LEN, 24);
     }
 }

@@ -6,7 +6,7 @@
 
 use super::{
     data, peek, prefix, put_prefix, AbortPacket, AbortRepr, DataPacket, DataRepr, Error,
-    JoinPacket, JoinReplyPacket, JoinReplyRepr, JoinRepr, MessageType, ProbePacket,
+    JoinPacket, JoinReplyPacket, JoinReplyRepr, JoinRepr, LeavePacket, LeaveRepr, MessageType, ProbePacket,
     ProbeReplyPacket, ProbeReplyRepr, ProbeRepr, Result, StatusPacket, StatusReplyPacket,
     StatusReplyRepr, StatusRepr, MAX_BITMAP_LEN,
 };
@@ -31,6 +31,8 @@ pub enum Message<'a> {
     Status(StatusRepr),
     /// A StatusReply.
     StatusReply(StatusReplyRepr<'a>),
+    /// A Leave.
+    Leave(LeaveRepr),
     /// A message of a type this version does not know, kept as it came.
     Unknown {
         /// The type byte; never one of the known types.
@@ -72,6 +74,9 @@ impl<'a> Message<'a> {
             MessageType::StatusReply => Message::StatusReply(StatusReplyRepr::parse(
                 &StatusReplyPacket::new_unchecked(bytes),
             )?),
+            MessageType::Leave => {
+                Message::Leave(LeaveRepr::parse(&LeavePacket::new_unchecked(bytes))?)
+            }
             MessageType::Unknown(msg_type) => Message::Unknown {
                 msg_type,
                 job,
@@ -92,6 +97,7 @@ impl<'a> Message<'a> {
             Message::Abort(_) => MessageType::Abort,
             Message::Status(_) => MessageType::Status,
             Message::StatusReply(_) => MessageType::StatusReply,
+            Message::Leave(_) => MessageType::Leave,
             Message::Unknown { msg_type, .. } => MessageType::Unknown(*msg_type),
         }
     }
@@ -107,6 +113,7 @@ impl<'a> Message<'a> {
             Message::Abort(repr) => repr.job,
             Message::Status(repr) => repr.job,
             Message::StatusReply(repr) => repr.job,
+            Message::Leave(repr) => repr.job,
             Message::Unknown { job, .. } => *job,
         }
     }
@@ -122,6 +129,7 @@ impl<'a> Message<'a> {
             Message::Abort(repr) => repr.rank,
             Message::Status(repr) => repr.rank,
             Message::StatusReply(repr) => repr.rank,
+            Message::Leave(repr) => repr.rank,
             Message::Unknown { rank, .. } => *rank,
         }
     }
@@ -137,6 +145,7 @@ impl<'a> Message<'a> {
             Message::Abort(repr) => repr.buffer_len(),
             Message::Status(repr) => repr.buffer_len(),
             Message::StatusReply(repr) => repr.buffer_len(),
+            Message::Leave(repr) => repr.buffer_len(),
             Message::Unknown { body, .. } => prefix::LEN + body.len(),
         }
     }
@@ -173,7 +182,10 @@ impl<'a> Message<'a> {
                 _ => Err(Error::Field("type")),
             },
             Message::StatusReply(repr) => bitmap(repr.joined),
-            Message::Join(_) | Message::Abort(_) | Message::Status(_) => Ok(()),
+            Message::Join(repr) if repr.nonce == 0 => Err(Error::Field("nonce")),
+            Message::Join(_) | Message::Abort(_) | Message::Status(_) | Message::Leave(_) => {
+                Ok(())
+            }
         }
     }
 
@@ -200,6 +212,7 @@ impl<'a> Message<'a> {
             Message::Abort(repr) => repr.emit(&mut AbortPacket::new_unchecked(out)),
             Message::Status(repr) => repr.emit(&mut StatusPacket::new_unchecked(out)),
             Message::StatusReply(repr) => repr.emit(&mut StatusReplyPacket::new_unchecked(out)),
+            Message::Leave(repr) => repr.emit(&mut LeavePacket::new_unchecked(out)),
             Message::Unknown {
                 msg_type,
                 job,
@@ -221,12 +234,14 @@ mod tests {
 
     #[test]
     fn decode_known_bytes_of_every_kind() {
-        let join = [1, 0x10, 0, 7, 0, 3, 0, 4, 0, 8, 0, 4, 1, 0, 0, 0];
+        let join = [
+            1, 0x10, 0, 7, 0, 3, 0, 4, 0, 8, 0, 4, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9,
+        ];
         assert!(matches!(
             Message::parse(&join),
             Ok(Message::Join(JoinRepr { count: 256, .. }))
         ));
-        let abort = [1, 0x14, 0, 7, 0, 1, 6, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+        let abort = [1, 0x14, 0, 7, 0, 1, 6, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2];
         assert!(matches!(
             Message::parse(&abort),
             Ok(Message::Abort(AbortRepr {

@@ -92,6 +92,7 @@ pub mod abort;
 pub mod data;
 pub mod join;
 pub mod join_reply;
+pub mod leave;
 mod message;
 pub mod probe;
 pub mod probe_reply;
@@ -102,11 +103,14 @@ pub use abort::{AbortPacket, AbortReason, AbortRepr};
 pub use data::{DataKind, DataPacket, DataRepr, Flags};
 pub use join::{JoinPacket, JoinRepr};
 pub use join_reply::{JoinFlags, JoinReplyPacket, JoinReplyRepr};
+pub use leave::{LeavePacket, LeaveRepr};
 pub use message::Message;
 pub use probe::{ProbePacket, ProbeRepr};
 pub use probe_reply::{ProbeReplyPacket, ProbeReplyRepr, SlotState};
 pub use status::{StatusPacket, StatusRepr};
-pub use status_reply::{StatusCounters, StatusFlags, StatusReplyPacket, StatusReplyRepr};
+pub use status_reply::{
+    StatusCounters, StatusFlags, StatusReplyPacket, StatusReplyRepr, DROP_CLASSES,
+};
 
 /// The protocol version this crate speaks.
 pub const VERSION: u8 = 1;
@@ -176,6 +180,8 @@ pub enum MessageType {
     Status,
     /// 0x16, switch → tool.
     StatusReply,
+    /// 0x17, worker → switch.
+    Leave,
     /// A type this version does not know.
     Unknown(u8),
 }
@@ -192,6 +198,7 @@ impl From<u8> for MessageType {
             0x14 => MessageType::Abort,
             0x15 => MessageType::Status,
             0x16 => MessageType::StatusReply,
+            0x17 => MessageType::Leave,
             other => MessageType::Unknown(other),
         }
     }
@@ -209,6 +216,7 @@ impl From<MessageType> for u8 {
             MessageType::Abort => 0x14,
             MessageType::Status => 0x15,
             MessageType::StatusReply => 0x16,
+            MessageType::Leave => 0x17,
             MessageType::Unknown(other) => other,
         }
     }
@@ -246,6 +254,14 @@ pub(crate) fn get_u32(b: &[u8], r: core::ops::Range<usize>) -> u32 {
     u32::from_be_bytes(a)
 }
 
+/// Read a big-endian u64 at `r` (callers have checked the length).
+#[inline]
+pub(crate) fn get_u64(b: &[u8], r: core::ops::Range<usize>) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[r]);
+    u64::from_be_bytes(a)
+}
+
 /// Write a big-endian u16 at `r` (callers have checked the length).
 #[inline]
 pub(crate) fn put_u16(b: &mut [u8], r: core::ops::Range<usize>, v: u16) {
@@ -255,6 +271,12 @@ pub(crate) fn put_u16(b: &mut [u8], r: core::ops::Range<usize>, v: u16) {
 /// Write a big-endian u32 at `r` (callers have checked the length).
 #[inline]
 pub(crate) fn put_u32(b: &mut [u8], r: core::ops::Range<usize>, v: u32) {
+    b[r].copy_from_slice(&v.to_be_bytes());
+}
+
+/// Write a big-endian u64 at `r` (callers have checked the length).
+#[inline]
+pub(crate) fn put_u64(b: &mut [u8], r: core::ops::Range<usize>, v: u64) {
     b[r].copy_from_slice(&v.to_be_bytes());
 }
 

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //!  0: version | 1: type | 2-3: job | 4-5: rank | 6-7: slot | 8: ver | 9: reserved
-//! 10-11: reserved | 12-15: seq
+//! 10-11: reserved | 12-15: seq | 16-19: session
 //! ```
 
 use super::{
@@ -24,10 +24,12 @@ pub mod field {
     pub const RESERVED_B: Range<usize> = RESERVED_A + 1..RESERVED_A + 3;
     /// The use the worker is waiting for.
     pub const SEQ: Range<usize> = RESERVED_B.end..RESERVED_B.end + 4;
+    /// The job run's session token.
+    pub const SESSION: Range<usize> = SEQ.end..SEQ.end + 4;
 }
 
 /// Length of a Probe message.
-pub const LEN: usize = field::SEQ.end;
+pub const LEN: usize = field::SESSION.end;
 
 super::packet_view!(
     /// A zero-copy view of a Probe message.
@@ -64,6 +66,11 @@ impl<T: AsRef<[u8]>> ProbePacket<T> {
     pub fn seq(&self) -> u32 {
         get_u32(self.buffer.as_ref(), field::SEQ)
     }
+
+    /// Return the session field.
+    pub fn session(&self) -> u32 {
+        get_u32(self.buffer.as_ref(), field::SESSION)
+    }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> ProbePacket<T> {
@@ -81,6 +88,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> ProbePacket<T> {
     pub fn set_seq(&mut self, v: u32) {
         put_u32(self.buffer.as_mut(), field::SEQ, v);
     }
+
+    /// Set the session field.
+    pub fn set_session(&mut self, v: u32) {
+        put_u32(self.buffer.as_mut(), field::SESSION, v);
+    }
 }
 
 /// A validated Probe message.
@@ -97,6 +109,8 @@ pub struct ProbeRepr {
     pub ver: u8,
     /// The use the worker is waiting for.
     pub seq: u32,
+    /// The job run's session token.
+    pub session: u32,
 }
 
 impl ProbeRepr {
@@ -121,6 +135,7 @@ impl ProbeRepr {
             slot: packet.slot(),
             ver: packet.ver(),
             seq: packet.seq(),
+            session: packet.session(),
         })
     }
 
@@ -138,6 +153,7 @@ impl ProbeRepr {
         b[field::RESERVED_A] = 0;
         put_u16(b, field::RESERVED_B, 0);
         put_u32(b, field::SEQ, self.seq);
+        put_u32(b, field::SESSION, self.session);
     }
 }
 
@@ -145,10 +161,10 @@ impl ProbeRepr {
 mod tests {
     use super::*;
 
-    // Job 7, rank 2 asks about slot 5, version 0, use 0x10000.
-    const BYTES: [u8; 16] = [
+    // Job 7, rank 2 asks about slot 5, version 0, use 0x10000, session 0x0A0B0C0D.
+    const BYTES: [u8; 20] = [
         0x01, 0x12, 0x00, 0x07, 0x00, 0x02, 0x00, 0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00,
-        0x00,
+        0x00, 0x0A, 0x0B, 0x0C, 0x0D,
     ];
     const REPR: ProbeRepr = ProbeRepr {
         job: 7,
@@ -156,6 +172,7 @@ mod tests {
         slot: 5,
         ver: 0,
         seq: 0x1_0000,
+        session: 0x0A0B_0C0D,
     };
 
     #[test]
@@ -166,8 +183,8 @@ mod tests {
 
     #[test]
     fn encode_to_known_bytes() {
-        let mut buf = [0xAAu8; 16];
-        assert_eq!(REPR.buffer_len(), 16);
+        let mut buf = [0xAAu8; 20];
+        assert_eq!(REPR.buffer_len(), 20);
         REPR.emit(&mut ProbePacket::new_unchecked(&mut buf[..]));
         assert_eq!(buf, BYTES);
     }
@@ -176,9 +193,9 @@ mod tests {
     fn reject_impossible_lengths_and_fields() {
         let check = |b: &[u8]| ProbePacket::new_checked(b).err();
         assert_eq!(check(&BYTES[..6]), Some(Error::Truncated));
-        assert_eq!(check(&BYTES[..15]), Some(Error::Truncated));
-        let mut long = [0u8; 17];
-        long[..16].copy_from_slice(&BYTES);
+        assert_eq!(check(&BYTES[..19]), Some(Error::Truncated));
+        let mut long = [0u8; 21];
+        long[..20].copy_from_slice(&BYTES);
         assert_eq!(check(&long), Some(Error::TrailingBytes));
         let parse = |b: &[u8]| ProbeRepr::parse(&ProbePacket::new_unchecked(b));
         let mut bad = BYTES;
@@ -200,6 +217,6 @@ mod tests {
 
     #[test]
     fn len_is_derived_from_the_fields() {
-        assert_eq!(LEN, 16);
+        assert_eq!(LEN, 20);
     }
 }

@@ -4,7 +4,7 @@
 //! ```text
 //!  0: version | 1: type | 2-3: job | 4-5: rank | 6-7: world | 8: flags | 9: reserved
 //! 10-11: slot_count | 12-15: epoch | 16-17: bitmap_len | 18-19: reserved
-//! 20-115: twelve u64 counters | 116-: joined bitmap
+//! 20-251: twenty-nine u64 counters | 252-: joined bitmap
 //! ```
 
 use super::{
@@ -45,14 +45,20 @@ pub const HEADER_LEN: usize = field::BITMAP;
 pub struct StatusFlags(pub u8);
 
 impl StatusFlags {
-    /// Every rank of the job has joined.
+    /// Every rank of the job has joined its current run.
     pub const ALL_JOINED: StatusFlags = StatusFlags(0x01);
+    /// The job has a run open.
+    pub const RUN_OPEN: StatusFlags = StatusFlags(0x02);
 
     /// Return whether every bit of `other` is set.
     pub const fn contains(self, other: StatusFlags) -> bool {
         self.0 & other.0 == other.0
     }
 }
+
+/// The number of drop classes a StatusReply reports, one counter each, in the order of
+/// protocol.md §3.8 (the switch's `DropReason::ALL`).
+pub const DROP_CLASSES: usize = 15;
 
 /// The counters a StatusReply carries, in wire order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -82,15 +88,22 @@ pub struct StatusCounters {
     pub aborts: u64,
     /// Uses that overflowed.
     pub overflows: u64,
+    /// Runs (sessions) of this job opened since it was registered.
+    pub runs: u64,
+    /// Messages naming this job refused for a wrong key or session.
+    pub unauthorized: u64,
+    /// Drops of every job by class (switch-wide), in the order of `DropReason::ALL`.
+    pub drops: [u64; DROP_CLASSES],
 }
 
 impl StatusCounters {
     /// Number of counters.
-    pub const COUNT: usize = 12;
+    pub const COUNT: usize = 14 + DROP_CLASSES;
 
     /// Return the counters in wire order.
-    pub const fn to_array(&self) -> [u64; Self::COUNT] {
-        [
+    pub fn to_array(&self) -> [u64; Self::COUNT] {
+        let mut a = [0u64; Self::COUNT];
+        a[..14].copy_from_slice(&[
             self.received,
             self.dropped,
             self.contributions,
@@ -103,11 +116,17 @@ impl StatusCounters {
             self.probes,
             self.aborts,
             self.overflows,
-        ]
+            self.runs,
+            self.unauthorized,
+        ]);
+        a[14..].copy_from_slice(&self.drops);
+        a
     }
 
     /// Build from counters in wire order.
-    pub const fn from_array(a: [u64; Self::COUNT]) -> Self {
+    pub fn from_array(a: [u64; Self::COUNT]) -> Self {
+        let mut drops = [0u64; DROP_CLASSES];
+        drops.copy_from_slice(&a[14..]);
         StatusCounters {
             received: a[0],
             dropped: a[1],
@@ -121,6 +140,9 @@ impl StatusCounters {
             probes: a[9],
             aborts: a[10],
             overflows: a[11],
+            runs: a[12],
+            unauthorized: a[13],
+            drops,
         }
     }
 }
@@ -277,6 +299,11 @@ mod tests {
     use super::*;
 
     fn repr(joined: &[u8]) -> StatusReplyRepr<'_> {
+        let mut a = [0u64; StatusCounters::COUNT];
+        for (i, c) in a.iter_mut().enumerate() {
+            *c = i as u64 + 1;
+        }
+        a[11] = 0x1_0000_0000;
         StatusReplyRepr {
             job: 7,
             rank: 1,
@@ -284,35 +311,25 @@ mod tests {
             flags: StatusFlags::ALL_JOINED,
             slot_count: 16,
             epoch: 0x0102_0304,
-            counters: StatusCounters::from_array([
-                1,
-                2,
-                3,
-                4,
-                5,
-                6,
-                7,
-                8,
-                9,
-                10,
-                11,
-                0x1_0000_0000,
-            ]),
+            counters: StatusCounters::from_array(a),
             joined,
         }
     }
 
-    fn known_bytes() -> [u8; 118] {
-        let mut b = [0u8; 118];
+    const LEN: usize = HEADER_LEN + 2;
+
+    fn known_bytes() -> [u8; LEN] {
+        let mut b = [0u8; LEN];
         b[..20].copy_from_slice(&[
             0x01, 0x16, 0x00, 0x07, 0x00, 0x01, 0x00, 0x0A, 0x01, 0x00, 0x00, 0x10, 0x01, 0x02,
             0x03, 0x04, 0x00, 0x02, 0x00, 0x00,
         ]);
-        for i in 0..11 {
+        for i in 0..StatusCounters::COUNT {
             b[20 + 8 * i + 7] = i as u8 + 1;
         }
+        b[20 + 8 * 11 + 7] = 0;
         b[20 + 8 * 11 + 3] = 1;
-        b[116..].copy_from_slice(&[0xFF, 0x03]);
+        b[HEADER_LEN..].copy_from_slice(&[0xFF, 0x03]);
         b
     }
 
@@ -326,8 +343,8 @@ mod tests {
     #[test]
     fn encode_to_known_bytes() {
         let r = repr(&[0xFF, 0x03]);
-        let mut b = [0xAA; 118];
-        assert_eq!(r.buffer_len(), 118);
+        let mut b = [0xAA; LEN];
+        assert_eq!(r.buffer_len(), LEN);
         r.emit(&mut StatusReplyPacket::new_unchecked(&mut b[..]));
         assert_eq!(b, known_bytes());
     }
@@ -336,15 +353,15 @@ mod tests {
     fn reject_impossible_lengths_and_fields() {
         let b = known_bytes();
         assert_eq!(
-            StatusReplyPacket::new_checked(&b[..117]).err(),
+            StatusReplyPacket::new_checked(&b[..LEN - 1]).err(),
             Some(Error::Truncated)
         );
         assert_eq!(
             StatusReplyPacket::new_checked(&b[..100]).err(),
             Some(Error::Truncated)
         );
-        let mut long = [0u8; 119];
-        long[..118].copy_from_slice(&b);
+        let mut long = [0u8; LEN + 1];
+        long[..LEN].copy_from_slice(&b);
         assert_eq!(
             StatusReplyPacket::new_checked(&long[..]).err(),
             Some(Error::TrailingBytes)
@@ -355,5 +372,10 @@ mod tests {
             StatusReplyRepr::parse(&StatusReplyPacket::new_unchecked(&bad[..])),
             Err(Error::Reserved("status_reply.reserved"))
         );
+    }
+
+    #[test]
+    fn header_len_is_derived_from_the_fields() {
+        assert_eq!(HEADER_LEN, 252);
     }
 }

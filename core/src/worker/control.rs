@@ -7,7 +7,7 @@ use crate::ranks::WorldSet;
 use crate::time::Instant;
 use crate::wire::{
     AbortPacket, AbortReason, AbortRepr, JoinFlags, JoinPacket, JoinReplyRepr, JoinRepr,
-    ProbePacket, ProbeReplyRepr, ProbeRepr, SlotState,
+    LeavePacket, LeaveRepr, ProbePacket, ProbeReplyRepr, ProbeRepr, SlotState,
 };
 
 impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> {
@@ -20,6 +20,8 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             slot_lo: c.slot_lo,
             slot_count: c.window,
             count: c.count,
+            nonce: c.nonce,
+            key: c.key,
         };
         let len = repr.buffer_len();
         let Some(out) = buf.get_mut(..len) else {
@@ -53,6 +55,8 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             });
             return;
         }
+        // The run this lane is in; a run replaced while joining gives the newer one.
+        self.session = r.session;
         self.joined = Some(WorldSet::from_bitmap(r.joined));
         if r.flags.contains(JoinFlags::COMPLETE) {
             crate::trace::info!(
@@ -92,6 +96,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             slot: c.slot_lo + p.slot,
             ver: (p.seq & 1) as u8,
             seq: p.seq,
+            session: self.session,
         };
         let len = repr.buffer_len();
         let out = buf.get_mut(..len)?;
@@ -163,10 +168,23 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             reason: AbortReason::WorkerFailed,
             detail: waiting_for,
             epoch: 0,
+            session: self.session,
         };
         let len = repr.buffer_len();
         let out = buf.get_mut(..len)?;
         repr.emit(&mut AbortPacket::new_unchecked(out));
+        Some(len)
+    }
+
+    pub(super) fn emit_leave(&mut self, buf: &mut [u8]) -> Option<usize> {
+        let c = self.config;
+        let repr = LeaveRepr {
+            job: c.job,
+            rank: c.rank,
+            session: self.session,
+        };
+        let len = repr.buffer_len();
+        repr.emit(&mut LeavePacket::new_unchecked(buf.get_mut(..len)?));
         Some(len)
     }
 }

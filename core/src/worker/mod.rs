@@ -71,11 +71,18 @@ pub struct Config {
     pub join_interval: Duration,
     /// How long to wait for every rank to join.
     pub join_timeout: Duration,
+    /// The job's credential (protocol.md §4.1), given to every rank out of band.
+    pub key: u64,
+    /// This worker process's incarnation: non-zero, random (from the OS, once per process
+    /// or communicator), the same for every lane of the rank. A rank that comes back with a
+    /// new nonce is a new process to the switch.
+    pub nonce: u32,
 }
 
 impl Config {
     /// A configuration with defaults: 64 slots from 0, k = 256, 5 ms first timeout doubling
-    /// to 200 ms, 30 resends (about 5 s without progress), joins every 100 ms for 30 s.
+    /// to 200 ms, 30 resends (about 5 s without progress), joins every 100 ms for 30 s, key
+    /// 0 and nonce 1 (set both: the key to the job's, the nonce to a random one).
     pub const fn new(job: u16, rank: u16, world: u16) -> Config {
         Config {
             job,
@@ -89,6 +96,8 @@ impl Config {
             retries: 30,
             join_interval: Duration::from_millis(100),
             join_timeout: Duration::from_secs(30),
+            key: 0,
+            nonce: 1,
         }
     }
 
@@ -112,6 +121,8 @@ pub enum ConfigError {
     Count,
     /// A timeout is zero.
     Timeout,
+    /// The nonce is zero.
+    Nonce,
 }
 
 impl core::fmt::Display for ConfigError {
@@ -122,6 +133,7 @@ impl core::fmt::Display for ConfigError {
             ConfigError::Window => "window must be 1..=SLOTS and fit in the slot numbering",
             ConfigError::Count => "count must be 1..=16371",
             ConfigError::Timeout => "timeouts must be non-zero",
+            ConfigError::Nonce => "the nonce must be non-zero",
         })
     }
 }
@@ -130,6 +142,8 @@ impl core::fmt::Display for ConfigError {
 enum Phase {
     Joining,
     Running,
+    /// Done with the run: a Leave is sent, nothing more.
+    Left,
     Failed,
 }
 
@@ -152,6 +166,10 @@ pub struct Worker<B, const SLOTS: usize, const QUEUE: usize> {
     phase: Phase,
     started: Option<Instant>,
     epoch: Option<u32>,
+    /// The session of the run joined (from the JoinReply); 0 before.
+    session: u32,
+    /// A Leave to send.
+    leave_pending: bool,
     /// Ranks joined at the last JoinReply; whether any came.
     joined: Option<WorldSet>,
     join_due: bool,
@@ -198,11 +216,16 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         {
             return Err(ConfigError::Timeout);
         }
+        if config.nonce == 0 {
+            return Err(ConfigError::Nonce);
+        }
         Ok(Worker {
             config,
             phase: Phase::Joining,
             started: None,
             epoch: None,
+            session: 0,
+            leave_pending: false,
             joined: None,
             join_due: true,
             slots: [SlotState::new(config.rto); SLOTS],
@@ -245,6 +268,18 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
     /// once instead of timing out.
     pub fn abort(&mut self) {
         self.fail(WorkerError::Cancelled);
+    }
+
+    /// End this rank's part in the run: once nothing is queued or in flight, send a Leave
+    /// (at the next `poll_transmit`) so that the switch can end the run when every rank
+    /// has left (protocol.md §4.1). Does nothing unless the stream is running and idle.
+    pub fn leave(&mut self) {
+        if self.phase == Phase::Running && self.is_idle() {
+            self.phase = Phase::Left;
+            self.leave_pending = true;
+            self.timers = TimerTable::default();
+            self.slot_timers = SlotTimers::new();
+        }
     }
 
     /// Return whether every rank has joined and the stream is live.
@@ -322,15 +357,24 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         };
         match msg {
             Message::Data(repr, payload)
-                if repr.kind == wire::DataKind::Result && self.is_for_me(repr.job, repr.rank) =>
+                if repr.kind == wire::DataKind::Result
+                    && self.is_for_me(repr.job, repr.rank)
+                    && repr.session == self.session =>
             {
                 self.on_result(now, &repr, payload)
             }
             Message::JoinReply(r) if self.is_for_me(r.job, r.rank) => self.on_join_reply(now, &r),
             Message::ProbeReply(r) if self.is_for_me(r.job, r.rank) => self.on_probe_reply(&r),
-            Message::Abort(a) if a.job == self.config.job => self.on_abort(&a),
+            Message::Abort(a) if a.job == self.config.job && self.admits_abort(a.session) => {
+                self.on_abort(&a)
+            }
             _ => self.stats.ignored += 1,
         }
+    }
+
+    /// An Abort counts if it names this run, or, while joining, no run (a refused Join).
+    fn admits_abort(&self, session: u32) -> bool {
+        session == self.session || (self.phase == Phase::Joining && session == 0)
     }
 
     fn is_for_me(&self, job: u16, rank: u16) -> bool {
@@ -339,7 +383,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
 
     /// Tell the worker that `now` has come; call it at or after `poll_timeout()`.
     pub fn handle_timeout(&mut self, now: Instant) {
-        if self.phase == Phase::Failed {
+        if matches!(self.phase, Phase::Failed | Phase::Left) {
             return;
         }
         if self.timers.expire(Timer::JoinDeadline, now) {
@@ -386,8 +430,12 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         if let Some(waiting_for) = self.abort_pending.take() {
             return self.emit_abort(waiting_for, buf);
         }
+        if self.leave_pending {
+            self.leave_pending = false;
+            return self.emit_leave(buf);
+        }
         match self.phase {
-            Phase::Failed => None,
+            Phase::Failed | Phase::Left => None,
             Phase::Joining => self.join_due.then(|| self.emit_join(now, buf)).flatten(),
             Phase::Running => {
                 if self.probe.is_some_and(|p| p.due) {
@@ -401,7 +449,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
     /// Return when `handle_timeout` should next be called (it may find nothing due).
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        if self.phase == Phase::Failed {
+        if matches!(self.phase, Phase::Failed | Phase::Left) {
             return None;
         }
         let slots = self.slot_timers.next_timeout();

@@ -194,6 +194,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             count,
             seq: st.seq,
             exp,
+            session: self.session,
         };
         let len = repr.buffer_len();
         let Some(out) = buf.get_mut(..len) else {

@@ -1,0 +1,170 @@
+//! A job's *run*: one session of its ranks, from the Join that opens it to the Leave, Abort or
+//! restart that ends it (protocol.md §4.1).
+//!
+//! A job registered at the switch can run many times: a training job that restarts from a
+//! checkpoint joins again. Each run has a **session** token, the nonce of the Join that
+//! opened it; every later message of the run carries it, so packets of an earlier run (or
+//! off-path forgeries, which cannot guess it) never mix in. Each rank joins with its
+//! process's nonce: the same nonce again is a resend or another lane of the same process; a
+//! new nonce is a new process of that rank.
+
+use crate::ranks::RankSet;
+
+/// The state of a job's current run. `session == 0`: no run.
+#[derive(Debug, Clone)]
+pub(crate) struct Run<const WORDS: usize> {
+    /// The run's session token; 0 when the job has no run.
+    pub(crate) session: u32,
+    /// Slots per lane, agreed by the run's first Join.
+    pub(crate) lane_slots: u16,
+    /// Values per chunk, agreed by the run's first Join.
+    pub(crate) count: u16,
+    /// Ranks that joined this run.
+    pub(crate) joined: RankSet<WORDS>,
+    /// Ranks that left this run.
+    pub(crate) left: RankSet<WORDS>,
+    /// Each joined rank's process nonce, `nonces[r / 64][r % 64]`.
+    nonces: [[u32; 64]; WORDS],
+}
+
+/// What a Join does to the run (after its key and fields passed the checks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum JoinStep {
+    /// The Join is part of the run (new rank, resend, or another lane): answer it.
+    Member,
+    /// The rank is a new process but the run is complete: end it, tell its ranks.
+    EndsRun,
+    /// The lane's slot count is not the run's (the agreed value given).
+    LaneMismatch(u16),
+    /// The chunk size is not the run's (the agreed value given).
+    ChunkMismatch(u16),
+}
+
+impl<const WORDS: usize> Run<WORDS> {
+    pub(crate) const NONE: Self = Run {
+        session: 0,
+        lane_slots: 0,
+        count: 0,
+        joined: RankSet::EMPTY,
+        left: RankSet::EMPTY,
+        nonces: [[0; 64]; WORDS],
+    };
+
+    /// Return whether a run is open.
+    pub(crate) fn is_open(&self) -> bool {
+        self.session != 0
+    }
+
+    /// Return whether `session` is this run's (never true without a run).
+    pub(crate) fn admits(&self, session: u32) -> bool {
+        self.session != 0 && self.session == session
+    }
+
+    fn nonce(&self, rank: u16) -> u32 {
+        let r = usize::from(rank);
+        self.nonces
+            .get(r / 64)
+            .and_then(|w| w.get(r % 64))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    fn set_nonce(&mut self, rank: u16, nonce: u32) {
+        let r = usize::from(rank);
+        if let Some(n) = self.nonces.get_mut(r / 64).and_then(|w| w.get_mut(r % 64)) {
+            *n = nonce;
+        }
+    }
+
+    /// Decide and apply a Join of `rank` (`nonce`, a lane of `lane_slots` slots, chunks of
+    /// `count`) for a job of `world` ranks. Opens a run when there is none.
+    pub(crate) fn join(
+        &mut self,
+        rank: u16,
+        nonce: u32,
+        lane_slots: u16,
+        count: u16,
+        world: u16,
+    ) -> JoinStep {
+        if !self.is_open() {
+            *self = Run {
+                session: nonce,
+                lane_slots,
+                count,
+                ..Run::NONE
+            };
+        }
+        let complete = self.joined.len() == usize::from(world);
+        if self.joined.contains(rank) && self.nonce(rank) != nonce && complete {
+            return JoinStep::EndsRun;
+        }
+        if lane_slots != self.lane_slots {
+            return JoinStep::LaneMismatch(self.lane_slots);
+        }
+        if count != self.count {
+            return JoinStep::ChunkMismatch(self.count);
+        }
+        // A new rank, or a rank's new process before the run is complete (it replaces the
+        // old one: nothing of the run can have been sent yet), or the same process again.
+        self.joined.insert(rank);
+        self.left.remove(rank);
+        self.set_nonce(rank, nonce);
+        JoinStep::Member
+    }
+
+    /// Record that `rank` left; return whether every joined rank has now left.
+    pub(crate) fn leave(&mut self, rank: u16) -> bool {
+        if self.joined.contains(rank) {
+            self.left.insert(rank);
+        }
+        self.left.len() == self.joined.len()
+    }
+
+    /// End the run.
+    pub(crate) fn end(&mut self) {
+        *self = Run::NONE;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_join_opens_the_run_with_its_nonce_and_shape() {
+        let mut run = Run::<1>::NONE;
+        assert!(!run.is_open() && !run.admits(0));
+        assert_eq!(run.join(1, 77, 32, 256, 2), JoinStep::Member);
+        assert!(run.admits(77) && !run.admits(78));
+        assert_eq!(run.join(0, 5, 16, 256, 2), JoinStep::LaneMismatch(32));
+        assert_eq!(run.join(0, 5, 32, 64, 2), JoinStep::ChunkMismatch(256));
+        assert!(!run.joined.contains(0));
+        assert_eq!(run.join(0, 5, 32, 256, 2), JoinStep::Member);
+        assert_eq!(run.joined.len(), 2);
+    }
+
+    #[test]
+    fn a_new_process_replaces_its_rank_until_the_run_is_complete_then_ends_it() {
+        let mut run = Run::<1>::NONE;
+        assert_eq!(run.join(0, 1, 8, 8, 3), JoinStep::Member);
+        assert_eq!(run.join(1, 2, 8, 8, 3), JoinStep::Member);
+        assert_eq!(run.join(1, 3, 8, 8, 3), JoinStep::Member, "replaced");
+        assert_eq!(run.join(1, 3, 8, 8, 3), JoinStep::Member, "a resend");
+        assert_eq!(run.join(2, 4, 8, 8, 3), JoinStep::Member);
+        assert_eq!(run.join(2, 4, 8, 8, 3), JoinStep::Member, "a resend");
+        assert_eq!(run.join(1, 2, 8, 8, 3), JoinStep::EndsRun, "old process");
+        assert_eq!(run.session, 1, "the caller ends the run");
+    }
+
+    #[test]
+    fn the_run_is_over_when_every_joined_rank_left() {
+        let mut run = Run::<1>::NONE;
+        run.join(0, 1, 8, 8, 2);
+        run.join(1, 2, 8, 8, 2);
+        assert!(!run.leave(1));
+        assert!(!run.leave(5), "not a member");
+        assert!(run.leave(0));
+        run.end();
+        assert!(!run.is_open());
+    }
+}
