@@ -13,10 +13,12 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, Criterion, Throughput};
 use switchml_core::switch::{JobConfig, Slot, Switch, Verdict};
 use switchml_core::wire::data::HEADER_LEN;
-use switchml_core::wire::{DataKind, DataPacket, DataRepr, Flags};
+use switchml_core::wire::{DataKind, DataPacket, DataRepr, Flags, JoinPacket, JoinRepr};
 
 /// Values per packet.
 const K: usize = 256;
+/// The session of the job's run (rank 0's nonce).
+const SESSION: u32 = 1;
 /// Ranks per job.
 const WORLD: u16 = 4;
 /// Slots the packets cycle through.
@@ -41,6 +43,7 @@ fn traffic(uses: u32) -> Vec<Vec<u8>> {
                     count: K as u16,
                     seq,
                     exp: 120,
+                    session: SESSION,
                 };
                 let mut b = vec![0u8; repr.buffer_len()];
                 let mut p = DataPacket::new_unchecked(&mut b[..]);
@@ -63,8 +66,26 @@ fn switch() -> BenchSwitch {
         world: WORLD,
         slot_lo: 0,
         slot_count: SLOTS,
+        key: 0,
     })
     .unwrap();
+    // Open the job's run: every rank joins; rank 0's nonce is the session.
+    let mut out = vec![0u8; BenchSwitch::OUT_LEN];
+    for rank in 0..WORLD {
+        let join = JoinRepr {
+            job: 1,
+            rank,
+            world: WORLD,
+            slot_lo: 0,
+            slot_count: SLOTS,
+            count: K as u16,
+            nonce: SESSION + u32::from(rank),
+            key: 0,
+        };
+        let mut b = [0u8; 28];
+        join.emit(&mut JoinPacket::new_unchecked(&mut b[..]));
+        assert!(!matches!(s.process(&b, &mut out), Verdict::Drop(_)));
+    }
     s
 }
 

@@ -9,8 +9,8 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use switchml_core::wire::{
     AbortPacket, AbortReason, AbortRepr, DataKind, DataPacket, DataRepr, Flags, JoinFlags,
-    JoinPacket, JoinReplyPacket, JoinReplyRepr, JoinRepr, Message, MessageType, ProbePacket,
-    ProbeReplyPacket, ProbeReplyRepr, ProbeRepr, SlotState, MAX_BITMAP_LEN, VERSION,
+    JoinPacket, JoinReplyPacket, JoinReplyRepr, JoinRepr, LeaveRepr, Message, MessageType,
+    ProbePacket, ProbeReplyPacket, ProbeReplyRepr, ProbeRepr, SlotState, MAX_BITMAP_LEN, VERSION,
 };
 
 /// The check a fuzz target would run: parsing never panics, and whatever parses re-emits to
@@ -47,38 +47,45 @@ fn data() -> impl Strategy<Value = (DataRepr, Vec<u8>)> {
         any::<u8>(),
         0u16..=300,
         any::<u32>(),
-        any::<u8>(),
+        (any::<u8>(), any::<u32>()),
     )
-        .prop_flat_map(|(result, (job, rank, slot), ver, flags, count, seq, exp)| {
-            let kind = if result {
-                DataKind::Result
-            } else {
-                DataKind::Contribution
-            };
-            let repr = DataRepr {
-                kind,
-                job,
-                rank,
-                slot,
-                ver,
-                flags: Flags(flags),
-                count,
-                seq,
-                exp,
-            };
-            (Just(repr), vec(any::<u8>(), 4 * count as usize))
-        })
+        .prop_flat_map(
+            |(result, (job, rank, slot), ver, flags, count, seq, (exp, session))| {
+                let kind = if result {
+                    DataKind::Result
+                } else {
+                    DataKind::Contribution
+                };
+                let repr = DataRepr {
+                    kind,
+                    job,
+                    rank,
+                    slot,
+                    ver,
+                    flags: Flags(flags),
+                    count,
+                    seq,
+                    exp,
+                    session,
+                };
+                (Just(repr), vec(any::<u8>(), 4 * count as usize))
+            },
+        )
 }
 
 fn join() -> impl Strategy<Value = JoinRepr> {
-    any::<[u16; 6]>().prop_map(|[job, rank, world, slot_lo, slot_count, count]| JoinRepr {
-        job,
-        rank,
-        world,
-        slot_lo,
-        slot_count,
-        count,
-    })
+    (any::<[u16; 6]>(), 1..=u32::MAX, any::<u64>()).prop_map(
+        |([job, rank, world, slot_lo, slot_count, count], nonce, key)| JoinRepr {
+            job,
+            rank,
+            world,
+            slot_lo,
+            slot_count,
+            count,
+            nonce,
+            key,
+        },
+    )
 }
 
 /// A JoinReply with an empty `joined` and the bitmap to put there.
@@ -86,11 +93,11 @@ fn join_reply() -> impl Strategy<Value = (JoinReplyRepr<'static>, Vec<u8>)> {
     (
         any::<[u16; 5]>(),
         any::<u8>(),
-        any::<u32>(),
+        any::<[u32; 2]>(),
         vec(any::<u8>(), 0..=MAX_BITMAP_LEN),
     )
         .prop_map(
-            |([job, rank, world, max_count, slot_count], flags, epoch, bitmap)| {
+            |([job, rank, world, max_count, slot_count], flags, [epoch, session], bitmap)| {
                 let repr = JoinReplyRepr {
                     job,
                     rank,
@@ -99,6 +106,7 @@ fn join_reply() -> impl Strategy<Value = (JoinReplyRepr<'static>, Vec<u8>)> {
                     max_count,
                     epoch,
                     slot_count,
+                    session,
                     joined: &[],
                 };
                 (repr, bitmap)
@@ -107,13 +115,16 @@ fn join_reply() -> impl Strategy<Value = (JoinReplyRepr<'static>, Vec<u8>)> {
 }
 
 fn probe() -> impl Strategy<Value = ProbeRepr> {
-    (any::<[u16; 3]>(), 0u8..=1, any::<u32>()).prop_map(|([job, rank, slot], ver, seq)| ProbeRepr {
-        job,
-        rank,
-        slot,
-        ver,
-        seq,
-    })
+    (any::<[u16; 3]>(), 0u8..=1, any::<[u32; 2]>()).prop_map(
+        |([job, rank, slot], ver, [seq, session])| ProbeRepr {
+            job,
+            rank,
+            slot,
+            ver,
+            seq,
+            session,
+        },
+    )
 }
 
 /// A ProbeReply with an empty `seen` and the bitmap to put there.
@@ -145,15 +156,24 @@ fn probe_reply() -> impl Strategy<Value = (ProbeReplyRepr<'static>, Vec<u8>)> {
 }
 
 fn abort() -> impl Strategy<Value = AbortRepr> {
-    (any::<[u16; 3]>(), any::<u8>(), any::<u32>()).prop_map(
-        |([job, rank, detail], reason, epoch)| AbortRepr {
+    (any::<[u16; 3]>(), any::<u8>(), any::<[u32; 2]>()).prop_map(
+        |([job, rank, detail], reason, [epoch, session])| AbortRepr {
             job,
             rank,
             reason: AbortReason::from(reason),
             detail,
             epoch,
+            session,
         },
     )
+}
+
+fn leave() -> impl Strategy<Value = LeaveRepr> {
+    (any::<[u16; 2]>(), any::<u32>()).prop_map(|([job, rank], session)| LeaveRepr {
+        job,
+        rank,
+        session,
+    })
 }
 
 fn unknown_type() -> impl Strategy<Value = u8> {
@@ -173,6 +193,7 @@ fn valid_bytes() -> impl Strategy<Value = Vec<u8>> {
         probe_reply()
             .prop_map(|(r, b)| encode(&Message::ProbeReply(ProbeReplyRepr { seen: &b, ..r }))),
         abort().prop_map(|r| encode(&Message::Abort(r))),
+        leave().prop_map(|r| encode(&Message::Leave(r))),
         (
             unknown_type(),
             any::<u16>(),

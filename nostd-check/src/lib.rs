@@ -24,6 +24,7 @@ pub fn aggregate(pool: &mut [Slot<64, 1>], packet: &[u8], out: &mut [u8]) -> Ver
         world: 4,
         slot_lo: 0,
         slot_count: 8,
+        key: 0,
     };
     if switch.add_job(job).is_err() {
         return Verdict::Consumed;

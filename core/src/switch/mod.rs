@@ -16,7 +16,7 @@
 //! use switchml_core::switch::{JobConfig, Slot, Switch, Verdict};
 //! let mut pool = [Slot::<64, 1>::IDLE; 8];
 //! let mut switch: Switch<'_, 64, 1, 4> = Switch::new(&mut pool, 1);
-//! switch.add_job(JobConfig { id: 7, world: 2, slot_lo: 0, slot_count: 8 }).unwrap();
+//! switch.add_job(JobConfig { id: 7, world: 2, slot_lo: 0, slot_count: 8, key: 0x5EC2E7 }).unwrap();
 //! let mut out = [0u8; Switch::<64, 1, 4>::OUT_LEN];
 //! assert!(matches!(switch.process(&[0xff; 3], &mut out), Verdict::Drop(_)));
 //! ```

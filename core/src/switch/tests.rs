@@ -5,6 +5,9 @@
 //!   rank 1 ──┼── switch (job 7: 3 ranks, pool slots 4..12 = job slots 0..8)
 //!   rank 2 ──┘
 //! ```
+//!
+//! `switch` returns it with the run open: every rank joined with key `KEY` and nonce
+//! `100 + rank`, so the session is `SESSION` (rank 0's nonce); `fresh_switch` has no run.
 
 use super::*;
 use crate::wire::{
@@ -19,15 +22,30 @@ fn pool() -> [Slot<8, 1>; 16] {
     [Slot::IDLE; 16]
 }
 
-fn switch(pool: &mut [Slot<8, 1>]) -> TestSwitch<'_> {
+const KEY: u64 = 0x5EC2_E7;
+const SESSION: u32 = 100;
+
+fn fresh_switch(pool: &mut [Slot<8, 1>]) -> TestSwitch<'_> {
     let mut s = Switch::new(pool, 0xE90C);
     s.add_job(JobConfig {
         id: 7,
         world: 3,
         slot_lo: 4,
         slot_count: 8,
+        key: KEY,
     })
     .unwrap();
+    s
+}
+
+fn switch(pool: &mut [Slot<8, 1>]) -> TestSwitch<'_> {
+    let mut s = fresh_switch(pool);
+    let mut out = [0u8; OUT];
+    for rank in 0..3 {
+        let v = s.process(&join(rank, 3, 0, 8, 8), &mut out);
+        assert!(!matches!(v, Verdict::Drop(_)), "{v:?}");
+    }
+    assert_eq!(s.job(7).unwrap().session(), SESSION);
     s
 }
 
@@ -42,6 +60,7 @@ fn contribution(rank: u16, slot: u16, seq: u32, exp: u8, values: &[i32]) -> [u8;
         count: values.len() as u16,
         seq,
         exp,
+        session: SESSION,
     };
     let mut buf = [0u8; 64];
     let mut p = DataPacket::new_unchecked(&mut buf[..repr.buffer_len()]);
@@ -322,8 +341,28 @@ fn count_mismatch_is_dropped() {
     assert_eq!(v, Verdict::Drop(DropReason::CountMismatch));
 }
 
-fn join(rank: u16, world: u16, slot_lo: u16, slot_count: u16, count: u16) -> [u8; 16] {
-    let mut b = [0u8; 16];
+fn join(rank: u16, world: u16, slot_lo: u16, slot_count: u16, count: u16) -> [u8; 28] {
+    join_as(
+        rank,
+        world,
+        slot_lo,
+        slot_count,
+        count,
+        100 + u32::from(rank),
+        KEY,
+    )
+}
+
+fn join_as(
+    rank: u16,
+    world: u16,
+    slot_lo: u16,
+    slot_count: u16,
+    count: u16,
+    nonce: u32,
+    key: u64,
+) -> [u8; 28] {
+    let mut b = [0u8; 28];
     JoinRepr {
         job: 7,
         rank,
@@ -331,6 +370,8 @@ fn join(rank: u16, world: u16, slot_lo: u16, slot_count: u16, count: u16) -> [u8
         slot_lo,
         slot_count,
         count,
+        nonce,
+        key,
     }
     .emit(&mut JoinPacket::new_unchecked(&mut b[..]));
     b
@@ -339,9 +380,9 @@ fn join(rank: u16, world: u16, slot_lo: u16, slot_count: u16, count: u16) -> [u8
 #[test]
 fn joins_report_who_is_in_and_the_last_one_multicasts_complete() {
     let mut pool = pool();
-    let mut s = switch(&mut pool);
+    let mut s = fresh_switch(&mut pool);
     let mut out = [0u8; OUT];
-    let v = send(&mut s, &join(2, 3, 0, 8, 8), &mut out);
+    let v = send(&mut s, &join(2, 3, 0, 4, 8), &mut out);
     let Verdict::Unicast { rank: 2, len, .. } = v else {
         panic!("{v:?}")
     };
@@ -349,8 +390,9 @@ fn joins_report_who_is_in_and_the_last_one_multicasts_complete() {
         panic!()
     };
     assert_eq!(
-        (r.world, r.max_count, r.epoch, r.slot_count),
-        (3, 8, 0xE90C, 8)
+        (r.world, r.max_count, r.epoch, r.slot_count, r.session),
+        (3, 8, 0xE90C, 8, 102),
+        "the first Join opens the run with its nonce as the session"
     );
     assert!(!r.flags.contains(JoinFlags::COMPLETE));
     assert_eq!(r.joined, [0b100]);
@@ -385,7 +427,7 @@ fn abort_of(out: &[u8], v: Verdict) -> AbortRepr {
 #[test]
 fn bad_joins_are_refused_with_a_reason() {
     let mut pool = pool();
-    let mut s = switch(&mut pool);
+    let mut s = fresh_switch(&mut pool);
     let mut out = [0u8; OUT];
     let mut unknown = join(0, 3, 0, 8, 8);
     unknown[3] = 9;
@@ -395,13 +437,21 @@ fn bad_joins_are_refused_with_a_reason() {
         (join(0, 4, 0, 8, 8), AbortReason::WorldMismatch, 3),
         (join(0, 3, 4, 5, 8), AbortReason::SlotRange, 8),
         (join(0, 3, 0, 8, 9), AbortReason::CountTooLarge, 8),
+        (join(0, 3, 0, 8, 0), AbortReason::CountTooLarge, 8),
+        (join(0, 3, 2, 4, 8), AbortReason::SlotRange, 8),
+        (join_as(0, 3, 0, 8, 8, 5, KEY ^ 1), AbortReason::BadKey, 0),
     ];
     for (bytes, reason, detail) in cases {
         let v = send(&mut s, &bytes, &mut out);
         let a = abort_of(&out, v);
-        assert_eq!((a.reason, a.detail, a.epoch), (reason, detail, 0xE90C));
+        assert_eq!(
+            (a.reason, a.detail, a.epoch, a.session),
+            (reason, detail, 0xE90C, 0)
+        );
     }
-    assert!(s.job(7).unwrap().joined().is_empty());
+    let job = s.job(7).unwrap();
+    assert!(job.joined().is_empty() && !job.has_run());
+    assert_eq!(job.counters().unauthorized, 1);
 }
 
 #[test]
@@ -419,13 +469,14 @@ fn probes_name_the_ranks_seen() {
         &contribution(2, 5, 6, 0, &[1])[..data_len(1)],
         &mut out,
     );
-    let mut b = [0u8; 16];
+    let mut b = [0u8; 20];
     ProbeRepr {
         job: 7,
         rank: 0,
         slot: 5,
         ver: 0,
         seq: 6,
+        session: SESSION,
     }
     .emit(&mut ProbePacket::new_unchecked(&mut b[..]));
     let v = send(&mut s, &b, &mut out);
@@ -446,6 +497,7 @@ fn probes_name_the_ranks_seen() {
         slot: 5,
         ver: 1,
         seq: 7,
+        session: SESSION,
     }
     .emit(&mut ProbePacket::new_unchecked(&mut b[..]));
     let v = send(&mut s, &b, &mut out);
@@ -462,6 +514,7 @@ fn probes_name_the_ranks_seen() {
         slot: 9,
         ver: 1,
         seq: 7,
+        session: SESSION,
     }
     .emit(&mut ProbePacket::new_unchecked(&mut b[..]));
     let v = send(&mut s, &b, &mut out);
@@ -473,21 +526,31 @@ fn a_workers_abort_is_passed_on_to_the_job() {
     let mut pool = pool();
     let mut s = switch(&mut pool);
     let mut out = [0u8; OUT];
-    let mut b = [0u8; 16];
-    let a = AbortRepr {
+    let mut b = [0u8; 20];
+    let mut a = AbortRepr {
         job: 7,
         rank: 1,
         reason: AbortReason::WorkerFailed,
         detail: 2,
         epoch: 0,
+        session: SESSION ^ 1,
     };
     a.emit(&mut AbortPacket::new_unchecked(&mut b[..]));
     assert_eq!(
         send(&mut s, &b, &mut out),
-        Verdict::Multicast { job: 7, len: 16 }
+        Verdict::Drop(DropReason::BadSession),
+        "an Abort from outside the run is dropped"
     );
-    assert_eq!(out[..16], b);
-    assert_eq!(s.job(7).unwrap().counters().aborts, 1);
+    a.session = SESSION;
+    a.emit(&mut AbortPacket::new_unchecked(&mut b[..]));
+    assert_eq!(
+        send(&mut s, &b, &mut out),
+        Verdict::Multicast { job: 7, len: 20 }
+    );
+    assert_eq!(out[..20], b);
+    let job = s.job(7).unwrap();
+    assert_eq!(job.counters().aborts, 1);
+    assert!(!job.has_run(), "the Abort ended the run");
 }
 
 #[test]
@@ -499,6 +562,7 @@ fn control_plane_validates_jobs() {
         world,
         slot_lo,
         slot_count,
+        key: 0,
     };
     assert_eq!(s.add_job(job(7, 2, 0, 2)), Err(JobError::DuplicateId(7)));
     assert_eq!(s.add_job(job(8, 2, 10, 2)), Err(JobError::Overlap(7)));
@@ -541,9 +605,16 @@ fn two_jobs_share_the_pool_without_interference() {
         world: 1,
         slot_lo: 0,
         slot_count: 4,
+        key: KEY,
     })
     .unwrap();
     let mut out = [0u8; OUT];
+    let mut j = join(0, 1, 0, 4, 8);
+    j[3] = 8;
+    assert!(matches!(
+        send(&mut s, &j, &mut out),
+        Verdict::Multicast { job: 8, .. }
+    ));
     let mut p = contribution(0, 1, 0, 0, &[42]);
     p[3] = 8;
     let v = send(&mut s, &p[..data_len(1)], &mut out);
@@ -562,7 +633,7 @@ fn two_jobs_share_the_pool_without_interference() {
 fn status_reports_joined_ranks_and_counters() {
     use crate::wire::{StatusFlags, StatusPacket, StatusRepr};
     let mut pool = pool();
-    let mut s = switch(&mut pool);
+    let mut s = fresh_switch(&mut pool);
     let mut out = [0u8; OUT];
     send(&mut s, &join(0, 3, 0, 8, 8), &mut out);
     send(&mut s, &join(2, 3, 0, 8, 8), &mut out);
@@ -593,8 +664,23 @@ fn status_reports_joined_ranks_and_counters() {
         (3, 8, 0xE90C, &[0b101][..])
     );
     assert!(!r.flags.contains(StatusFlags::ALL_JOINED));
+    assert!(r.flags.contains(StatusFlags::RUN_OPEN));
     assert_eq!((r.counters.joins, r.counters.contributions), (2, 1));
     assert_eq!((r.counters.received, r.counters.dropped), (5, 1));
+    assert_eq!(r.counters.runs, 1);
+    // Drops the adapter counted itself are reported by class too.
+    s.count_drop(DropReason::BadSource);
+    let v = send(&mut s, &b, &mut out);
+    let Verdict::Unicast { len, .. } = v else {
+        panic!("{v:?}")
+    };
+    let Ok(Message::StatusReply(r)) = Message::parse(&out[..len]) else {
+        panic!()
+    };
+    let class = |d: DropReason| DropReason::ALL.iter().position(|x| *x == d).unwrap();
+    assert_eq!(r.counters.drops[class(DropReason::Malformed)], 1);
+    assert_eq!(r.counters.drops[class(DropReason::BadSource)], 1);
+    assert_eq!(r.counters.dropped, 2);
     b[3] = 99;
     let v = send(&mut s, &b, &mut out);
     assert_eq!(abort_of(&out, v).reason, AbortReason::UnknownJob);
@@ -610,9 +696,18 @@ fn a_hundred_ranks_fit_in_two_bitmap_words() {
         world: 100,
         slot_lo: 0,
         slot_count: 2,
+        key: KEY,
     })
     .unwrap();
     let mut out = [0u8; Switch::<8, 2, 1>::OUT_LEN];
+    for r in 0..100 {
+        let v = send_wide(
+            &mut s,
+            &join_as(r, 100, 0, 2, 8, 100 + u32::from(r), KEY),
+            &mut out,
+        );
+        assert!(!matches!(v, Verdict::Drop(_)));
+    }
     let n = data_len(1);
     for r in 0..99 {
         let v = send_wide(&mut s, &contribution(r, 1, 0, 0, &[1])[..n], &mut out);
@@ -626,4 +721,185 @@ fn a_hundred_ranks_fit_in_two_bitmap_words() {
 
 fn send_wide(s: &mut Switch<'_, 8, 2, 1>, bytes: &[u8], out: &mut [u8]) -> Verdict {
     s.process(bytes, out)
+}
+
+fn leave(rank: u16, session: u32) -> [u8; 12] {
+    let mut b = [0u8; 12];
+    crate::wire::LeaveRepr {
+        job: 7,
+        rank,
+        session,
+    }
+    .emit(&mut crate::wire::LeavePacket::new_unchecked(&mut b[..]));
+    b
+}
+
+fn contribution_in(session: u32, rank: u16, slot: u16, seq: u32, values: &[i32]) -> [u8; 64] {
+    let mut b = contribution(rank, slot, seq, 0, values);
+    b[wire::data::field::SESSION].copy_from_slice(&session.to_be_bytes());
+    b
+}
+
+#[test]
+fn contributions_outside_the_run_are_dropped_and_never_summed() {
+    // Issue 10, defect 6: forged contributions sent before a rank joins were summed.
+    let mut pool = pool();
+    let mut s = fresh_switch(&mut pool);
+    let mut out = [0u8; OUT];
+    let n = data_len(1);
+    let forged = contribution_in(0, 1, 0, 0, &[1000]);
+    assert_eq!(
+        send(&mut s, &forged[..n], &mut out),
+        Verdict::Drop(DropReason::BadSession)
+    );
+    let mut s = switch(&mut pool);
+    for guess in [0, SESSION + 1, u32::MAX] {
+        let forged = contribution_in(guess, 1, 0, 0, &[1000]);
+        assert_eq!(
+            send(&mut s, &forged[..n], &mut out),
+            Verdict::Drop(DropReason::BadSession)
+        );
+    }
+    for r in 0..3 {
+        send(&mut s, &contribution(r, 0, 0, 0, &[1])[..n], &mut out);
+    }
+    assert_eq!(
+        result_of(&out, n).1,
+        [3],
+        "only the run's contributions count"
+    );
+    assert_eq!(s.job(7).unwrap().counters().unauthorized, 3);
+}
+
+#[test]
+fn a_stranger_cannot_join_or_end_a_running_job() {
+    // Issue 10, defects 2 and 4: a Join from a stranger took the job; a Join then an Abort
+    // for rank 0 killed a running job.
+    let mut pool = pool();
+    let mut s = fresh_switch(&mut pool);
+    let mut out = [0u8; OUT];
+    let v = send(&mut s, &join_as(0, 3, 0, 8, 8, 666, 0), &mut out);
+    assert_eq!(abort_of(&out, v).reason, AbortReason::BadKey);
+    assert!(!s.job(7).unwrap().has_run(), "the stranger opened nothing");
+    let mut s = switch(&mut pool);
+    let v = send(&mut s, &join_as(0, 3, 0, 8, 8, 666, KEY ^ 0xFF), &mut out);
+    assert_eq!(abort_of(&out, v).reason, AbortReason::BadKey);
+    let mut b = [0u8; 20];
+    AbortRepr {
+        job: 7,
+        rank: 0,
+        reason: AbortReason::WorkerFailed,
+        detail: 1,
+        epoch: 0,
+        session: 0,
+    }
+    .emit(&mut AbortPacket::new_unchecked(&mut b[..]));
+    assert_eq!(
+        send(&mut s, &b, &mut out),
+        Verdict::Drop(DropReason::BadSession)
+    );
+    assert_eq!(
+        send(&mut s, &leave(0, 1), &mut out),
+        Verdict::Drop(DropReason::BadSession)
+    );
+    let job = s.job(7).unwrap();
+    assert!(job.has_run() && job.all_joined() && job.session() == SESSION);
+}
+
+#[test]
+fn a_job_runs_again_after_every_rank_left() {
+    // Issue 10, defect 3: a job id could run only once per switch lifetime.
+    let mut pool = pool();
+    let mut s = switch(&mut pool);
+    let mut out = [0u8; OUT];
+    let n = data_len(1);
+    for r in 0..3 {
+        send(&mut s, &contribution(r, 2, 0, 0, &[5])[..n], &mut out);
+    }
+    for r in 0..3 {
+        assert_eq!(
+            send(&mut s, &leave(r, SESSION), &mut out),
+            Verdict::Consumed
+        );
+        assert_eq!(s.job(7).unwrap().has_run(), r < 2, "ends at the last Leave");
+    }
+    // The old run's packets are now strangers.
+    let old = contribution(0, 2, 1, 0, &[5]);
+    assert_eq!(
+        send(&mut s, &old[..n], &mut out),
+        Verdict::Drop(DropReason::BadSession)
+    );
+    // New processes (new nonces) run the job again from seq 0 on the same slots.
+    for r in 0..3 {
+        send(
+            &mut s,
+            &join_as(r, 3, 0, 8, 8, 900 + u32::from(r), KEY),
+            &mut out,
+        );
+    }
+    let job = s.job(7).unwrap();
+    assert_eq!((job.session(), job.counters().runs), (900, 2));
+    for r in 0..3 {
+        send(&mut s, &contribution_in(900, r, 2, 0, &[7])[..n], &mut out);
+    }
+    let (r, values) = result_of(&out, n);
+    assert_eq!((r.seq, r.session, &values[..]), (0, 900, &[21][..]));
+}
+
+#[test]
+fn a_restarted_rank_ends_the_complete_run_and_opens_the_next() {
+    let mut pool = pool();
+    let mut s = switch(&mut pool);
+    let mut out = [0u8; OUT];
+    // The same process again (a resend, another lane) changes nothing.
+    assert!(matches!(
+        send(&mut s, &join(1, 3, 0, 8, 8), &mut out),
+        Verdict::Unicast { .. }
+    ));
+    // Rank 1 comes back as a new process: the run's ranks hear why it is over.
+    let v = send(&mut s, &join_as(1, 3, 0, 8, 8, 555, KEY), &mut out);
+    let Verdict::Multicast { len, .. } = v else {
+        panic!("{v:?}")
+    };
+    let a = AbortRepr::parse(&AbortPacket::new_unchecked(&out[..len])).unwrap();
+    assert_eq!(
+        (a.rank, a.reason, a.detail, a.session),
+        (RANK_ALL, AbortReason::RankRestarted, 1, SESSION)
+    );
+    assert!(!s.job(7).unwrap().has_run());
+    // Its next Join opens the next run.
+    let v = send(&mut s, &join_as(1, 3, 0, 8, 8, 555, KEY), &mut out);
+    assert!(matches!(v, Verdict::Unicast { rank: 1, .. }));
+    assert_eq!(s.job(7).unwrap().session(), 555);
+}
+
+#[test]
+fn a_run_agrees_one_lane_shape() {
+    let mut pool = pool();
+    let mut s = fresh_switch(&mut pool);
+    let mut out = [0u8; OUT];
+    send(&mut s, &join(0, 3, 0, 4, 8), &mut out);
+    let v = send(&mut s, &join(1, 3, 0, 8, 8), &mut out);
+    assert_eq!(
+        (abort_of(&out, v).reason, abort_of(&out, v).detail),
+        (AbortReason::LaneMismatch, 4)
+    );
+    let v = send(&mut s, &join(1, 3, 4, 4, 2), &mut out);
+    assert_eq!(
+        (abort_of(&out, v).reason, abort_of(&out, v).detail),
+        (AbortReason::ChunkMismatch, 8)
+    );
+}
+
+#[test]
+fn shutdown_tells_every_run_and_ends_it() {
+    let mut pool = pool();
+    let mut s = switch(&mut pool);
+    let mut out = [0u8; OUT];
+    let Some(Verdict::Multicast { job: 7, len }) = s.shutdown_run(7, &mut out) else {
+        panic!()
+    };
+    let a = AbortRepr::parse(&AbortPacket::new_unchecked(&out[..len])).unwrap();
+    assert_eq!((a.reason, a.session), (AbortReason::Shutdown, SESSION));
+    assert_eq!(s.shutdown_run(7, &mut out), None, "no run left");
 }

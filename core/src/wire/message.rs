@@ -6,9 +6,9 @@
 
 use super::{
     data, peek, prefix, put_prefix, AbortPacket, AbortRepr, DataPacket, DataRepr, Error,
-    JoinPacket, JoinReplyPacket, JoinReplyRepr, JoinRepr, LeavePacket, LeaveRepr, MessageType, ProbePacket,
-    ProbeReplyPacket, ProbeReplyRepr, ProbeRepr, Result, StatusPacket, StatusReplyPacket,
-    StatusReplyRepr, StatusRepr, MAX_BITMAP_LEN,
+    JoinPacket, JoinReplyPacket, JoinReplyRepr, JoinRepr, LeavePacket, LeaveRepr, MessageType,
+    ProbePacket, ProbeReplyPacket, ProbeReplyRepr, ProbeRepr, Result, StatusPacket,
+    StatusReplyPacket, StatusReplyRepr, StatusRepr, MAX_BITMAP_LEN,
 };
 
 /// One message of any type, validated; variable parts are borrowed from the datagram.
@@ -183,9 +183,7 @@ impl<'a> Message<'a> {
             },
             Message::StatusReply(repr) => bitmap(repr.joined),
             Message::Join(repr) if repr.nonce == 0 => Err(Error::Field("nonce")),
-            Message::Join(_) | Message::Abort(_) | Message::Status(_) | Message::Leave(_) => {
-                Ok(())
-            }
+            Message::Join(_) | Message::Abort(_) | Message::Status(_) | Message::Leave(_) => Ok(()),
         }
     }
 
@@ -241,7 +239,9 @@ mod tests {
             Message::parse(&join),
             Ok(Message::Join(JoinRepr { count: 256, .. }))
         ));
-        let abort = [1, 0x14, 0, 7, 0, 1, 6, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2];
+        let abort = [
+            1, 0x14, 0, 7, 0, 1, 6, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2,
+        ];
         assert!(matches!(
             Message::parse(&abort),
             Ok(Message::Abort(AbortRepr {
@@ -263,7 +263,7 @@ mod tests {
         );
         assert_eq!(msg.msg_type(), MessageType::Unknown(0x42));
         let priming = [
-            1, 2, 0, 7, 0xFF, 0xFF, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0x80, 0, 0, 0,
+            1, 2, 0, 7, 0xFF, 0xFF, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0x80, 0, 0, 0, 0, 0, 0, 3,
         ];
         let msg = Message::parse(&priming).unwrap();
         let Message::Data(repr, values) = msg else {
@@ -291,16 +291,17 @@ mod tests {
                 count: 1,
                 seq: 4,
                 exp: 5,
+                session: 6,
             },
             &values,
         );
         let mut out = [0xAAu8; 32];
-        assert_eq!(msg.emit(&mut out), Ok(24));
+        assert_eq!(msg.emit(&mut out), Ok(28));
         assert_eq!(
-            out[..24],
-            [1, 1, 0, 1, 0, 2, 0, 3, 0, 0, 0, 1, 0, 0, 0, 4, 5, 0, 0, 0, 0, 0, 0, 1]
+            out[..28],
+            [1, 1, 0, 1, 0, 2, 0, 3, 0, 0, 0, 1, 0, 0, 0, 4, 5, 0, 0, 0, 0, 0, 0, 6, 0, 0, 0, 1]
         );
-        assert_eq!(out[24], 0xAA, "nothing past buffer_len is written");
+        assert_eq!(out[28], 0xAA, "nothing past buffer_len is written");
         let msg = Message::Unknown {
             msg_type: 0xFE,
             job: 0x0102,
@@ -330,8 +331,10 @@ mod tests {
             slot_lo: 0,
             slot_count: 1,
             count: 64,
+            nonce: 9,
+            key: 10,
         });
-        assert_eq!(join.emit(&mut [0u8; 15]), Err(Error::BufferTooSmall));
+        assert_eq!(join.emit(&mut [0u8; 27]), Err(Error::BufferTooSmall));
         let big = [0u8; MAX_BITMAP_LEN + 1];
         let reply = Message::JoinReply(JoinReplyRepr {
             job: 1,
@@ -341,6 +344,7 @@ mod tests {
             max_count: 256,
             epoch: 0,
             slot_count: 1,
+            session: 0,
             joined: &big,
         });
         assert_eq!(reply.emit(&mut [0u8; 200]), Err(Error::Field("bitmap_len")));
@@ -362,6 +366,7 @@ mod tests {
                 count: 2,
                 seq: 4,
                 exp: 5,
+                session: 6,
             },
             &[0; 4],
         );

@@ -47,6 +47,9 @@ fn exchange(
     answers
 }
 
+/// Rank 1's process nonce: it joins first, so it is the run's session.
+const RANK1_NONCE: u32 = 0xB0B;
+
 fn rank1(slot: u16, seq: u32, values: &[i32]) -> heapless::Vec<u8, 64> {
     let repr = DataRepr {
         kind: DataKind::Contribution,
@@ -58,6 +61,7 @@ fn rank1(slot: u16, seq: u32, values: &[i32]) -> heapless::Vec<u8, 64> {
         count: values.len() as u16,
         seq,
         exp: 0,
+        session: RANK1_NONCE,
     };
     let mut b = heapless::Vec::new();
     b.resize(repr.buffer_len(), 0).unwrap();
@@ -75,11 +79,13 @@ fn join_both(w: &mut TestWorker<'_>, s: &mut Switch<'_, 8, 1, 1>) {
         job: 3,
         rank: 1,
         world: 2,
-        slot_lo: 0,
-        slot_count: 2,
-        count: 2,
+        slot_lo: w.config().slot_lo,
+        slot_count: w.config().window,
+        count: w.config().count,
+        nonce: RANK1_NONCE,
+        key: 0,
     };
-    let mut b = [0u8; 16];
+    let mut b = [0u8; 28];
     join.emit(&mut crate::wire::JoinPacket::new_unchecked(&mut b[..]));
     let _ = s.process(&b, &mut out);
     for a in exchange(w, s, ms(0)) {
@@ -98,6 +104,7 @@ fn resends_back_off_and_stale_results_are_ignored() {
         world: 2,
         slot_lo: 0,
         slot_count: 4,
+        key: 0,
     })
     .unwrap();
     let mut w = TestWorker::new(config()).unwrap();
@@ -161,6 +168,7 @@ fn a_result_during_the_probe_cancels_the_failure() {
         world: 2,
         slot_lo: 0,
         slot_count: 4,
+        key: 0,
     })
     .unwrap();
     let mut w = TestWorker::new(Config {
@@ -208,11 +216,12 @@ fn every_contribution_stays_in_the_lanes_window() {
         world: 1,
         slot_lo: 0,
         slot_count: 8,
+        key: 0,
     })
     .unwrap();
     let cfg = Config {
         world: 1,
-        slot_lo: 5,
+        slot_lo: 3,
         window: 3,
         ..config()
     };
@@ -228,7 +237,7 @@ fn every_contribution_stays_in_the_lanes_window() {
         assert!(t < 1000, "no progress");
         while let Some(len) = w.poll_transmit(ms(t), &mut buf) {
             if let Ok(Message::Data(r, _)) = Message::parse(&buf[..len]) {
-                assert!((5..8).contains(&r.slot), "slot {}", r.slot);
+                assert!((3..6).contains(&r.slot), "slot {}", r.slot);
                 assert_eq!(u32::from(r.ver), r.seq & 1);
             }
             if let Verdict::Multicast { len, .. } | Verdict::Unicast { len, .. } =
@@ -280,7 +289,7 @@ fn bad_configurations_are_refused() {
 fn a_too_small_transmit_buffer_fails_with_a_clear_error() {
     let mut w = TestWorker::new(config()).unwrap();
     assert_eq!(w.poll_transmit(ms(0), &mut [0u8; 8]), None);
-    assert_eq!(w.failure(), Some(&WorkerError::BufferTooSmall { need: 16 }));
+    assert_eq!(w.failure(), Some(&WorkerError::BufferTooSmall { need: 28 }));
 }
 
 #[test]
@@ -292,6 +301,7 @@ fn a_second_stalled_slot_is_probed_after_the_first_recovers() {
         world: 2,
         slot_lo: 0,
         slot_count: 4,
+        key: 0,
     })
     .unwrap();
     let mut w = TestWorker::new(config()).unwrap();
@@ -343,6 +353,7 @@ fn the_timeout_follows_measured_round_trips() {
         world: 2,
         slot_lo: 0,
         slot_count: 4,
+        key: 0,
     })
     .unwrap();
     let cfg = Config {
