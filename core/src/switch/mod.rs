@@ -22,10 +22,12 @@
 //! ```
 
 mod control;
+mod endpoint;
 mod job;
 mod pool;
 mod run;
 
+pub use endpoint::{Endpoint, Route, Transmit};
 pub use job::{Job, JobConfig, JobCounters, JobError};
 pub use pool::{Slot, SlotVersion};
 
@@ -260,6 +262,18 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
     pub fn count_drop(&mut self, reason: DropReason) {
         self.counters.received += 1;
         self.counters.dropped[reason.index()] += 1;
+    }
+
+    /// End job `id`'s run without telling its ranks (the run was idle too long); return
+    /// whether it had one.
+    pub fn end_run(&mut self, id: u16) -> bool {
+        match self.jobs.find(id).and_then(|i| self.jobs.get_mut(i)) {
+            Some(job) if job.run.is_open() => {
+                job.run.end();
+                true
+            }
+            _ => false,
+        }
     }
 
     /// End job `id`'s run because the switch stops: write the Abort `Shutdown` its ranks

@@ -22,7 +22,7 @@ fn pool() -> [Slot<8, 1>; 16] {
     [Slot::IDLE; 16]
 }
 
-const KEY: u64 = 0x5EC2_E7;
+const KEY: u64 = 0x005E_C2E7;
 const SESSION: u32 = 100;
 
 fn fresh_switch(pool: &mut [Slot<8, 1>]) -> TestSwitch<'_> {

@@ -12,6 +12,9 @@ use super::{
 };
 
 /// One message of any type, validated; variable parts are borrowed from the datagram.
+// A StatusReply carries its counters by value (≈ 250 bytes); a `Message` lives on the stack
+// for one call, so boxing it would cost more than it saves (and `core` cannot allocate).
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Message<'a> {

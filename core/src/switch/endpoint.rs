@@ -1,0 +1,406 @@
+//! The switch's front: the reference [`Switch`] plus what an adapter would otherwise have to
+//! invent — where each lane's packets go (addresses learned from accepted Joins) and when an
+//! idle run is released (protocol.md §4.1, §6). Sans-IO in the style of quinn-proto's
+//! `Endpoint`: [`Endpoint::handle`] takes `now`, the sender's address and the bytes; the
+//! caller sends what it says to [`Endpoint::destinations`]; [`Endpoint::poll_timeout`] and
+//! [`Endpoint::handle_timeout`] expire idle runs; [`Endpoint::shutdown`] says goodbye.
+//!
+//! Addresses are whatever the adapter uses (`SocketAddr`, a smoltcp endpoint, a port
+//! number); their storage is lent per job, so nothing here allocates. The table of a job is
+//! `world × lanes` entries, lane `l` being the lane of slots `l·lane_slots ..`. Every entry
+//! is tagged with the session it was learned in, so a new run never routes to an old one.
+//! No address is a credential here: admission is the key and the session (§4.1).
+
+use super::{Aggregator, DropReason, JobConfig, JobError, Switch, Verdict};
+use crate::time::{Duration, Instant};
+use crate::wire::{self, AbortPacket, DataPacket, JoinPacket, JoinReplyPacket, MessageType};
+
+/// One learned lane: where it sends from, and the run it joined.
+pub type Route<A> = Option<(A, u32)>;
+
+/// What to do with the bytes [`Endpoint::handle`] wrote into `out`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transmit {
+    /// Nothing to send.
+    Nothing,
+    /// Send `out[..len]` back to the sender.
+    Reply {
+        /// Bytes written.
+        len: usize,
+    },
+    /// Send `out[..len]` to lanes of `job`'s run `session`: the lanes that drive `slot`
+    /// (a Result), or every lane (`slot` is `None`).
+    Lanes {
+        /// The job.
+        job: u16,
+        /// The run whose lanes get it.
+        session: u32,
+        /// The job-relative slot of a Result.
+        slot: Option<u16>,
+        /// Bytes written.
+        len: usize,
+    },
+}
+
+/// The lanes of one job.
+struct JobRoutes<S> {
+    id: u16,
+    world: u16,
+    storage: S,
+    /// When the job's run last heard from a rank.
+    last_heard: Option<Instant>,
+}
+
+/// The switch with its address table and run timer; `A`: an address, `S`: a job's lent
+/// table of `Route<A>`s.
+pub struct Endpoint<'a, A, S, const K: usize, const WORDS: usize, const JOBS: usize> {
+    switch: Switch<'a, K, WORDS, JOBS>,
+    routes: [Option<JobRoutes<S>>; JOBS],
+    idle_timeout: Duration,
+    expired: u64,
+    _address: core::marker::PhantomData<A>,
+}
+
+impl<'a, A, S, const K: usize, const WORDS: usize, const JOBS: usize>
+    Endpoint<'a, A, S, K, WORDS, JOBS>
+where
+    A: Copy + PartialEq,
+    S: AsRef<[Route<A>]> + AsMut<[Route<A>]>,
+{
+    /// Serve `switch`; a run nobody has sent to for `idle_timeout` is released.
+    pub fn new(switch: Switch<'a, K, WORDS, JOBS>, idle_timeout: Duration) -> Self {
+        Endpoint {
+            switch,
+            routes: [const { None }; JOBS],
+            idle_timeout,
+            expired: 0,
+            _address: core::marker::PhantomData,
+        }
+    }
+
+    /// Return the switch (its jobs and counters).
+    pub fn switch(&self) -> &Switch<'a, K, WORDS, JOBS> {
+        &self.switch
+    }
+
+    /// Return how many runs were released for being idle.
+    pub fn expired_runs(&self) -> u64 {
+        self.expired
+    }
+
+    /// Register a job with its address table (`world × lanes` entries; its length decides
+    /// how many lanes a rank may have).
+    pub fn add_job(&mut self, config: JobConfig, mut storage: S) -> Result<(), JobError> {
+        let free = self
+            .routes
+            .iter()
+            .position(Option::is_none)
+            .ok_or(JobError::TableFull(JOBS))?;
+        self.switch.add_job(config)?;
+        storage.as_mut().fill(None);
+        self.routes[free] = Some(JobRoutes {
+            id: config.id,
+            world: config.world,
+            storage,
+            last_heard: None,
+        });
+        Ok(())
+    }
+
+    /// Remove a job; return its table.
+    pub fn remove_job(&mut self, id: u16) -> Result<S, JobError> {
+        self.switch.remove_job(id)?;
+        let i = self.index(id).ok_or(JobError::UnknownJob(id))?;
+        self.routes[i]
+            .take()
+            .map(|r| r.storage)
+            .ok_or(JobError::UnknownJob(id))
+    }
+
+    fn index(&self, id: u16) -> Option<usize> {
+        self.routes
+            .iter()
+            .position(|r| r.as_ref().is_some_and(|r| r.id == id))
+    }
+
+    /// Count a datagram the adapter dropped before handing it over.
+    pub fn count_drop(&mut self, reason: DropReason) {
+        self.switch.count_drop(reason);
+    }
+
+    /// Handle one datagram from `from`: the switch decides, the endpoint learns the lane of
+    /// an accepted Join and says where the answer goes.
+    pub fn handle(&mut self, now: Instant, from: A, bytes: &[u8], out: &mut [u8]) -> Transmit {
+        let verdict = self.switch.process(bytes, out);
+        let (job, len, multicast) = match verdict {
+            Verdict::Drop(_) => return Transmit::Nothing,
+            Verdict::Consumed => {
+                if let Ok((_, id, _)) = wire::peek(bytes) {
+                    self.heard(id, now);
+                }
+                return Transmit::Nothing;
+            }
+            Verdict::Unicast { job, len, .. } => (job, len, false),
+            Verdict::Multicast { job, len } => (job, len, true),
+        };
+        let Some(answer) = out.get(..len) else {
+            return Transmit::Nothing;
+        };
+        let kind = wire::peek(answer).map(|(k, _, _)| k).ok();
+        let session = match kind {
+            Some(MessageType::JoinReply) => JoinReplyPacket::new_unchecked(answer).session(),
+            Some(MessageType::Result) => DataPacket::new_unchecked(answer).session(),
+            Some(MessageType::Abort) => AbortPacket::new_unchecked(answer).session(),
+            _ => 0,
+        };
+        if kind == Some(MessageType::JoinReply) {
+            self.learn(from, bytes, session);
+        }
+        if session != 0 {
+            self.heard(job, now);
+        }
+        if !multicast {
+            return Transmit::Reply { len };
+        }
+        let slot =
+            (kind == Some(MessageType::Result)).then(|| DataPacket::new_unchecked(answer).slot());
+        Transmit::Lanes {
+            job,
+            session,
+            slot,
+            len,
+        }
+    }
+
+    /// Record where the lane of the accepted Join in `bytes` sends from.
+    fn learn(&mut self, from: A, bytes: &[u8], session: u32) {
+        let join = JoinPacket::new_unchecked(bytes);
+        let (id, rank, slot_lo) = (join.job_id(), join.rank(), join.slot_lo());
+        let lane_slots = self.switch.job(id).map_or(0, |j| j.lane_slots());
+        let Some(routes) = self.index(id).and_then(|i| self.routes[i].as_mut()) else {
+            return;
+        };
+        let lanes = routes.storage.as_ref().len() / usize::from(routes.world.max(1));
+        let lane = usize::from(slot_lo / lane_slots.max(1));
+        if lane < lanes && rank < routes.world {
+            if let Some(e) = routes
+                .storage
+                .as_mut()
+                .get_mut(usize::from(rank) * lanes + lane)
+            {
+                *e = Some((from, session));
+            }
+        }
+    }
+
+    fn heard(&mut self, id: u16, now: Instant) {
+        if let Some(r) = self.index(id).and_then(|i| self.routes[i].as_mut()) {
+            r.last_heard = Some(now);
+        }
+    }
+
+    /// Return where a [`Transmit`] goes (`from`: the sender of what it answers).
+    pub fn destinations<'b>(
+        &'b self,
+        t: &Transmit,
+        from: &'b A,
+    ) -> impl Iterator<Item = &'b A> + 'b {
+        let (reply, job) = match *t {
+            Transmit::Nothing => (None, None),
+            Transmit::Reply { .. } => (Some(from), None),
+            Transmit::Lanes {
+                job, session, slot, ..
+            } => {
+                let lane_slots = self.switch.job(job).map_or(0, |j| j.lane_slots());
+                let routes = self.index(job).and_then(|i| self.routes[i].as_ref());
+                (None, routes.map(|r| (r, session, slot, lane_slots)))
+            }
+        };
+        let lanes = job.into_iter().flat_map(|(r, session, slot, lane_slots)| {
+            let table = r.storage.as_ref();
+            let per_rank = table.len() / usize::from(r.world.max(1));
+            // A Result goes to each rank's lane of its slot; a control message to all.
+            let lane = slot.map(|s| usize::from(s / lane_slots.max(1)));
+            table.iter().enumerate().filter_map(move |(i, e)| {
+                let (addr, s) = e.as_ref()?;
+                let wanted = lane.is_none_or(|l| i % per_rank.max(1) == l);
+                (wanted && *s == session).then_some(addr)
+            })
+        });
+        reply.into_iter().chain(lanes)
+    }
+
+    /// Return when [`Endpoint::handle_timeout`] should next run: the earliest moment an
+    /// open run has been idle for the idle timeout.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.routes
+            .iter()
+            .flatten()
+            .filter(|r| self.switch.job(r.id).is_some_and(|j| j.has_run()))
+            .filter_map(|r| r.last_heard)
+            .map(|t| t + self.idle_timeout)
+            .min()
+    }
+
+    /// Release every run that has been idle for the idle timeout. Its ranks are not told:
+    /// an idle run's ranks are gone, or will hear `SessionEnded` when they probe.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        for r in self.routes.iter_mut().flatten() {
+            let idle = r.last_heard.is_some_and(|t| t + self.idle_timeout <= now);
+            if idle && self.switch.end_run(r.id) {
+                self.expired += 1;
+                r.last_heard = None;
+            }
+        }
+    }
+
+    /// Stopping: write the Abort `Shutdown` for the next job with a run into `out` and
+    /// return it; `None` once every run has been told.
+    pub fn shutdown(&mut self, out: &mut [u8]) -> Option<Transmit> {
+        let ids = self.routes.iter().flatten().map(|r| r.id);
+        for id in ids.collect::<heapless::Vec<u16, JOBS>>() {
+            let session = self.switch.job(id).map_or(0, |j| j.session());
+            if let Some(Verdict::Multicast { job, len }) = self.switch.shutdown_run(id, out) {
+                return Some(Transmit::Lanes {
+                    job,
+                    session,
+                    slot: None,
+                    len,
+                });
+            }
+        }
+        None
+    }
+}
+
+impl<A, S, const K: usize, const WORDS: usize, const JOBS: usize> Aggregator
+    for Endpoint<'_, A, S, K, WORDS, JOBS>
+{
+    fn process(&mut self, packet: &[u8], out: &mut [u8]) -> Verdict {
+        self.switch.process(packet, out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::switch::Slot;
+    use crate::wire::{DataKind, DataRepr, Flags, JoinRepr, RANK_ALL};
+
+    type TestEndpoint<'a> = Endpoint<'a, u32, [Route<u32>; 4], 8, 1, 2>;
+    const OUT: usize = Switch::<8, 1, 2>::OUT_LEN;
+
+    fn join(rank: u16, slot_lo: u16, nonce: u32) -> [u8; 28] {
+        let mut b = [0u8; 28];
+        JoinRepr {
+            job: 7,
+            rank,
+            world: 2,
+            slot_lo,
+            slot_count: 2,
+            count: 1,
+            nonce,
+            key: 9,
+        }
+        .emit(&mut JoinPacket::new_unchecked(&mut b[..]));
+        b
+    }
+
+    fn contribution(rank: u16, slot: u16, session: u32) -> [u8; 28] {
+        let mut b = [0u8; 28];
+        DataRepr {
+            kind: DataKind::Contribution,
+            job: 7,
+            rank,
+            slot,
+            ver: 0,
+            flags: Flags::default(),
+            count: 1,
+            seq: 0,
+            exp: 0,
+            session,
+        }
+        .emit(&mut DataPacket::new_unchecked(&mut b[..]));
+        b
+    }
+
+    fn dests(e: &TestEndpoint<'_>, t: &Transmit, from: u32) -> heapless::Vec<u32, 8> {
+        e.destinations(t, &from).copied().collect()
+    }
+
+    #[test]
+    fn lanes_are_learned_from_joins_and_results_go_to_the_lanes_of_their_slot() {
+        let mut pool = [Slot::IDLE; 4];
+        let mut e: TestEndpoint<'_> =
+            Endpoint::new(Switch::new(&mut pool, 1), Duration::from_secs(60));
+        let config = JobConfig {
+            id: 7,
+            world: 2,
+            slot_lo: 0,
+            slot_count: 4,
+            key: 9,
+        };
+        e.add_job(config, [None; 4]).unwrap();
+        let mut out = [0u8; OUT];
+        let t0 = Instant::from_millis(0);
+        // Rank 0 from addresses 10 (slots 0..2) and 11 (slots 2..4); rank 1 from 20 and 21.
+        assert!(matches!(
+            e.handle(t0, 10, &join(0, 0, 5), &mut out),
+            Transmit::Reply { .. }
+        ));
+        e.handle(t0, 11, &join(0, 2, 5), &mut out);
+        let t = e.handle(t0, 20, &join(1, 0, 6), &mut out);
+        assert_eq!(
+            dests(&e, &t, 20),
+            [10, 11, 20],
+            "COMPLETE goes to every lane"
+        );
+        let t = e.handle(t0, 21, &join(1, 2, 6), &mut out);
+        assert_eq!(dests(&e, &t, 21), [21], "a late lane hears it alone");
+        e.handle(t0, 11, &contribution(0, 3, 5), &mut out);
+        let t = e.handle(t0, 21, &contribution(1, 3, 5), &mut out);
+        assert!(matches!(t, Transmit::Lanes { slot: Some(3), .. }));
+        assert_eq!(dests(&e, &t, 21), [11, 21]);
+        // A stranger gets nothing routed and teaches nothing.
+        let forged = e.handle(t0, 99, &contribution(0, 1, 6), &mut out);
+        assert_eq!(forged, Transmit::Nothing);
+        // Idle runs are released after the timeout, not before.
+        assert_eq!(e.poll_timeout(), Some(t0 + Duration::from_secs(60)));
+        e.handle_timeout(t0 + Duration::from_secs(59));
+        assert!(e.switch().job(7).unwrap().has_run());
+        e.handle_timeout(t0 + Duration::from_secs(60));
+        assert!(!e.switch().job(7).unwrap().has_run());
+        assert_eq!((e.expired_runs(), e.poll_timeout()), (1, None));
+        // A new run routes only to its own lanes.
+        e.handle(t0, 30, &join(0, 0, 8), &mut out);
+        let t = e.handle(t0, 40, &join(1, 0, 9), &mut out);
+        assert_eq!(dests(&e, &t, 40), [30, 40]);
+    }
+
+    #[test]
+    fn shutdown_tells_each_run_once() {
+        let mut pool = [Slot::IDLE; 4];
+        let mut e: TestEndpoint<'_> =
+            Endpoint::new(Switch::new(&mut pool, 1), Duration::from_secs(1));
+        let config = JobConfig {
+            id: 7,
+            world: 2,
+            slot_lo: 0,
+            slot_count: 4,
+            key: 9,
+        };
+        e.add_job(config, [None; 4]).unwrap();
+        let mut out = [0u8; OUT];
+        e.handle(Instant::from_millis(0), 10, &join(0, 0, 5), &mut out);
+        let t = e.shutdown(&mut out).unwrap();
+        assert_eq!(dests(&e, &t, 0), [10]);
+        let a = crate::wire::AbortRepr::parse(&AbortPacket::new_unchecked(&out[..20])).unwrap();
+        assert_eq!(
+            (a.rank, a.reason),
+            (RANK_ALL, crate::wire::AbortReason::Shutdown)
+        );
+        assert_eq!(e.shutdown(&mut out), None);
+        assert!(e.remove_job(7).is_ok());
+    }
+}
