@@ -1,12 +1,13 @@
 //! The switch daemon: a software switch serving real workers over UDP.
 //!
-//! It is the adapter around an [`Aggregator`] (the core's reference `Switch` today, the P4
-//! model later): it receives datagrams in `recvmmsg` batches, checks each source against the
-//! address table learned from Joins ([`routing`](crate::routing)), hands the bytes to the
-//! aggregator, and carries out the verdict — a unicast goes back to the sender's address, a
-//! multicast is emulated by replicating the one output buffer to every destination lane in a
-//! `sendmmsg` batch. Optionally it loses datagrams on purpose ([`LossInjector`]). It never
-//! decides anything about slots, versions or sums: that is the aggregator's.
+//! It is the adapter around the core's [`Endpoint`] (the reference switch plus its lane
+//! table and run timer): it receives datagrams in `recvmmsg` batches, hands each to the
+//! endpoint with its source address and the time, and sends what the endpoint says where it
+//! says — back to the sender, or replicated to the lanes of a job's run in a `sendmmsg`
+//! batch (multicast emulated). Optionally it loses datagrams on purpose ([`LossInjector`]).
+//! It never decides anything about admission, slots, versions or sums: the core does
+//! (protocol.md §4). What it does decide: a datagram too long for any message, or from a
+//! source no answer can go to, never reaches the endpoint (both are counted there).
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
@@ -15,16 +16,14 @@ use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use switchml_core::switch::{Aggregator, Verdict};
-use switchml_core::wire::{
-    self, DataPacket, JoinFlags, JoinPacket, JoinReplyPacket, JoinRepr, MessageType,
-};
+use switchml_core::switch::{DropReason, Endpoint, Route, Transmit};
+use switchml_core::wire;
 
 use crate::batch::{RecvBatch, SendBatch};
+use crate::clock::Clock;
 use crate::loss::LossInjector;
-use crate::routing::{Admission, JobRoute};
 use crate::socket::{size_buffer, wait_readable, Buffer};
-use crate::traffic::{reason_index, DaemonCounters, JobTraffic};
+use crate::traffic::{DaemonCounters, JobTraffic};
 
 /// Datagrams per `recvmmsg`.
 pub const RECV_BATCH: usize = 64;
@@ -33,7 +32,7 @@ const SEND_ENTRIES: usize = 256;
 /// Socket buffer the daemon asks for, each way.
 const SOCKET_BUFFER: usize = 8 << 20;
 
-/// A job to set up at start: `ID:WORLD[:SLOTS]` on the command line.
+/// A job to set up at start: `ID:WORLD[:SLOTS[:KEY]]` on the command line (KEY in hex).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JobSpec {
     /// The job id.
@@ -42,6 +41,8 @@ pub struct JobSpec {
     pub world: u16,
     /// The number of slots (every rank's `lanes × window` must fit).
     pub slots: u16,
+    /// The job's credential (protocol.md §4.1); `None`: take `SWITCHML_JOB_KEY`, else 0.
+    pub key: Option<u64>,
 }
 
 /// Slots a job gets when `--job` does not say.
@@ -59,48 +60,80 @@ impl FromStr for JobSpec {
                 .map_err(|_| format!("job {s:?}: {what} {:?} is not a number", fields[i]))
         };
         match fields.len() {
-            2 | 3 => Ok(JobSpec {
+            2..=4 => Ok(JobSpec {
                 id: num(0, "id")?,
                 world: num(1, "world size")?,
-                slots: if fields.len() == 3 {
+                slots: if fields.len() >= 3 {
                     num(2, "slot count")?
                 } else {
                     DEFAULT_JOB_SLOTS
                 },
+                key: match fields.get(3) {
+                    Some(k) => Some(
+                        parse_key(k).map_err(|e| format!("job {s:?}: key {k:?}: {e}"))?,
+                    ),
+                    None => None,
+                },
             }),
-            _ => Err(format!("job {s:?}: expected ID:WORLD[:SLOTS]")),
+            _ => Err(format!("job {s:?}: expected ID:WORLD[:SLOTS[:KEY]]")),
         }
     }
 }
 
-/// The daemon around aggregator `A`.
-pub struct Daemon<A> {
+/// Parse a job key: up to 16 hex digits, an optional `0x` in front.
+pub fn parse_key(s: &str) -> Result<u64, String> {
+    let hex = s.trim().trim_start_matches("0x");
+    if hex.is_empty() || hex.len() > 16 {
+        return Err("expected 1 to 16 hex digits".into());
+    }
+    u64::from_str_radix(hex, 16).map_err(|e| e.to_string())
+}
+
+/// The software switch's endpoint, addresses being socket addresses.
+pub type SoftEndpoint<'a> = Endpoint<
+    'a,
+    SocketAddr,
+    Vec<Route<SocketAddr>>,
+    { crate::running_switch::MAX_COUNT },
+    { crate::running_switch::RANK_WORDS },
+    { crate::running_switch::MAX_JOBS },
+>;
+
+/// Return whether no answer can go to `from`: port 0, an unspecified, multicast or
+/// broadcast address. Such a source is forged (a raw socket) or broken; the kernel refuses
+/// to send to it, and answering a broadcast address would amplify.
+pub fn is_bad_source(from: &SocketAddr) -> bool {
+    from.port() == 0
+        || from.ip().is_unspecified()
+        || from.ip().is_multicast()
+        || matches!(from.ip(), std::net::IpAddr::V4(v4) if v4.is_broadcast())
+}
+
+/// The daemon around the core's endpoint.
+pub struct Daemon<'a> {
     socket: UdpSocket,
-    aggregator: A,
-    routes: Vec<JobRoute>,
+    endpoint: SoftEndpoint<'a>,
+    clock: Clock,
     counters: DaemonCounters,
     loss: Option<LossInjector>,
     recv: RecvBatch,
     send: SendBatch,
 }
 
-impl<A: Aggregator> Daemon<A> {
-    /// Serve `jobs` (already added to `aggregator`) on `socket`. `out_len` is the largest
-    /// message the aggregator writes (`Switch::OUT_LEN`); `loss` is `(rate, seed)`.
+/// Lanes per rank the address table has room for.
+pub const MAX_LANES: usize = 64;
+
+impl<'a> Daemon<'a> {
+    /// Serve `jobs` (already added to `endpoint`) on `socket`; `loss` is `(rate, seed)`.
     pub fn new(
         socket: UdpSocket,
-        aggregator: A,
+        endpoint: SoftEndpoint<'a>,
         jobs: &[JobSpec],
-        out_len: usize,
         loss: Option<(f64, u64)>,
-    ) -> io::Result<Daemon<A>> {
+    ) -> io::Result<Daemon<'a>> {
         socket.set_nonblocking(true)?;
         size_buffer(&socket, Buffer::Receive, SOCKET_BUFFER)?;
         size_buffer(&socket, Buffer::Send, SOCKET_BUFFER)?;
-        let routes = jobs
-            .iter()
-            .map(|j| JobRoute::new(j.id, j.world, j.slots))
-            .collect();
         let counters = DaemonCounters {
             jobs: jobs
                 .iter()
@@ -111,10 +144,11 @@ impl<A: Aggregator> Daemon<A> {
                 .collect(),
             ..DaemonCounters::default()
         };
+        let out_len = SoftEndpoint::OUT_LEN;
         Ok(Daemon {
             socket,
-            aggregator,
-            routes,
+            endpoint,
+            clock: Clock::start(),
             counters,
             loss: loss
                 .filter(|(r, _)| *r > 0.0)
@@ -130,27 +164,56 @@ impl<A: Aggregator> Daemon<A> {
         self.socket.local_addr()
     }
 
-    /// Return the counters.
-    pub fn counters(&self) -> &DaemonCounters {
-        &self.counters
+    /// Return the counters, with the switch's copied in.
+    pub fn counters(&self) -> DaemonCounters {
+        let mut c = self.counters.clone();
+        let switch = self.endpoint.switch();
+        c.switch = *switch.counters();
+        c.expired_runs = self.endpoint.expired_runs();
+        for j in &mut c.jobs {
+            if let Some(job) = switch.job(j.job) {
+                j.switch = *job.counters();
+            }
+        }
+        c
     }
 
-    /// Return the aggregator (for its own counters).
-    pub fn aggregator(&self) -> &A {
-        &self.aggregator
+    /// Return the endpoint (the switch's jobs and counters).
+    pub fn endpoint(&self) -> &SoftEndpoint<'a> {
+        &self.endpoint
     }
 
-    /// Return the address table of job `id`.
-    pub fn route(&self, id: u16) -> Option<&JobRoute> {
-        self.routes.iter().find(|r| r.id == id)
-    }
-
-    /// Serve until `stop` is set; it is checked at least every 100 ms.
+    /// Serve until `stop` is set; it is checked at least every 100 ms. Then tell every
+    /// run's ranks that the switch stops (Abort `Shutdown`).
     pub fn run(&mut self, stop: &AtomicBool) -> io::Result<()> {
         while !stop.load(Ordering::Relaxed) {
             self.step(Duration::from_millis(100))?;
         }
-        Ok(())
+        self.shutdown()
+    }
+
+    /// Send Abort `Shutdown` to the ranks of every open run.
+    pub fn shutdown(&mut self) -> io::Result<()> {
+        loop {
+            if self.send.buffer().is_none() {
+                self.flush()?;
+            }
+            let Some((b, out)) = self.send.buffer() else {
+                return Ok(());
+            };
+            let Some(t) = self.endpoint.shutdown(out) else {
+                self.send.unuse_last();
+                return self.flush();
+            };
+            let unspecified = SocketAddr::from(([0, 0, 0, 0], 0));
+            let mut output = Output {
+                send: &mut self.send,
+                socket: &self.socket,
+                loss: &mut self.loss,
+                counters: &mut self.counters,
+            };
+            output.route(&self.endpoint, &t, b, &unspecified)?;
+        }
     }
 
     /// Handle one batch of datagrams, waiting at most `timeout` for the first; return how
@@ -161,28 +224,33 @@ impl<A: Aggregator> Daemon<A> {
         if n == 0 && wait_readable(fd, None, timeout)?.socket {
             n = self.recv.recv(fd)?;
         }
+        let now = self.clock.now();
         for i in 0..n {
-            self.handle(i)?;
+            self.handle(i, now)?;
+        }
+        if self.endpoint.poll_timeout().is_some_and(|t| t <= now) {
+            self.endpoint.handle_timeout(now);
         }
         self.flush()?;
-        self.send.clear();
         Ok(n)
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        flush(&mut self.send, &self.socket, &mut self.counters)
+        flush(&mut self.send, &self.socket, &mut self.counters)?;
+        self.send.clear();
+        Ok(())
     }
 
-    /// Admit, process and route received datagram `i`.
-    fn handle(&mut self, i: usize) -> io::Result<()> {
+    /// Hand received datagram `i` to the endpoint and queue what it answers.
+    fn handle(&mut self, i: usize, now: switchml_core::time::Instant) -> io::Result<()> {
         let Daemon {
             socket,
-            aggregator,
-            routes,
+            endpoint,
             counters,
             loss,
             recv,
             send,
+            ..
         } = self;
         let Some(d) = recv.get(i) else {
             return Ok(());
@@ -192,20 +260,24 @@ impl<A: Aggregator> Daemon<A> {
             counters.injected_losses += 1;
             return Ok(());
         }
-        if d.truncated {
-            counters.oversized += 1;
+        let from = d.from.filter(|f| !is_bad_source(f));
+        let Some(from) = from.filter(|_| !d.truncated) else {
+            let reason = if d.truncated {
+                counters.oversized += 1;
+                DropReason::Oversized
+            } else {
+                counters.bad_source += 1;
+                DropReason::BadSource
+            };
+            endpoint.count_drop(reason);
             return Ok(());
-        }
-        let Some(from) = d.from else { return Ok(()) };
+        };
         let bytes = d.bytes;
-        let peeked = wire::peek(bytes).ok();
-        let job = peeked.and_then(|(_, id, _)| routes.iter().position(|r| r.id == id));
-        if let (Some((kind, _, rank)), Some(j)) = (peeked, job) {
+        let job = wire::peek(bytes)
+            .ok()
+            .and_then(|(_, id, _)| counters.jobs.iter().position(|j| j.job == id));
+        if let Some(j) = job {
             counters.jobs[j].received += 1;
-            if is_spoofed(&routes[j], kind, rank, bytes, &from) {
-                counters.jobs[j].spoofed += 1;
-                return Ok(());
-            }
         }
         if send.buffer().is_none() {
             flush(send, socket, counters)?;
@@ -216,109 +288,63 @@ impl<A: Aggregator> Daemon<A> {
         let Some((b, out)) = send.buffer() else {
             return Ok(());
         };
-        let verdict = aggregator.process(bytes, out);
-        match job {
-            Some(j) => counters.jobs[j].count(&verdict),
-            None => {
-                if let Verdict::Drop(r) = verdict {
-                    counters.unattributed[reason_index(r)] += 1;
-                }
-            }
+        let t = endpoint.handle(now, from, bytes, out);
+        if let Some(j) = job {
+            counters.jobs[j].count(&t);
         }
-        let len = match verdict {
-            Verdict::Drop(_) | Verdict::Consumed => {
-                send.unuse_last();
-                return Ok(());
-            }
-            Verdict::Unicast { len, .. } | Verdict::Multicast { len, .. } => len,
-        };
-        let out = send.get(b, len);
-        let kind = wire::peek(out).map(|(k, _, _)| k).ok();
-        // A JoinReply answers a Join the switch accepted: learn the lane's address.
-        if let (Some(j), Some(MessageType::JoinReply)) = (job, kind) {
-            let complete = JoinReplyPacket::new_unchecked(out)
-                .flags()
-                .contains(JoinFlags::COMPLETE);
-            if let Ok(join) = JoinRepr::parse(&JoinPacket::new_unchecked(bytes)) {
-                routes[j].learn(join.rank, join.slot_lo, join.slot_count, from);
-            }
-            if complete {
-                routes[j].lock();
-            }
+        if t == Transmit::Nothing {
+            send.unuse_last();
+            return Ok(());
         }
-        let result_slot =
-            (kind == Some(MessageType::Result)).then(|| DataPacket::new_unchecked(out).slot());
         let mut output = Output {
             send,
             socket,
             loss,
             counters,
         };
-        match (verdict, job) {
-            (Verdict::Unicast { .. }, _) => output.push(job, b, len, &from),
-            (Verdict::Multicast { .. }, Some(j)) => {
-                output.replicate(&routes[j], j, result_slot, b, len)
-            }
-            _ => Ok(()),
-        }
+        output.route(endpoint, &t, b, &from)
     }
 }
 
-/// The sending half of the daemon, borrowed apart from the address table.
-struct Output<'a> {
-    send: &'a mut SendBatch,
-    socket: &'a UdpSocket,
-    loss: &'a mut Option<LossInjector>,
-    counters: &'a mut DaemonCounters,
+/// The sending half of the daemon, borrowed apart from the endpoint and the receive batch.
+struct Output<'o> {
+    send: &'o mut SendBatch,
+    socket: &'o UdpSocket,
+    loss: &'o mut Option<LossInjector>,
+    counters: &'o mut DaemonCounters,
 }
 
 impl Output<'_> {
-    /// Emulate a multicast: a Result (`result_slot`) to each rank's lane owning its slot,
-    /// anything else to every lane of the job.
-    fn replicate(
+    /// Queue buffer `b` to every destination of `t`, through the loss injector.
+    fn route(
         &mut self,
-        route: &JobRoute,
-        j: usize,
-        result_slot: Option<u16>,
+        endpoint: &SoftEndpoint<'_>,
+        t: &Transmit,
         b: usize,
-        len: usize,
+        from: &SocketAddr,
     ) -> io::Result<()> {
-        match result_slot {
-            Some(slot) => {
-                let mut reached = 0u64;
-                for to in route.result_destinations(slot) {
-                    self.push(Some(j), b, len, to)?;
-                    reached += 1;
-                }
-                self.counters.jobs[j].unroutable += u64::from(route.world).saturating_sub(reached);
+        let len = match *t {
+            Transmit::Nothing => return Ok(()),
+            Transmit::Reply { len } | Transmit::Lanes { len, .. } => len,
+        };
+        let job = match *t {
+            Transmit::Lanes { job, .. } => self.counters.jobs.iter().position(|j| j.job == job),
+            _ => None,
+        };
+        let mut sent = 0u64;
+        for to in endpoint.destinations(t, from) {
+            if self.loss.as_mut().is_some_and(LossInjector::lose) {
+                self.counters.injected_losses += 1;
+                continue;
             }
-            None => {
-                for lane in route.lanes() {
-                    self.push(Some(j), b, len, &lane.addr)?;
-                }
+            if self.send.is_full() {
+                flush(self.send, self.socket, self.counters)?;
             }
+            self.send.push(b, len, Some(to));
+            sent += 1;
         }
-        Ok(())
-    }
-
-    /// Queue one copy of buffer `b` to `to`, through the loss injector.
-    fn push(
-        &mut self,
-        job: Option<usize>,
-        b: usize,
-        len: usize,
-        to: &SocketAddr,
-    ) -> io::Result<()> {
-        if self.loss.as_mut().is_some_and(LossInjector::lose) {
-            self.counters.injected_losses += 1;
-            return Ok(());
-        }
-        if self.send.is_full() {
-            flush(self.send, self.socket, self.counters)?;
-        }
-        self.send.push(b, len, Some(to));
         if let Some(j) = job {
-            self.counters.jobs[j].sent += 1;
+            self.counters.jobs[j].sent += sent;
         }
         Ok(())
     }
@@ -336,28 +362,29 @@ fn flush(
     Ok(())
 }
 
-/// Return whether `bytes` from `from` claims a lane that is registered elsewhere.
-fn is_spoofed(
-    route: &JobRoute,
-    kind: MessageType,
-    rank: u16,
-    bytes: &[u8],
-    from: &SocketAddr,
-) -> bool {
-    match kind {
-        MessageType::Contribution => {
-            let packet = DataPacket::new_unchecked(bytes);
-            if packet.check_len().is_err() || !route.covers(rank, packet.slot()) {
-                return false; // the aggregator drops it with the precise reason
-            }
-            route.owner(rank, packet.slot()) != Some(from)
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources_no_answer_can_go_to_are_bad() {
+        let bad = ["127.0.0.1:0", "0.0.0.0:5", "[::]:5", "224.0.0.1:5", "255.255.255.255:5", "[ff02::1]:5"];
+        for a in bad {
+            assert!(is_bad_source(&a.parse().unwrap()), "{a}");
         }
-        MessageType::Join => match JoinRepr::parse(&JoinPacket::new_unchecked(bytes)) {
-            Ok(j) => route.admit_join(j.rank, j.slot_lo, j.slot_count, from) == Admission::Spoofed,
-            Err(_) => false,
-        },
-        // An Abort is passed on to the whole job: only a rank's own lane may send one.
-        MessageType::Abort => rank < route.world && !route.is_lane_of(rank, from),
-        _ => false,
+        for a in ["127.0.0.1:5", "10.1.2.3:48864", "[::1]:9"] {
+            assert!(!is_bad_source(&a.parse().unwrap()), "{a}");
+        }
+    }
+
+    #[test]
+    fn job_specs_parse_with_and_without_keys() {
+        let j: JobSpec = "3:4".parse().unwrap();
+        assert_eq!((j.id, j.world, j.slots, j.key), (3, 4, DEFAULT_JOB_SLOTS, None));
+        let j: JobSpec = "3:4:64:0xBEEF".parse().unwrap();
+        assert_eq!((j.slots, j.key), (64, Some(0xBEEF)));
+        assert!("3:4:64:xyz".parse::<JobSpec>().is_err());
+        assert!("3:4:64:12345678901234567".parse::<JobSpec>().is_err());
+        assert!("3".parse::<JobSpec>().is_err());
     }
 }

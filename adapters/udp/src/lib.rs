@@ -8,10 +8,11 @@
 //!   [`Communicator::allreduce_async`] with a [`Pending`] handle). Its I/O threads, the
 //!   *lanes* ([`lane`]), each own a UDP socket and a range of the job's slots and drive one
 //!   core `Worker`; a tensor is split into one contiguous part per lane ([`part`]).
-//! - **Switch side**: the [`daemon`] serves real workers with any core `Aggregator`: it
-//!   learns each lane's address from its Join ([`routing`]), drops spoofed sources, emulates
-//!   multicast by replication, can lose packets on purpose ([`loss`]) and counts everything
-//!   ([`traffic`]). [`RunningSwitch`] runs it around the core's reference switch.
+//! - **Switch side**: the [`daemon`] serves real workers around the core's `Endpoint` (the
+//!   reference switch, its lane table learned from accepted Joins, its run timer): it drops
+//!   datagrams no answer can go to, emulates multicast by replication, can lose packets on
+//!   purpose ([`loss`]) and counts everything ([`traffic`]). [`RunningSwitch`] runs it on
+//!   a thread.
 //!
 //! Underneath: batched `recvmmsg`/`sendmmsg` ([`batch`]), socket buffers and `poll`
 //! ([`socket`]), and the one place where OS time becomes core time ([`clock`]).
@@ -28,7 +29,6 @@ pub mod error;
 pub mod lane;
 pub mod loss;
 pub mod part;
-pub mod routing;
 pub mod running_switch;
 mod sockaddr;
 pub mod socket;

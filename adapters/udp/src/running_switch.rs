@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use switchml_core::switch::{JobConfig, Slot, Switch};
 
-use crate::daemon::{Daemon, JobSpec};
+use crate::daemon::{Daemon, JobSpec, SoftEndpoint, MAX_LANES};
 use crate::traffic::DaemonCounters;
 
 /// Values per slot: the largest `count` the software switch accepts.
@@ -39,6 +39,20 @@ pub struct SwitchConfig {
     pub drop_rate: f64,
     /// Seed of the loss injector.
     pub seed: u64,
+    /// How long a job's run may go unheard before the switch releases it.
+    pub idle_timeout: Duration,
+}
+
+/// How long a run may be idle by default: longer than any pause between all-reduces
+/// (evaluation, checkpoints), short enough that a crashed job's state does not linger.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// The key of a job that `--job` gives none for: `SWITCHML_JOB_KEY` (hex), else 0.
+pub fn key_from_env() -> Result<u64, String> {
+    match std::env::var("SWITCHML_JOB_KEY") {
+        Ok(k) => crate::daemon::parse_key(&k).map_err(|e| format!("SWITCHML_JOB_KEY: {e}")),
+        Err(_) => Ok(0),
+    }
 }
 
 /// A switch daemon running on its own thread.
@@ -141,15 +155,34 @@ fn serve(
 ) -> io::Result<()> {
     let total: usize = config.jobs.iter().map(|j| usize::from(j.slots)).sum();
     let mut pool = vec![Slot::<MAX_COUNT, RANK_WORDS>::IDLE; total.max(1)];
-    let mut switch = SoftSwitch::new(&mut pool, epoch);
+    let idle = switchml_core::time::Duration::from_micros(
+        u64::try_from(config.idle_timeout.as_micros()).unwrap_or(u64::MAX),
+    );
+    let mut endpoint = SoftEndpoint::new(SoftSwitch::new(&mut pool, epoch), idle);
     let mut slot_lo = 0u32;
+    let env_key = key_from_env();
     for job in &config.jobs {
-        let added = switch.add_job(JobConfig {
+        let key = match (job.key, &env_key) {
+            (Some(k), _) => k,
+            (None, Ok(k)) => *k,
+            (None, Err(e)) => {
+                let _ = ready.send(Err(io::Error::new(io::ErrorKind::InvalidInput, e.clone())));
+                return Ok(());
+            }
+        };
+        if key == 0 {
+            log::warn!("job {}: no key (SWITCHML_JOB_KEY): anyone who reaches the switch can join it", job.id);
+        }
+        let lanes = MAX_LANES.min(usize::from(job.slots));
+        let routes = vec![None; usize::from(job.world) * lanes];
+        let config = JobConfig {
             id: job.id,
             world: job.world,
             slot_lo,
             slot_count: job.slots,
-        });
+            key,
+        };
+        let added = endpoint.add_job(config, routes);
         if let Err(e) = added {
             let _ = ready.send(Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -160,7 +193,7 @@ fn serve(
         slot_lo += u32::from(job.slots);
     }
     let loss = Some((config.drop_rate, config.seed));
-    let mut daemon = match Daemon::new(socket, switch, &config.jobs, SoftSwitch::OUT_LEN, loss) {
+    let mut daemon = match Daemon::new(socket, endpoint, &config.jobs, loss) {
         Ok(d) => d,
         Err(e) => {
             let _ = ready.send(Err(e));
@@ -178,13 +211,13 @@ fn serve(
         }
         if published.elapsed() >= PUBLISH_EVERY {
             if let Ok(mut c) = publish.lock() {
-                c.clone_from(daemon.counters());
+                *c = daemon.counters();
             }
             published = Instant::now();
         }
     };
     if let Ok(mut c) = publish.lock() {
-        c.clone_from(daemon.counters());
+        *c = daemon.counters();
     }
     result
 }

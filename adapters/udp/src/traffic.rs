@@ -1,47 +1,33 @@
-//! The daemon's counters: what it received, what the aggregator decided, what it sent, and
-//! what it refused itself (spoofed sources, oversized datagrams, injected losses). They are
-//! counted from the aggregator's verdicts, so any [`Aggregator`] gets the same report.
-//!
-//! [`Aggregator`]: switchml_core::switch::Aggregator
+//! The daemon's counters: what it received and sent, what it refused before the switch saw
+//! it (oversized datagrams, bad sources, injected losses), and a copy of the switch's own
+//! counters (drops by reason, per-job contributions, completions, unauthorized messages…).
 
-use switchml_core::switch::{DropReason, Verdict};
+use switchml_core::switch::{Counters, JobCounters, Transmit};
 
 /// Counters of one job.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct JobTraffic {
     /// The job id.
     pub job: u16,
-    /// Datagrams received for this job.
+    /// Datagrams received naming this job.
     pub received: u64,
-    /// Absorbed into a slot.
-    pub consumed: u64,
+    /// Answers sent back to the sender (resent results, join and probe replies, refusals).
+    pub replies: u64,
     /// Multicasts (completed uses, join completion, aborts passed on).
     pub multicasts: u64,
-    /// Unicast answers (resent results, join and probe replies, refusals).
-    pub unicasts: u64,
-    /// Datagrams sent for this job, replicas included.
+    /// Datagrams sent to this job's lanes, replicas included.
     pub sent: u64,
-    /// Dropped because the source is not the address registered for the lane.
-    pub spoofed: u64,
-    /// Replicas not sent because the destination lane has not joined.
-    pub unroutable: u64,
-    /// Dropped by the aggregator, indexed like [`DropReason::ALL`].
-    pub dropped: [u64; 12],
+    /// The switch's counters of the job.
+    pub switch: JobCounters,
 }
 
 impl JobTraffic {
-    /// Return all drops: the aggregator's and the spoofed ones.
-    pub fn total_drops(&self) -> u64 {
-        self.dropped.iter().sum::<u64>() + self.spoofed
-    }
-
-    /// Count one verdict.
-    pub fn count(&mut self, verdict: &Verdict) {
-        match verdict {
-            Verdict::Drop(r) => self.dropped[reason_index(*r)] += 1,
-            Verdict::Consumed => self.consumed += 1,
-            Verdict::Multicast { .. } => self.multicasts += 1,
-            Verdict::Unicast { .. } => self.unicasts += 1,
+    /// Count what the endpoint decided for one datagram of this job.
+    pub fn count(&mut self, t: &Transmit) {
+        match t {
+            Transmit::Nothing => {}
+            Transmit::Reply { .. } => self.replies += 1,
+            Transmit::Lanes { .. } => self.multicasts += 1,
         }
     }
 }
@@ -53,36 +39,30 @@ pub struct DaemonCounters {
     pub received: u64,
     /// Datagrams sent.
     pub sent: u64,
-    /// Sends the kernel refused or that found the socket full.
+    /// Datagrams the kernel refused to send (each counted, none fatal).
     pub send_failures: u64,
     /// Dropped by the loss injector (either direction).
     pub injected_losses: u64,
     /// Longer than any valid message (cut by the receive buffer), dropped.
     pub oversized: u64,
-    /// Drops of datagrams that name no registered job (junk, foreign jobs), by reason.
-    pub unattributed: [u64; 12],
+    /// From a source no answer can go to (port 0, unspecified, multicast, broadcast).
+    pub bad_source: u64,
+    /// Runs released after being idle.
+    pub expired_runs: u64,
+    /// The switch's counters: drops by reason (these two classes included), verdicts.
+    pub switch: Counters,
     /// Per registered job.
     pub jobs: Vec<JobTraffic>,
 }
 
 impl DaemonCounters {
-    /// Return every drop: unattributed, oversized and each job's.
+    /// Return every drop the switch counted (every class, these two included).
     pub fn total_drops(&self) -> u64 {
-        self.unattributed.iter().sum::<u64>()
-            + self.oversized
-            + self.jobs.iter().map(JobTraffic::total_drops).sum::<u64>()
+        self.switch.total_drops()
     }
 
     /// Return the counters of job `id`.
     pub fn job(&self, id: u16) -> Option<&JobTraffic> {
         self.jobs.iter().find(|j| j.job == id)
     }
-}
-
-/// Return `reason`'s position in [`DropReason::ALL`].
-pub fn reason_index(reason: DropReason) -> usize {
-    DropReason::ALL
-        .iter()
-        .position(|r| *r == reason)
-        .unwrap_or(0)
 }

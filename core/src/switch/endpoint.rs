@@ -67,6 +67,9 @@ where
     A: Copy + PartialEq,
     S: AsRef<[Route<A>]> + AsMut<[Route<A>]>,
 {
+    /// The output buffer length [`Endpoint::handle`] needs.
+    pub const OUT_LEN: usize = Switch::<'a, K, WORDS, JOBS>::OUT_LEN;
+
     /// Serve `switch`; a run nobody has sent to for `idle_timeout` is released.
     pub fn new(switch: Switch<'a, K, WORDS, JOBS>, idle_timeout: Duration) -> Self {
         Endpoint {
