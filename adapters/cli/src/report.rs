@@ -36,6 +36,7 @@ pub fn counters_json(c: &DaemonCounters) -> Value {
         "received": c.received,
         "sent": c.sent,
         "send_failures": c.send_failures,
+        "recv_errors": c.recv_errors,
         "injected_losses": c.injected_losses,
         "oversized": c.oversized,
         "total_drops": c.total_drops(),
@@ -50,6 +51,9 @@ pub fn counters_text(c: &DaemonCounters) -> String {
         "switch: received {} sent {} (send failures {}), injected losses {}, oversized {}, drops {}\n",
         c.received, c.sent, c.send_failures, c.injected_losses, c.oversized, c.total_drops()
     );
+    if c.recv_errors > 0 {
+        s += &format!("  receive errors: {}\n", c.recv_errors);
+    }
     if c.unattributed.iter().any(|n| *n > 0) {
         s += &format!("  no job: dropped {}\n", drops(&c.unattributed));
     }

@@ -7,6 +7,10 @@
 //! multicast is emulated by replicating the one output buffer to every destination lane in a
 //! `sendmmsg` batch. Optionally it loses datagrams on purpose ([`LossInjector`]). It never
 //! decides anything about slots, versions or sums: that is the aggregator's.
+//!
+//! No datagram can end it: one the kernel will not send is skipped, counted and logged at a
+//! limited rate ([`daemon_log`](crate::daemon_log)). Only a socket that is itself unusable
+//! ([`is_fatal`]) stops the daemon.
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
@@ -20,7 +24,8 @@ use switchml_core::wire::{
     self, DataPacket, JoinFlags, JoinPacket, JoinReplyPacket, JoinRepr, MessageType,
 };
 
-use crate::batch::{RecvBatch, SendBatch};
+use crate::batch::{is_fatal, RecvBatch, SendBatch};
+use crate::daemon_log::DaemonLog;
 use crate::loss::LossInjector;
 use crate::routing::{Admission, JobRoute};
 use crate::socket::{size_buffer, wait_readable, Buffer};
@@ -82,6 +87,7 @@ pub struct Daemon<A> {
     loss: Option<LossInjector>,
     recv: RecvBatch,
     send: SendBatch,
+    log: DaemonLog,
 }
 
 impl<A: Aggregator> Daemon<A> {
@@ -95,8 +101,22 @@ impl<A: Aggregator> Daemon<A> {
         loss: Option<(f64, u64)>,
     ) -> io::Result<Daemon<A>> {
         socket.set_nonblocking(true)?;
-        size_buffer(&socket, Buffer::Receive, SOCKET_BUFFER)?;
-        size_buffer(&socket, Buffer::Send, SOCKET_BUFFER)?;
+        let addr = socket.local_addr()?;
+        let ids: Vec<u16> = jobs.iter().map(|j| j.id).collect();
+        log::info!("switch daemon on {addr}: jobs {ids:?}");
+        let buffers = [
+            (Buffer::Receive, "receive", "rmem_max"),
+            (Buffer::Send, "send", "wmem_max"),
+        ];
+        for (which, what, max) in buffers {
+            let granted = size_buffer(&socket, which, SOCKET_BUFFER)?;
+            if granted < SOCKET_BUFFER {
+                log::info!(
+                    "socket {what} buffer: {granted} bytes of {SOCKET_BUFFER} asked for \
+                     (net.core.{max} caps it); bursts may overflow it"
+                );
+            }
+        }
         let routes = jobs
             .iter()
             .map(|j| JobRoute::new(j.id, j.world, j.slots))
@@ -116,12 +136,14 @@ impl<A: Aggregator> Daemon<A> {
             aggregator,
             routes,
             counters,
-            loss: loss
-                .filter(|(r, _)| *r > 0.0)
-                .map(|(r, s)| LossInjector::new(r, s)),
+            loss: loss.filter(|(r, _)| *r > 0.0).map(|(r, s)| {
+                log::info!("losing {:.2}% of datagrams each way (seed {s})", r * 100.0);
+                LossInjector::new(r, s)
+            }),
             // One byte more than the largest valid message, so that longer ones show as cut.
             recv: RecvBatch::new(RECV_BATCH, out_len + 1),
             send: SendBatch::new(RECV_BATCH, out_len, SEND_ENTRIES),
+            log: DaemonLog::new(),
         })
     }
 
@@ -157,16 +179,32 @@ impl<A: Aggregator> Daemon<A> {
     /// many were received.
     pub fn step(&mut self, timeout: Duration) -> io::Result<usize> {
         let fd = self.socket.as_raw_fd();
-        let mut n = self.recv.recv(fd)?;
+        let mut n = self.receive()?;
         if n == 0 && wait_readable(fd, None, timeout)?.socket {
-            n = self.recv.recv(fd)?;
+            n = self.receive()?;
         }
+        let failures = self.counters.send_failures;
         for i in 0..n {
             self.handle(i)?;
         }
         self.flush()?;
         self.send.clear();
+        let failed = self.counters.send_failures - failures;
+        self.log.send_failed(failed, self.send.take_failure());
         Ok(n)
+    }
+
+    /// Receive a batch. An error that is not the socket's own ([`is_fatal`]) is counted,
+    /// logged, and reads as nothing received.
+    fn receive(&mut self) -> io::Result<usize> {
+        match self.recv.recv(self.socket.as_raw_fd()) {
+            Err(e) if !is_fatal(&e) => {
+                self.counters.recv_errors += 1;
+                self.log.recv_failed(&e);
+                Ok(0)
+            }
+            r => r,
+        }
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -183,6 +221,7 @@ impl<A: Aggregator> Daemon<A> {
             loss,
             recv,
             send,
+            ..
         } = self;
         let Some(d) = recv.get(i) else {
             return Ok(());

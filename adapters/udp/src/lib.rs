@@ -16,6 +16,9 @@
 //! Underneath: batched `recvmmsg`/`sendmmsg` ([`batch`]), socket buffers and `poll`
 //! ([`socket`]), and the one place where OS time becomes core time ([`clock`]).
 //!
+//! It logs through the `log` facade (the daemon's start at `info`, per-packet problems at
+//! `warn`, rate-limited by [`daemon_log`]); the program that links it picks the logger.
+//!
 //! What this crate does **not** do: any protocol decision. What to send, when to resend,
 //! what a packet means, when to give up — the core decides, and this crate carries it out.
 
@@ -24,6 +27,7 @@ pub mod clock;
 pub mod comm;
 pub mod config;
 pub mod daemon;
+pub mod daemon_log;
 pub mod error;
 pub mod lane;
 pub mod loss;

@@ -174,6 +174,7 @@ fn serve(
             break Ok(());
         }
         if let Err(e) = daemon.step(Duration::from_millis(20)) {
+            log::error!("the switch daemon on {} stopped: {e}", config.bind);
             break Err(e);
         }
         if published.elapsed() >= PUBLISH_EVERY {

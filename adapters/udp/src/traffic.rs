@@ -53,8 +53,10 @@ pub struct DaemonCounters {
     pub received: u64,
     /// Datagrams sent.
     pub sent: u64,
-    /// Sends the kernel refused or that found the socket full.
+    /// Datagrams not sent: the kernel refused them, or the socket stayed full.
     pub send_failures: u64,
+    /// Receives that failed with an error other than "nothing waiting".
+    pub recv_errors: u64,
     /// Dropped by the loss injector (either direction).
     pub injected_losses: u64,
     /// Longer than any valid message (cut by the receive buffer), dropped.
