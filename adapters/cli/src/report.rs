@@ -36,6 +36,7 @@ pub fn counters_json(c: &DaemonCounters) -> Value {
         "received": c.received,
         "sent": c.sent,
         "send_failures": c.send_failures,
+        "bad_source": c.bad_source,
         "recv_errors": c.recv_errors,
         "injected_losses": c.injected_losses,
         "oversized": c.oversized,
@@ -48,8 +49,8 @@ pub fn counters_json(c: &DaemonCounters) -> Value {
 /// The daemon's counters for a person.
 pub fn counters_text(c: &DaemonCounters) -> String {
     let mut s = format!(
-        "switch: received {} sent {} (send failures {}), injected losses {}, oversized {}, drops {}\n",
-        c.received, c.sent, c.send_failures, c.injected_losses, c.oversized, c.total_drops()
+        "switch: received {} sent {} (send failures {}), injected losses {}, oversized {}, bad sources {}, drops {}\n",
+        c.received, c.sent, c.send_failures, c.injected_losses, c.oversized, c.bad_source, c.total_drops()
     );
     if c.recv_errors > 0 {
         s += &format!("  receive errors: {}\n", c.recv_errors);

@@ -8,9 +8,10 @@
 //! `sendmmsg` batch. Optionally it loses datagrams on purpose ([`LossInjector`]). It never
 //! decides anything about slots, versions or sums: that is the aggregator's.
 //!
-//! No datagram can end it: one the kernel will not send is skipped, counted and logged at a
-//! limited rate ([`daemon_log`](crate::daemon_log)). Only a socket that is itself unusable
-//! ([`is_fatal`]) stops the daemon.
+//! No datagram can end it: one from a source no reply could go to is dropped on receive
+//! ([`is_bad_source`]), one the kernel will not send is skipped, and both are counted and
+//! logged at a limited rate ([`daemon_log`](crate::daemon_log)). Only a socket that is
+//! itself unusable ([`is_fatal`]) stops the daemon.
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
@@ -29,6 +30,7 @@ use crate::daemon_log::DaemonLog;
 use crate::loss::LossInjector;
 use crate::routing::{Admission, JobRoute};
 use crate::socket::{size_buffer, wait_readable, Buffer};
+use crate::source::is_bad_source;
 use crate::traffic::{reason_index, DaemonCounters, JobTraffic};
 
 /// Datagrams per `recvmmsg`.
@@ -185,7 +187,9 @@ impl<A: Aggregator> Daemon<A> {
         }
         let failures = self.counters.send_failures;
         for i in 0..n {
-            self.handle(i)?;
+            if !self.drop_bad_source(i) {
+                self.handle(i)?;
+            }
         }
         self.flush()?;
         self.send.clear();
@@ -205,6 +209,21 @@ impl<A: Aggregator> Daemon<A> {
             }
             r => r,
         }
+    }
+
+    /// Drop received datagram `i` if it has no IP source or one no reply could go to;
+    /// return whether it was dropped. The aggregator never sees it.
+    fn drop_bad_source(&mut self, i: usize) -> bool {
+        let Some(from) = self.recv.get(i).map(|d| d.from) else {
+            return false;
+        };
+        if from.is_some_and(|a| !is_bad_source(&a)) {
+            return false;
+        }
+        self.counters.received += 1;
+        self.counters.bad_source += 1;
+        self.log.bad_source(from);
+        true
     }
 
     fn flush(&mut self) -> io::Result<()> {

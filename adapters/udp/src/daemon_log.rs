@@ -8,6 +8,7 @@
 
 use std::fmt;
 use std::io;
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use crate::batch::Failure;
@@ -74,6 +75,7 @@ const WINDOW: Duration = Duration::from_secs(1);
 /// The daemon's problem reports, one limit per kind.
 #[derive(Debug, Clone)]
 pub(crate) struct DaemonLog {
+    bad_source: LogLimit,
     send: LogLimit,
     recv: LogLimit,
 }
@@ -82,8 +84,22 @@ impl DaemonLog {
     /// Allow [`BURST`] lines of each kind per [`WINDOW`].
     pub(crate) const fn new() -> DaemonLog {
         DaemonLog {
+            bad_source: LogLimit::new(BURST, WINDOW),
             send: LogLimit::new(BURST, WINDOW),
             recv: LogLimit::new(BURST, WINDOW),
+        }
+    }
+
+    /// A datagram from `from` (`None`: not an IP address) was dropped: no reply can go there.
+    pub(crate) fn bad_source(&mut self, from: Option<SocketAddr>) {
+        if let Some(n) = check(&mut self.bad_source) {
+            match from {
+                Some(a) => log::warn!(
+                    "dropped a datagram from {a}: no reply can go to that source{}",
+                    Suppressed(n)
+                ),
+                None => log::warn!("dropped a datagram from a non-IP source{}", Suppressed(n)),
+            }
         }
     }
 

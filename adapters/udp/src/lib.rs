@@ -9,9 +9,10 @@
 //!   *lanes* ([`lane`]), each own a UDP socket and a range of the job's slots and drive one
 //!   core `Worker`; a tensor is split into one contiguous part per lane ([`part`]).
 //! - **Switch side**: the [`daemon`] serves real workers with any core `Aggregator`: it
-//!   learns each lane's address from its Join ([`routing`]), drops spoofed sources, emulates
-//!   multicast by replication, can lose packets on purpose ([`loss`]) and counts everything
-//!   ([`traffic`]). [`RunningSwitch`] runs it around the core's reference switch.
+//!   learns each lane's address from its Join ([`routing`]), drops bad ([`source`]) and
+//!   spoofed sources, emulates multicast by replication, can lose packets on purpose
+//!   ([`loss`]) and counts everything ([`traffic`]). [`RunningSwitch`] runs it around the
+//!   core's reference switch.
 //!
 //! Underneath: batched `recvmmsg`/`sendmmsg` ([`batch`]), socket buffers and `poll`
 //! ([`socket`]), and the one place where OS time becomes core time ([`clock`]).
@@ -36,6 +37,7 @@ pub mod routing;
 pub mod running_switch;
 mod sockaddr;
 pub mod socket;
+pub mod source;
 pub mod traffic;
 
 pub use comm::{Communicator, Pending};

@@ -1,6 +1,7 @@
 //! The daemon's counters: what it received, what the aggregator decided, what it sent, and
-//! what it refused itself (spoofed sources, oversized datagrams, injected losses). They are
-//! counted from the aggregator's verdicts, so any [`Aggregator`] gets the same report.
+//! what it refused itself (bad and spoofed sources, oversized datagrams, injected losses).
+//! They are counted from the aggregator's verdicts, so any [`Aggregator`] gets the same
+//! report.
 //!
 //! [`Aggregator`]: switchml_core::switch::Aggregator
 
@@ -55,6 +56,9 @@ pub struct DaemonCounters {
     pub sent: u64,
     /// Datagrams not sent: the kernel refused them, or the socket stayed full.
     pub send_failures: u64,
+    /// Dropped on receive because no reply could go to the source: UDP port 0, an
+    /// unspecified, multicast or broadcast address, or no IP address at all.
+    pub bad_source: u64,
     /// Receives that failed with an error other than "nothing waiting".
     pub recv_errors: u64,
     /// Dropped by the loss injector (either direction).
@@ -68,9 +72,10 @@ pub struct DaemonCounters {
 }
 
 impl DaemonCounters {
-    /// Return every drop: unattributed, oversized and each job's.
+    /// Return every drop: bad sources, unattributed, oversized and each job's.
     pub fn total_drops(&self) -> u64 {
         self.unattributed.iter().sum::<u64>()
+            + self.bad_source
             + self.oversized
             + self.jobs.iter().map(JobTraffic::total_drops).sum::<u64>()
     }
