@@ -5,12 +5,14 @@
 //! - `doctor`: ask a switch whether it is there, how fast it answers, and about a job;
 //! - `bench`: loopback throughput against PyTorch's Gloo all-reduce, in the same run.
 //!
-//! Every report prints for a person, or as one JSON object with `--json`.
+//! Every report prints for a person, or as one JSON object with `--json`. Log lines go to
+//! stderr, warnings and errors only unless `RUST_LOG` asks for more ([`logger`]).
 
 mod bench;
 mod demo;
 mod doctor;
 mod inputs;
+mod logger;
 mod report;
 mod run;
 mod signal;
@@ -243,6 +245,7 @@ fn parse_count(s: &str) -> Result<usize, String> {
 }
 
 fn main() {
+    logger::init();
     let cli = Cli::parse();
     let code = match cli.command {
         Command::Demo {
