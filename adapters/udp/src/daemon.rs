@@ -111,7 +111,8 @@ impl<A: Aggregator> Daemon<A> {
             (Buffer::Send, "send", "wmem_max"),
         ];
         for (which, what, max) in buffers {
-            let granted = size_buffer(&socket, which, SOCKET_BUFFER)?;
+            // Linux reports twice what it grants, the other half being its bookkeeping.
+            let granted = size_buffer(&socket, which, SOCKET_BUFFER)? / 2;
             if granted < SOCKET_BUFFER {
                 log::info!(
                     "socket {what} buffer: {granted} bytes of {SOCKET_BUFFER} asked for \
