@@ -58,15 +58,19 @@ pub fn run_local(
     drop_rate: f64,
     progress: &ProgressBar,
 ) -> Result<LocalRun, String> {
+    // A fresh key per run: only this process's ranks can join its switch.
+    let key = switchml_udp::running_switch::fresh_key();
     let sw = RunningSwitch::start(&SwitchConfig {
         bind: "127.0.0.1:0".parse().expect("literal address"),
         jobs: vec![JobSpec {
             id: JOB,
             world: workers,
             slots: tuning.lanes * tuning.window,
+            key: Some(key),
         }],
         drop_rate,
         seed: w.seed,
+        idle_timeout: switchml_udp::running_switch::DEFAULT_IDLE_TIMEOUT,
     })
     .map_err(|e| format!("switch: {e}"))?;
     let addr = sw.addr();
@@ -76,7 +80,10 @@ pub fn run_local(
             .map(|rank| {
                 let (barrier, progress) = (&barrier, progress);
                 s.spawn(move || {
-                    let config = tuning.apply(CommConfig::new(rank, workers, addr, JOB));
+                    let config = CommConfig {
+                        key,
+                        ..tuning.apply(CommConfig::new(rank, workers, addr, JOB))
+                    };
                     let input = Input::new(w, rank, workers);
                     let comm = Communicator::connect(&config).map_err(|e| e.to_string())?;
                     let verify = w.verify && rank == 0;

@@ -110,7 +110,7 @@ fn parse(bytes: &[u8], job: u16) -> Option<Answer> {
 }
 
 fn counter_list(c: &switchml_core::wire::StatusCounters) -> Vec<(&'static str, u64)> {
-    vec![
+    let mut list = vec![
         ("switch_received", c.received),
         ("switch_dropped", c.dropped),
         ("contributions", c.contributions),
@@ -123,7 +123,13 @@ fn counter_list(c: &switchml_core::wire::StatusCounters) -> Vec<(&'static str, u
         ("probes", c.probes),
         ("aborts", c.aborts),
         ("overflows", c.overflows),
-    ]
+        ("runs", c.runs),
+        ("unauthorized", c.unauthorized),
+    ];
+    // Every drop class the switch counts, its adapter's included (bad sources, oversized).
+    let classes = switchml_core::switch::DropReason::ALL.iter().zip(c.drops);
+    list.extend(classes.map(|(r, n)| (r.name(), n)));
+    list
 }
 
 fn print_report(

@@ -5,12 +5,14 @@
 //! - `doctor`: ask a switch whether it is there, how fast it answers, and about a job;
 //! - `bench`: loopback throughput against PyTorch's Gloo all-reduce, in the same run.
 //!
-//! Every report prints for a person, or as one JSON object with `--json`.
+//! Every report prints for a person, or as one JSON object with `--json`. Log lines go to
+//! stderr, warnings and errors only unless `RUST_LOG` asks for more ([`logger`]).
 
 mod bench;
 mod demo;
 mod doctor;
 mod inputs;
+mod logger;
 mod report;
 mod run;
 mod signal;
@@ -62,9 +64,14 @@ enum Command {
         /// Address to listen on (port 0: any free port, printed at start).
         #[arg(long, default_value = "0.0.0.0:48864")]
         bind: std::net::SocketAddr,
-        /// A job to serve, `ID:WORLD[:SLOTS]` (slots default to 256); repeat for several.
+        /// A job to serve, `ID:WORLD[:SLOTS[:KEY]]` (slots default to 256; KEY: the job's
+        /// credential in hex, else SWITCHML_JOB_KEY, which its workers must set too);
+        /// repeat for several.
         #[arg(long = "job", required = true)]
         jobs: Vec<JobSpec>,
+        /// Release a job's run after this many seconds without a packet from its ranks.
+        #[arg(long, default_value_t = 3600)]
+        idle_timeout: u64,
         /// Lose each datagram with this probability (each way), like SwitchML's drop simulator.
         #[arg(long, default_value_t = 0.0)]
         drop_rate: f64,
@@ -243,6 +250,7 @@ fn parse_count(s: &str) -> Result<usize, String> {
 }
 
 fn main() {
+    logger::init();
     let cli = Cli::parse();
     let code = match cli.command {
         Command::Demo {
@@ -258,9 +266,18 @@ fn main() {
             jobs,
             drop_rate,
             seed,
+            idle_timeout,
             report_every,
             json,
-        } => switch_cmd::switch(bind, jobs, drop_rate, seed, report_every, json),
+        } => switch_cmd::switch(
+            bind,
+            jobs,
+            drop_rate,
+            seed,
+            std::time::Duration::from_secs(idle_timeout),
+            report_every,
+            json,
+        ),
         Command::Worker {
             join,
             elements,

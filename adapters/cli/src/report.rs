@@ -2,10 +2,11 @@
 
 use serde_json::{json, Value};
 use switchml_core::switch::DropReason;
+use switchml_core::wire::DROP_CLASSES;
 use switchml_udp::{DaemonCounters, JobTraffic};
 
 /// Drop counters by reason name, only the non-zero ones.
-pub fn drops(dropped: &[u64; 12]) -> Value {
+pub fn drops(dropped: &[u64; DROP_CLASSES]) -> Value {
     let map: serde_json::Map<String, Value> = DropReason::ALL
         .iter()
         .zip(dropped)
@@ -17,16 +18,25 @@ pub fn drops(dropped: &[u64; 12]) -> Value {
 
 /// A job's counters as JSON.
 pub fn job_json(j: &JobTraffic) -> Value {
+    let s = &j.switch;
     json!({
         "job": j.job,
         "received": j.received,
-        "consumed": j.consumed,
+        "replies": j.replies,
         "multicasts": j.multicasts,
-        "unicasts": j.unicasts,
         "sent": j.sent,
-        "spoofed": j.spoofed,
-        "unroutable": j.unroutable,
-        "dropped": drops(&j.dropped),
+        "contributions": s.contributions,
+        "completions": s.completions,
+        "retransmit_replies": s.retransmit_replies,
+        "duplicates": s.duplicates,
+        "stale": s.stale,
+        "rejected": s.rejected,
+        "joins": s.joins,
+        "probes": s.probes,
+        "aborts": s.aborts,
+        "overflows": s.overflows,
+        "runs": s.runs,
+        "unauthorized": s.unauthorized,
     })
 }
 
@@ -36,10 +46,13 @@ pub fn counters_json(c: &DaemonCounters) -> Value {
         "received": c.received,
         "sent": c.sent,
         "send_failures": c.send_failures,
+        "bad_source": c.bad_source,
+        "recv_errors": c.recv_errors,
         "injected_losses": c.injected_losses,
         "oversized": c.oversized,
+        "expired_runs": c.expired_runs,
         "total_drops": c.total_drops(),
-        "unattributed_drops": drops(&c.unattributed),
+        "drops": drops(&c.switch.dropped),
         "jobs": c.jobs.iter().map(job_json).collect::<Vec<_>>(),
     })
 }
@@ -47,16 +60,25 @@ pub fn counters_json(c: &DaemonCounters) -> Value {
 /// The daemon's counters for a person.
 pub fn counters_text(c: &DaemonCounters) -> String {
     let mut s = format!(
-        "switch: received {} sent {} (send failures {}), injected losses {}, oversized {}, drops {}\n",
-        c.received, c.sent, c.send_failures, c.injected_losses, c.oversized, c.total_drops()
+        "switch: received {} sent {} (send failures {}), injected losses {}, drops {} {}\n",
+        c.received,
+        c.sent,
+        c.send_failures,
+        c.injected_losses,
+        c.total_drops(),
+        drops(&c.switch.dropped)
     );
-    if c.unattributed.iter().any(|n| *n > 0) {
-        s += &format!("  no job: dropped {}\n", drops(&c.unattributed));
+    if c.recv_errors > 0 || c.expired_runs > 0 {
+        s += &format!(
+            "  receive errors: {}, idle runs released: {}\n",
+            c.recv_errors, c.expired_runs
+        );
     }
     for j in &c.jobs {
+        let w = &j.switch;
         s += &format!(
-            "  job {}: received {} consumed {} multicasts {} unicasts {} sent {} spoofed {} unroutable {} dropped {}\n",
-            j.job, j.received, j.consumed, j.multicasts, j.unicasts, j.sent, j.spoofed, j.unroutable, drops(&j.dropped)
+            "  job {}: received {} replies {} multicasts {} sent {}; contributions {} completions {} runs {} unauthorized {} rejected {}\n",
+            j.job, j.received, j.replies, j.multicasts, j.sent, w.contributions, w.completions, w.runs, w.unauthorized, w.rejected
         );
     }
     s

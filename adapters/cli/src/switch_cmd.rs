@@ -18,6 +18,7 @@ pub fn switch(
     jobs: Vec<JobSpec>,
     drop_rate: f64,
     seed: u64,
+    idle_timeout: Duration,
     report_every: u64,
     json_out: bool,
 ) -> i32 {
@@ -27,6 +28,7 @@ pub fn switch(
         jobs: jobs.clone(),
         drop_rate,
         seed,
+        idle_timeout,
     };
     let sw = match RunningSwitch::start(&config) {
         Ok(s) => s,

@@ -136,6 +136,7 @@ pub struct SendBatch {
     queued: usize,
     iovecs: Vec<libc::iovec>,
     headers: Vec<libc::mmsghdr>,
+    failure: Option<Failure>,
 }
 
 // SAFETY: as for `RecvBatch`: the C headers point only into this batch's own buffers and
@@ -150,18 +151,75 @@ struct Entry {
     to_len: libc::socklen_t,
 }
 
+/// A datagram that a flush could not send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Failure {
+    /// Where it was going (`None`: the connected peer).
+    pub to: Option<SocketAddr>,
+    /// Why: the OS error number.
+    pub errno: i32,
+}
+
+impl Failure {
+    /// Return the OS error, for printing.
+    pub fn error(&self) -> io::Error {
+        io::Error::from_raw_os_error(self.errno)
+    }
+}
+
+/// What a failed `sendmmsg` means for the batch. The kernel reports an error only when the
+/// datagram at the head of the batch could not go; the ones before it were sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SendError {
+    /// A signal interrupted the call: try again.
+    Interrupted,
+    /// No room for now (`EAGAIN`, `ENOBUFS`): wait for room a while, then give the rest up.
+    Full,
+    /// The socket itself is unusable: nothing more can be sent through it.
+    Fatal,
+    /// The head datagram cannot go (its destination is invalid, unreachable or refused,
+    /// it is too long, a firewall said no, ...): skip it and send the rest.
+    Datagram,
+}
+
+impl SendError {
+    /// Classify the error number of a failed `sendmmsg`.
+    fn of(errno: i32) -> SendError {
+        match errno {
+            libc::EINTR => SendError::Interrupted,
+            libc::EAGAIN | libc::ENOBUFS => SendError::Full,
+            _ if is_fatal_errno(errno) => SendError::Fatal,
+            _ => SendError::Datagram,
+        }
+    }
+}
+
+/// Return whether `err` means the socket itself is unusable (`EBADF`, `ENOTSOCK`,
+/// `EFAULT`), rather than that one datagram, one destination or a moment was bad.
+pub fn is_fatal(err: &io::Error) -> bool {
+    err.raw_os_error().is_some_and(is_fatal_errno)
+}
+
+fn is_fatal_errno(errno: i32) -> bool {
+    matches!(errno, libc::EBADF | libc::ENOTSOCK | libc::EFAULT)
+}
+
 /// What a flush did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Flushed {
     /// Datagrams the kernel took.
     pub sent: usize,
-    /// Datagrams given up on (refused by ICMP, or the socket stayed full).
+    /// Datagrams given up on (refused by the kernel, or the socket stayed full).
     pub failed: usize,
 }
 
 /// How long a flush waits for room in a full socket buffer before giving the rest up (the
 /// protocol retransmits what is lost).
 const FULL_WAIT: Duration = Duration::from_millis(20);
+
+/// Interrupted or full sends one flush tolerates before it gives the rest up: with
+/// [`FULL_WAIT`] each, a flush never waits much longer than a third of a second.
+const MAX_STALLS: u32 = 16;
 
 impl SendBatch {
     /// Make `buffers` buffers of `size` bytes and room for `entries` queued datagrams.
@@ -189,6 +247,7 @@ impl SendBatch {
             queued: 0,
             iovecs: vec![iovec; entries],
             headers: vec![header; entries],
+            failure: None,
         }
     }
 
@@ -240,6 +299,11 @@ impl SendBatch {
 
     /// Send every queued entry. Buffers stay handed out (entries may still be pushed for
     /// them) until [`SendBatch::clear`].
+    ///
+    /// A datagram the kernel will not send (a bad destination, say) is skipped and counted
+    /// as failed, and the rest go on; [`SendBatch::take_failure`] tells the first. Only an
+    /// unusable socket ([`is_fatal`]) is an error. The loop ends: each turn either moves past
+    /// a datagram or uses up one of a bounded number of waits for room.
     pub fn flush(&mut self, fd: RawFd) -> io::Result<Flushed> {
         let mut done = Flushed::default();
         let base = self.bufs.as_mut_ptr();
@@ -263,6 +327,7 @@ impl SendBatch {
             hdr.msg_len = 0;
         }
         let mut at = 0;
+        let mut stalls = 0;
         while at < self.queued {
             // SAFETY: headers `at..queued` were initialised above to point at live iovecs
             // over `bufs` and at live addresses (or null for a connected socket).
@@ -280,27 +345,54 @@ impl SendBatch {
                 continue;
             }
             let err = io::Error::last_os_error();
-            match err.kind() {
-                io::ErrorKind::Interrupted => {}
-                io::ErrorKind::WouldBlock => {
-                    if !wait_writable(fd, FULL_WAIT)? {
-                        done.failed += self.queued - at;
-                        break;
-                    }
+            // sendmmsg returns 0 only for an empty batch, which `at < queued` rules out;
+            // should it happen anyway, treat it as a full socket so that the loop still ends.
+            let errno = match n {
+                0 => libc::EAGAIN,
+                _ => err.raw_os_error().unwrap_or(libc::EIO),
+            };
+            match SendError::of(errno) {
+                SendError::Fatal => {
+                    self.queued = 0;
+                    return Err(err);
                 }
-                // The first datagram was refused (ICMP port unreachable was queued): skip it.
-                io::ErrorKind::ConnectionRefused | io::ErrorKind::PermissionDenied => {
+                SendError::Datagram => {
+                    self.note_failure(at, errno);
                     at += 1;
                     done.failed += 1;
                 }
-                _ => {
-                    self.queued = 0;
-                    return Err(err);
+                class @ (SendError::Interrupted | SendError::Full) => {
+                    stalls += 1;
+                    let go_on = stalls <= MAX_STALLS
+                        && (class == SendError::Interrupted
+                            || wait_writable(fd, FULL_WAIT).unwrap_or(false));
+                    if !go_on {
+                        self.note_failure(at, errno);
+                        done.failed += self.queued - at;
+                        break;
+                    }
                 }
             }
         }
         self.queued = 0;
         Ok(done)
+    }
+
+    /// Return the first datagram that failed since the last call, if any.
+    pub fn take_failure(&mut self) -> Option<Failure> {
+        self.failure.take()
+    }
+
+    /// Remember that entry `at` failed with `errno`, unless an earlier failure is kept.
+    fn note_failure(&mut self, at: usize, errno: i32) {
+        if self.failure.is_none() {
+            let to = self
+                .entries
+                .get(at)
+                .filter(|e| e.to_len != 0)
+                .and_then(|e| from_storage(&e.to));
+            self.failure = Some(Failure { to, errno });
+        }
     }
 
     /// Forget every entry and hand every buffer back.
@@ -332,6 +424,7 @@ mod tests {
         assert!(send.buffer().is_none());
         let out = send.flush(a.as_raw_fd()).unwrap();
         assert_eq!(out, Flushed { sent: 3, failed: 0 });
+        assert_eq!(send.take_failure(), None);
         send.clear();
 
         let mut recv = RecvBatch::new(8, 16);
@@ -353,5 +446,71 @@ mod tests {
         assert_eq!(got[1], (b"ab".to_vec(), false));
         assert_eq!(got[2], (vec![7; 16], true));
         assert!(recv.get(3).is_none());
+    }
+
+    #[test]
+    fn a_datagram_to_port_zero_fails_alone_and_the_rest_go_out() {
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        b.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let to = b.local_addr().unwrap();
+        let nowhere: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let mut send = SendBatch::new(3, 16, 3);
+        for (k, dest) in [to, nowhere, to].iter().enumerate() {
+            let (i, buf) = send.buffer().unwrap();
+            buf[0] = k as u8;
+            assert!(send.push(i, 1, Some(dest)));
+        }
+        let out = send.flush(a.as_raw_fd()).unwrap();
+        assert_eq!(out, Flushed { sent: 2, failed: 1 });
+        let failure = send.take_failure().unwrap();
+        assert_eq!(failure.to, Some(nowhere));
+        assert_eq!(failure.errno, libc::EINVAL);
+        assert_eq!(send.take_failure(), None);
+        let mut got = [0u8; 16];
+        for k in [0u8, 2] {
+            let (n, from) = b.recv_from(&mut got).unwrap();
+            assert_eq!((&got[..n], from), (&[k][..], a.local_addr().unwrap()));
+        }
+    }
+
+    #[test]
+    fn only_an_unusable_socket_is_fatal() {
+        for errno in [libc::EBADF, libc::ENOTSOCK, libc::EFAULT] {
+            assert_eq!(SendError::of(errno), SendError::Fatal);
+            assert!(is_fatal(&io::Error::from_raw_os_error(errno)));
+        }
+        for errno in [
+            libc::EINVAL,
+            libc::EHOSTUNREACH,
+            libc::ENETUNREACH,
+            libc::EPERM,
+            libc::EACCES,
+            libc::EMSGSIZE,
+            libc::ECONNREFUSED,
+            libc::EADDRNOTAVAIL,
+            libc::EDESTADDRREQ,
+        ] {
+            assert_eq!(SendError::of(errno), SendError::Datagram, "errno {errno}");
+            assert!(!is_fatal(&io::Error::from_raw_os_error(errno)));
+        }
+        assert_eq!(SendError::of(libc::EAGAIN), SendError::Full);
+        assert_eq!(SendError::of(libc::ENOBUFS), SendError::Full);
+        assert_eq!(SendError::of(libc::EINTR), SendError::Interrupted);
+        assert!(!is_fatal(&io::Error::other("no errno")));
+    }
+
+    #[test]
+    fn a_closed_socket_is_fatal() {
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let to = a.local_addr().unwrap();
+        let mut send = SendBatch::new(1, 16, 1);
+        let (i, _) = send.buffer().unwrap();
+        assert!(send.push(i, 1, Some(&to)));
+        // An fd that is open but not a socket.
+        let file = std::fs::File::open("/dev/null").unwrap();
+        let err = send.flush(file.as_raw_fd()).unwrap_err();
+        assert!(is_fatal(&err), "{err}");
+        assert!(send.is_empty());
     }
 }

@@ -53,8 +53,10 @@ impl Communicator {
         config.validate()?;
         let (reports_tx, reports) = mpsc::channel();
         let mut lanes = Vec::with_capacity(usize::from(config.lanes));
+        // This communicator's incarnation: a new process to the switch (protocol.md §4.1).
+        let nonce = fresh_nonce();
         for lane in 0..config.lanes {
-            lanes.push(start_lane(config, lane, reports_tx.clone())?);
+            lanes.push(start_lane(config, lane, nonce, reports_tx.clone())?);
         }
         drop(reports_tx);
         let mut comm = Communicator {
@@ -272,9 +274,23 @@ impl<T: Element> Pending<T> {
 
 /// Open lane `lane`'s socket (connected to the switch, buffers sized for its window) and
 /// start its thread.
+/// A random non-zero nonce, from the standard library's OS-seeded hasher keys.
+fn fresh_nonce() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    let n = h.finish();
+    ((n >> 32) as u32 ^ n as u32).max(1)
+}
+
 fn start_lane(
     config: &CommConfig,
     lane: u16,
+    nonce: u32,
     reports: Sender<Report>,
 ) -> Result<LaneHandle, Error> {
     let local: IpAddr = match config.switch {
@@ -292,7 +308,7 @@ fn start_lane(
     socket
         .set_nonblocking(true)
         .map_err(|e| Error::io(format!("lane {lane}: set non-blocking"), &e))?;
-    let core = config.lane(lane);
+    let core = config.lane(lane, nonce);
     let window_bytes = (usize::from(core.window) + BATCH) * core.max_datagram() * 2;
     for which in [Buffer::Receive, Buffer::Send] {
         size_buffer(&socket, which, window_bytes)

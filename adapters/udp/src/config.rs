@@ -48,6 +48,9 @@ pub struct CommConfig {
     /// microseconds cut its wake-ups, and its CPU time, several-fold at the cost of that
     /// much more round trip. At most half of `rto`.
     pub coalesce: Duration,
+    /// The job's credential (protocol.md §4.1): `SWITCHML_JOB_KEY` (hex) or `key` in the
+    /// file; the switch's `--job ID:WORLD:SLOTS:KEY` must say the same.
+    pub key: u64,
 }
 
 /// Default lanes per worker.
@@ -75,6 +78,7 @@ impl CommConfig {
             retries: core.retries,
             join_timeout: crate::clock::to_std(core.join_timeout),
             coalesce: Duration::ZERO,
+            key: 0,
         }
     }
 
@@ -120,6 +124,10 @@ impl CommConfig {
         config.lanes = number("SWITCHML_LANES", Some(config.lanes))?;
         config.window = number("SWITCHML_WINDOW", Some(config.window))?;
         config.count = number("SWITCHML_COUNT", Some(config.count))?;
+        if let Some(k) = var("SWITCHML_JOB_KEY") {
+            config.key = crate::daemon::parse_key(&k)
+                .map_err(|e| Error::Config(format!("SWITCHML_JOB_KEY: {e}")))?;
+        }
         config.validate()?;
         Ok(config)
     }
@@ -184,9 +192,11 @@ impl CommConfig {
         u32::from(self.lanes) * u32::from(self.window)
     }
 
-    /// Return the core configuration of lane `lane`.
-    pub fn lane(&self, lane: u16) -> LaneConfig {
+    /// Return the core configuration of lane `lane` of the worker process `nonce`.
+    pub fn lane(&self, lane: u16, nonce: u32) -> LaneConfig {
         LaneConfig {
+            key: self.key,
+            nonce,
             slot_lo: lane * self.window,
             window: self.window,
             count: self.count,
@@ -216,6 +226,7 @@ struct ConfigFile {
     retries: Option<u16>,
     join_timeout_ms: Option<u64>,
     coalesce_us: Option<u64>,
+    key: Option<String>,
 }
 
 impl ConfigFile {
@@ -230,6 +241,13 @@ impl ConfigFile {
             .join_timeout_ms
             .map_or(c.join_timeout, Duration::from_millis);
         c.coalesce = self.coalesce_us.map_or(c.coalesce, Duration::from_micros);
+        if let Some(k) = self
+            .key
+            .as_deref()
+            .and_then(|k| crate::daemon::parse_key(k).ok())
+        {
+            c.key = k;
+        }
         c
     }
 }
@@ -328,7 +346,7 @@ mod tests {
         );
         assert_eq!(c.rto, Duration::from_millis(2));
         assert_eq!(c.coalesce, Duration::from_micros(400));
-        assert_eq!(c.lane(2).slot_lo, 32);
+        assert_eq!(c.lane(2, 1).slot_lo, 32);
         assert_eq!(c.slots(), 48);
         std::fs::write(
             &path,

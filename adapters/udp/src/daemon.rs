@@ -7,7 +7,12 @@
 //! batch (multicast emulated). Optionally it loses datagrams on purpose ([`LossInjector`]).
 //! It never decides anything about admission, slots, versions or sums: the core does
 //! (protocol.md §4). What it does decide: a datagram too long for any message, or from a
-//! source no answer can go to, never reaches the endpoint (both are counted there).
+//! source no answer can go to ([`is_bad_source`]), never reaches the endpoint (both are
+//! counted there).
+//!
+//! No datagram can end it: one the kernel will not send is skipped, and every problem is
+//! counted and logged at a limited rate ([`daemon_log`](crate::daemon_log)). Only a socket
+//! that is itself unusable ([`is_fatal`]) stops the daemon.
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
@@ -19,10 +24,12 @@ use std::time::Duration;
 use switchml_core::switch::{DropReason, Endpoint, Route, Transmit};
 use switchml_core::wire;
 
-use crate::batch::{RecvBatch, SendBatch};
+use crate::batch::{is_fatal, RecvBatch, SendBatch};
 use crate::clock::Clock;
+use crate::daemon_log::DaemonLog;
 use crate::loss::LossInjector;
 use crate::socket::{size_buffer, wait_readable, Buffer};
+use crate::source::is_bad_source;
 use crate::traffic::{DaemonCounters, JobTraffic};
 
 /// Datagrams per `recvmmsg`.
@@ -69,9 +76,9 @@ impl FromStr for JobSpec {
                     DEFAULT_JOB_SLOTS
                 },
                 key: match fields.get(3) {
-                    Some(k) => Some(
-                        parse_key(k).map_err(|e| format!("job {s:?}: key {k:?}: {e}"))?,
-                    ),
+                    Some(k) => {
+                        Some(parse_key(k).map_err(|e| format!("job {s:?}: key {k:?}: {e}"))?)
+                    }
                     None => None,
                 },
             }),
@@ -99,16 +106,6 @@ pub type SoftEndpoint<'a> = Endpoint<
     { crate::running_switch::MAX_JOBS },
 >;
 
-/// Return whether no answer can go to `from`: port 0, an unspecified, multicast or
-/// broadcast address. Such a source is forged (a raw socket) or broken; the kernel refuses
-/// to send to it, and answering a broadcast address would amplify.
-pub fn is_bad_source(from: &SocketAddr) -> bool {
-    from.port() == 0
-        || from.ip().is_unspecified()
-        || from.ip().is_multicast()
-        || matches!(from.ip(), std::net::IpAddr::V4(v4) if v4.is_broadcast())
-}
-
 /// The daemon around the core's endpoint.
 pub struct Daemon<'a> {
     socket: UdpSocket,
@@ -118,6 +115,7 @@ pub struct Daemon<'a> {
     loss: Option<LossInjector>,
     recv: RecvBatch,
     send: SendBatch,
+    log: DaemonLog,
 }
 
 /// Lanes per rank the address table has room for.
@@ -132,8 +130,23 @@ impl<'a> Daemon<'a> {
         loss: Option<(f64, u64)>,
     ) -> io::Result<Daemon<'a>> {
         socket.set_nonblocking(true)?;
-        size_buffer(&socket, Buffer::Receive, SOCKET_BUFFER)?;
-        size_buffer(&socket, Buffer::Send, SOCKET_BUFFER)?;
+        let addr = socket.local_addr()?;
+        let ids: Vec<u16> = jobs.iter().map(|j| j.id).collect();
+        log::info!("switch daemon on {addr}: jobs {ids:?}");
+        let buffers = [
+            (Buffer::Receive, "receive", "rmem_max"),
+            (Buffer::Send, "send", "wmem_max"),
+        ];
+        for (which, what, max) in buffers {
+            // Linux reports twice what it grants, the other half being its bookkeeping.
+            let granted = size_buffer(&socket, which, SOCKET_BUFFER)? / 2;
+            if granted < SOCKET_BUFFER {
+                log::info!(
+                    "socket {what} buffer: {granted} bytes of {SOCKET_BUFFER} asked for \
+                     (net.core.{max} caps it); bursts may overflow it"
+                );
+            }
+        }
         let counters = DaemonCounters {
             jobs: jobs
                 .iter()
@@ -150,12 +163,14 @@ impl<'a> Daemon<'a> {
             endpoint,
             clock: Clock::start(),
             counters,
-            loss: loss
-                .filter(|(r, _)| *r > 0.0)
-                .map(|(r, s)| LossInjector::new(r, s)),
+            loss: loss.filter(|(r, _)| *r > 0.0).map(|(r, s)| {
+                log::info!("losing {:.2}% of datagrams each way (seed {s})", r * 100.0);
+                LossInjector::new(r, s)
+            }),
             // One byte more than the largest valid message, so that longer ones show as cut.
             recv: RecvBatch::new(RECV_BATCH, out_len + 1),
             send: SendBatch::new(RECV_BATCH, out_len, SEND_ENTRIES),
+            log: DaemonLog::new(),
         })
     }
 
@@ -220,11 +235,12 @@ impl<'a> Daemon<'a> {
     /// many were received.
     pub fn step(&mut self, timeout: Duration) -> io::Result<usize> {
         let fd = self.socket.as_raw_fd();
-        let mut n = self.recv.recv(fd)?;
+        let mut n = self.receive()?;
         if n == 0 && wait_readable(fd, None, timeout)?.socket {
-            n = self.recv.recv(fd)?;
+            n = self.receive()?;
         }
         let now = self.clock.now();
+        let failures = self.counters.send_failures;
         for i in 0..n {
             self.handle(i, now)?;
         }
@@ -232,7 +248,22 @@ impl<'a> Daemon<'a> {
             self.endpoint.handle_timeout(now);
         }
         self.flush()?;
+        let failed = self.counters.send_failures - failures;
+        self.log.send_failed(failed, self.send.take_failure());
         Ok(n)
+    }
+
+    /// Receive a batch. An error that is not the socket's own ([`is_fatal`]) is counted,
+    /// logged, and reads as nothing received.
+    fn receive(&mut self) -> io::Result<usize> {
+        match self.recv.recv(self.socket.as_raw_fd()) {
+            Err(e) if !is_fatal(&e) => {
+                self.counters.recv_errors += 1;
+                self.log.recv_failed(&e);
+                Ok(0)
+            }
+            r => r,
+        }
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -250,6 +281,7 @@ impl<'a> Daemon<'a> {
             loss,
             recv,
             send,
+            log,
             ..
         } = self;
         let Some(d) = recv.get(i) else {
@@ -267,6 +299,7 @@ impl<'a> Daemon<'a> {
                 DropReason::Oversized
             } else {
                 counters.bad_source += 1;
+                log.bad_source(d.from);
                 DropReason::BadSource
             };
             endpoint.count_drop(reason);
@@ -367,20 +400,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sources_no_answer_can_go_to_are_bad() {
-        let bad = ["127.0.0.1:0", "0.0.0.0:5", "[::]:5", "224.0.0.1:5", "255.255.255.255:5", "[ff02::1]:5"];
-        for a in bad {
-            assert!(is_bad_source(&a.parse().unwrap()), "{a}");
-        }
-        for a in ["127.0.0.1:5", "10.1.2.3:48864", "[::1]:9"] {
-            assert!(!is_bad_source(&a.parse().unwrap()), "{a}");
-        }
-    }
-
-    #[test]
     fn job_specs_parse_with_and_without_keys() {
         let j: JobSpec = "3:4".parse().unwrap();
-        assert_eq!((j.id, j.world, j.slots, j.key), (3, 4, DEFAULT_JOB_SLOTS, None));
+        assert_eq!(
+            (j.id, j.world, j.slots, j.key),
+            (3, 4, DEFAULT_JOB_SLOTS, None)
+        );
         let j: JobSpec = "3:4:64:0xBEEF".parse().unwrap();
         assert_eq!((j.slots, j.key), (64, Some(0xBEEF)));
         assert!("3:4:64:xyz".parse::<JobSpec>().is_err());

@@ -121,6 +121,11 @@ impl Lane {
                             self.worker.abort();
                             self.transmit(&mut send, clock.now());
                             self.deliver_events();
+                        } else {
+                            // Done: say so, so that the switch ends the run once every
+                            // rank has left and the job can run again (protocol.md §4.1).
+                            self.worker.leave();
+                            self.transmit(&mut send, clock.now());
                         }
                         for (mut part, _) in backlog.drain(..) {
                             part.set_outcome(Err(Error::LaneGone { lane: self.index }));

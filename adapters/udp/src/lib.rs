@@ -10,7 +10,7 @@
 //!   core `Worker`; a tensor is split into one contiguous part per lane ([`part`]).
 //! - **Switch side**: the [`daemon`] serves real workers around the core's `Endpoint` (the
 //!   reference switch, its lane table learned from accepted Joins, its run timer): it drops
-//!   datagrams no answer can go to, emulates multicast by replication, can lose packets on
+//!   datagrams no answer can go to ([`source`]), emulates multicast by replication, can lose packets on
 //!   purpose ([`loss`]) and counts everything ([`traffic`]). [`RunningSwitch`] runs it on
 //!   a thread.
 //!
@@ -25,6 +25,7 @@ pub mod clock;
 pub mod comm;
 pub mod config;
 pub mod daemon;
+pub mod daemon_log;
 pub mod error;
 pub mod lane;
 pub mod loss;
@@ -32,6 +33,7 @@ pub mod part;
 pub mod running_switch;
 mod sockaddr;
 pub mod socket;
+pub mod source;
 pub mod traffic;
 
 pub use comm::{Communicator, Pending};

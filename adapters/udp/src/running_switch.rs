@@ -171,7 +171,10 @@ fn serve(
             }
         };
         if key == 0 {
-            log::warn!("job {}: no key (SWITCHML_JOB_KEY): anyone who reaches the switch can join it", job.id);
+            log::warn!(
+                "job {}: no key (SWITCHML_JOB_KEY): anyone who reaches the switch can join it",
+                job.id
+            );
         }
         let lanes = MAX_LANES.min(usize::from(job.slots));
         let routes = vec![None; usize::from(job.world) * lanes];
@@ -204,9 +207,11 @@ fn serve(
     let mut published = Instant::now();
     let result = loop {
         if stop.load(Ordering::Relaxed) {
-            break Ok(());
+            // Tell every run's ranks, so they fail at once instead of timing out.
+            break daemon.shutdown();
         }
         if let Err(e) = daemon.step(Duration::from_millis(20)) {
+            log::error!("the switch daemon on {} stopped: {e}", config.bind);
             break Err(e);
         }
         if published.elapsed() >= PUBLISH_EVERY {
@@ -220,6 +225,14 @@ fn serve(
         *c = daemon.counters();
     }
     result
+}
+
+/// A random job key, for a switch and workers started together (the demo, benchmarks).
+pub fn fresh_key() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(fresh_epoch());
+    h.finish()
 }
 
 /// A new epoch: wall-clock nanoseconds and the process id, mixed.

@@ -47,6 +47,8 @@ pub struct DaemonCounters {
     pub oversized: u64,
     /// From a source no answer can go to (port 0, unspecified, multicast, broadcast).
     pub bad_source: u64,
+    /// Receive errors that were not the socket's own (counted, not fatal).
+    pub recv_errors: u64,
     /// Runs released after being idle.
     pub expired_runs: u64,
     /// The switch's counters: drops by reason (these two classes included), verdicts.

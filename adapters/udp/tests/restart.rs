@@ -36,9 +36,11 @@ fn a_restarted_switch_is_reported_as_such() {
                 id: JOB,
                 world,
                 slots: 32,
+                key: Some(KEY),
             }],
             drop_rate: 0.0,
             seed: 0,
+            idle_timeout: switchml_udp::running_switch::DEFAULT_IDLE_TIMEOUT,
         })
         .expect("restart on the same port");
         restarted.wait();

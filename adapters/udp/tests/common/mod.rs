@@ -11,6 +11,8 @@ use switchml_udp::{CommConfig, Communicator, JobSpec, RunningSwitch, SwitchConfi
 
 /// The job id the tests use.
 pub const JOB: u16 = 3;
+/// The job's key.
+pub const KEY: u64 = 0x7E57_0000_5EC2_E700;
 
 /// Start a switch serving job [`JOB`] of `world` ranks over `slots` slots.
 pub fn switch(world: u16, slots: u16, drop_rate: f64, seed: u64) -> RunningSwitch {
@@ -20,9 +22,11 @@ pub fn switch(world: u16, slots: u16, drop_rate: f64, seed: u64) -> RunningSwitc
             id: JOB,
             world,
             slots,
+            key: Some(KEY),
         }],
         drop_rate,
         seed,
+        idle_timeout: switchml_udp::running_switch::DEFAULT_IDLE_TIMEOUT,
     })
     .expect("switch starts")
 }
@@ -37,6 +41,7 @@ pub fn config(rank: u16, world: u16, switch: SocketAddr) -> CommConfig {
         max_rto: Duration::from_millis(40),
         retries: 25,
         join_timeout: Duration::from_secs(10),
+        key: KEY,
         ..CommConfig::new(rank, world, switch, JOB)
     }
 }
