@@ -70,7 +70,7 @@ pub fn run_local(
         }],
         drop_rate,
         seed: w.seed,
-        idle_timeout: switchml_udp::running_switch::DEFAULT_IDLE_TIMEOUT,
+        ..SwitchConfig::new("127.0.0.1:0".parse().expect("literal address"), vec![])
     })
     .map_err(|e| format!("switch: {e}"))?;
     let addr = sw.addr();

@@ -2,6 +2,7 @@
 //!
 //! - `demo`: switch and workers in one process on loopback, verified, with throughput;
 //! - `switch` / `worker`: each side as its own process, on one host or several;
+//! - `job`: add, remove and list the jobs of a running switch through its admin socket;
 //! - `doctor`: ask a switch whether it is there, how fast it answers, and about a job;
 //! - `bench`: loopback throughput against PyTorch's Gloo all-reduce, in the same run.
 //!
@@ -23,7 +24,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use switchml_udp::{CommConfig, JobSpec};
+use switchml_udp::{CommConfig, JobSpec, SwitchConfig};
 
 use crate::run::{Dtype, Workload};
 
@@ -67,11 +68,18 @@ enum Command {
         /// A job to serve, `ID:WORLD[:SLOTS[:KEY]]` (slots default to 256; KEY: the job's
         /// credential in hex, else SWITCHML_JOB_KEY, which its workers must set too);
         /// repeat for several.
-        #[arg(long = "job", required = true)]
+        #[arg(long = "job", required_unless_present = "admin")]
         jobs: Vec<JobSpec>,
         /// Release a job's run after this many seconds without a packet from its ranks.
         #[arg(long, default_value_t = 3600)]
         idle_timeout: u64,
+        /// Take `switchml job` requests (add, remove, list jobs) on this Unix socket,
+        /// created with mode 0600: whoever may open it administers the switch.
+        #[arg(long)]
+        admin: Option<std::path::PathBuf>,
+        /// Pool slots for jobs added through --admin, beyond the --job ones.
+        #[arg(long, default_value_t = 1024)]
+        spare_slots: usize,
         /// Lose each datagram with this probability (each way), like SwitchML's drop simulator.
         #[arg(long, default_value_t = 0.0)]
         drop_rate: f64,
@@ -99,6 +107,17 @@ enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Add, remove or list the jobs of a running switch (`switchml switch --admin PATH`):
+    /// `add ID:WORLD[:SLOTS[:KEY]]`, `remove ID` (its ranks are told the switch stops
+    /// serving it), `list`.
+    Job {
+        /// The switch's admin socket.
+        #[arg(long)]
+        admin: std::path::PathBuf,
+        /// The request: `add SPEC`, `remove ID` or `list`.
+        #[arg(required = true, num_args = 1..)]
+        request: Vec<String>,
     },
     /// Probe a switch: reachability, round-trip time, the job and its ranks.
     Doctor {
@@ -267,17 +286,35 @@ fn main() {
             drop_rate,
             seed,
             idle_timeout,
+            admin,
+            spare_slots,
             report_every,
             json,
-        } => switch_cmd::switch(
-            bind,
-            jobs,
-            drop_rate,
-            seed,
-            std::time::Duration::from_secs(idle_timeout),
-            report_every,
-            json,
-        ),
+        } => {
+            let config = SwitchConfig {
+                drop_rate,
+                seed,
+                idle_timeout: std::time::Duration::from_secs(idle_timeout),
+                spare_slots: admin.as_ref().map_or(0, |_| spare_slots),
+                admin,
+                ..SwitchConfig::new(bind, jobs)
+            };
+            switch_cmd::switch(config, report_every, json)
+        }
+        Command::Job { admin, request } => {
+            let request = request.join(" ");
+            match switchml_udp::admin::request(&admin, &request, std::time::Duration::from_secs(5))
+            {
+                Ok(reply) => {
+                    println!("{}", reply.strip_prefix("ok ").unwrap_or(&reply));
+                    0
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    1
+                }
+            }
+        }
         Command::Worker {
             join,
             elements,

@@ -4,32 +4,17 @@
 //! until SIGINT or SIGTERM, and then prints the final counters.
 
 use std::io::Write;
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use switchml_udp::{JobSpec, RunningSwitch, SwitchConfig};
+use switchml_udp::{RunningSwitch, SwitchConfig};
 
 use crate::report::{counters_json, counters_text};
 
 /// Run the daemon; return the exit code.
-pub fn switch(
-    bind: SocketAddr,
-    jobs: Vec<JobSpec>,
-    drop_rate: f64,
-    seed: u64,
-    idle_timeout: Duration,
-    report_every: u64,
-    json_out: bool,
-) -> i32 {
+pub fn switch(config: SwitchConfig, report_every: u64, json_out: bool) -> i32 {
     let stop = crate::signal::stop_flag();
-    let config = SwitchConfig {
-        bind,
-        jobs: jobs.clone(),
-        drop_rate,
-        seed,
-        idle_timeout,
-    };
+    let (jobs, drop_rate, seed) = (config.jobs.clone(), config.drop_rate, config.seed);
     let sw = match RunningSwitch::start(&config) {
         Ok(s) => s,
         Err(e) => {

@@ -21,9 +21,10 @@ use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use switchml_core::switch::{DropReason, Endpoint, Route, Transmit};
+use switchml_core::switch::{DropReason, Endpoint, JobConfig, Route, Transmit};
 use switchml_core::wire;
 
+use crate::admin::{AdminRequest, AdminSocket};
 use crate::batch::{is_fatal, RecvBatch, SendBatch};
 use crate::clock::Clock;
 use crate::daemon_log::DaemonLog;
@@ -116,23 +117,24 @@ pub struct Daemon<'a> {
     recv: RecvBatch,
     send: SendBatch,
     log: DaemonLog,
+    admin: Option<AdminSocket>,
 }
 
 /// Lanes per rank the address table has room for.
 pub const MAX_LANES: usize = 64;
 
 impl<'a> Daemon<'a> {
-    /// Serve `jobs` (already added to `endpoint`) on `socket`; `loss` is `(rate, seed)`.
+    /// Serve `endpoint` (jobs come with [`Daemon::add_job`]) on `socket`, taking admin
+    /// requests on `admin`; `loss` is `(rate, seed)`.
     pub fn new(
         socket: UdpSocket,
         endpoint: SoftEndpoint<'a>,
-        jobs: &[JobSpec],
+        admin: Option<AdminSocket>,
         loss: Option<(f64, u64)>,
     ) -> io::Result<Daemon<'a>> {
         socket.set_nonblocking(true)?;
         let addr = socket.local_addr()?;
-        let ids: Vec<u16> = jobs.iter().map(|j| j.id).collect();
-        log::info!("switch daemon on {addr}: jobs {ids:?}");
+        log::info!("switch daemon on {addr}");
         let buffers = [
             (Buffer::Receive, "receive", "rmem_max"),
             (Buffer::Send, "send", "wmem_max"),
@@ -147,16 +149,7 @@ impl<'a> Daemon<'a> {
                 );
             }
         }
-        let counters = DaemonCounters {
-            jobs: jobs
-                .iter()
-                .map(|j| JobTraffic {
-                    job: j.id,
-                    ..JobTraffic::default()
-                })
-                .collect(),
-            ..DaemonCounters::default()
-        };
+        let counters = DaemonCounters::default();
         let out_len = SoftEndpoint::OUT_LEN;
         Ok(Daemon {
             socket,
@@ -171,7 +164,142 @@ impl<'a> Daemon<'a> {
             recv: RecvBatch::new(RECV_BATCH, out_len + 1),
             send: SendBatch::new(RECV_BATCH, out_len, SEND_ENTRIES),
             log: DaemonLog::new(),
+            admin,
         })
+    }
+
+    /// Register a job on the first free range of the pool that fits it; its key is the
+    /// spec's, else `SWITCHML_JOB_KEY`, else 0 (with a warning: anyone may then join it).
+    pub fn add_job(&mut self, spec: &JobSpec) -> Result<JobConfig, String> {
+        let key = match spec.key {
+            Some(k) => k,
+            None => crate::running_switch::key_from_env()?,
+        };
+        if key == 0 {
+            log::warn!(
+                "job {}: no key (SWITCHML_JOB_KEY): anyone who reaches the switch can join it",
+                spec.id
+            );
+        }
+        let switch = self.endpoint.switch();
+        let mut taken: Vec<(u32, u32)> = switch
+            .jobs()
+            .map(|j| {
+                (
+                    j.config().slot_lo,
+                    j.config().slot_lo + u32::from(j.config().slot_count),
+                )
+            })
+            .collect();
+        taken.sort_unstable();
+        let pool = u32::try_from(switch.pool_len()).unwrap_or(u32::MAX);
+        let mut slot_lo = 0u32;
+        for (lo, hi) in taken {
+            if slot_lo + u32::from(spec.slots) <= lo {
+                break;
+            }
+            slot_lo = slot_lo.max(hi);
+        }
+        if slot_lo + u32::from(spec.slots) > pool {
+            return Err(format!(
+                "job {}: no free range of {} slots in the pool of {pool}",
+                spec.id, spec.slots
+            ));
+        }
+        let config = JobConfig {
+            id: spec.id,
+            world: spec.world,
+            slot_lo,
+            slot_count: spec.slots,
+            key,
+        };
+        let lanes = MAX_LANES.min(usize::from(spec.slots));
+        let routes = vec![None; usize::from(spec.world) * lanes];
+        self.endpoint
+            .add_job(config, routes)
+            .map_err(|e| format!("job {}: {e}", spec.id))?;
+        self.counters.jobs.push(JobTraffic {
+            job: spec.id,
+            ..JobTraffic::default()
+        });
+        log::info!(
+            "job {}: {} ranks, slots {}..{}",
+            spec.id,
+            spec.world,
+            slot_lo,
+            slot_lo + u32::from(spec.slots)
+        );
+        Ok(config)
+    }
+
+    /// End job `id`'s run (its ranks get Abort `Shutdown`) and unregister it.
+    pub fn remove_job(&mut self, id: u16) -> Result<(), String> {
+        if self.endpoint.switch().job(id).is_none() {
+            return Err(format!("no job {id}"));
+        }
+        self.tell(|e, out| e.shutdown_run(id, out))
+            .map_err(|e| format!("job {id}: telling its ranks: {e}"))?;
+        self.endpoint
+            .remove_job(id)
+            .map_err(|e| format!("job {id}: {e}"))?;
+        self.counters.jobs.retain(|j| j.job != id);
+        log::info!("job {id} removed");
+        Ok(())
+    }
+
+    /// Describe the jobs, one line each.
+    pub fn list_jobs(&self) -> Vec<String> {
+        self.endpoint
+            .switch()
+            .jobs()
+            .map(|j| {
+                let c = j.config();
+                format!(
+                    "job {}: {} ranks, slots {}..{}, {}, {} joined, {} runs",
+                    c.id,
+                    c.world,
+                    c.slot_lo,
+                    c.slot_lo + u32::from(c.slot_count),
+                    if j.has_run() { "running" } else { "idle" },
+                    j.joined().len(),
+                    j.counters().runs
+                )
+            })
+            .collect()
+    }
+
+    /// Answer the admin socket's waiting clients.
+    fn serve_admin(&mut self) {
+        let Some(admin) = self.admin.take() else {
+            return;
+        };
+        admin.serve(|request| match request {
+            Err(e) => format!("error: {e}"),
+            Ok(AdminRequest::Add(spec)) => match self.add_job(&spec) {
+                Ok(c) => format!(
+                    "ok job {}: {} ranks, slots {}..{}",
+                    c.id,
+                    c.world,
+                    c.slot_lo,
+                    c.slot_lo + u32::from(c.slot_count)
+                ),
+                Err(e) => format!("error: {e}"),
+            },
+            Ok(AdminRequest::Remove(id)) => match self.remove_job(id) {
+                Ok(()) => format!("ok job {id} removed"),
+                Err(e) => format!("error: {e}"),
+            },
+            Ok(AdminRequest::List) => {
+                let jobs = self.list_jobs();
+                let mut reply = format!("ok {} jobs", jobs.len());
+                for j in jobs {
+                    reply += "\n";
+                    reply += &j;
+                }
+                reply
+            }
+        });
+        self.admin = Some(admin);
     }
 
     /// Return the address the daemon listens on.
@@ -209,6 +337,14 @@ impl<'a> Daemon<'a> {
 
     /// Send Abort `Shutdown` to the ranks of every open run.
     pub fn shutdown(&mut self) -> io::Result<()> {
+        self.tell(|e, out| e.shutdown(out))
+    }
+
+    /// Send what `next` writes, until it has nothing more.
+    fn tell(
+        &mut self,
+        mut next: impl FnMut(&mut SoftEndpoint<'a>, &mut [u8]) -> Option<Transmit>,
+    ) -> io::Result<()> {
         loop {
             if self.send.buffer().is_none() {
                 self.flush()?;
@@ -216,7 +352,7 @@ impl<'a> Daemon<'a> {
             let Some((b, out)) = self.send.buffer() else {
                 return Ok(());
             };
-            let Some(t) = self.endpoint.shutdown(out) else {
+            let Some(t) = next(&mut self.endpoint, out) else {
                 self.send.unuse_last();
                 return self.flush();
             };
@@ -248,6 +384,7 @@ impl<'a> Daemon<'a> {
             self.endpoint.handle_timeout(now);
         }
         self.flush()?;
+        self.serve_admin();
         let failed = self.counters.send_failures - failures;
         self.log.send_failed(failed, self.send.take_failure());
         Ok(n)

@@ -20,6 +20,7 @@
 //! What this crate does **not** do: any protocol decision. What to send, when to resend,
 //! what a packet means, when to give up — the core decides, and this crate carries it out.
 
+pub mod admin;
 pub mod batch;
 pub mod clock;
 pub mod comm;

@@ -13,9 +13,10 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use switchml_core::switch::{JobConfig, Slot, Switch};
+use switchml_core::switch::{Slot, Switch};
 
-use crate::daemon::{Daemon, JobSpec, SoftEndpoint, MAX_LANES};
+use crate::admin::AdminSocket;
+use crate::daemon::{Daemon, JobSpec, SoftEndpoint};
 use crate::traffic::DaemonCounters;
 
 /// Values per slot: the largest `count` the software switch accepts.
@@ -41,6 +42,25 @@ pub struct SwitchConfig {
     pub seed: u64,
     /// How long a job's run may go unheard before the switch releases it.
     pub idle_timeout: Duration,
+    /// The admin socket to take job requests on (`None`: the jobs are fixed).
+    pub admin: Option<std::path::PathBuf>,
+    /// Slots in the pool beyond the starting jobs', for jobs added later.
+    pub spare_slots: usize,
+}
+
+impl SwitchConfig {
+    /// Serve `jobs` on `bind`: no loss, the default idle timeout, no admin socket.
+    pub fn new(bind: SocketAddr, jobs: Vec<JobSpec>) -> SwitchConfig {
+        SwitchConfig {
+            bind,
+            jobs,
+            drop_rate: 0.0,
+            seed: 1,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            admin: None,
+            spare_slots: 0,
+        }
+    }
 }
 
 /// How long a run may be idle by default: longer than any pause between all-reduces
@@ -154,55 +174,29 @@ fn serve(
     ready: &mpsc::Sender<io::Result<()>>,
 ) -> io::Result<()> {
     let total: usize = config.jobs.iter().map(|j| usize::from(j.slots)).sum();
-    let mut pool = vec![Slot::<MAX_COUNT, RANK_WORDS>::IDLE; total.max(1)];
+    let mut pool = vec![Slot::<MAX_COUNT, RANK_WORDS>::IDLE; (total + config.spare_slots).max(1)];
     let idle = switchml_core::time::Duration::from_micros(
         u64::try_from(config.idle_timeout.as_micros()).unwrap_or(u64::MAX),
     );
-    let mut endpoint = SoftEndpoint::new(SoftSwitch::new(&mut pool, epoch), idle);
-    let mut slot_lo = 0u32;
-    let env_key = key_from_env();
-    for job in &config.jobs {
-        let key = match (job.key, &env_key) {
-            (Some(k), _) => k,
-            (None, Ok(k)) => *k,
-            (None, Err(e)) => {
-                let _ = ready.send(Err(io::Error::new(io::ErrorKind::InvalidInput, e.clone())));
-                return Ok(());
-            }
-        };
-        if key == 0 {
-            log::warn!(
-                "job {}: no key (SWITCHML_JOB_KEY): anyone who reaches the switch can join it",
-                job.id
-            );
-        }
-        let lanes = MAX_LANES.min(usize::from(job.slots));
-        let routes = vec![None; usize::from(job.world) * lanes];
-        let config = JobConfig {
-            id: job.id,
-            world: job.world,
-            slot_lo,
-            slot_count: job.slots,
-            key,
-        };
-        let added = endpoint.add_job(config, routes);
-        if let Err(e) = added {
-            let _ = ready.send(Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("job {}: {e}", job.id),
-            )));
-            return Ok(());
-        }
-        slot_lo += u32::from(job.slots);
-    }
-    let loss = Some((config.drop_rate, config.seed));
-    let mut daemon = match Daemon::new(socket, endpoint, &config.jobs, loss) {
-        Ok(d) => d,
-        Err(e) => {
-            let _ = ready.send(Err(e));
-            return Ok(());
-        }
+    let endpoint = SoftEndpoint::new(SoftSwitch::new(&mut pool, epoch), idle);
+    let fail = |e: io::Error| {
+        let _ = ready.send(Err(e));
+        Ok(())
     };
+    let admin = match config.admin.as_deref().map(AdminSocket::bind).transpose() {
+        Ok(a) => a,
+        Err(e) => return fail(e),
+    };
+    let loss = Some((config.drop_rate, config.seed));
+    let mut daemon = match Daemon::new(socket, endpoint, admin, loss) {
+        Ok(d) => d,
+        Err(e) => return fail(e),
+    };
+    for job in &config.jobs {
+        if let Err(e) = daemon.add_job(job) {
+            return fail(io::Error::new(io::ErrorKind::InvalidInput, e));
+        }
+    }
     let _ = ready.send(Ok(()));
     let mut published = Instant::now();
     let result = loop {

@@ -41,9 +41,7 @@ fn a_stopped_and_restarted_switch_is_reported_as_such() {
                 slots: 32,
                 key: Some(KEY),
             }],
-            drop_rate: 0.0,
-            seed: 0,
-            idle_timeout: switchml_udp::running_switch::DEFAULT_IDLE_TIMEOUT,
+            ..SwitchConfig::new(addr, vec![])
         })
         .expect("restart on the same port");
         restarted.wait();

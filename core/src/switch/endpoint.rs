@@ -263,17 +263,26 @@ where
     pub fn shutdown(&mut self, out: &mut [u8]) -> Option<Transmit> {
         let ids = self.routes.iter().flatten().map(|r| r.id);
         for id in ids.collect::<heapless::Vec<u16, JOBS>>() {
-            let session = self.switch.job(id).map_or(0, |j| j.session());
-            if let Some(Verdict::Multicast { job, len }) = self.switch.shutdown_run(id, out) {
-                return Some(Transmit::Lanes {
-                    job,
-                    session,
-                    slot: None,
-                    len,
-                });
+            if let Some(t) = self.shutdown_run(id, out) {
+                return Some(t);
             }
         }
         None
+    }
+
+    /// End job `id`'s run, if it has one: write the Abort `Shutdown` its lanes get into
+    /// `out` and return it (before removing a job, or when stopping).
+    pub fn shutdown_run(&mut self, id: u16, out: &mut [u8]) -> Option<Transmit> {
+        let session = self.switch.job(id).map_or(0, |j| j.session());
+        match self.switch.shutdown_run(id, out)? {
+            Verdict::Multicast { job, len } => Some(Transmit::Lanes {
+                job,
+                session,
+                slot: None,
+                len,
+            }),
+            _ => None,
+        }
     }
 }
 

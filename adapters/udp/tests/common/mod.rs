@@ -26,7 +26,7 @@ pub fn switch(world: u16, slots: u16, drop_rate: f64, seed: u64) -> RunningSwitc
         }],
         drop_rate,
         seed,
-        idle_timeout: switchml_udp::running_switch::DEFAULT_IDLE_TIMEOUT,
+        ..SwitchConfig::new("127.0.0.1:0".parse().unwrap(), vec![])
     })
     .expect("switch starts")
 }
