@@ -6,7 +6,8 @@ use std::fmt;
 use std::io;
 use std::time::Duration;
 
-use switchml_core::worker::{SubmitErrorKind, WorkerError};
+use switchml_core::quant::ElementType;
+use switchml_core::worker::{SubmitErrorKind, TensorError, WorkerError};
 
 /// Why a communicator call failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,10 +32,14 @@ pub enum Error {
         /// What the lane reported (boxed: it carries a bitmap of up to 1,024 ranks).
         error: Box<WorkerError>,
     },
-    /// The int32 sum of this element (first of its chunk) overflowed.
+    /// The sum left the element type's range: for int32 somewhere in the chunk starting at
+    /// `index`, for f32 at element `index`, which holds ±∞ (protocol.md §5.2).
     Overflow {
-        /// First element of the first overflowed chunk, in the whole tensor.
+        /// The first overflowed element (int32: the first of its chunk), in the whole
+        /// tensor.
         index: usize,
+        /// The tensor's element type.
+        element: ElementType,
     },
     /// A lane refused the tensor before sending anything.
     Refused {
@@ -84,10 +89,10 @@ impl fmt::Display for Error {
                 Ok(())
             }
             Error::Worker { rank, lane, error } => write!(f, "rank {rank} lane {lane}: {error}"),
-            Error::Overflow { index } => write!(
-                f,
-                "int32 sum overflowed (first in the chunk starting at element {index})"
-            ),
+            Error::Overflow { index, element } => {
+                let (index, element) = (*index, *element);
+                write!(f, "{}", TensorError::Overflow { index, element })
+            }
             Error::Refused { lane, kind } => write!(f, "lane {lane} refused the tensor: {kind}"),
             Error::LaneGone { lane } => write!(f, "lane {lane} has stopped"),
             Error::Timeout { what, after } => {

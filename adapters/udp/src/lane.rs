@@ -266,8 +266,9 @@ impl Lane {
                 } => {
                     let outcome = match result {
                         Ok(()) => Ok(()),
-                        Err(TensorError::Overflow { index }) => Err(Error::Overflow {
+                        Err(TensorError::Overflow { index, element }) => Err(Error::Overflow {
                             index: buf.offset + index,
+                            element,
                         }),
                         Err(TensorError::Aborted) => Err(match self.worker.failure() {
                             Some(error) => self.stream_error(*error),

@@ -480,4 +480,6 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
 }
 
 #[cfg(test)]
+mod overflow_tests;
+#[cfg(test)]
 mod tests;
