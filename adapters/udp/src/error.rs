@@ -6,7 +6,7 @@ use std::fmt;
 use std::io;
 use std::time::Duration;
 
-use switchml_core::quant::ElementType;
+use switchml_core::quant::{ElementType, NonFinite};
 use switchml_core::worker::{SubmitErrorKind, TensorError, WorkerError};
 
 /// Why a communicator call failed.
@@ -40,6 +40,12 @@ pub enum Error {
         index: usize,
         /// The tensor's element type.
         element: ElementType,
+    },
+    /// An element of the tensor is NaN or infinite: the communicator refused the tensor
+    /// before any lane sent anything.
+    NonFinite {
+        /// The first such element, in the whole tensor.
+        index: usize,
     },
     /// A lane refused the tensor before sending anything.
     Refused {
@@ -92,6 +98,10 @@ impl fmt::Display for Error {
             Error::Overflow { index, element } => {
                 let (index, element) = (*index, *element);
                 write!(f, "{}", TensorError::Overflow { index, element })
+            }
+            Error::NonFinite { index } => {
+                let index = *index;
+                write!(f, "{}", SubmitErrorKind::NonFinite(NonFinite { index }))
             }
             Error::Refused { lane, kind } => write!(f, "lane {lane} refused the tensor: {kind}"),
             Error::LaneGone { lane } => write!(f, "lane {lane} has stopped"),

@@ -130,9 +130,9 @@ impl Lane {
                 }
             }
             self.submit_backlog(&mut backlog, clock.now());
-            // Read the clock again: a submission scans its whole part for NaN/Inf (tens of
-            // ms for 256 MiB), and a time from before it would start the first round's
-            // timers already expired: every slot resent at once, for nothing.
+            // Read the clock again: the first round's timers must start from when it goes
+            // out. (Submitting used to scan the whole part for NaN/Inf, tens of ms for
+            // 256 MiB, and a time from before that expired every timer of the round.)
             self.transmit(&mut send, clock.now());
             self.deliver_events();
             let mut got = recv.recv(fd).unwrap_or(0);
@@ -194,7 +194,8 @@ impl Lane {
         now: switchml_core::time::Instant,
     ) {
         while let Some((part, op)) = backlog.pop_front() {
-            match self.worker.submit(now, part, op) {
+            // The communicator checked the whole tensor for NaN/Inf before splitting it.
+            match self.worker.submit_finite(now, part, op) {
                 Ok(_) => {}
                 Err(e) if e.kind == SubmitErrorKind::QueueFull => {
                     backlog.push_front((e.buf, op));
@@ -205,6 +206,9 @@ impl Lane {
                     let failure = self.worker.failure().copied();
                     let error = match (e.kind, failure) {
                         (SubmitErrorKind::Failed, Some(error)) => self.stream_error(error),
+                        (SubmitErrorKind::NonFinite(e), _) => Error::NonFinite {
+                            index: part.offset + e.index,
+                        },
                         (kind, _) => Error::Refused {
                             lane: self.index,
                             kind,

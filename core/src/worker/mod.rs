@@ -263,13 +263,27 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
     }
 
     /// Queue a tensor for all-reduce in place. Non-finite inputs are refused here, before
-    /// anything is sent.
-    pub fn submit(
+    /// anything is sent; that takes one pass over the tensor, done after the cheaper
+    /// refusals (so a full queue costs no scan).
+    pub fn submit(&mut self, _now: Instant, buf: B, op: Op) -> Result<TensorId, SubmitError<B>> {
+        self.queue_tensor(buf, op, true)
+    }
+
+    /// Queue a tensor whose elements the caller has already found finite
+    /// ([`Elements::check_finite`](crate::quant::Elements::check_finite)), without
+    /// scanning it again: a host that splits one tensor between several lanes checks it
+    /// once, whole, before any lane sends anything. A NaN or infinity submitted here anyway
+    /// does not panic, but spoils the sum of its chunk at every rank.
+    pub fn submit_finite(
         &mut self,
         _now: Instant,
-        mut buf: B,
+        buf: B,
         op: Op,
     ) -> Result<TensorId, SubmitError<B>> {
+        self.queue_tensor(buf, op, false)
+    }
+
+    fn queue_tensor(&mut self, mut buf: B, op: Op, scan: bool) -> Result<TensorId, SubmitError<B>> {
         let refuse = |kind, buf| Err(SubmitError { kind, buf });
         if self.failure.is_some() {
             return refuse(SubmitErrorKind::Failed, buf);
@@ -279,14 +293,16 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         if element == ElementType::I32 && op == Op::Average {
             return refuse(SubmitErrorKind::AverageOfIntegers, buf);
         }
-        if let Err(e) = elements.check_finite() {
-            return refuse(SubmitErrorKind::NonFinite(e), buf);
-        }
         let Ok(chunks) = u32::try_from(len.div_ceil(usize::from(self.config.count))) else {
             return refuse(SubmitErrorKind::TooLarge, buf);
         };
         if !self.tensors.has_room() {
             return refuse(SubmitErrorKind::QueueFull, buf);
+        }
+        if scan {
+            if let Err(e) = buf.elements().check_finite() {
+                return refuse(SubmitErrorKind::NonFinite(e), buf);
+            }
         }
         let id = TensorId(self.tensors.next_id);
         let window = u32::from(self.config.window);
