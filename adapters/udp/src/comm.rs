@@ -2,10 +2,12 @@
 //!
 //! [`Communicator::connect`] opens one socket and starts one lane thread per lane, and
 //! returns once every lane has joined the job at the switch (or with the error that names
-//! who did not). [`Communicator::allreduce`] splits a tensor into one contiguous part per
-//! lane and blocks until every part is reduced in place; [`Communicator::allreduce_async`]
-//! takes ownership of a vector and returns a [`Pending`] handle, so several tensors can be
-//! in flight. Every rank must submit the same tensors (lengths, types) in the same order.
+//! who did not; at once, with [`Error::SwitchUnreachable`], if nothing listens at the
+//! switch's address). [`Communicator::allreduce`] splits a tensor into one contiguous part
+//! per lane and blocks until every part is reduced in place;
+//! [`Communicator::allreduce_async`] takes ownership of a vector and returns a [`Pending`]
+//! handle, so several tensors can be in flight. Every rank must submit the same tensors
+//! (lengths, types) in the same order.
 
 use std::marker::PhantomData;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
@@ -15,7 +17,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use switchml_core::quant::Op;
-use switchml_core::worker::Stats;
+use switchml_core::worker::{Stats, WorkerError};
 
 use crate::config::CommConfig;
 use crate::error::Error;
@@ -81,6 +83,13 @@ impl Communicator {
                 Ok(Report::Joined { lane, epoch: e }) => {
                     joined[lane] = true;
                     epoch = e;
+                }
+                Ok(Report::Failed { error, .. })
+                    if matches!(*error, WorkerError::PortUnreachable { .. }) =>
+                {
+                    return Err(Error::SwitchUnreachable {
+                        addr: self.config.switch,
+                    })
                 }
                 Ok(Report::Failed { lane, error }) => {
                     return Err(Error::Worker {

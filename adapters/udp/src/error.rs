@@ -4,6 +4,7 @@
 
 use std::fmt;
 use std::io;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use switchml_core::quant::{ElementType, NonFinite};
@@ -22,6 +23,13 @@ pub enum Error {
         kind: io::ErrorKind,
         /// The OS error's text.
         message: String,
+    },
+    /// Nothing listens at the switch's address: while joining, the network refused the
+    /// lane's Joins (ICMP port unreachable). A switch that is there but never answers ends
+    /// in the join timeout instead.
+    SwitchUnreachable {
+        /// The switch address of the configuration.
+        addr: SocketAddr,
     },
     /// One lane's stream failed: the job cannot go on.
     Worker {
@@ -94,6 +102,10 @@ impl fmt::Display for Error {
                 }
                 Ok(())
             }
+            Error::SwitchUnreachable { addr } => write!(
+                f,
+                "nothing listens at {addr}: the switch's port is closed (ICMP port unreachable); is the switch running there, on that port?"
+            ),
             Error::Worker { rank, lane, error } => write!(f, "rank {rank} lane {lane}: {error}"),
             Error::Overflow { index, element } => {
                 let (index, element) = (*index, *element);

@@ -133,9 +133,10 @@ impl Lane {
             // Read the clock again: the first round's timers must start from when it goes
             // out. (Submitting used to scan the whole part for NaN/Inf, tens of ms for
             // 256 MiB, and a time from before that expired every timer of the round.)
-            self.transmit(&mut send, clock.now());
+            let mut refused = self.transmit(&mut send, clock.now());
             self.deliver_events();
             let mut got = recv.recv(fd).unwrap_or(0);
+            refused += usize::from(recv.refused());
             if got == 0 {
                 let timeout = self
                     .worker
@@ -148,9 +149,15 @@ impl Lane {
                 if ready.socket {
                     self.gather(&clock);
                     got = recv.recv(fd).unwrap_or(0);
+                    refused += usize::from(recv.refused());
                 }
             }
             let now = clock.now();
+            for _ in 0..refused {
+                // ICMP port unreachable: the worker decides what it means (while joining,
+                // nothing listens at the switch's address).
+                self.worker.handle_unreachable(now);
+            }
             for i in 0..got {
                 if let Some(d) = recv.get(i) {
                     if !d.truncated {
@@ -220,12 +227,14 @@ impl Lane {
         }
     }
 
-    /// Send everything the worker has to send, a batch per syscall.
-    fn transmit(&mut self, send: &mut SendBatch, now: switchml_core::time::Instant) {
+    /// Send everything the worker has to send, a batch per syscall; return how many
+    /// datagrams were refused (ICMP port unreachable).
+    fn transmit(&mut self, send: &mut SendBatch, now: switchml_core::time::Instant) -> usize {
         let fd = self.socket.as_raw_fd();
+        let mut refused = 0;
         loop {
             let Some((i, buf)) = send.buffer() else {
-                let _ = send.flush(fd);
+                refused += send.flush(fd).map_or(0, |f| f.refused);
                 send.clear();
                 continue;
             };
@@ -241,9 +250,10 @@ impl Lane {
         }
         if !send.is_empty() {
             // Losses here (a full buffer, an ICMP refusal) are the worker's to retransmit.
-            let _ = send.flush(fd);
+            refused += send.flush(fd).map_or(0, |f| f.refused);
         }
         send.clear();
+        refused
     }
 
     /// Hand finished parts back and report joins and failures.

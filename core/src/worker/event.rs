@@ -86,6 +86,12 @@ pub enum WorkerError {
         /// How long the worker waited.
         waited: Duration,
     },
+    /// Nothing listens at the switch's address: the network refused the Joins (ICMP port
+    /// unreachable), see [`super::Worker::handle_unreachable`].
+    PortUnreachable {
+        /// How long the worker had been joining.
+        waited: Duration,
+    },
     /// The switch refused the job (Abort in answer to a Join or Probe).
     Refused {
         /// Why.
@@ -137,6 +143,10 @@ impl core::fmt::Display for WorkerError {
             WorkerError::SwitchUnreachable { waited } => {
                 write!(f, "the switch did not answer for {waited}")
             }
+            WorkerError::PortUnreachable { waited } => write!(
+                f,
+                "nothing listens at the switch's address: its Joins were refused (ICMP port unreachable) for {waited}"
+            ),
             WorkerError::Refused { reason, detail } => {
                 write!(f, "the switch refused the job: {reason} (detail {detail})")
             }

@@ -145,6 +145,11 @@ struct Probe {
 /// Probes sent before the switch counts as not answering.
 const PROBE_ATTEMPTS: u8 = 3;
 
+/// Refusals (ICMP port unreachable) while joining, with no datagram from the switch in
+/// between, before the worker gives up: one Join per join interval, so a switch that is
+/// still starting up gets about two intervals.
+pub const UNREACHABLE_JOINS: u8 = 3;
+
 /// The worker state machine for one lane. `SLOTS`: the most slots a lane may drive;
 /// `QUEUE`: the most tensors queued at once.
 pub struct Worker<B, const SLOTS: usize, const QUEUE: usize> {
@@ -155,6 +160,8 @@ pub struct Worker<B, const SLOTS: usize, const QUEUE: usize> {
     /// Ranks joined at the last JoinReply; whether any came.
     joined: Option<WorldSet>,
     join_due: bool,
+    /// Refusals reported while joining since the last datagram from the switch.
+    refusals: u8,
     slots: [SlotState; SLOTS],
     send_queue: heapless::Deque<u16, SLOTS>,
     slot_timers: SlotTimers<SLOTS>,
@@ -205,6 +212,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             epoch: None,
             joined: None,
             join_due: true,
+            refusals: 0,
             slots: [SlotState::new(config.rto); SLOTS],
             send_queue: heapless::Deque::new(),
             slot_timers: SlotTimers::new(),
@@ -332,6 +340,8 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
 
     /// Feed one datagram received from the switch.
     pub fn handle_packet(&mut self, now: Instant, bytes: &[u8]) {
+        // Whatever it is, something listens at the switch's address.
+        self.refusals = 0;
         let Ok(msg) = Message::parse(bytes) else {
             self.stats.ignored += 1;
             return;
@@ -351,6 +361,26 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
 
     fn is_for_me(&self, job: u16, rank: u16) -> bool {
         job == self.config.job && (rank == self.config.rank || rank == wire::RANK_ALL)
+    }
+
+    /// Tell the worker that the network refused a datagram it sent to the switch: an ICMP
+    /// port unreachable, which a connected UDP socket reports as `ECONNREFUSED`. Call it
+    /// once per refusal.
+    ///
+    /// While joining, after [`UNREACHABLE_JOINS`] refusals with no datagram from the
+    /// switch in between, the worker fails with [`WorkerError::PortUnreachable`] at once
+    /// instead of waiting out its join timeout. Once running it changes nothing: a switch
+    /// that restarts is briefly unreachable, and the retransmissions and the stall
+    /// detection decide as they would without it.
+    pub fn handle_unreachable(&mut self, now: Instant) {
+        if self.phase != Phase::Joining {
+            return;
+        }
+        self.refusals = self.refusals.saturating_add(1);
+        if self.refusals >= UNREACHABLE_JOINS {
+            let waited = now - self.started.unwrap_or(now);
+            self.fail(WorkerError::PortUnreachable { waited });
+        }
     }
 
     /// Tell the worker that `now` has come; call it at or after `poll_timeout()`.
@@ -488,6 +518,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             }
             WorkerError::BufferTooSmall { .. } | WorkerError::Cancelled => Some(0xFFFF),
             WorkerError::SwitchUnreachable { .. }
+            | WorkerError::PortUnreachable { .. }
             | WorkerError::Refused { .. }
             | WorkerError::PeerAborted { .. }
             | WorkerError::SwitchRestarted { .. } => None,
@@ -499,3 +530,5 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
 mod overflow_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod unreachable_tests;
