@@ -1,7 +1,7 @@
 //! What the simulator shows about failures: nothing hangs, every error names what is
 //! missing (which rank, which slot), and junk never corrupts a result.
 
-use switchml_core::quant::{NonFinite, Op};
+use switchml_core::quant::{ElementType, NonFinite, Op};
 use switchml_core::switch::{DropReason, JobConfig, Switch};
 use switchml_core::wire::{AbortReason, SlotState};
 use switchml_core::worker::{
@@ -156,7 +156,13 @@ fn int32_overflow_is_reported_not_wrapped() {
     sim.drive(STEPS, |s| s.finished(a)).unwrap();
     for r in 0..2 {
         let (buf, result) = sim.take_result(r, a).unwrap();
-        assert_eq!(result, Err(TensorError::Overflow { index: 0 }));
+        assert_eq!(
+            result,
+            Err(TensorError::Overflow {
+                index: 0,
+                element: ElementType::I32
+            })
+        );
         // The chunk that did not overflow is exact.
         let Buf::I32(v) = buf else { panic!() };
         assert_eq!(v[4..], [6, 7]);

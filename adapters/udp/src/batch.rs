@@ -21,6 +21,7 @@ pub struct RecvBatch {
     iovecs: Vec<libc::iovec>,
     headers: Vec<libc::mmsghdr>,
     received: usize,
+    refused: bool,
 }
 
 // SAFETY: the raw pointers inside `iovecs` and `headers` point only into this batch's own
@@ -59,13 +60,15 @@ impl RecvBatch {
             iovecs: vec![iovec; batch],
             headers: vec![header; batch],
             received: 0,
+            refused: false,
         }
     }
 
     /// Receive what is waiting on non-blocking `fd`, up to a batch; return how many.
-    /// Nothing waiting is `Ok(0)`.
+    /// Nothing waiting is `Ok(0)`, and so is a refusal ([`RecvBatch::refused`]).
     pub fn recv(&mut self, fd: RawFd) -> io::Result<usize> {
         self.received = 0;
+        self.refused = false;
         let base = self.bufs.as_mut_ptr();
         for (i, ((iov, hdr), addr)) in self
             .iovecs
@@ -102,12 +105,21 @@ impl RecvBatch {
             return match err.kind() {
                 io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(0),
                 // An ICMP error queued on a connected socket: the peer is not there (yet).
-                io::ErrorKind::ConnectionRefused => Ok(0),
+                io::ErrorKind::ConnectionRefused => {
+                    self.refused = true;
+                    Ok(0)
+                }
                 _ => Err(err),
             };
         }
         self.received = n as usize;
         Ok(self.received)
+    }
+
+    /// Return whether the last `recv` found, instead of datagrams, that one we sent on this
+    /// connected socket was refused (ICMP port unreachable: nothing listens at the peer).
+    pub fn refused(&self) -> bool {
+        self.refused
     }
 
     /// Return the `i`-th datagram of the last `recv`.
@@ -211,6 +223,9 @@ pub struct Flushed {
     pub sent: usize,
     /// Datagrams given up on (refused by the kernel, or the socket stayed full).
     pub failed: usize,
+    /// Among them, those refused because an ICMP port unreachable was queued on the
+    /// connected socket (nothing listens at the peer).
+    pub refused: usize,
 }
 
 /// How long a flush waits for room in a full socket buffer before giving the rest up (the
@@ -360,6 +375,7 @@ impl SendBatch {
                     self.note_failure(at, errno);
                     at += 1;
                     done.failed += 1;
+                    done.refused += usize::from(err.kind() == io::ErrorKind::ConnectionRefused);
                 }
                 class @ (SendError::Interrupted | SendError::Full) => {
                     stalls += 1;
@@ -423,7 +439,14 @@ mod tests {
         assert!(send.push(j, 64, Some(&to)));
         assert!(send.buffer().is_none());
         let out = send.flush(a.as_raw_fd()).unwrap();
-        assert_eq!(out, Flushed { sent: 3, failed: 0 });
+        assert_eq!(
+            out,
+            Flushed {
+                sent: 3,
+                failed: 0,
+                refused: 0
+            }
+        );
         assert_eq!(send.take_failure(), None);
         send.clear();
 
@@ -462,7 +485,14 @@ mod tests {
             assert!(send.push(i, 1, Some(dest)));
         }
         let out = send.flush(a.as_raw_fd()).unwrap();
-        assert_eq!(out, Flushed { sent: 2, failed: 1 });
+        assert_eq!(
+            out,
+            Flushed {
+                sent: 2,
+                failed: 1,
+                refused: 0
+            }
+        );
         let failure = send.take_failure().unwrap();
         assert_eq!(failure.to, Some(nowhere));
         assert_eq!(failure.errno, libc::EINVAL);
@@ -512,5 +542,37 @@ mod tests {
         let err = send.flush(file.as_raw_fd()).unwrap_err();
         assert!(is_fatal(&err), "{err}");
         assert!(send.is_empty());
+    }
+
+    #[test]
+    fn a_closed_port_shows_as_refused_on_receive_and_on_send() {
+        // Bound and released: nothing listens there.
+        let closed = UdpSocket::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        a.connect(closed).unwrap();
+        let fd = a.as_raw_fd();
+        let mut send = SendBatch::new(1, 8, 1);
+        let mut recv = RecvBatch::new(1, 8);
+        let (i, _) = send.buffer().unwrap();
+        let mut send_one = || {
+            assert!(send.push(i, 1, None));
+            send.flush(fd).unwrap()
+        };
+        // The datagram goes out; the ICMP port unreachable comes back to the socket.
+        assert_eq!(send_one().sent, 1);
+        let ready = crate::socket::wait_readable(fd, None, Duration::from_secs(5)).unwrap();
+        assert!(ready.socket);
+        assert_eq!(recv.recv(fd).unwrap(), 0);
+        assert!(recv.refused());
+        assert_eq!(recv.recv(fd).unwrap(), 0);
+        assert!(!recv.refused(), "each refusal is reported once");
+        // Now the refusal is taken by the next send instead.
+        assert_eq!(send_one().sent, 1);
+        crate::socket::wait_readable(fd, None, Duration::from_secs(5)).unwrap();
+        let out = send_one();
+        assert_eq!((out.sent, out.failed, out.refused), (0, 1, 1));
     }
 }

@@ -2,10 +2,12 @@
 //!
 //! [`Communicator::connect`] opens one socket and starts one lane thread per lane, and
 //! returns once every lane has joined the job at the switch (or with the error that names
-//! who did not). [`Communicator::allreduce`] splits a tensor into one contiguous part per
-//! lane and blocks until every part is reduced in place; [`Communicator::allreduce_async`]
-//! takes ownership of a vector and returns a [`Pending`] handle, so several tensors can be
-//! in flight. Every rank must submit the same tensors (lengths, types) in the same order.
+//! who did not; at once, with [`Error::SwitchUnreachable`], if nothing listens at the
+//! switch's address). [`Communicator::allreduce`] splits a tensor into one contiguous part
+//! per lane and blocks until every part is reduced in place;
+//! [`Communicator::allreduce_async`] takes ownership of a vector and returns a [`Pending`]
+//! handle, so several tensors can be in flight. Every rank must submit the same tensors
+//! (lengths, types) in the same order.
 
 use std::marker::PhantomData;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
@@ -15,7 +17,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use switchml_core::quant::Op;
-use switchml_core::worker::Stats;
+use switchml_core::worker::{Stats, WorkerError};
 
 use crate::config::CommConfig;
 use crate::error::Error;
@@ -83,6 +85,13 @@ impl Communicator {
                 Ok(Report::Joined { lane, epoch: e }) => {
                     joined[lane] = true;
                     epoch = e;
+                }
+                Ok(Report::Failed { error, .. })
+                    if matches!(*error, WorkerError::PortUnreachable { .. }) =>
+                {
+                    return Err(Error::SwitchUnreachable {
+                        addr: self.config.switch,
+                    })
                 }
                 Ok(Report::Failed { lane, error }) => {
                     return Err(Error::Worker {
@@ -166,7 +175,17 @@ impl Communicator {
     ///
     /// The wait ends when every lane has finished its part or failed; a lane fails on its
     /// own after its retry budget without progress, naming the slot and the missing ranks.
+    ///
+    /// A tensor holding a NaN or an infinity is refused whole, before any lane sends
+    /// anything ([`Error::NonFinite`] names the first such element): `data` is untouched
+    /// and this rank's stream is as if the call had not been made, so its next all-reduce
+    /// works. The peers see nothing of it: they wait for this rank's contribution to the
+    /// tensor they submitted, and take this rank's *next* submission as that contribution.
+    /// After this error, submit a replacement of the same shape (the tensor with the bad
+    /// elements zeroed, say) or have every rank skip the tensor; the caller's contract is
+    /// that every rank submits the same tensors in the same order.
     pub fn allreduce<T: Element>(&self, data: &mut [T], op: Op) -> Result<(), Error> {
+        check_finite(data)?;
         let submission = Submission::new(self.lanes.len(), None);
         // SAFETY: `data` is borrowed mutably for this whole call, and the call does not
         // return before `wait(None)` has seen every part dropped.
@@ -184,8 +203,16 @@ impl Communicator {
             .unwrap_or(Err(Error::LaneGone { lane: 0 }))
     }
 
-    /// Start an all-reduce of `data`; the vector comes back from [`Pending::wait`].
+    /// Start an all-reduce of `data`; the vector comes back from [`Pending::wait`]. A
+    /// tensor with a NaN or an infinity is refused as by [`Communicator::allreduce`]: the
+    /// handle is finished at once, with [`Error::NonFinite`].
     pub fn allreduce_async<T: Element>(&self, mut data: Vec<T>, op: Op) -> Pending<T> {
+        if let Err(e) = check_finite(&mut data) {
+            return Pending {
+                submission: Submission::refused(e, Some(Box::new(data))),
+                _element: PhantomData,
+            };
+        }
         let lanes = self.lanes.len();
         // The vector's heap buffer does not move when the Vec is moved into the box below.
         let ptr_data: *mut [T] = data.as_mut_slice();
@@ -270,6 +297,14 @@ impl<T: Element> Pending<T> {
             .map(|b| *b)
             .ok_or_else(|| Error::Config("the tensor was already taken".into()))
     }
+}
+
+/// Check the whole tensor for NaN and infinities once, before it is split: one lane
+/// refusing its part after another has sent its own would leave half a tensor reduced.
+fn check_finite<T: Element>(data: &mut [T]) -> Result<(), Error> {
+    T::elements(data)
+        .check_finite()
+        .map_err(|e| Error::NonFinite { index: e.index })
 }
 
 /// Open lane `lane`'s socket (connected to the switch, buffers sized for its window) and

@@ -4,9 +4,11 @@
 
 use std::fmt;
 use std::io;
+use std::net::SocketAddr;
 use std::time::Duration;
 
-use switchml_core::worker::{SubmitErrorKind, WorkerError};
+use switchml_core::quant::{ElementType, NonFinite};
+use switchml_core::worker::{SubmitErrorKind, TensorError, WorkerError};
 
 /// Why a communicator call failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +24,13 @@ pub enum Error {
         /// The OS error's text.
         message: String,
     },
+    /// Nothing listens at the switch's address: while joining, the network refused the
+    /// lane's Joins (ICMP port unreachable). A switch that is there but never answers ends
+    /// in the join timeout instead.
+    SwitchUnreachable {
+        /// The switch address of the configuration.
+        addr: SocketAddr,
+    },
     /// One lane's stream failed: the job cannot go on.
     Worker {
         /// This worker's rank.
@@ -31,9 +40,19 @@ pub enum Error {
         /// What the lane reported (boxed: it carries a bitmap of up to 1,024 ranks).
         error: Box<WorkerError>,
     },
-    /// The int32 sum of this element (first of its chunk) overflowed.
+    /// The sum left the element type's range: for int32 somewhere in the chunk starting at
+    /// `index`, for f32 at element `index`, which holds ±∞ (protocol.md §5.2).
     Overflow {
-        /// First element of the first overflowed chunk, in the whole tensor.
+        /// The first overflowed element (int32: the first of its chunk), in the whole
+        /// tensor.
+        index: usize,
+        /// The tensor's element type.
+        element: ElementType,
+    },
+    /// An element of the tensor is NaN or infinite: the communicator refused the tensor
+    /// before any lane sent anything.
+    NonFinite {
+        /// The first such element, in the whole tensor.
         index: usize,
     },
     /// A lane refused the tensor before sending anything.
@@ -83,11 +102,19 @@ impl fmt::Display for Error {
                 }
                 Ok(())
             }
-            Error::Worker { rank, lane, error } => write!(f, "rank {rank} lane {lane}: {error}"),
-            Error::Overflow { index } => write!(
+            Error::SwitchUnreachable { addr } => write!(
                 f,
-                "int32 sum overflowed (first in the chunk starting at element {index})"
+                "nothing listens at {addr}: the switch's port is closed (ICMP port unreachable); is the switch running there, on that port?"
             ),
+            Error::Worker { rank, lane, error } => write!(f, "rank {rank} lane {lane}: {error}"),
+            Error::Overflow { index, element } => {
+                let (index, element) = (*index, *element);
+                write!(f, "{}", TensorError::Overflow { index, element })
+            }
+            Error::NonFinite { index } => {
+                let index = *index;
+                write!(f, "{}", SubmitErrorKind::NonFinite(NonFinite { index }))
+            }
             Error::Refused { lane, kind } => write!(f, "lane {lane} refused the tensor: {kind}"),
             Error::LaneGone { lane } => write!(f, "lane {lane} has stopped"),
             Error::Timeout { what, after } => {

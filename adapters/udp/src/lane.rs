@@ -135,12 +135,13 @@ impl Lane {
                 }
             }
             self.submit_backlog(&mut backlog, clock.now());
-            // Read the clock again: a submission scans its whole part for NaN/Inf (tens of
-            // ms for 256 MiB), and a time from before it would start the first round's
-            // timers already expired: every slot resent at once, for nothing.
-            self.transmit(&mut send, clock.now());
+            // Read the clock again: the first round's timers must start from when it goes
+            // out. (Submitting used to scan the whole part for NaN/Inf, tens of ms for
+            // 256 MiB, and a time from before that expired every timer of the round.)
+            let mut refused = self.transmit(&mut send, clock.now());
             self.deliver_events();
             let mut got = recv.recv(fd).unwrap_or(0);
+            refused += usize::from(recv.refused());
             if got == 0 {
                 let timeout = self
                     .worker
@@ -153,9 +154,15 @@ impl Lane {
                 if ready.socket {
                     self.gather(&clock);
                     got = recv.recv(fd).unwrap_or(0);
+                    refused += usize::from(recv.refused());
                 }
             }
             let now = clock.now();
+            for _ in 0..refused {
+                // ICMP port unreachable: the worker decides what it means (while joining,
+                // nothing listens at the switch's address).
+                self.worker.handle_unreachable(now);
+            }
             for i in 0..got {
                 if let Some(d) = recv.get(i) {
                     if !d.truncated {
@@ -199,7 +206,8 @@ impl Lane {
         now: switchml_core::time::Instant,
     ) {
         while let Some((part, op)) = backlog.pop_front() {
-            match self.worker.submit(now, part, op) {
+            // The communicator checked the whole tensor for NaN/Inf before splitting it.
+            match self.worker.submit_finite(now, part, op) {
                 Ok(_) => {}
                 Err(e) if e.kind == SubmitErrorKind::QueueFull => {
                     backlog.push_front((e.buf, op));
@@ -210,6 +218,9 @@ impl Lane {
                     let failure = self.worker.failure().copied();
                     let error = match (e.kind, failure) {
                         (SubmitErrorKind::Failed, Some(error)) => self.stream_error(error),
+                        (SubmitErrorKind::NonFinite(e), _) => Error::NonFinite {
+                            index: part.offset + e.index,
+                        },
                         (kind, _) => Error::Refused {
                             lane: self.index,
                             kind,
@@ -221,12 +232,14 @@ impl Lane {
         }
     }
 
-    /// Send everything the worker has to send, a batch per syscall.
-    fn transmit(&mut self, send: &mut SendBatch, now: switchml_core::time::Instant) {
+    /// Send everything the worker has to send, a batch per syscall; return how many
+    /// datagrams were refused (ICMP port unreachable).
+    fn transmit(&mut self, send: &mut SendBatch, now: switchml_core::time::Instant) -> usize {
         let fd = self.socket.as_raw_fd();
+        let mut refused = 0;
         loop {
             let Some((i, buf)) = send.buffer() else {
-                let _ = send.flush(fd);
+                refused += send.flush(fd).map_or(0, |f| f.refused);
                 send.clear();
                 continue;
             };
@@ -242,9 +255,10 @@ impl Lane {
         }
         if !send.is_empty() {
             // Losses here (a full buffer, an ICMP refusal) are the worker's to retransmit.
-            let _ = send.flush(fd);
+            refused += send.flush(fd).map_or(0, |f| f.refused);
         }
         send.clear();
+        refused
     }
 
     /// Hand finished parts back and report joins and failures.
@@ -271,8 +285,9 @@ impl Lane {
                 } => {
                     let outcome = match result {
                         Ok(()) => Ok(()),
-                        Err(TensorError::Overflow { index }) => Err(Error::Overflow {
+                        Err(TensorError::Overflow { index, element }) => Err(Error::Overflow {
                             index: buf.offset + index,
+                            element,
                         }),
                         Err(TensorError::Aborted) => Err(match self.worker.failure() {
                             Some(error) => self.stream_error(*error),

@@ -44,5 +44,5 @@ pub use error::Error;
 pub use lane::Timing;
 pub use part::Element;
 pub use running_switch::{RunningSwitch, SwitchConfig};
-pub use switchml_core::quant::Op;
+pub use switchml_core::quant::{ElementType, Op};
 pub use traffic::{DaemonCounters, JobTraffic};

@@ -29,14 +29,25 @@ mod sealed {
 pub trait Element: Copy + Send + Sync + 'static + sealed::Sealed {
     /// Which kind.
     const KIND: Kind;
+
+    /// Return a slice of this type as the core's view of a tensor.
+    fn elements(data: &mut [Self]) -> Elements<'_>;
 }
 
 impl Element for f32 {
     const KIND: Kind = Kind::F32;
+
+    fn elements(data: &mut [f32]) -> Elements<'_> {
+        Elements::F32(data)
+    }
 }
 
 impl Element for i32 {
     const KIND: Kind = Kind::I32;
+
+    fn elements(data: &mut [i32]) -> Elements<'_> {
+        Elements::I32(data)
+    }
 }
 
 /// The element type of a part.
@@ -63,10 +74,23 @@ struct Progress {
 
 impl Submission {
     pub(crate) fn new(parts: usize, owner: Option<Box<dyn Any + Send>>) -> Arc<Submission> {
+        Self::with(parts, None, owner)
+    }
+
+    /// A submission refused before it was split: no part, already failed with `error`.
+    pub(crate) fn refused(error: Error, owner: Option<Box<dyn Any + Send>>) -> Arc<Submission> {
+        Self::with(0, Some(error), owner)
+    }
+
+    fn with(
+        parts: usize,
+        error: Option<Error>,
+        owner: Option<Box<dyn Any + Send>>,
+    ) -> Arc<Submission> {
         Arc::new(Submission {
             progress: Mutex::new(Progress {
                 outstanding: parts,
-                error: None,
+                error,
             }),
             changed: Condvar::new(),
             owner: Mutex::new(owner),

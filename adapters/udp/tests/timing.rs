@@ -35,10 +35,11 @@ fn every_lane_reports_its_round_trip_and_timeout_within_bounds() {
     drop(sw);
 }
 
-/// Submitting an f32 part scans all of it for NaN/Inf before anything is sent. The first
-/// round's timers must start after that scan: they used to start from a clock reading taken
-/// before it, so with a scan longer than the timeout every slot of the first round was
-/// resent at once on a lossless network (seen on the emulated links at 256 MiB).
+/// An f32 tensor is scanned for NaN/Inf before anything is sent. The first round's timers
+/// must start after that scan: they used to start from a clock reading the lane took before
+/// scanning its part, so with a scan longer than the timeout every slot of the first round
+/// was resent at once on a lossless network (seen on the emulated links at 256 MiB). The
+/// communicator now scans the whole tensor before handing parts to the lanes.
 #[test]
 fn a_long_submission_scan_does_not_expire_the_first_rounds_timers() {
     use std::time::{Duration, Instant};

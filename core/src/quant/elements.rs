@@ -108,15 +108,31 @@ impl<'a> Elements<'a> {
     /// `op` is ignored: the worker rejects an average of int32 before sending anything).
     ///
     /// If `src` holds fewer values than the range, only that many elements are overwritten.
-    pub fn decode(&mut self, range: Range<usize>, world: u16, exp_max: u8, op: Op, src: &[u8]) {
+    ///
+    /// Return the first element (its index in the tensor) whose float sum lies beyond the
+    /// element type's range and was written as ±∞ (protocol.md §5.2); never for int32,
+    /// whose overflow the switch flags.
+    pub fn decode(
+        &mut self,
+        range: Range<usize>,
+        world: u16,
+        exp_max: u8,
+        op: Op,
+        src: &[u8],
+    ) -> Option<usize> {
         let r = clamp(range, self.len());
+        let start = r.start;
         let unscale = Unscale::new(world, exp_max, op);
-        match self {
+        let within = match self {
             Elements::F32(x) => unscale.dequantize_f32(src, x.get_mut(r).unwrap_or_default()),
-            Elements::I32(x) => decode_i32(src, x.get_mut(r).unwrap_or_default()),
+            Elements::I32(x) => {
+                decode_i32(src, x.get_mut(r).unwrap_or_default());
+                None
+            }
             Elements::F16(x) => unscale.dequantize_f16(src, x.get_mut(r).unwrap_or_default()),
             Elements::Bf16(x) => unscale.dequantize_bf16(src, x.get_mut(r).unwrap_or_default()),
-        }
+        };
+        within.map(|i| start + i)
     }
 }
 
@@ -236,6 +252,27 @@ mod tests {
         let mut y = [0.0f32; 3];
         Unscale::new(1, exp, Op::Sum).dequantize_f32(&payload, &mut y);
         assert_eq!(x, [0.25, y[0], y[1], y[2], 7.75]);
+    }
+
+    #[test]
+    fn decode_names_the_first_overflowed_element_of_the_tensor() {
+        let big = 1_900_000_000i32;
+        let payload: Vec<u8> = [1, big, big].iter().flat_map(|s| s.to_be_bytes()).collect();
+        let mut x = [0.0f32; 6];
+        assert_eq!(
+            Elements::F32(&mut x).decode(3..6, 4, 255, Op::Sum, &payload),
+            Some(4)
+        );
+        assert_eq!(x[4], f32::INFINITY);
+        let mut h = [f16::ZERO; 4];
+        let mut t = Elements::F16(&mut h);
+        assert_eq!(t.decode(1..4, 4, 127 + 16, Op::Sum, &payload), Some(2));
+        assert_eq!(t.decode(1..4, 4, 100, Op::Sum, &payload), None);
+        let mut i = [0i32; 3];
+        assert_eq!(
+            Elements::I32(&mut i).decode(0..3, 4, 255, Op::Sum, &payload),
+            None
+        );
     }
 
     #[test]

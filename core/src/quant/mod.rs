@@ -24,9 +24,11 @@
 //!
 //! f16 and bf16 go through f32 (exactly) on the way in and are rounded on the way out.
 //! int32 tensors are sent as they are ([`encode_i32`]); the sum is exact or flagged as
-//! overflowed by the switch. [`Elements`] and [`Tensor`] let the worker handle all four
-//! element types through one interface. Non-finite floats cannot be quantized meaningfully;
-//! the worker rejects them ([`check_finite_f32`]) before anything is sent.
+//! overflowed by the switch. A float sum beyond its type's range comes back as ±∞, and the
+//! slice dequantizers say where, so that the worker reports it as an overflow too.
+//! [`Elements`] and [`Tensor`] let the worker handle all four element types through one
+//! interface. Non-finite floats cannot be quantized meaningfully; the worker rejects them
+//! ([`check_finite_f32`]) before anything is sent.
 //!
 //! ```
 //! use switchml_core::quant::{block_exponent_f32, decode_i32, encode_i32, Op, Scale, Unscale};
@@ -96,6 +98,17 @@ pub enum ElementType {
     F16,
     /// bfloat16 (the top half of a binary32).
     Bf16,
+}
+
+impl fmt::Display for ElementType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ElementType::F32 => "f32",
+            ElementType::I32 => "int32",
+            ElementType::F16 => "f16",
+            ElementType::Bf16 => "bf16",
+        })
+    }
 }
 
 /// A non-finite input, reported before anything is sent.

@@ -3,6 +3,12 @@
 //! `y = fl32(fl64(S) · d)` with `d = fl64(n / M) · 2^e_max` for the sum and
 //! `d = fl64(1 / M) · 2^e_max` for the average. f16 and bf16 outputs round the f32 result
 //! to nearest, ties to even.
+//!
+//! A sum of finite values can lie beyond the output type's range; `y` is then ±∞, and the
+//! slice functions return where that first happened, so that the worker reports an
+//! overflow instead of handing back an infinity. When no sum of the block can get that
+//! far (`2³¹ · d` within the range: every block but those whose exponent is near the top
+//! of the type's range) the loop does not look.
 
 use half::{bf16, f16};
 
@@ -50,42 +56,78 @@ impl Unscale {
         }
     }
 
-    /// Dequantize the big-endian i32 payload `src` into `dst`.
+    /// Dequantize the big-endian i32 payload `src` into `dst`; return the index in `dst`
+    /// of the first value whose sum lies beyond the f32 range (written there as ±∞).
     ///
     /// Processes `min(src.len() / 4, dst.len())` values; the rest of `dst` is left as it is,
     /// and trailing bytes of `src` short of a whole value are ignored.
-    pub fn dequantize_f32(&self, src: &[u8], dst: &mut [f32]) {
-        self.dequantize_with(src, dst, |y| y);
+    pub fn dequantize_f32(&self, src: &[u8], dst: &mut [f32]) -> Option<usize> {
+        self.dequantize_with(src, dst, |y| y, f64::from(f32::MAX), f32::is_infinite)
     }
 
-    /// Dequantize into f16 (the f32 result rounded to nearest, ties to even); lengths as
-    /// for [`dequantize_f32`](Self::dequantize_f32).
-    pub fn dequantize_f16(&self, src: &[u8], dst: &mut [f16]) {
-        self.dequantize_with(src, dst, f16::from_f32);
+    /// Dequantize into f16 (the f32 result rounded to nearest, ties to even); lengths and
+    /// the returned overflow (beyond the f16 range) as for
+    /// [`dequantize_f32`](Self::dequantize_f32).
+    pub fn dequantize_f16(&self, src: &[u8], dst: &mut [f16]) -> Option<usize> {
+        let max = f64::from(f16::MAX.to_f32());
+        self.dequantize_with(src, dst, f16::from_f32, max, f16::is_infinite)
     }
 
-    /// Dequantize into bf16 (the f32 result rounded to nearest, ties to even); lengths as
-    /// for [`dequantize_f32`](Self::dequantize_f32).
-    pub fn dequantize_bf16(&self, src: &[u8], dst: &mut [bf16]) {
-        self.dequantize_with(src, dst, bf16::from_f32);
+    /// Dequantize into bf16 (the f32 result rounded to nearest, ties to even); lengths and
+    /// the returned overflow (beyond the bf16 range) as for
+    /// [`dequantize_f32`](Self::dequantize_f32).
+    pub fn dequantize_bf16(&self, src: &[u8], dst: &mut [bf16]) -> Option<usize> {
+        let max = f64::from(bf16::MAX.to_f32());
+        self.dequantize_with(src, dst, bf16::from_f32, max, bf16::is_infinite)
     }
 
+    /// The slice paths: `from_f32` rounds to the output type, whose largest finite value is
+    /// `max`.
     #[inline(always)]
-    fn dequantize_with<T: Copy>(&self, src: &[u8], dst: &mut [T], from_f32: impl Fn(f32) -> T) {
+    fn dequantize_with<T: Copy>(
+        &self,
+        src: &[u8],
+        dst: &mut [T],
+        from_f32: impl Fn(f32) -> T,
+        max: f64,
+        is_infinite: impl Fn(T) -> bool,
+    ) -> Option<usize> {
+        let values = src.chunks_exact(4).zip(dst.iter_mut());
         if self.zero {
-            for y in dst.iter_mut().take(src.len() / 4) {
+            for (_, y) in values {
                 *y = from_f32(0.0);
             }
-            return;
+            return None;
         }
         // One flat loop, as for quantization: it vectorizes cleanly.
         let d = self.d;
-        for (b, y) in src.chunks_exact(4).zip(dst.iter_mut()) {
+        let y = |b: &[u8]| {
             let s = <[u8; 4]>::try_from(b).map_or(0, i32::from_be_bytes);
-            *y = from_f32((f64::from(s) * d) as f32);
+            from_f32((f64::from(s) * d) as f32)
+        };
+        // |S| ≤ 2³¹; below `max` rounding cannot reach infinity (`max` is an f32).
+        if LARGEST_SUM * d <= max {
+            for (b, out) in values {
+                *out = y(b);
+            }
+            return None;
         }
+        // Near the top of the range: the same loop, or-ing a flag (still no branch).
+        let mut overflow = false;
+        for (b, out) in values {
+            let v = y(b);
+            overflow |= is_infinite(v);
+            *out = v;
+        }
+        if !overflow {
+            return None;
+        }
+        dst.iter().take(src.len() / 4).position(|&v| is_infinite(v))
     }
 }
+
+/// `2³¹`: the largest magnitude of an int32 sum (`|i32::MIN|`).
+const LARGEST_SUM: f64 = 2_147_483_648.0;
 
 #[cfg(test)]
 mod tests {
@@ -147,6 +189,53 @@ mod tests {
     }
 
     #[test]
+    fn sums_beyond_the_range_are_reported_where_they_first_occur() {
+        // 4 ranks near 3e38 each (e_max = 128, byte 255): the sum is beyond f32 and bf16.
+        let u = Unscale::new(4, 255, Op::Sum);
+        let big = 1_900_000_000;
+        let src = bytes(&[5, big, -big, 7]);
+        let mut y = [0.0f32; 4];
+        assert_eq!(u.dequantize_f32(&src, &mut y), Some(1));
+        assert_eq!(y[1..3], [f32::INFINITY, f32::NEG_INFINITY]);
+        assert!(y[0].is_finite() && y[3].is_finite());
+        let mut b = [bf16::ZERO; 4];
+        assert_eq!(u.dequantize_bf16(&src, &mut b), Some(1));
+        assert_eq!(u.dequantize_f32(&bytes(&[5, 7, 1 << 20]), &mut y), None);
+        // Only the values processed count, not what `dst` held past them.
+        let mut y = [f32::INFINITY; 4];
+        assert_eq!(u.dequantize_f32(&bytes(&[5, -big]), &mut y), Some(1));
+        // Two f16 ranks near 2^15 each: 2^16 is beyond f16 (65504) but fine in f32.
+        let u = Unscale::new(2, 127 + 16, Op::Sum);
+        let mut h = [f16::ZERO; 3];
+        assert_eq!(u.dequantize_f16(&bytes(&[1, 2, 1 << 30]), &mut h), Some(2));
+        assert!(h[2].is_infinite());
+        assert_eq!(u.dequantize_f32(&bytes(&[1, 2, 1 << 30]), &mut y), None);
+        // An average rounds to infinity only at the very top.
+        let u = Unscale::new(1, 255, Op::Average);
+        assert_eq!(u.dequantize_f32(&bytes(&[0, i32::MIN]), &mut y), Some(1));
+    }
+
+    #[test]
+    fn blocks_that_cannot_overflow_report_nothing() {
+        for (world, exp, op) in [
+            (4, 200, Op::Sum),
+            (1024, 128, Op::Sum),
+            (1, 254, Op::Average),
+        ] {
+            let u = Unscale::new(world, exp, op);
+            let src = bytes(&[i32::MIN, i32::MAX, 0, -1]);
+            let mut y = [0.0f32; 4];
+            assert_eq!(u.dequantize_f32(&src, &mut y), None);
+            assert!(y.iter().all(|v| v.is_finite()));
+        }
+        let mut h = [f16::ZERO; 1];
+        assert_eq!(
+            Unscale::new(8, 0, Op::Sum).dequantize_f16(&bytes(&[i32::MIN]), &mut h),
+            None
+        );
+    }
+
+    #[test]
     fn mismatched_lengths_process_the_shorter() {
         let u = Unscale::new(1, 128, Op::Sum);
         let src = bytes(&[1 << 30; 21]);
@@ -196,6 +285,26 @@ mod tests {
                 prop_assert_eq!(hy.to_bits(), f16::from_f32(y).to_bits());
                 prop_assert_eq!(by.to_bits(), bf16::from_f32(y).to_bits());
             }
+        }
+
+        #[test]
+        fn the_reported_overflow_is_the_first_infinite_output(
+            src in proptest::collection::vec(any::<i32>(), 0..70),
+            world in 1u16..=1024,
+            exp_max in prop_oneof![Just(0u8), 130u8..=150, 230u8..=255],
+            op in op(),
+        ) {
+            let u = Unscale::new(world, exp_max, op);
+            let payload = bytes(&src);
+            let first = |inf: &dyn Fn(f32) -> bool| src.iter().position(|&s| inf(u.dequantize_value(s)));
+            let mut y = vec![0.0f32; src.len()];
+            prop_assert_eq!(u.dequantize_f32(&payload, &mut y), first(&|y| y.is_infinite()));
+            let mut h = vec![f16::ZERO; src.len()];
+            let want = first(&|y| f16::from_f32(y).is_infinite());
+            prop_assert_eq!(u.dequantize_f16(&payload, &mut h), want);
+            let mut b = vec![bf16::ZERO; src.len()];
+            let want = first(&|y| bf16::from_f32(y).is_infinite());
+            prop_assert_eq!(u.dequantize_bf16(&payload, &mut b), want);
         }
 
         #[test]

@@ -1,6 +1,6 @@
 //! What the worker reports: events, errors, counters.
 
-use crate::quant::NonFinite;
+use crate::quant::{ElementType, NonFinite};
 use crate::ranks::WorldSet;
 use crate::time::Duration;
 use crate::wire::{AbortReason, SlotState};
@@ -35,11 +35,16 @@ pub enum Event<B> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum TensorError {
-    /// The int32 sum overflowed (switch `OVERFLOW` flag); the first affected chunk starts
-    /// at this element. The other chunks are exact.
+    /// The sum left the element type's range (protocol.md §5.2). For int32 the switch
+    /// flagged a chunk (`OVERFLOW`): the other chunks are exact. For floats the sum of
+    /// element `index` is beyond the type's range: that element holds ±∞, the others hold
+    /// their sums.
     Overflow {
-        /// First element of the first overflowed chunk.
+        /// The first overflowed element (int32: the first element of the first flagged
+        /// chunk).
         index: usize,
+        /// The tensor's element type.
+        element: ElementType,
     },
     /// The stream failed before the tensor was finished; see [`Event::Failed`].
     Aborted,
@@ -79,6 +84,12 @@ pub enum WorkerError {
     /// The switch never answered a Join.
     SwitchUnreachable {
         /// How long the worker waited.
+        waited: Duration,
+    },
+    /// Nothing listens at the switch's address: the network refused the Joins (ICMP port
+    /// unreachable), see [`super::Worker::handle_unreachable`].
+    PortUnreachable {
+        /// How long the worker had been joining.
         waited: Duration,
     },
     /// The switch refused the job (Abort in answer to a Join or Probe).
@@ -132,6 +143,10 @@ impl core::fmt::Display for WorkerError {
             WorkerError::SwitchUnreachable { waited } => {
                 write!(f, "the switch did not answer for {waited}")
             }
+            WorkerError::PortUnreachable { waited } => write!(
+                f,
+                "nothing listens at the switch's address: its Joins were refused (ICMP port unreachable) for {waited}"
+            ),
             WorkerError::Refused { reason, detail } => {
                 write!(f, "the switch refused the job: {reason} (detail {detail})")
             }
@@ -179,12 +194,17 @@ impl std::error::Error for WorkerError {}
 impl core::fmt::Display for TensorError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
-            TensorError::Overflow { index } => {
-                write!(
-                    f,
-                    "int32 sum overflowed (first at chunk starting at element {index})"
-                )
-            }
+            TensorError::Overflow {
+                index,
+                element: ElementType::I32,
+            } => write!(
+                f,
+                "int32 sum overflowed (first in the chunk starting at element {index})"
+            ),
+            TensorError::Overflow { index, element } => write!(
+                f,
+                "{element} sum overflowed at element {index} (beyond the {element} range; it holds infinity)"
+            ),
             TensorError::Aborted => f.write_str("the stream failed before the tensor finished"),
         }
     }

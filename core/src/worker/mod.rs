@@ -159,6 +159,11 @@ struct Probe {
 /// Probes sent before the switch counts as not answering.
 const PROBE_ATTEMPTS: u8 = 3;
 
+/// Refusals (ICMP port unreachable) while joining, with no datagram from the switch in
+/// between, before the worker gives up: one Join per join interval, so a switch that is
+/// still starting up gets about two intervals.
+pub const UNREACHABLE_JOINS: u8 = 3;
+
 /// The worker state machine for one lane. `SLOTS`: the most slots a lane may drive;
 /// `QUEUE`: the most tensors queued at once.
 pub struct Worker<B, const SLOTS: usize, const QUEUE: usize> {
@@ -173,6 +178,8 @@ pub struct Worker<B, const SLOTS: usize, const QUEUE: usize> {
     /// Ranks joined at the last JoinReply; whether any came.
     joined: Option<WorldSet>,
     join_due: bool,
+    /// Refusals reported while joining since the last datagram from the switch.
+    refusals: u8,
     slots: [SlotState; SLOTS],
     send_queue: heapless::Deque<u16, SLOTS>,
     slot_timers: SlotTimers<SLOTS>,
@@ -228,6 +235,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             leave_pending: false,
             joined: None,
             join_due: true,
+            refusals: 0,
             slots: [SlotState::new(config.rto); SLOTS],
             send_queue: heapless::Deque::new(),
             slot_timers: SlotTimers::new(),
@@ -298,13 +306,27 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
     }
 
     /// Queue a tensor for all-reduce in place. Non-finite inputs are refused here, before
-    /// anything is sent.
-    pub fn submit(
+    /// anything is sent; that takes one pass over the tensor, done after the cheaper
+    /// refusals (so a full queue costs no scan).
+    pub fn submit(&mut self, _now: Instant, buf: B, op: Op) -> Result<TensorId, SubmitError<B>> {
+        self.queue_tensor(buf, op, true)
+    }
+
+    /// Queue a tensor whose elements the caller has already found finite
+    /// ([`Elements::check_finite`](crate::quant::Elements::check_finite)), without
+    /// scanning it again: a host that splits one tensor between several lanes checks it
+    /// once, whole, before any lane sends anything. A NaN or infinity submitted here anyway
+    /// does not panic, but spoils the sum of its chunk at every rank.
+    pub fn submit_finite(
         &mut self,
         _now: Instant,
-        mut buf: B,
+        buf: B,
         op: Op,
     ) -> Result<TensorId, SubmitError<B>> {
+        self.queue_tensor(buf, op, false)
+    }
+
+    fn queue_tensor(&mut self, mut buf: B, op: Op, scan: bool) -> Result<TensorId, SubmitError<B>> {
         let refuse = |kind, buf| Err(SubmitError { kind, buf });
         if self.failure.is_some() {
             return refuse(SubmitErrorKind::Failed, buf);
@@ -314,14 +336,16 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         if element == ElementType::I32 && op == Op::Average {
             return refuse(SubmitErrorKind::AverageOfIntegers, buf);
         }
-        if let Err(e) = elements.check_finite() {
-            return refuse(SubmitErrorKind::NonFinite(e), buf);
-        }
         let Ok(chunks) = u32::try_from(len.div_ceil(usize::from(self.config.count))) else {
             return refuse(SubmitErrorKind::TooLarge, buf);
         };
         if !self.tensors.has_room() {
             return refuse(SubmitErrorKind::QueueFull, buf);
+        }
+        if scan {
+            if let Err(e) = buf.elements().check_finite() {
+                return refuse(SubmitErrorKind::NonFinite(e), buf);
+            }
         }
         let id = TensorId(self.tensors.next_id);
         let window = u32::from(self.config.window);
@@ -351,6 +375,8 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
 
     /// Feed one datagram received from the switch.
     pub fn handle_packet(&mut self, now: Instant, bytes: &[u8]) {
+        // Whatever it is, something listens at the switch's address.
+        self.refusals = 0;
         let Ok(msg) = Message::parse(bytes) else {
             self.stats.ignored += 1;
             return;
@@ -379,6 +405,26 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
 
     fn is_for_me(&self, job: u16, rank: u16) -> bool {
         job == self.config.job && (rank == self.config.rank || rank == wire::RANK_ALL)
+    }
+
+    /// Tell the worker that the network refused a datagram it sent to the switch: an ICMP
+    /// port unreachable, which a connected UDP socket reports as `ECONNREFUSED`. Call it
+    /// once per refusal.
+    ///
+    /// While joining, after [`UNREACHABLE_JOINS`] refusals with no datagram from the
+    /// switch in between, the worker fails with [`WorkerError::PortUnreachable`] at once
+    /// instead of waiting out its join timeout. Once running it changes nothing: a switch
+    /// that restarts is briefly unreachable, and the retransmissions and the stall
+    /// detection decide as they would without it.
+    pub fn handle_unreachable(&mut self, now: Instant) {
+        if self.phase != Phase::Joining {
+            return;
+        }
+        self.refusals = self.refusals.saturating_add(1);
+        if self.refusals >= UNREACHABLE_JOINS {
+            let waited = now - self.started.unwrap_or(now);
+            self.fail(WorkerError::PortUnreachable { waited });
+        }
     }
 
     /// Tell the worker that `now` has come; call it at or after `poll_timeout()`.
@@ -520,6 +566,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             }
             WorkerError::BufferTooSmall { .. } | WorkerError::Cancelled => Some(0xFFFF),
             WorkerError::SwitchUnreachable { .. }
+            | WorkerError::PortUnreachable { .. }
             | WorkerError::Refused { .. }
             | WorkerError::PeerAborted { .. }
             | WorkerError::SwitchRestarted { .. } => None,
@@ -528,4 +575,8 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
 }
 
 #[cfg(test)]
+mod overflow_tests;
+#[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod unreachable_tests;

@@ -246,11 +246,13 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
                     self.stats.ignored += 1;
                     return;
                 }
-                if r.flags.contains(Flags::OVERFLOW) {
-                    e.overflow = Some(e.overflow.map_or(range.start, |o| o.min(range.start)));
-                }
-                let (world, op) = (cfg.world, e.op);
-                e.buf.elements().decode(range, world, exp, op, payload);
+                let (world, op, start) = (cfg.world, e.op, range.start);
+                let flagged = r.flags.contains(Flags::OVERFLOW).then_some(start);
+                let beyond_range = e.buf.elements().decode(range, world, exp, op, payload);
+                e.overflow = [e.overflow, flagged, beyond_range]
+                    .into_iter()
+                    .flatten()
+                    .min();
                 e.remaining -= 1;
                 let following = chunk.saturating_add(u32::from(cfg.window));
                 if following < e.chunks {

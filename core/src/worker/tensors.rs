@@ -16,7 +16,8 @@ pub(crate) struct Entry<B> {
     pub(crate) rotation: u16,
     /// Chunks whose result has not arrived.
     pub(crate) remaining: u32,
-    /// The first overflowed element, if any.
+    /// The first overflowed element, if any (int32: the first element of the first
+    /// chunk the switch flagged).
     pub(crate) overflow: Option<usize>,
 }
 
@@ -42,7 +43,10 @@ impl<B: Tensor> Entry<B> {
 
     pub(crate) fn result(&self) -> Result<(), TensorError> {
         match self.overflow {
-            Some(index) => Err(TensorError::Overflow { index }),
+            Some(index) => Err(TensorError::Overflow {
+                index,
+                element: self.element,
+            }),
             None => Ok(()),
         }
     }

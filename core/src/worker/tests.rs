@@ -424,3 +424,20 @@ fn abort_hands_tensors_back_and_tells_the_job() {
     );
     assert_eq!(w.poll_transmit(ms(0), &mut buf), None);
 }
+
+#[test]
+fn submit_finite_trusts_the_caller_and_submit_scans_after_cheaper_refusals() {
+    let mut w = Worker::<&mut [f32], 4, 1>::new(config()).unwrap();
+    let (mut a, mut b) = ([1.0f32, 2.0], [0.0f32, f32::NAN]);
+    // The caller checked the whole tensor already: no second scan here.
+    w.submit_finite(ms(0), &mut a[..], Op::Sum).unwrap();
+    // The queue (one tensor) is full: refused for that, without scanning.
+    let e = w.submit(ms(0), &mut b[..], Op::Sum).unwrap_err();
+    assert_eq!(e.kind, SubmitErrorKind::QueueFull);
+    let mut w = Worker::<&mut [f32], 4, 1>::new(config()).unwrap();
+    let e = w.submit(ms(0), &mut b[..], Op::Sum).unwrap_err();
+    assert_eq!(
+        e.kind,
+        SubmitErrorKind::NonFinite(crate::quant::NonFinite { index: 1 })
+    );
+}

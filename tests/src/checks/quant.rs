@@ -16,7 +16,10 @@
 //!   beyond the f32 range may only be ±∞ when the exact result is within the bound of it;
 //! - **the fast paths are the reference**: the slice quantizers and dequantizers give the
 //!   bits of `quantize_value` / `dequantize_value` for every input, NaN and ∞ included,
-//!   and any exponent byte (not only the right one).
+//!   and any exponent byte (not only the right one);
+//! - **an overflow is never silent**: the slice dequantizers name the first value that
+//!   came out ±∞ in their output type, and only when there is one (the worker reports it
+//!   as the tensor's overflow, §5.2).
 
 use half::{bf16, f16};
 use switchml_core::quant::{
@@ -157,9 +160,20 @@ fn check_dequantize_paths(sums: &[i32], world: u16, exp: u8, op: Op) {
     let mut y = vec![f32::NAN; sums.len()];
     let mut h = vec![f16::NAN; sums.len()];
     let mut b = vec![bf16::NAN; sums.len()];
-    unscale.dequantize_f32(&payload, &mut y);
-    unscale.dequantize_f16(&payload, &mut h);
-    unscale.dequantize_bf16(&payload, &mut b);
+    let overflow = [
+        unscale.dequantize_f32(&payload, &mut y),
+        unscale.dequantize_f16(&payload, &mut h),
+        unscale.dequantize_bf16(&payload, &mut b),
+    ];
+    let first_infinite = [
+        y.iter().position(|v| v.is_infinite()),
+        h.iter().position(|v| v.is_infinite()),
+        b.iter().position(|v| v.is_infinite()),
+    ];
+    assert_eq!(
+        overflow, first_infinite,
+        "overflow reports (f32, f16, bf16)"
+    );
     for (i, &s) in sums.iter().enumerate() {
         let want = unscale.dequantize_value(s);
         assert_eq!(

@@ -21,7 +21,8 @@
 //!   and no chunk is accepted twice;
 //! - **no completion with missing chunks**: `Done` with `Ok` (or `Overflow`) only after a
 //!   Result for every chunk of that tensor was accepted, `Overflow` iff one carried the
-//!   flag (naming the first such chunk), `Aborted` only after the stream failed;
+//!   flag or a float sum came back beyond the element type's range (naming the first such
+//!   chunk, or element), `Aborted` only after the stream failed;
 //! - Contributions only after a JoinReply with COMPLETE arrived, no Join after data began,
 //!   nothing but one Abort after a failure, `Joined` and `Failed` at most once;
 //! - **timers never in the past**: after `handle_timeout(now)`, `poll_timeout()` is later
@@ -35,7 +36,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
 use half::{bf16, f16};
-use switchml_core::quant::{Op, Tensor, NO_EXPONENT};
+use switchml_core::quant::{Op, Tensor, Unscale, NO_EXPONENT};
 use switchml_core::time::{Duration, Instant};
 use switchml_core::wire::{
     AbortReason, AbortRepr, DataKind, DataRepr, Flags, JoinFlags, JoinReplyRepr, Message,
@@ -158,6 +159,7 @@ struct Use {
 struct TensorModel {
     /// The submitted values (the worker overwrites its own copy as results come).
     input: Buf,
+    op: Op,
     float: bool,
     chunks: u32,
     answered: BTreeSet<u32>,
@@ -220,6 +222,21 @@ fn first_non_finite(buf: &Buf) -> Option<usize> {
         Buf::I32(_) => None,
         Buf::F16(x) => x.iter().position(|v| !v.is_finite()),
         Buf::Bf16(x) => x.iter().position(|v| !v.is_finite()),
+    }
+}
+
+/// The first of the summed `payload` values that dequantizes to ±∞ in `buf`'s element
+/// type (protocol.md §5.2: a float overflow), one value at a time through the scalar
+/// reference.
+fn first_infinite(buf: &Buf, payload: &[u8], unscale: Unscale) -> Option<usize> {
+    let mut sums = payload
+        .chunks_exact(4)
+        .map(|b| unscale.dequantize_value(i32::from_be_bytes([b[0], b[1], b[2], b[3]])));
+    match buf {
+        Buf::F32(_) => sums.position(f32::is_infinite),
+        Buf::I32(_) => None,
+        Buf::F16(_) => sums.position(|y| f16::from_f32(y).is_infinite()),
+        Buf::Bf16(_) => sums.position(|y| bf16::from_f32(y).is_infinite()),
     }
 }
 
@@ -296,6 +313,7 @@ impl Checker {
         self.next_id += 1;
         let model = TensorModel {
             input,
+            op,
             float,
             chunks,
             answered: BTreeSet::new(),
@@ -490,7 +508,10 @@ impl Checker {
                             "{id:?} done ({result:?}) with chunks {:?} of {} answered",
                             t.answered, t.chunks
                         );
-                        let want = t.overflow.map(|index| TensorError::Overflow { index });
+                        let element = t.input.elements().element_type();
+                        let want = t
+                            .overflow
+                            .map(|index| TensorError::Overflow { index, element });
                         assert_eq!(result.err(), want, "{id:?}: overflow report");
                     }
                     Err(TensorError::Aborted) => {
@@ -703,13 +724,13 @@ impl Checker {
             return;
         }
         assert_eq!(after, before + 1, "one datagram, one result");
-        let Ok(Message::Data(r, _)) = msg else {
+        let Ok(Message::Data(r, payload)) = msg else {
             panic!("a result accepted from {:?}", msg.map(|m| m.msg_type()));
         };
-        self.on_accepted(&r);
+        self.on_accepted(&r, payload);
     }
 
-    fn on_accepted(&mut self, r: &DataRepr) {
+    fn on_accepted(&mut self, r: &DataRepr, payload: &[u8]) {
         let c = self.config;
         assert_eq!(
             r.kind,
@@ -742,7 +763,7 @@ impl Checker {
             "accepted a Result with the wrong count"
         );
         self.accepted[i] += 1;
-        self.last_exp[i] = r.exp;
+        let exp = std::mem::replace(&mut self.last_exp[i], r.exp);
         self.sent[i] = None;
         if !u.prime {
             let t = self.tensors.get_mut(&u.tensor).expect("scheduled tensor");
@@ -751,10 +772,14 @@ impl Checker {
                 "chunk {} answered twice",
                 u.chunk
             );
-            if r.flags.contains(Flags::OVERFLOW) {
-                let start = u.range.start;
-                t.overflow = Some(t.overflow.map_or(start, |o| o.min(start)));
-            }
+            let start = u.range.start;
+            let flagged = r.flags.contains(Flags::OVERFLOW).then_some(start);
+            let unscale = Unscale::new(c.world, exp, t.op);
+            let beyond_range = first_infinite(&t.input, payload, unscale).map(|j| start + j);
+            t.overflow = [t.overflow, flagged, beyond_range]
+                .into_iter()
+                .flatten()
+                .min();
         }
     }
 }
