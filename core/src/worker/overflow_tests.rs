@@ -19,6 +19,7 @@ fn all_reduce(w: &mut [FloatWorker<'_>; 2]) -> [Option<Result<(), TensorError>>;
         world: 2,
         slot_lo: 0,
         slot_count: 2,
+        key: 0,
     })
     .unwrap();
     let (mut buf, mut out) = ([0u8; 64], [0u8; 512]);

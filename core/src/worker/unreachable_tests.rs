@@ -67,6 +67,7 @@ fn a_switch_that_answers_in_between_resets_the_count() {
         world: 2,
         slot_lo: 0,
         slot_count: 2,
+        key: 0,
     };
     s.add_job(job).unwrap();
     let mut w = TestWorker::new(config(2)).unwrap();
@@ -91,6 +92,7 @@ fn a_running_worker_ignores_refusals() {
         world: 1,
         slot_lo: 0,
         slot_count: 2,
+        key: 0,
     })
     .unwrap();
     let mut w = TestWorker::new(config(1)).unwrap();
