@@ -179,3 +179,20 @@ fn junk_truncated_foreign_and_forged_packets_are_dropped_and_counted() {
     assert_eq!(handled, sent, "{job:?}");
     assert_eq!(job.contributions, u64::from(WORLD) * job.completions);
 }
+
+#[test]
+fn a_datagram_longer_than_any_message_is_oversized_by_one_byte_already() {
+    // The daemon's receive buffer was one byte longer than the longest message, so a
+    // datagram of exactly that length was read whole and counted as `Malformed`.
+    let sw = switch(2, 32, 0.0, 0);
+    let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let longest = common::fate::LONGEST;
+    for len in [longest, longest + 1, longest + 2, 3 * longest] {
+        // Version 0: not a message whatever its length.
+        s.send_to(&vec![0u8; len], sw.addr()).unwrap();
+    }
+    let c = settle(&sw);
+    assert_eq!(c.switch.received, 4, "{c:?}");
+    assert_eq!((c.oversized, c.switch.drops(DropReason::Oversized)), (3, 3));
+    assert_eq!(c.switch.drops(DropReason::Malformed), 1);
+}
