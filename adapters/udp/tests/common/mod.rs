@@ -5,8 +5,10 @@
 #![allow(dead_code)]
 
 pub mod attacker;
+pub mod capture;
 pub mod fate;
 pub mod forge;
+pub mod hold;
 pub mod proc_udp;
 pub mod raw_udp;
 
