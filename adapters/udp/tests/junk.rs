@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use common::attacker::{Attacker, Via};
 use common::fate::class;
-use common::forge::{bytes_of, Forger, FOREIGN_JOB};
+use common::forge::{bytes_of, contribution, Forger, FOREIGN_JOB};
 use common::*;
 use switchml_core::switch::DropReason;
-use switchml_core::wire::{AbortReason, AbortRepr, DataKind, DataRepr, Flags, JoinRepr, Message};
+use switchml_core::wire::{AbortReason, AbortRepr, JoinRepr, Message};
 use switchml_udp::Op;
 
 const WORLD: u16 = 3;
@@ -24,21 +24,16 @@ const EACH: usize = 25_600;
 /// they too are refused for their session.
 const LATE_LEAVES: u64 = WORLD as u64 * 2;
 
-/// A Contribution of job `job`, rank `rank`, slot `slot` with `count` values, in `session`.
-fn contribution(job: u16, rank: u16, slot: u16, seq: u32, count: u16, session: u32) -> Vec<u8> {
-    let repr = DataRepr {
-        kind: DataKind::Contribution,
+/// A Contribution of job `job`, rank `rank`, slot `slot` with `count` zeros, in `session`.
+fn zeros(job: u16, rank: u16, slot: u16, seq: u32, count: u16, session: u32) -> Vec<u8> {
+    contribution(
         job,
         rank,
         slot,
-        ver: (seq & 1) as u8,
-        flags: Flags::default(),
-        count,
         seq,
-        exp: 0,
         session,
-    };
-    bytes_of(&Message::Data(repr, &vec![0; 4 * usize::from(count)]))
+        &vec![0; 4 * usize::from(count)],
+    )
 }
 
 /// Send the four kinds, interleaved, from one socket, pacing by the switch's socket buffer
@@ -54,14 +49,14 @@ fn throw_junk(a: &mut Attacker) {
         a.send(&junk, from);
         // Truncated: a valid header of 64 values, cut short.
         let (rank, slot) = ((r % 3) as u16, (r % 32) as u16);
-        let c = contribution(JOB, rank, slot, r as u32, 64, (r >> 32) as u32);
+        let c = zeros(JOB, rank, slot, r as u32, 64, (r >> 32) as u32);
         a.send(&c[..c.len() - 1 - (r % 200) as usize], from);
         // Foreign job.
-        a.send(&contribution(FOREIGN_JOB, 0, 0, r as u32, 64, 0), from);
+        a.send(&zeros(FOREIGN_JOB, 0, 0, r as u32, 64, 0), from);
         // Forged: the job's real ranks and slots in a guessed session; a third are Joins
         // with a guessed key, a third Aborts that try to end the run.
         let forged = match r % 3 {
-            0 => contribution(JOB, rank, slot, r as u32, 64, (r >> 32) as u32),
+            0 => zeros(JOB, rank, slot, r as u32, 64, (r >> 32) as u32),
             1 => bytes_of(&Message::Join(JoinRepr {
                 job: JOB,
                 rank,

@@ -121,6 +121,31 @@ pub fn bytes_of(m: &Message<'_>) -> Vec<u8> {
     b
 }
 
+/// A plain Contribution (no flags, no exponent) for use `seq` of `slot`, in `session`:
+/// `values` are the big-endian int32s, `4·count` bytes.
+pub fn contribution(
+    job: u16,
+    rank: u16,
+    slot: u16,
+    seq: u32,
+    session: u32,
+    values: &[u8],
+) -> Vec<u8> {
+    let repr = DataRepr {
+        kind: DataKind::Contribution,
+        job,
+        rank,
+        slot,
+        ver: (seq & 1) as u8,
+        flags: Flags::default(),
+        count: (values.len() / 4) as u16,
+        seq,
+        exp: 0,
+        session,
+    };
+    bytes_of(&Message::Data(repr, values))
+}
+
 impl Forger {
     /// Forge against `targets`, from `seed`; `replays`: datagrams for [`Kind::Replay`].
     pub fn new(targets: &[Target], seed: u64, replays: Vec<Vec<u8>>) -> Forger {

@@ -6,6 +6,7 @@
 
 pub mod attacker;
 pub mod capture;
+pub mod doctor;
 pub mod fate;
 pub mod forge;
 pub mod hold;
