@@ -224,16 +224,17 @@ fn an_off_path_attacker_changes_no_result_and_every_datagram_is_accounted_for() 
         "predicted refusals {:?}, statuses {}",
         tally.refusals, tally.statuses
     );
-    let mut sent: BTreeMap<u16, u64> = BTreeMap::new();
+    let (mut sent, mut rounds) = (BTreeMap::new(), BTreeMap::new());
     for (o, job) in outcomes.into_iter().zip(job_of) {
-        let (rounds, stats) = o.unwrap_or_else(|e| panic!("{e}"));
-        assert!(rounds >= 1);
+        let (r, stats) = o.unwrap_or_else(|e| panic!("{e}"));
+        assert!(r >= 1);
         *sent.entry(job).or_default() += stats.sent;
+        rounds.insert(job, r);
     }
     for j in c.jobs.iter() {
         println!(
-            "job {}: {:?}; lanes sent {} contributions",
-            j.job, j.switch, sent[&j.job]
+            "job {}: {} rounds (int32 + f32 each), lanes sent {} contributions; {:?}",
+            j.job, rounds[&j.job], sent[&j.job], j.switch
         );
     }
     assert!(running, "the daemon stopped under attack");
