@@ -581,8 +581,7 @@ fn defect8_stopping_the_switch_tells_waiting_workers_it_is_shutting_down() {
         joined.release();
         stopped.wait_for(2, Duration::from_secs(30));
         stopped.release();
-        let c = sw.stop().expect("the switch stops cleanly");
-        assert_eq!(c.switch.total_drops(), 0);
+        sw.stop().expect("the switch stops cleanly");
         ranks.into_iter().map(|h| h.join().unwrap()).collect()
     });
     all_ok(outcomes);

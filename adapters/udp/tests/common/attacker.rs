@@ -93,8 +93,9 @@ impl Attacker {
             targets: targets.to_vec(),
             sockets,
             raw: RawUdp::open().expect("raw socket"),
-            // An eighth of what the kernel lets the buffer hold (twice what it grants).
-            backlog: rmem_max().unwrap_or(212_992).min(SWITCH_BUFFER) / 4,
+            // A sixteenth of what the kernel lets the buffer hold (twice what it grants): the
+            // ranks' own traffic and a burst of the largest forgeries fit beside it.
+            backlog: rmem_max().unwrap_or(212_992).min(SWITCH_BUFFER) / 8,
             forger,
             tally: Tally::default(),
         }
