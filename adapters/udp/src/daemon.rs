@@ -160,8 +160,9 @@ impl<'a> Daemon<'a> {
                 log::info!("losing {:.2}% of datagrams each way (seed {s})", r * 100.0);
                 LossInjector::new(r, s)
             }),
-            // One byte more than the largest valid message, so that longer ones show as cut.
-            recv: RecvBatch::new(RECV_BATCH, out_len + 1),
+            // Exactly the largest valid message: the kernel cuts any longer datagram and says
+            // so (`MSG_TRUNC`), so that it counts as `Oversized`.
+            recv: RecvBatch::new(RECV_BATCH, out_len),
             send: SendBatch::new(RECV_BATCH, out_len, SEND_ENTRIES),
             log: DaemonLog::new(),
             admin,

@@ -1,118 +1,104 @@
-//! More than 100,000 junk, truncated, foreign-job and spoofed datagrams thrown at the switch
-//! while a job runs: every all-reduce stays exact and the switch counts them as drops.
+//! More than 100,000 junk, truncated, foreign-job and forged datagrams thrown at the switch
+//! while a job runs: every all-reduce stays exact, and every one of them is counted where
+//! protocol.md §4 puts it (`common/fate.rs`). A forgery of the job's own traffic carries no
+//! key and no session (protocol.md §4.1): a Contribution or an Abort is dropped as
+//! `BadSession` and counted in the job's `unauthorized`, a Join is refused with `BadKey`.
 
 mod common;
 
-use std::net::UdpSocket;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use common::attacker::{Attacker, Via};
+use common::fate::class;
+use common::forge::{bytes_of, contribution, Forger, FOREIGN_JOB};
 use common::*;
-use switchml_core::wire::{
-    AbortPacket, AbortReason, AbortRepr, DataKind, DataPacket, DataRepr, Flags, JoinPacket,
-    JoinRepr,
-};
+use switchml_core::switch::DropReason;
+use switchml_core::wire::{AbortReason, AbortRepr, JoinRepr, Message};
 use switchml_udp::Op;
 
 const WORLD: u16 = 3;
 /// Datagrams of each of the four kinds.
 const EACH: usize = 25_600;
+/// Leaves that may reach the switch after the run ended (each rank's lanes each send one):
+/// they too are refused for their session.
+const LATE_LEAVES: u64 = WORLD as u64 * 2;
 
-/// Write a Contribution of job `job`, rank `rank`, slot `slot` with `count` values.
-fn contribution(buf: &mut [u8], job: u16, rank: u16, slot: u16, seq: u32, count: u16) -> usize {
-    let repr = DataRepr {
-        kind: DataKind::Contribution,
+/// A Contribution of job `job`, rank `rank`, slot `slot` with `count` zeros, in `session`.
+fn zeros(job: u16, rank: u16, slot: u16, seq: u32, count: u16, session: u32) -> Vec<u8> {
+    contribution(
         job,
         rank,
         slot,
-        ver: (seq & 1) as u8,
-        flags: Flags::default(),
-        count,
         seq,
-        exp: 0,
-    };
-    let len = repr.buffer_len();
-    repr.emit(&mut DataPacket::new_unchecked(&mut buf[..len]));
-    len
+        session,
+        &vec![0; 4 * usize::from(count)],
+    )
 }
 
-/// Send the four kinds, interleaved, in bursts paced by the switch itself: after each burst,
-/// wait (bounded) until its drop counter has caught up with what was sent, so that a busy
-/// machine slows the junk down instead of overflowing the switch's socket buffer, where
-/// the kernel would drop datagrams before the switch could count them.
-fn throw_junk(to: std::net::SocketAddr, drops: impl Fn() -> u64) -> usize {
-    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
-    s.connect(to).unwrap();
-    let mut buf = vec![0u8; 2048];
-    let mut sent = 0;
+/// Send the four kinds, interleaved, from one socket, pacing by the switch's socket buffer
+/// (`Attacker::pace`): a busy machine slows the junk down instead of overflowing the buffer,
+/// where the kernel would drop datagrams before the switch could count them.
+fn throw_junk(a: &mut Attacker) {
+    let from = Via::Socket(0);
     for i in 0..EACH {
         let r = mix(i as u64);
         // Junk: random bytes of random length.
         let n = (r % 600) as usize;
-        for (k, b) in buf[..n].iter_mut().enumerate() {
-            *b = mix(r ^ k as u64) as u8;
-        }
-        sent += usize::from(s.send(&buf[..n]).is_ok());
+        let junk: Vec<u8> = (0..n).map(|k| mix(r ^ k as u64) as u8).collect();
+        a.send(&junk, from);
         // Truncated: a valid header of 64 values, cut short.
-        let len = contribution(&mut buf, JOB, (r % 3) as u16, (r % 32) as u16, r as u32, 64);
-        sent += usize::from(s.send(&buf[..len - 1 - (r % 200) as usize]).is_ok());
+        let (rank, slot) = ((r % 3) as u16, (r % 32) as u16);
+        let c = zeros(JOB, rank, slot, r as u32, 64, (r >> 32) as u32);
+        a.send(&c[..c.len() - 1 - (r % 200) as usize], from);
         // Foreign job.
-        let len = contribution(&mut buf, 999, 0, 0, r as u32, 64);
-        sent += usize::from(s.send(&buf[..len]).is_ok());
-        // Spoofed: the job's real ranks and slots, from the wrong address; a third are
-        // Joins that try to move a lane, and Aborts that try to kill the job.
-        let len = match r % 3 {
-            0 => contribution(&mut buf, JOB, (r % 3) as u16, (r % 32) as u16, r as u32, 64),
-            1 => {
-                let j = JoinRepr {
-                    job: JOB,
-                    rank: (r % 3) as u16,
-                    world: WORLD,
-                    slot_lo: 0,
-                    slot_count: 16,
-                    count: 64,
-                };
-                j.emit(&mut JoinPacket::new_unchecked(&mut buf[..j.buffer_len()]));
-                j.buffer_len()
-            }
-            _ => {
-                let a = AbortRepr {
-                    job: JOB,
-                    rank: (r % 3) as u16,
-                    reason: AbortReason::WorkerFailed,
-                    detail: 0xFFFF,
-                    epoch: 0,
-                };
-                a.emit(&mut AbortPacket::new_unchecked(&mut buf[..a.buffer_len()]));
-                a.buffer_len()
-            }
+        a.send(&zeros(FOREIGN_JOB, 0, 0, r as u32, 64, 0), from);
+        // Forged: the job's real ranks and slots in a guessed session; a third are Joins
+        // with a guessed key, a third Aborts that try to end the run.
+        let forged = match r % 3 {
+            0 => zeros(JOB, rank, slot, r as u32, 64, (r >> 32) as u32),
+            1 => bytes_of(&Message::Join(JoinRepr {
+                job: JOB,
+                rank,
+                world: WORLD,
+                slot_lo: 0,
+                slot_count: 16,
+                count: 64,
+                nonce: (r >> 32) as u32 | 1,
+                key: r ^ KEY.rotate_left(1),
+            })),
+            _ => bytes_of(&Message::Abort(AbortRepr {
+                job: JOB,
+                rank,
+                reason: AbortReason::WorkerFailed,
+                detail: 0xFFFF,
+                epoch: 0,
+                session: (r >> 32) as u32,
+            })),
         };
-        sent += usize::from(s.send(&buf[..len]).is_ok());
-        if i % 64 == 63 {
-            // At most LAG datagrams in flight: well inside the switch's socket buffer, and
-            // enough that the 50 ms-old published counters rarely hold the sender up.
-            const LAG: u64 = 2048;
-            let deadline = std::time::Instant::now() + Duration::from_secs(2);
-            while drops() + LAG < sent as u64 && std::time::Instant::now() < deadline {
-                std::thread::sleep(Duration::from_micros(500));
-            }
+        a.send(&forged, from);
+        if i % 16 == 15 {
+            a.read_answers();
+            a.pace();
         }
     }
-    sent
+    a.collect(Duration::from_secs(5));
 }
 
 #[test]
-fn junk_truncated_foreign_and_spoofed_packets_are_dropped_and_counted() {
+fn junk_truncated_foreign_and_forged_packets_are_dropped_and_counted() {
     let sw = switch(WORLD, 32, 0.0, 0);
     let addr = sw.addr();
+    let targets = [target(&job_spec(WORLD, 32))];
     let junk_running = AtomicBool::new(true);
     let joined = std::sync::Barrier::new(usize::from(WORLD) + 1);
-    let (outcomes, sent) = std::thread::scope(|s| {
+    let (outcomes, tally) = std::thread::scope(|s| {
         let junk = s.spawn(|| {
             joined.wait();
-            let sent = throw_junk(addr, || sw.counters().total_drops());
+            let mut a = Attacker::new(addr, &targets, Forger::new(&targets, 0, Vec::new()));
+            throw_junk(&mut a);
             junk_running.store(false, Ordering::Relaxed);
-            sent
+            a.tally
         });
         let outcomes = per_rank(
             WORLD,
@@ -124,20 +110,14 @@ fn junk_truncated_foreign_and_spoofed_packets_are_dropped_and_counted() {
                 for iteration in 0..10_000u64 {
                     let mut x = ints(r, WORLD, 2000, iteration);
                     comm.allreduce(&mut x, Op::Sum).map_err(|e| e.to_string())?;
-                    let inputs: Vec<Vec<i32>> = (0..WORLD)
-                        .map(|q| ints(q, WORLD, 2000, iteration))
-                        .collect();
-                    let expect: Vec<i32> = (0..2000)
-                        .map(|i| inputs.iter().fold(0i32, |s, v| s.wrapping_add(v[i])))
-                        .collect();
-                    if x != expect {
+                    if x != int_sum(WORLD, 2000, iteration) {
                         return Err(format!("iteration {iteration}: wrong sum"));
                     }
                     let mut more = [i32::from(junk_running.load(Ordering::Relaxed))];
                     comm.allreduce(&mut more, Op::Sum)
                         .map_err(|e| e.to_string())?;
                     if more[0] == 0 {
-                        return Ok(iteration + 1);
+                        return Ok((iteration + 1, comm.stats().sent));
                     }
                 }
                 Err("the junk never finished".into())
@@ -145,29 +125,69 @@ fn junk_truncated_foreign_and_spoofed_packets_are_dropped_and_counted() {
         );
         (outcomes, junk.join().unwrap())
     });
+    let mut sent = 0;
     for (rank, o) in outcomes.into_iter().enumerate() {
-        let iterations = o.unwrap().unwrap_or_else(|e| panic!("rank {rank}: {e}"));
+        let (iterations, contributions) = o.unwrap().unwrap_or_else(|e| panic!("rank {rank}: {e}"));
         assert!(iterations >= 1);
+        sent += contributions;
     }
-    assert!(sent >= 100_000, "only {sent} junk datagrams sent");
+    assert_eq!(tally.sent, 4 * EACH as u64, "every junk datagram went out");
+    let std::net::SocketAddr::V4(at) = addr else {
+        unreachable!()
+    };
+    let kernel_drops = proc_udp::socket_at(at).map_or(0, |s| s.drops);
+    assert_eq!(
+        kernel_drops, 0,
+        "the kernel dropped datagrams at the switch"
+    );
     let c = sw.stop().unwrap();
-    let job = *c.job(JOB).unwrap();
-    let spoofed = EACH as u64; // every fourth datagram
-                               // Loopback does not lose datagrams at this pace; allow 1 % for a busy machine.
-    let at_least = |n: u64| n * 99 / 100;
+    let job = c.job(JOB).unwrap().switch;
+    assert_eq!(c.received, c.switch.received);
+    // The job's ranks cause no drop but duplicates, stale resends and Leaves that come
+    // after their run ended (BadSession): every other drop is junk, exactly as predicted.
+    for r in DropReason::ALL {
+        let (got, want) = (c.switch.drops(r), tally.drops[class(r)]);
+        match r {
+            DropReason::Duplicate | DropReason::Stale => {}
+            DropReason::BadSession => assert!(
+                (want..=want + LATE_LEAVES).contains(&got),
+                "bad_session: {got}, forged {want}"
+            ),
+            _ => assert_eq!(got, want, "drop class {}", r.name()),
+        }
+    }
+    assert!(tally.drops(DropReason::BadSession) >= EACH as u64 / 2);
+    let forged = tally.unauthorized(JOB);
     assert!(
-        job.spoofed >= at_least(spoofed),
-        "spoofed {} of {spoofed}",
-        job.spoofed
+        (forged..=forged + LATE_LEAVES).contains(&job.unauthorized),
+        "unauthorized {} of {forged} forged",
+        job.unauthorized
     );
-    assert!(
-        c.total_drops() >= at_least(sent as u64),
-        "drops {} of {sent}",
-        c.total_drops()
-    );
-    use switchml_core::switch::DropReason;
-    let idx = |r: DropReason| switchml_udp::traffic::reason_index(r);
-    assert!(c.unattributed[idx(DropReason::UnknownJob)] >= at_least(EACH as u64));
-    assert!(job.dropped[idx(DropReason::Malformed)] >= at_least(EACH as u64));
-    assert!(c.unattributed[idx(DropReason::Malformed)] > 0);
+    // Every forged Join was refused for its key, to the sender, and nothing else came back.
+    assert!(tally.refusals(AbortReason::BadKey) >= EACH as u64 / 4);
+    assert_eq!(tally.got_refusals, tally.refusals);
+    assert!(tally.strange.is_empty(), "{:?}", tally.strange);
+    // No forged Abort ended the run, and every contribution the switch handled is one the
+    // ranks sent: counted, answered as a resend, or dropped as a duplicate or stale.
+    assert_eq!((job.aborts, job.rejected, job.runs), (0, 0, 1), "{job:?}");
+    let handled = job.contributions + job.retransmit_replies + job.duplicates + job.stale;
+    assert_eq!(handled, sent, "{job:?}");
+    assert_eq!(job.contributions, u64::from(WORLD) * job.completions);
+}
+
+#[test]
+fn a_datagram_longer_than_any_message_is_oversized_by_one_byte_already() {
+    // The daemon's receive buffer was one byte longer than the longest message, so a
+    // datagram of exactly that length was read whole and counted as `Malformed`.
+    let sw = switch(2, 32, 0.0, 0);
+    let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let longest = common::fate::LONGEST;
+    for len in [longest, longest + 1, longest + 2, 3 * longest] {
+        // Version 0: not a message whatever its length.
+        s.send_to(&vec![0u8; len], sw.addr()).unwrap();
+    }
+    let c = settle(&sw);
+    assert_eq!(c.switch.received, 4, "{c:?}");
+    assert_eq!((c.oversized, c.switch.drops(DropReason::Oversized)), (3, 3));
+    assert_eq!(c.switch.drops(DropReason::Malformed), 1);
 }

@@ -159,7 +159,9 @@ where
         if kind == Some(MessageType::JoinReply) {
             self.learn(from, bytes, session);
         }
-        if session != 0 {
+        // Only an answer in the job's current run shows that its ranks are there: a refusal
+        // echoes whatever session the refused message named (a stranger's Probe).
+        if session != 0 && self.switch.job(job).is_some_and(|j| j.session() == session) {
             self.heard(job, now);
         }
         if !multicast {
@@ -337,6 +339,15 @@ mod tests {
         b
     }
 
+    /// Job 7: two ranks on slots 0..4, key 9.
+    const JOB_7: JobConfig = JobConfig {
+        id: 7,
+        world: 2,
+        slot_lo: 0,
+        slot_count: 4,
+        key: 9,
+    };
+
     fn dests(e: &TestEndpoint<'_>, t: &Transmit, from: u32) -> heapless::Vec<u32, 8> {
         e.destinations(t, &from).copied().collect()
     }
@@ -414,5 +425,40 @@ mod tests {
         );
         assert_eq!(e.shutdown(&mut out), None);
         assert!(e.remove_job(7).is_ok());
+    }
+
+    #[test]
+    fn a_strangers_probe_does_not_keep_an_idle_run_open() {
+        // A Probe of another session is refused with SessionEnded, which echoes the Probe's
+        // session: that answer is no sign of the run's ranks.
+        let mut pool = [Slot::IDLE; 4];
+        let mut e: TestEndpoint<'_> =
+            Endpoint::new(Switch::new(&mut pool, 1), Duration::from_secs(60));
+        e.add_job(JOB_7, [None; 4]).unwrap();
+        let mut out = [0u8; OUT];
+        let t0 = Instant::from_millis(0);
+        e.handle(t0, 10, &join(0, 0, 5), &mut out);
+        e.handle(t0, 20, &join(1, 0, 6), &mut out);
+        let mut probe = [0u8; 20];
+        crate::wire::ProbeRepr {
+            job: 7,
+            rank: 0,
+            slot: 0,
+            ver: 0,
+            seq: 0,
+            session: 1234,
+        }
+        .emit(&mut crate::wire::ProbePacket::new_unchecked(&mut probe[..]));
+        let later = t0 + Duration::from_secs(59);
+        assert!(matches!(
+            e.handle(later, 99, &probe, &mut out),
+            Transmit::Reply { .. }
+        ));
+        e.handle_timeout(t0 + Duration::from_secs(60));
+        assert!(
+            !e.switch().job(7).unwrap().has_run(),
+            "a stranger kept it open"
+        );
+        assert_eq!(e.expired_runs(), 1);
     }
 }

@@ -4,10 +4,21 @@
 
 #![allow(dead_code)]
 
-use std::net::SocketAddr;
-use std::time::Duration;
+pub mod attacker;
+pub mod capture;
+pub mod doctor;
+pub mod fate;
+pub mod forge;
+pub mod hold;
+pub mod proc_udp;
+pub mod raw_udp;
 
-use switchml_udp::{CommConfig, Communicator, JobSpec, RunningSwitch, SwitchConfig};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use switchml_udp::{
+    CommConfig, Communicator, DaemonCounters, JobSpec, RunningSwitch, SwitchConfig,
+};
 
 /// The job id the tests use.
 pub const JOB: u16 = 3;
@@ -16,19 +27,52 @@ pub const KEY: u64 = 0x7E57_0000_5EC2_E700;
 
 /// Start a switch serving job [`JOB`] of `world` ranks over `slots` slots.
 pub fn switch(world: u16, slots: u16, drop_rate: f64, seed: u64) -> RunningSwitch {
+    start(&[job_spec(world, slots)], drop_rate, seed)
+}
+
+/// Start a switch serving `jobs`, with no injected loss.
+pub fn switch_serving(jobs: &[JobSpec]) -> RunningSwitch {
+    start(jobs, 0.0, 0)
+}
+
+fn start(jobs: &[JobSpec], drop_rate: f64, seed: u64) -> RunningSwitch {
     RunningSwitch::start(&SwitchConfig {
         bind: "127.0.0.1:0".parse().unwrap(),
-        jobs: vec![JobSpec {
-            id: JOB,
-            world,
-            slots,
-            key: Some(KEY),
-        }],
+        jobs: jobs.to_vec(),
         drop_rate,
         seed,
         ..SwitchConfig::new("127.0.0.1:0".parse().unwrap(), vec![])
     })
     .expect("switch starts")
+}
+
+/// Job [`JOB`] of `world` ranks over `slots` slots, with key [`KEY`].
+pub fn job_spec(world: u16, slots: u16) -> JobSpec {
+    JobSpec {
+        id: JOB,
+        world,
+        slots,
+        key: Some(KEY),
+    }
+}
+
+/// The job as an attacker sees it.
+pub fn target(job: &JobSpec) -> fate::Target {
+    fate::Target {
+        job: job.id,
+        world: job.world,
+        slots: job.slots,
+        key: job.key.unwrap_or(0),
+    }
+}
+
+/// [`config`] for rank `rank` of `job`.
+pub fn job_config(job: &JobSpec, rank: u16, switch: SocketAddr) -> CommConfig {
+    CommConfig {
+        job: job.id,
+        key: job.key.unwrap_or(0),
+        ..config(rank, job.world, switch)
+    }
 }
 
 /// A worker configuration for tests: 2 lanes × 16 slots, short timeouts.
@@ -62,6 +106,14 @@ pub fn ints(rank: u16, world: u16, len: usize, seed: u64) -> Vec<i32> {
             let r = mix(seed ^ (u64::from(rank) << 40) ^ i as u64);
             ((r % (2 * bound as u64 + 1)) as i64 - bound) as i32
         })
+        .collect()
+}
+
+/// The exact (wrapping) sum of every rank's [`ints`].
+pub fn int_sum(world: u16, len: usize, seed: u64) -> Vec<i32> {
+    let inputs: Vec<Vec<i32>> = (0..world).map(|q| ints(q, world, len, seed)).collect();
+    (0..len)
+        .map(|i| inputs.iter().fold(0i32, |s, v| s.wrapping_add(v[i])))
         .collect()
 }
 
@@ -115,4 +167,22 @@ pub fn sum_bound(world: u16, max_abs: f64, exact: f64) -> f64 {
     let e = max_abs.log2().floor() + 1.0;
     let n = f64::from(world);
     n * n * 2f64.powf(e) / 2147483647.0 + exact.abs() * 2f64.powi(-23) + 1e-30
+}
+
+/// Wait until the switch's published counters stop changing (nothing arrived for three
+/// publications in a row; at most 10 s) and return them.
+pub fn settle(sw: &RunningSwitch) -> DaemonCounters {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut last = sw.counters();
+    let mut same = 0;
+    while same < 3 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(60));
+        let now = sw.counters();
+        if now == last {
+            same += 1;
+        } else {
+            (last, same) = (now, 0);
+        }
+    }
+    last
 }

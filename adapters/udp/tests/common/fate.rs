@@ -1,0 +1,170 @@
+//! What the switch must do with a datagram from an off-path sender — one without the job's
+//! key or a run's session (protocol.md §4.1, threat model) — worked out from the spec (§1,
+//! §4 and the daemon's two adapter checks) and from the bytes alone: which drop class counts
+//! it, or which answer goes back. The wire parser says whether the bytes are a message; the
+//! rest is written here by hand, not asked of the switch, so that a test comparing the two
+//! checks the switch against the spec.
+
+use std::collections::BTreeMap;
+
+use switchml_core::switch::DropReason;
+use switchml_core::wire::{self, AbortReason, Message, MessageType, DROP_CLASSES};
+use switchml_udp::running_switch::SoftSwitch;
+
+/// The longest datagram the daemon reads whole: anything longer is `Oversized`.
+pub const LONGEST: usize = SoftSwitch::OUT_LEN;
+
+/// A job the switch serves, as an attacker sees it. The key is here only so that the
+/// attacker can make sure it never sends it by chance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Target {
+    /// The job id.
+    pub job: u16,
+    /// Its world size.
+    pub world: u16,
+    /// Its slot count.
+    pub slots: u16,
+    /// Its key.
+    pub key: u64,
+}
+
+/// What happens to one hostile datagram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fate {
+    /// Dropped and counted in this class.
+    Dropped(DropReason),
+    /// Answered to its source with an Abort of this reason.
+    Refused(AbortReason),
+    /// Answered to its source with a StatusReply.
+    Status,
+}
+
+/// Return the fate of `bytes` sent to a switch serving `targets` by a sender without any
+/// key or session (`port_zero`: from UDP source port 0), and the job whose `unauthorized`
+/// counter it raises. Sessions the sender made up are taken to miss the run's: one chance
+/// in 2³² each.
+pub fn fate(bytes: &[u8], port_zero: bool, targets: &[Target]) -> (Fate, Option<u16>) {
+    let dropped = |r| (Fate::Dropped(r), None);
+    // The daemon's checks, in its order: cut by the receive buffer, then the source.
+    if bytes.len() > LONGEST {
+        return dropped(DropReason::Oversized);
+    }
+    if port_zero {
+        return dropped(DropReason::BadSource);
+    }
+    let Ok((kind, job, _)) = wire::peek(bytes) else {
+        return dropped(DropReason::Malformed);
+    };
+    match kind {
+        MessageType::Result
+        | MessageType::JoinReply
+        | MessageType::ProbeReply
+        | MessageType::StatusReply => return dropped(DropReason::UnexpectedType),
+        MessageType::Unknown(_) => return dropped(DropReason::UnknownType),
+        _ => {}
+    }
+    let Ok(message) = Message::parse(bytes) else {
+        return dropped(DropReason::Malformed);
+    };
+    let Some(target) = targets.iter().find(|t| t.job == job) else {
+        return match message {
+            Message::Join(_) | Message::Probe(_) | Message::Status(_) => {
+                (Fate::Refused(AbortReason::UnknownJob), None)
+            }
+            _ => dropped(DropReason::UnknownJob),
+        };
+    };
+    let unauthorized = |f| (f, Some(job));
+    match message {
+        Message::Join(j) => {
+            assert_ne!(j.key, target.key, "the attacker sent job {job}'s key");
+            unauthorized(Fate::Refused(AbortReason::BadKey))
+        }
+        Message::Probe(_) => unauthorized(Fate::Refused(AbortReason::SessionEnded)),
+        Message::Status(_) => (Fate::Status, None),
+        _ => unauthorized(Fate::Dropped(DropReason::BadSession)),
+    }
+}
+
+/// Return the counter index of a drop class.
+pub fn class(reason: DropReason) -> usize {
+    DropReason::ALL
+        .iter()
+        .position(|r| *r == reason)
+        .expect("every reason has a counter")
+}
+
+/// What an attacker sent, what the switch must have done with it, and what came back.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Datagrams sent.
+    pub sent: u64,
+    /// Drops the switch must have counted, by class.
+    pub drops: [u64; DROP_CLASSES],
+    /// Aborts the switch must have answered, by reason code.
+    pub refusals: BTreeMap<u8, u64>,
+    /// StatusReplies the switch must have answered.
+    pub statuses: u64,
+    /// Per job: messages the switch must have refused for a wrong key or session.
+    pub unauthorized: BTreeMap<u16, u64>,
+    /// Answers owed to the attacker's own sockets (not to port 0 or a spoofed source).
+    pub owed: u64,
+    /// Aborts that came back, by reason code.
+    pub got_refusals: BTreeMap<u8, u64>,
+    /// StatusReplies that came back.
+    pub got_statuses: u64,
+    /// Anything else that came back (a JoinReply, a Result…): must stay empty.
+    pub strange: Vec<String>,
+}
+
+impl Tally {
+    /// Count one datagram sent with this fate; `owed`: its answer comes back to us.
+    pub fn record(&mut self, (fate, job): (Fate, Option<u16>), owed: bool) {
+        self.sent += 1;
+        match fate {
+            Fate::Dropped(r) => self.drops[class(r)] += 1,
+            Fate::Refused(r) => *self.refusals.entry(r.into()).or_default() += 1,
+            Fate::Status => self.statuses += 1,
+        }
+        if let Some(job) = job {
+            *self.unauthorized.entry(job).or_default() += 1;
+        }
+        if owed && !matches!(fate, Fate::Dropped(_)) {
+            self.owed += 1;
+        }
+    }
+
+    /// Count one datagram that came back to us.
+    pub fn answer(&mut self, bytes: &[u8]) {
+        match Message::parse(bytes) {
+            Ok(Message::Abort(a)) => *self.got_refusals.entry(a.reason.into()).or_default() += 1,
+            Ok(Message::StatusReply(_)) => self.got_statuses += 1,
+            other => self.strange.push(format!("{other:?}")),
+        }
+    }
+
+    /// Return how many answers came back.
+    pub fn answered(&self) -> u64 {
+        self.got_refusals.values().sum::<u64>() + self.got_statuses + self.strange.len() as u64
+    }
+
+    /// Return the drops the switch must have counted for `reason`.
+    pub fn drops(&self, reason: DropReason) -> u64 {
+        self.drops[class(reason)]
+    }
+
+    /// Return the Aborts of `reason` the switch must have answered.
+    pub fn refusals(&self, reason: AbortReason) -> u64 {
+        self.refusals.get(&reason.into()).copied().unwrap_or(0)
+    }
+
+    /// Return the answers the switch must have sent (to us or elsewhere).
+    pub fn answers(&self) -> u64 {
+        self.refusals.values().sum::<u64>() + self.statuses
+    }
+
+    /// Return job `job`'s unauthorized messages.
+    pub fn unauthorized(&self, job: u16) -> u64 {
+        self.unauthorized.get(&job).copied().unwrap_or(0)
+    }
+}
