@@ -93,11 +93,16 @@ fn join_reply() -> impl Strategy<Value = (JoinReplyRepr<'static>, Vec<u8>)> {
     (
         any::<[u16; 5]>(),
         any::<u8>(),
-        any::<[u32; 2]>(),
+        any::<[u32; 3]>(),
         vec(any::<u8>(), 0..=MAX_BITMAP_LEN),
     )
         .prop_map(
-            |([job, rank, world, max_count, slot_count], flags, [epoch, session], bitmap)| {
+            |(
+                [job, rank, world, max_count, slot_count],
+                flags,
+                [epoch, session, nonce],
+                bitmap,
+            )| {
                 let repr = JoinReplyRepr {
                     job,
                     rank,
@@ -107,6 +112,7 @@ fn join_reply() -> impl Strategy<Value = (JoinReplyRepr<'static>, Vec<u8>)> {
                     epoch,
                     slot_count,
                     session,
+                    nonce,
                     joined: &[],
                 };
                 (repr, bitmap)

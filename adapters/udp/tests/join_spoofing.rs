@@ -1,18 +1,13 @@
-//! Open, found by the adversarial suite and not fixed here: an off-path sender that knows or
-//! guesses a joining lane's address (here read from `/proc/net/udp`; on a network, a sweep
-//! of the ephemeral ports) can end that rank's join without any key or session. From the
-//! lane's address it sends the switch something the switch refuses with an Abort of session
-//! 0 — a Join with a wrong key (`BadKey`), a Probe of session 0 (`SessionEnded`) — and the
-//! switch answers to that address; a joining worker accepts an Abort of session 0
-//! (protocol.md §3.6: "or with 0 while it is joining"), so its connect fails ("the job key
-//! is wrong"). A running worker is safe: it accepts only its run's session.
+//! Found by the adversarial suite, now closed: an off-path sender that knows or guesses a
+//! joining lane's address (here read from `/proc/net/udp`; on a network, a sweep of the
+//! ephemeral ports) sends the switch, from that address, something the switch refuses — a
+//! Join with a wrong key (`BadKey`), a Probe of session 0 (`SessionEnded`) — and the switch
+//! answers to that address. A joining worker used to accept an Abort of session 0, so its
+//! connect failed ("the job key is wrong"). Now a refusal of a Join names that Join's nonce,
+//! and a worker accepts an Abort only of its own nonce or its run's session, never 0
+//! (protocol.md §3.6, §4.1); the same rule keeps a JoinReply of another process's Join out.
 //!
-//! A fix is a protocol change that the switch, its P4 twin and the worker must make
-//! together: a refused Join's Abort carries that Join's nonce as its session, and a joining
-//! worker accepts an Abort only of its own nonce or of its run's session, never 0.
-//!
-//! `cargo test -p switchml-udp --test join_spoofing -- --ignored` shows it failing (raw
-//! sockets need `CAP_NET_RAW`; without them it says so and passes).
+//! Raw sockets need `CAP_NET_RAW`; without them the test says so and passes.
 
 mod common;
 
@@ -26,7 +21,6 @@ use switchml_core::wire::{JoinRepr, Message, ProbeRepr};
 use switchml_udp::{Communicator, Op};
 
 #[test]
-#[ignore = "open: a refusal spoofed to a joining lane ends its join (see the file's doc)"]
 fn a_refusal_spoofed_to_a_joining_lane_does_not_end_its_join() {
     let spec = job_spec(2, 32);
     let sw = switch_serving(&[spec]);
@@ -57,9 +51,17 @@ fn a_refusal_spoofed_to_a_joining_lane_does_not_end_its_join() {
         seq: 0,
         session: 0,
     }));
+    // Each rank all-reduces on its own thread: the two must run at once.
+    let addr = sw.addr();
+    let run = move |rank: u16| {
+        let comm = Communicator::connect(&config(rank, 2, addr)).map_err(|e| e.to_string())?;
+        let mut x = ints(rank, 2, 1000, 1);
+        comm.allreduce(&mut x, Op::Sum).map_err(|e| e.to_string())?;
+        Ok::<_, String>(x == int_sum(2, 1000, 1))
+    };
     let outcomes = std::thread::scope(|s| {
         // Rank 0 joins first and waits for rank 1: it is joining meanwhile.
-        let rank0 = s.spawn(|| Communicator::connect(&config(0, 2, sw.addr())));
+        let rank0 = s.spawn(move || run(0));
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
         let mut lanes = Vec::new();
         while lanes.len() < 2 && std::time::Instant::now() < deadline {
@@ -75,13 +77,8 @@ fn a_refusal_spoofed_to_a_joining_lane_does_not_end_its_join() {
         while refused(&sw.counters()) < a.tally.sent && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(5));
         }
-        let rank1 = s.spawn(|| Communicator::connect(&config(1, 2, sw.addr())));
-        [rank0, rank1].map(|h| {
-            let comm = h.join().unwrap().map_err(|e| e.to_string())?;
-            let mut x = ints(comm.rank(), 2, 1000, 1);
-            comm.allreduce(&mut x, Op::Sum).map_err(|e| e.to_string())?;
-            Ok::<_, String>(x == int_sum(2, 1000, 1))
-        })
+        let rank1 = s.spawn(move || run(1));
+        [rank0, rank1].map(|h| h.join().unwrap())
     });
     for (rank, o) in outcomes.into_iter().enumerate() {
         assert_eq!(o, Ok(true), "rank {rank}");

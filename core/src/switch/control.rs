@@ -18,7 +18,7 @@ use crate::wire::{
 
 /// The largest message the switch writes, given the largest Result.
 pub(crate) const fn max_reply_len(result_len: usize) -> usize {
-    // The StatusReply is the largest control message (JoinReply: 24, ProbeReply: 24).
+    // The StatusReply is the largest control message (JoinReply: 28, ProbeReply: 24).
     let control = crate::wire::status_reply::HEADER_LEN + MAX_BITMAP_LEN;
     if result_len > control {
         result_len
@@ -76,12 +76,12 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
         };
         let max_count = self.max_count();
         let Some(job) = self.jobs.find(j.job).and_then(|i| self.jobs.get_mut(i)) else {
-            return self.refuse(j.job, j.rank, AbortReason::UnknownJob, 0, 0, out);
+            return self.refuse(j.job, j.rank, AbortReason::UnknownJob, 0, j.nonce, out);
         };
         let c = job.config;
         if j.key != c.key {
             job.counters.unauthorized += 1;
-            return self.refuse(j.job, j.rank, AbortReason::BadKey, 0, 0, out);
+            return self.refuse(j.job, j.rank, AbortReason::BadKey, 0, j.nonce, out);
         }
         let refusal = if j.rank >= c.world {
             Some((AbortReason::UnknownRank, c.world))
@@ -97,14 +97,17 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
         } else {
             None
         };
+        // Every answer to a Join names its nonce (a refusal in the session field): only the
+        // process that sent the Join takes it (§4.1).
         if let Some((reason, detail)) = refusal {
-            return self.refuse(j.job, j.rank, reason, detail, 0, out);
+            return self.refuse(j.job, j.rank, reason, detail, j.nonce, out);
         }
         let opens = !job.run.is_open();
         let was_complete = job.all_joined();
+        let runs_before = job.counters.runs;
         let step = job
             .run
-            .join(j.rank, j.nonce, j.slot_count, j.count, c.world);
+            .join(j.rank, j.nonce, j.slot_count, j.count, c.world, runs_before);
         if opens {
             job.counters.runs += 1;
         }
@@ -124,10 +127,12 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
                 };
             }
             JoinStep::LaneMismatch(d) => {
-                return self.refuse(j.job, j.rank, AbortReason::LaneMismatch, d, 0, out)
+                let reason = AbortReason::LaneMismatch;
+                return self.refuse(j.job, j.rank, reason, d, j.nonce, out);
             }
             JoinStep::ChunkMismatch(d) => {
-                return self.refuse(j.job, j.rank, AbortReason::ChunkMismatch, d, 0, out)
+                let reason = AbortReason::ChunkMismatch;
+                return self.refuse(j.job, j.rank, reason, d, j.nonce, out);
             }
         }
         job.counters.joins += 1;
@@ -153,6 +158,7 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
             epoch: self.epoch,
             slot_count: c.slot_count,
             session: job.run.session,
+            nonce: j.nonce,
             joined: &bitmap[..blen],
         };
         let len = repr.buffer_len();

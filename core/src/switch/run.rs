@@ -2,8 +2,9 @@
 //! restart that ends it (protocol.md §4.1).
 //!
 //! A job registered at the switch can run many times: a training job that restarts from a
-//! checkpoint joins again. Each run has a **session** token, the nonce of the Join that
-//! opened it; every later message of the run carries it, so packets of an earlier run (or
+//! checkpoint joins again. Each run has a **session** token, derived from the nonce of the
+//! Join that opened it and the number of runs before it; every later message of the run
+//! carries it, so packets of an earlier run (or
 //! off-path forgeries, which cannot guess it) never mix in. Each rank joins with its
 //! process's nonce: the same nonce again is a resend or another lane of the same process; a
 //! new nonce is a new process of that rank.
@@ -77,7 +78,8 @@ impl<const WORDS: usize> Run<WORDS> {
     }
 
     /// Decide and apply a Join of `rank` (`nonce`, a lane of `lane_slots` slots, chunks of
-    /// `count`) for a job of `world` ranks. Opens a run when there is none.
+    /// `count`) for a job of `world` ranks. Opens a run when there is none, the job's
+    /// `runs_before`-th.
     pub(crate) fn join(
         &mut self,
         rank: u16,
@@ -85,10 +87,11 @@ impl<const WORDS: usize> Run<WORDS> {
         lane_slots: u16,
         count: u16,
         world: u16,
+        runs_before: u64,
     ) -> JoinStep {
         if !self.is_open() {
             *self = Run {
-                session: nonce,
+                session: session_of(nonce, runs_before),
                 lane_slots,
                 count,
                 ..Run::NONE
@@ -126,6 +129,17 @@ impl<const WORDS: usize> Run<WORDS> {
     }
 }
 
+/// The session of a job's run opened by a Join with `nonce` after `runs_before` runs:
+/// `nonce + runs_before` (mod 2³²; 0, which means no run, becomes 1). Unpredictable to
+/// whoever does not know the nonce, and never the session of the job's previous runs even
+/// when the same process opens them again (protocol.md §4.1).
+pub(crate) const fn session_of(nonce: u32, runs_before: u64) -> u32 {
+    match nonce.wrapping_add(runs_before as u32) {
+        0 => 1,
+        s => s,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,33 +148,47 @@ mod tests {
     fn the_first_join_opens_the_run_with_its_nonce_and_shape() {
         let mut run = Run::<1>::NONE;
         assert!(!run.is_open() && !run.admits(0));
-        assert_eq!(run.join(1, 77, 32, 256, 2), JoinStep::Member);
+        assert_eq!(run.join(1, 77, 32, 256, 2, 0), JoinStep::Member);
         assert!(run.admits(77) && !run.admits(78));
-        assert_eq!(run.join(0, 5, 16, 256, 2), JoinStep::LaneMismatch(32));
-        assert_eq!(run.join(0, 5, 32, 64, 2), JoinStep::ChunkMismatch(256));
+        assert_eq!(run.join(0, 5, 16, 256, 2, 0), JoinStep::LaneMismatch(32));
+        assert_eq!(run.join(0, 5, 32, 64, 2, 0), JoinStep::ChunkMismatch(256));
         assert!(!run.joined.contains(0));
-        assert_eq!(run.join(0, 5, 32, 256, 2), JoinStep::Member);
+        assert_eq!(run.join(0, 5, 32, 256, 2, 0), JoinStep::Member);
         assert_eq!(run.joined.len(), 2);
     }
 
     #[test]
     fn a_new_process_replaces_its_rank_until_the_run_is_complete_then_ends_it() {
         let mut run = Run::<1>::NONE;
-        assert_eq!(run.join(0, 1, 8, 8, 3), JoinStep::Member);
-        assert_eq!(run.join(1, 2, 8, 8, 3), JoinStep::Member);
-        assert_eq!(run.join(1, 3, 8, 8, 3), JoinStep::Member, "replaced");
-        assert_eq!(run.join(1, 3, 8, 8, 3), JoinStep::Member, "a resend");
-        assert_eq!(run.join(2, 4, 8, 8, 3), JoinStep::Member);
-        assert_eq!(run.join(2, 4, 8, 8, 3), JoinStep::Member, "a resend");
-        assert_eq!(run.join(1, 2, 8, 8, 3), JoinStep::EndsRun, "old process");
+        assert_eq!(run.join(0, 1, 8, 8, 3, 0), JoinStep::Member);
+        assert_eq!(run.join(1, 2, 8, 8, 3, 0), JoinStep::Member);
+        assert_eq!(run.join(1, 3, 8, 8, 3, 0), JoinStep::Member, "replaced");
+        assert_eq!(run.join(1, 3, 8, 8, 3, 0), JoinStep::Member, "a resend");
+        assert_eq!(run.join(2, 4, 8, 8, 3, 0), JoinStep::Member);
+        assert_eq!(run.join(2, 4, 8, 8, 3, 0), JoinStep::Member, "a resend");
+        assert_eq!(run.join(1, 2, 8, 8, 3, 0), JoinStep::EndsRun, "old process");
         assert_eq!(run.session, 1, "the caller ends the run");
+    }
+
+    #[test]
+    fn sessions_never_repeat_a_jobs_previous_run_and_are_never_zero() {
+        assert_eq!(session_of(77, 0), 77);
+        assert_ne!(
+            session_of(77, 1),
+            session_of(77, 0),
+            "the same process again"
+        );
+        assert_eq!(session_of(u32::MAX, 1), 1);
+        let mut run = Run::<1>::NONE;
+        run.join(0, 9, 8, 8, 1, 3);
+        assert_eq!(run.session, 12);
     }
 
     #[test]
     fn the_run_is_over_when_every_joined_rank_left() {
         let mut run = Run::<1>::NONE;
-        run.join(0, 1, 8, 8, 2);
-        run.join(1, 2, 8, 8, 2);
+        run.join(0, 1, 8, 8, 2, 0);
+        run.join(1, 2, 8, 8, 2, 0);
         assert!(!run.leave(1));
         assert!(!run.leave(5), "not a member");
         assert!(run.leave(0));

@@ -444,9 +444,11 @@ fn bad_joins_are_refused_with_a_reason() {
     for (bytes, reason, detail) in cases {
         let v = send(&mut s, &bytes, &mut out);
         let a = abort_of(&out, v);
+        let nonce = JoinPacket::new_unchecked(&bytes[..]).nonce();
         assert_eq!(
             (a.reason, a.detail, a.epoch, a.session),
-            (reason, detail, 0xE90C, 0)
+            (reason, detail, 0xE90C, nonce),
+            "a refusal names the nonce of the Join it answers"
         );
     }
     let job = s.job(7).unwrap();
@@ -838,12 +840,16 @@ fn a_job_runs_again_after_every_rank_left() {
         );
     }
     let job = s.job(7).unwrap();
-    assert_eq!((job.session(), job.counters().runs), (900, 2));
+    assert_eq!(
+        (job.session(), job.counters().runs),
+        (901, 2),
+        "nonce + runs before"
+    );
     for r in 0..3 {
-        send(&mut s, &contribution_in(900, r, 2, 0, &[7])[..n], &mut out);
+        send(&mut s, &contribution_in(901, r, 2, 0, &[7])[..n], &mut out);
     }
     let (r, values) = result_of(&out, n);
-    assert_eq!((r.seq, r.session, &values[..]), (0, 900, &[21][..]));
+    assert_eq!((r.seq, r.session, &values[..]), (0, 901, &[21][..]));
 }
 
 #[test]
@@ -870,7 +876,36 @@ fn a_restarted_rank_ends_the_complete_run_and_opens_the_next() {
     // Its next Join opens the next run.
     let v = send(&mut s, &join_as(1, 3, 0, 8, 8, 555, KEY), &mut out);
     assert!(matches!(v, Verdict::Unicast { rank: 1, .. }));
-    assert_eq!(s.job(7).unwrap().session(), 555);
+    assert_eq!(s.job(7).unwrap().session(), 556, "nonce + runs before");
+}
+
+#[test]
+fn the_same_processes_can_run_the_job_twice() {
+    // A run's session is not its opener's nonce alone: the same processes joining again
+    // after they left get a new session, so the old run's slot uses read as idle.
+    let mut pool = pool();
+    let mut s = switch(&mut pool);
+    let mut out = [0u8; OUT];
+    let n = data_len(1);
+    for r in 0..3 {
+        send(&mut s, &contribution(r, 2, 0, 0, &[5])[..n], &mut out);
+    }
+    for r in 0..3 {
+        send(&mut s, &leave(r, SESSION), &mut out);
+    }
+    for r in 0..3 {
+        send(&mut s, &join(r, 3, 0, 8, 8), &mut out);
+    }
+    let again = s.job(7).unwrap().session();
+    assert_ne!(again, SESSION);
+    for r in 0..3 {
+        send(
+            &mut s,
+            &contribution_in(again, r, 2, 0, &[7])[..n],
+            &mut out,
+        );
+    }
+    assert_eq!(result_of(&out, n).1, [21]);
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! ```text
 //!  0: version | 1: type | 2-3: job | 4-5: rank | 6-7: world | 8: flags | 9: reserved
 //! 10-11: max_count | 12-15: epoch | 16-17: slot_count | 18-19: bitmap_len
-//! 20-23: session | 24-: joined bitmap (bitmap_len bytes)
+//! 20-23: session | 24-27: nonce | 28-: joined bitmap (bitmap_len bytes)
 //! ```
 
 use super::{
@@ -31,8 +31,10 @@ pub mod field {
     pub const BITMAP_LEN: Range<usize> = SLOT_COUNT.end..SLOT_COUNT.end + 2;
     /// The job run's session token, which the worker's later messages carry.
     pub const SESSION: Range<usize> = BITMAP_LEN.end..BITMAP_LEN.end + 4;
+    /// The nonce of the Join this answers (the completing Join's, for the multicast).
+    pub const NONCE: Range<usize> = SESSION.end..SESSION.end + 4;
     /// The joined bitmap.
-    pub const BITMAP: usize = SESSION.end;
+    pub const BITMAP: usize = NONCE.end;
 }
 
 /// Length of the fixed part, before the bitmap.
@@ -114,6 +116,11 @@ impl<T: AsRef<[u8]>> JoinReplyPacket<T> {
         get_u32(self.buffer.as_ref(), field::SESSION)
     }
 
+    /// Return the nonce field.
+    pub fn nonce(&self) -> u32 {
+        get_u32(self.buffer.as_ref(), field::NONCE)
+    }
+
     /// Return the joined bitmap: `bitmap_len` bytes after the fixed part.
     pub fn bitmap(&self) -> &[u8] {
         &self.buffer.as_ref()[HEADER_LEN..HEADER_LEN + self.bitmap_len() as usize]
@@ -156,6 +163,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> JoinReplyPacket<T> {
         put_u32(self.buffer.as_mut(), field::SESSION, v);
     }
 
+    /// Set the nonce field.
+    pub fn set_nonce(&mut self, v: u32) {
+        put_u32(self.buffer.as_mut(), field::NONCE, v);
+    }
+
     /// Return the joined bitmap mutably: `bitmap_len` bytes after the fixed part.
     pub fn bitmap_mut(&mut self) -> &mut [u8] {
         let end = HEADER_LEN + self.bitmap_len() as usize;
@@ -183,6 +195,9 @@ pub struct JoinReplyRepr<'a> {
     pub slot_count: u16,
     /// The job run's session token.
     pub session: u32,
+    /// The nonce of the Join this answers (the completing Join's, for the multicast): a
+    /// worker takes a session only from an answer to its own Join.
+    pub nonce: u32,
     /// The joined bitmap, `ceil(world/8)` bytes, at most [`MAX_BITMAP_LEN`].
     pub joined: &'a [u8],
 }
@@ -217,6 +232,7 @@ impl<'a> JoinReplyRepr<'a> {
             epoch: packet.epoch(),
             slot_count: packet.slot_count(),
             session: packet.session(),
+            nonce: packet.nonce(),
             joined: &bytes[HEADER_LEN..HEADER_LEN + bitmap_len],
         })
     }
@@ -242,6 +258,7 @@ impl<'a> JoinReplyRepr<'a> {
         put_u16(b, field::SLOT_COUNT, self.slot_count);
         put_u16(b, field::BITMAP_LEN, self.joined.len() as u16);
         put_u32(b, field::SESSION, self.session);
+        put_u32(b, field::NONCE, self.nonce);
         b[HEADER_LEN..HEADER_LEN + self.joined.len()].copy_from_slice(self.joined);
     }
 }
@@ -251,10 +268,10 @@ mod tests {
     use super::*;
 
     // Job 7, multicast, world 10, COMPLETE, max_count 1024, epoch 0x01020304, 16 slots,
-    // session 0xCAFEF00D, every rank joined: bitmap ff 03.
-    const BYTES: [u8; 26] = [
+    // session 0xCAFEF00D, answering nonce 0x11223344, every rank joined: bitmap ff 03.
+    const BYTES: [u8; 30] = [
         0x01, 0x11, 0x00, 0x07, 0xFF, 0xFF, 0x00, 0x0A, 0x01, 0x00, 0x04, 0x00, 0x01, 0x02, 0x03,
-        0x04, 0x00, 0x10, 0x00, 0x02, 0xCA, 0xFE, 0xF0, 0x0D, 0xFF, 0x03,
+        0x04, 0x00, 0x10, 0x00, 0x02, 0xCA, 0xFE, 0xF0, 0x0D, 0x11, 0x22, 0x33, 0x44, 0xFF, 0x03,
     ];
     const REPR: JoinReplyRepr<'static> = JoinReplyRepr {
         job: 7,
@@ -265,6 +282,7 @@ mod tests {
         epoch: 0x0102_0304,
         slot_count: 16,
         session: 0xCAFE_F00D,
+        nonce: 0x1122_3344,
         joined: &[0xFF, 0x03],
     };
 
@@ -279,8 +297,8 @@ mod tests {
 
     #[test]
     fn encode_to_known_bytes() {
-        let mut buf = [0xAAu8; 26];
-        assert_eq!(REPR.buffer_len(), 26);
+        let mut buf = [0xAAu8; 30];
+        assert_eq!(REPR.buffer_len(), 30);
         REPR.emit(&mut JoinReplyPacket::new_unchecked(&mut buf[..]));
         assert_eq!(buf, BYTES);
     }
@@ -300,10 +318,10 @@ mod tests {
     #[test]
     fn reject_impossible_lengths_and_fields() {
         let check = |b: &[u8]| JoinReplyPacket::new_checked(b).err();
-        assert_eq!(check(&BYTES[..23]), Some(Error::Truncated));
-        assert_eq!(check(&BYTES[..25]), Some(Error::Truncated));
-        let mut long = [0u8; 27];
-        long[..26].copy_from_slice(&BYTES);
+        assert_eq!(check(&BYTES[..27]), Some(Error::Truncated));
+        assert_eq!(check(&BYTES[..29]), Some(Error::Truncated));
+        let mut long = [0u8; 31];
+        long[..30].copy_from_slice(&BYTES);
         assert_eq!(check(&long), Some(Error::TrailingBytes));
         fn parse(b: &[u8]) -> Result<JoinReplyRepr<'_>> {
             JoinReplyRepr::parse(&JoinReplyPacket::new_unchecked(b))
@@ -326,6 +344,6 @@ mod tests {
 
     #[test]
     fn header_len_is_derived_from_the_fields() {
-        assert_eq!(HEADER_LEN, 24);
+        assert_eq!(HEADER_LEN, 28);
     }
 }

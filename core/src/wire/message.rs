@@ -348,6 +348,7 @@ mod tests {
             epoch: 0,
             slot_count: 1,
             session: 0,
+            nonce: 0,
             joined: &big,
         });
         assert_eq!(reply.emit(&mut [0u8; 200]), Err(Error::Field("bitmap_len")));

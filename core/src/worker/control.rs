@@ -35,10 +35,19 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
     }
 
     pub(super) fn on_join_reply(&mut self, _now: Instant, r: &JoinReplyRepr<'_>) {
-        if !self.check_epoch(r.epoch) {
+        // Only an answer to this process's own Join, or the completion of the run it is in:
+        // a new process must not take the run it replaces (protocol.md §4.1).
+        let mine = r.nonce == self.config.nonce;
+        let completes_my_run =
+            r.flags.contains(JoinFlags::COMPLETE) && self.session != 0 && r.session == self.session;
+        if self.phase != Phase::Joining {
             return;
         }
-        if self.phase != Phase::Joining {
+        if !(mine || completes_my_run) {
+            self.stats.ignored += 1;
+            return;
+        }
+        if !self.check_epoch(r.epoch) {
             return;
         }
         if r.world != self.config.world {

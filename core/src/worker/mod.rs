@@ -398,9 +398,12 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         }
     }
 
-    /// An Abort counts if it names this run, or, while joining, no run (a refused Join).
+    /// An Abort counts if it names this lane's run, or, while joining, this process's nonce
+    /// (a refusal of its own Join): never one that names nothing, which anyone could forge
+    /// into an answer to this lane (protocol.md §4.1).
     fn admits_abort(&self, session: u32) -> bool {
-        session == self.session || (self.phase == Phase::Joining && session == 0)
+        (session != 0 && session == self.session)
+            || (self.phase == Phase::Joining && session == self.config.nonce)
     }
 
     fn is_for_me(&self, job: u16, rank: u16) -> bool {

@@ -441,3 +441,75 @@ fn submit_finite_trusts_the_caller_and_submit_scans_after_cheaper_refusals() {
         SubmitErrorKind::NonFinite(crate::quant::NonFinite { index: 1 })
     );
 }
+
+/// A joining worker takes only answers to its own Join (they name its nonce) and the
+/// completion of the run those answers put it in: not the COMPLETE of a run another process
+/// of its rank was in, and not an Abort that names nothing, which an off-path sender could
+/// provoke to any address with a wrong-key Join or a Probe (protocol.md §4.1).
+#[test]
+fn a_joining_worker_takes_only_answers_to_its_own_join() {
+    use crate::wire::{AbortPacket, AbortReason, AbortRepr, JoinFlags, JoinReplyPacket};
+    let cfg = Config {
+        nonce: 5,
+        ..config()
+    };
+    let mut w = TestWorker::new(cfg).unwrap();
+    let mut buf = [0u8; 64];
+    assert!(w.poll_transmit(ms(0), &mut buf).is_some(), "a Join");
+    let reply = |nonce: u32, session: u32, complete: bool| {
+        let mut b = [0u8; 29];
+        crate::wire::JoinReplyRepr {
+            job: 3,
+            rank: if complete { 0xFFFF } else { 0 },
+            world: 2,
+            flags: if complete {
+                JoinFlags::COMPLETE
+            } else {
+                JoinFlags::default()
+            },
+            max_count: 8,
+            epoch: 1,
+            slot_count: 4,
+            session,
+            nonce,
+            joined: &[0b11],
+        }
+        .emit(&mut JoinReplyPacket::new_unchecked(&mut b[..]));
+        b
+    };
+    let abort = |session: u32| {
+        let mut b = [0u8; 20];
+        AbortRepr {
+            job: 3,
+            rank: 0,
+            reason: AbortReason::BadKey,
+            detail: 0,
+            epoch: 1,
+            session,
+        }
+        .emit(&mut AbortPacket::new_unchecked(&mut b[..]));
+        b
+    };
+    // The old process's run completing, and refusals naming nothing or another nonce.
+    w.handle_packet(ms(1), &reply(9, 77, true));
+    w.handle_packet(ms(1), &abort(0));
+    w.handle_packet(ms(1), &abort(9));
+    assert!(!w.is_running() && w.failure().is_none());
+    assert_eq!(w.stats().ignored, 3);
+    // Its own answer puts it in run 88; that run's completion then counts.
+    w.handle_packet(ms(2), &reply(5, 88, false));
+    assert!(!w.is_running());
+    w.handle_packet(ms(3), &reply(7, 88, true));
+    assert!(w.is_running());
+    // A refusal of its own Join counts, while it joins.
+    let mut w = TestWorker::new(cfg).unwrap();
+    let _ = w.poll_transmit(ms(0), &mut buf);
+    w.handle_packet(ms(1), &abort(5));
+    assert!(matches!(
+        w.failure(),
+        Some(WorkerError::Refused {
+            reason: AbortReason::BadKey,
+            ..
+        })
+    ));
+}

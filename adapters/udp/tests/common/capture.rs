@@ -56,6 +56,8 @@ pub fn lane_stream(
         epoch: 1,
         slot_count: config.lanes * config.window,
         session,
+        // The recording lane's nonce is the session: it opened the run.
+        nonce: session,
         joined: &joined,
     };
     while let Some(n) = w.poll_transmit(now, &mut buf) {

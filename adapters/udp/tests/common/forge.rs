@@ -375,6 +375,7 @@ impl Forger {
                 epoch,
                 slot_count: t.slots,
                 session: self.session(),
+                nonce: self.rng.next() as u32,
                 joined: &bitmap,
             })),
             2 => bytes_of(&Message::ProbeReply(ProbeReplyRepr {
