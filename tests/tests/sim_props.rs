@@ -3,26 +3,164 @@
 //! over 1,000 seeded cases in the normal test run.
 
 use proptest::prelude::*;
-use proptest::test_runner::FileFailurePersistence;
+use proptest::test_runner::{FileFailurePersistence, TestCaseError};
 use switchml_core::quant::Op;
-use switchml_core::worker::TensorId;
-use switchml_tests::harness::{self, f32_values, i32_values, lossy, reference_f32};
-use switchml_tests::sim::{Buf, Rng};
+use switchml_core::switch::DropReason;
+use switchml_core::wire::{
+    AbortReason, AbortRepr, DataKind, DataRepr, Flags, JoinRepr, LeaveRepr, Message, ProbeRepr,
+};
+use switchml_core::worker::{Event, TensorId, WorkerError};
+use switchml_tests::harness::{
+    self, f32_values, i32_values, lossy, reference_f32, SimSwitch, JOB, KEY,
+};
+use switchml_tests::sim::{Buf, Rng, Sim};
 
 const STEPS: usize = 2_000_000;
+
+/// Submit random int32 tensors on every lane, drive until every lane is done, and check
+/// that each lane got the exact sum over the ranks of the same lane's inputs.
+fn all_reduce_exact(
+    sim: &mut Sim<SimSwitch>,
+    rng: &mut Rng,
+    len: usize,
+) -> Result<(), TestCaseError> {
+    let world = sim.nodes.iter().map(|n| n.rank).max().map_or(0, |r| r + 1);
+    let inputs: Vec<Vec<i32>> = (0..sim.nodes.len())
+        .map(|_| i32_values(rng, len, world))
+        .collect();
+    let mut id = TensorId(0);
+    for (node, x) in inputs.iter().enumerate() {
+        id = sim.submit(node, Buf::I32(x.clone()), Op::Sum);
+    }
+    sim.drive(STEPS, |s| s.finished(id)).unwrap();
+    for node in 0..sim.nodes.len() {
+        let lane = sim.nodes[node].worker.config().slot_lo;
+        let peers: Vec<&Vec<i32>> = (0..sim.nodes.len())
+            .filter(|&n| sim.nodes[n].worker.config().slot_lo == lane)
+            .map(|n| &inputs[n])
+            .collect();
+        let expect: Vec<i32> = (0..len).map(|i| peers.iter().map(|x| x[i]).sum()).collect();
+        let (buf, result) = sim.take_result(node, id).expect("lane finished");
+        prop_assert_eq!(result, Ok(()), "node {}", node);
+        prop_assert_eq!(buf, Buf::I32(expect), "node {}", node);
+    }
+    Ok(())
+}
+
+/// Return the error node `node` failed with, if it did.
+fn failure(sim: &Sim<SimSwitch>, node: usize) -> Option<WorkerError> {
+    sim.nodes[node].events.iter().find_map(|e| match e {
+        Event::Failed(err) => Some(*err),
+        _ => None,
+    })
+}
+
+fn emit(msg: &Message) -> Vec<u8> {
+    let mut b = vec![0u8; msg.buffer_len()];
+    msg.emit(&mut b).expect("a valid message");
+    b
+}
+
+/// A message from an off-path forger: it knows the job id and the world, not the key and
+/// not the session, so it guesses them (any value but the nonces of the job's processes,
+/// which the sessions are; 0 included). The layout is always valid.
+fn forged(rng: &mut Rng, world: u16, nonces: &[u32]) -> Vec<u8> {
+    let session = loop {
+        let s = if rng.between(0, 3) == 0 {
+            0
+        } else {
+            rng.next_u64() as u32
+        };
+        if !nonces.contains(&s) {
+            break s;
+        }
+    };
+    let rank = rng.between(0, u64::from(world)) as u16;
+    let slot = rng.between(0, 16) as u16;
+    let seq = rng.between(0, 3) as u32;
+    match rng.between(0, 4) {
+        0 => {
+            let values: Vec<u8> = (0..rng.between(0, 8) * 4)
+                .map(|_| rng.next_u64() as u8)
+                .collect();
+            let repr = DataRepr {
+                kind: DataKind::Contribution,
+                job: JOB,
+                rank,
+                slot,
+                ver: (seq & 1) as u8,
+                flags: Flags::default(),
+                count: (values.len() / 4) as u16,
+                seq,
+                exp: rng.next_u64() as u8,
+                session,
+            };
+            emit(&Message::Data(repr, &values))
+        }
+        1 => emit(&Message::Abort(AbortRepr {
+            job: JOB,
+            rank,
+            reason: AbortReason::WorkerFailed,
+            detail: 0xFFFF,
+            epoch: 0,
+            session,
+        })),
+        2 => emit(&Message::Leave(LeaveRepr {
+            job: JOB,
+            rank,
+            session,
+        })),
+        3 => emit(&Message::Probe(ProbeRepr {
+            job: JOB,
+            rank,
+            slot,
+            ver: (seq & 1) as u8,
+            seq,
+            session,
+        })),
+        _ => {
+            // Key 0 is the guessable one.
+            let key = loop {
+                let k = if rng.between(0, 3) == 0 {
+                    0
+                } else {
+                    rng.next_u64()
+                };
+                if k != KEY {
+                    break k;
+                }
+            };
+            emit(&Message::Join(JoinRepr {
+                job: JOB,
+                rank,
+                world,
+                slot_lo: 0,
+                slot_count: 1,
+                count: 1,
+                nonce: (rng.next_u64() as u32).max(1),
+                key,
+            }))
+        }
+    }
+}
 
 fn counts() -> impl Strategy<Value = u16> {
     prop::sample::select(vec![1u16, 5, 64, 256])
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: 350,
+/// `cases` cases, failures kept in `tests/proptest-regressions/sim_props.txt`.
+fn config(cases: u32) -> ProptestConfig {
+    ProptestConfig {
+        cases,
         failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
             "tests/proptest-regressions/sim_props.txt",
         ))),
         ..ProptestConfig::default()
-    })]
+    }
+}
+
+proptest! {
+    #![proptest_config(config(350))]
 
     /// int32 results are the exact sum at every rank, for consecutive tensors.
     #[test]
@@ -151,5 +289,125 @@ proptest! {
             prop_assert_eq!(result, Ok(()));
             prop_assert_eq!(buf, Buf::F32(expect[lane].clone()));
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(config(64))]
+
+    /// A job runs again: once every lane of every rank finished and left, new processes
+    /// (new nonces) of every rank all-reduce on the same job id, slots and switch, with
+    /// exact int32 sums, on a lossy network. The switch counts two runs whether or not
+    /// every Leave arrived (a lost one leaves the old run open; the first new process's
+    /// Join then ends it as a restart).
+    #[test]
+    fn a_job_runs_again_with_new_processes(
+        seed in any::<u64>(), world in 1u16..=4, lanes in 1u16..=2, window in 1u16..=6,
+        count in counts(), len in 0usize..600, drop in 0.0..0.08f64, dup in 0.0..0.03f64,
+    ) {
+        let mut rng = Rng::new(seed ^ 0x2e2u64);
+        let mut sim = harness::sim(world, lanes, window, count, lossy(drop, dup), seed);
+        let first: Vec<u32> = (0..sim.nodes.len()).map(|n| sim.nonce(n)).collect();
+        sim.drive(STEPS, |s| s.nodes.iter().all(|n| n.worker.is_running())).unwrap();
+        all_reduce_exact(&mut sim, &mut rng, len)?;
+        for node in &mut sim.nodes {
+            node.worker.leave();
+            prop_assert!(!node.worker.is_running(), "rank {} did not leave", node.rank);
+        }
+        // Everything in flight lands: the Leaves, and late copies of the last Results.
+        prop_assert_eq!(sim.drive(STEPS, |_| false), Err(switchml_tests::sim::SimError::Quiescent));
+        for rank in 0..world {
+            sim.restart_rank(rank);
+        }
+        for (n, old) in first.iter().enumerate() {
+            prop_assert_ne!(sim.nonce(n), *old);
+        }
+        sim.drive(STEPS, |s| s.nodes.iter().all(|n| n.worker.is_running())).unwrap();
+        all_reduce_exact(&mut sim, &mut rng, len)?;
+        let job = sim.switch.job(JOB).unwrap();
+        prop_assert_eq!(job.counters().runs, 2);
+        prop_assert!(first.iter().all(|&n| n != job.session()), "the new run has an old session");
+    }
+
+    /// An off-path forger that sends Contributions, Aborts, Leaves, Probes and Joins of the
+    /// job with guessed sessions and keys (valid layouts), from the first Join to the last
+    /// Result, never changes a result and never fails a worker; the switch refuses every
+    /// forged message as unauthorized, and nothing else. With `spoof`, once every rank runs,
+    /// the forger also uses the lanes' own addresses, so the switch's refusals go to them.
+    #[test]
+    fn a_forger_without_key_or_session_changes_nothing(
+        seed in any::<u64>(), world in 1u16..=4, window in 1u16..=6, count in counts(),
+        len in 1usize..800, drop in 0.0..0.05f64, rate in 1u64..=6, spoof in any::<bool>(),
+    ) {
+        let mut rng = Rng::new(seed ^ 0xf0f9e);
+        let mut sim = harness::sim(world, 1, window, count, lossy(drop, 0.01), seed);
+        let nonces: Vec<u32> = (0..sim.nodes.len()).map(|n| sim.nonce(n)).collect();
+        let inputs: Vec<Vec<i32>> = (0..world).map(|_| i32_values(&mut rng, len, world)).collect();
+        let expect: Vec<i32> = (0..len).map(|i| inputs.iter().map(|x| x[i]).sum()).collect();
+        let mut id = TensorId(0);
+        for (r, x) in inputs.iter().enumerate() {
+            id = sim.submit(r, Buf::I32(x.clone()), Op::Sum);
+        }
+        let mut forged_sent = 0u64;
+        while !sim.finished(id) && forged_sent < 50_000 {
+            for _ in 0..rng.between(0, rate) {
+                let bytes = forged(&mut rng, world, &nonces);
+                let running = sim.nodes.iter().all(|n| n.worker.is_running());
+                if spoof && running && rng.between(0, 1) == 0 {
+                    let node = rng.between(0, u64::from(world) - 1) as usize;
+                    sim.inject(node, &bytes);
+                } else {
+                    sim.inject_from_outside(&bytes);
+                }
+                forged_sent += 1;
+            }
+            if !sim.step() {
+                break;
+            }
+        }
+        sim.drive(STEPS, |s| s.finished(id)).unwrap();
+        for r in 0..usize::from(world) {
+            prop_assert_eq!(failure(&sim, r), None, "rank {}", r);
+            let (buf, result) = sim.take_result(r, id).expect("rank finished");
+            prop_assert_eq!(result, Ok(()));
+            prop_assert_eq!(&buf, &Buf::I32(expect.clone()), "rank {}", r);
+        }
+        // Let the last forgeries land, then count.
+        let _ = sim.drive(STEPS, |_| false);
+        let job = sim.switch.job(JOB).unwrap();
+        prop_assert!(forged_sent > 0);
+        prop_assert_eq!(job.counters().unauthorized, sim.stats.injected_delivered);
+        prop_assert_eq!(job.counters().runs, 1);
+        prop_assert_eq!(job.counters().aborts, 0);
+    }
+
+    /// A rank restarted while the job runs (a new process, a new nonce, joining again) ends
+    /// the run: every lane of every other rank fails with an error naming RankRestarted and
+    /// the rank — not a timeout, not a stall. The network reorders but loses nothing: the
+    /// switch says so once (a lane that misses it learns `SessionEnded` from its probe, and
+    /// a JoinReply of the old run can mislead the new process: both in `sim_failures.rs`).
+    #[test]
+    fn a_restarted_rank_makes_every_other_rank_fail_naming_it(
+        seed in any::<u64>(), world in 2u16..=5, lanes in 1u16..=2, window in 1u16..=6,
+        count in counts(), len in 1usize..2000, steps in 0usize..300, pick in any::<u16>(),
+    ) {
+        let mut rng = Rng::new(seed ^ 0x2e57a27);
+        let mut sim = harness::sim(world, lanes, window, count, lossy(0.0, 0.0), seed);
+        sim.drive(STEPS, |s| s.nodes.iter().all(|n| n.worker.is_running())).unwrap();
+        for node in 0..sim.nodes.len() {
+            sim.submit(node, Buf::F32(f32_values(&mut rng, len)), Op::Sum);
+        }
+        for _ in 0..steps {
+            sim.step();
+        }
+        let rank = pick % world;
+        sim.restart_rank(rank);
+        let others: Vec<usize> = (0..sim.nodes.len()).filter(|&n| sim.nodes[n].rank != rank).collect();
+        sim.drive(STEPS, |s| others.iter().all(|&n| failure(s, n).is_some())).unwrap();
+        let want = WorkerError::Refused { reason: AbortReason::RankRestarted, detail: rank };
+        for &n in &others {
+            prop_assert_eq!(failure(&sim, n), Some(want), "node {}", n);
+        }
+        prop_assert_eq!(sim.switch.counters().drops(DropReason::Malformed), 0);
     }
 }
