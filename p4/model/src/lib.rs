@@ -50,6 +50,7 @@ pub mod processors;
 pub mod register;
 pub mod replication;
 pub mod reply_builder;
+pub mod run_tracker;
 pub mod status_handler;
 pub mod testbed;
 pub mod udp_sender;
