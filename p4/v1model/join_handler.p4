@@ -7,6 +7,14 @@
 
 control JoinHandler(inout headers_t hdr, inout metadata_t meta) {
     apply {
+        // The lane starts at a multiple of its length; `% 0` is never evaluated, however the
+        // target orders the operands of `||`.
+        bit<1> aligned = 0;
+        if (hdr.join.slot_count != 0) {
+            if (hdr.join.slot_lo % hdr.join.slot_count == 0) {
+                aligned = 1;
+            }
+        }
         if (meta.job_hit == 0) {
             meta.abort_reason = ABORT_UNKNOWN_JOB;
             meta.abort_detail = 0;
@@ -20,8 +28,7 @@ control JoinHandler(inout headers_t hdr, inout metadata_t meta) {
             meta.abort_reason = ABORT_WORLD_MISMATCH;
             meta.abort_detail = meta.world;
         } else if (hdr.join.slot_count == 0 || (bit<32>)hdr.join.slot_lo
-                + (bit<32>)hdr.join.slot_count > (bit<32>)meta.slot_count
-                || hdr.join.slot_lo % hdr.join.slot_count != 0) {
+                + (bit<32>)hdr.join.slot_count > (bit<32>)meta.slot_count || aligned == 0) {
             meta.abort_reason = ABORT_SLOT_RANGE;
             meta.abort_detail = meta.slot_count;
         } else if (hdr.join.count == 0 || hdr.join.count > meta.max_count) {
