@@ -15,6 +15,8 @@ pub type SimSwitch = Switch<'static, K, 1, 4>;
 
 /// The job id every harness test uses.
 pub const JOB: u16 = 7;
+/// The key of job [`JOB`], which every lane config carries (protocol.md §4.1).
+pub const KEY: u64 = 0x6A09_E667_F3BC_C908;
 
 /// A switch over a fresh pool of `slots` slots with job [`JOB`] of `world` ranks on all of
 /// them, announcing `epoch`.
@@ -27,12 +29,14 @@ pub fn switch_with_job(world: u16, slots: u16, epoch: u32) -> SimSwitch {
         world,
         slot_lo: 0,
         slot_count: slots,
+        key: KEY,
     })
     .expect("job fits");
     s
 }
 
-/// A lane config tuned for the simulator's microsecond network: 1 ms first timeout.
+/// A lane config tuned for the simulator's microsecond network: 1 ms first timeout; the
+/// job's key. [`Sim::new`] gives each rank its nonce.
 pub fn sim_config(world: u16, window: u16, count: u16) -> Config {
     Config {
         window,
@@ -42,6 +46,7 @@ pub fn sim_config(world: u16, window: u16, count: u16) -> Config {
         retries: 80,
         join_interval: Duration::from_millis(2),
         join_timeout: Duration::from_secs(2),
+        key: KEY,
         ..Config::new(JOB, 0, world)
     }
 }

@@ -7,7 +7,7 @@
 //! ```text
 //! [name]
 //! meaning: one line of prose
-//! setup: job=7 world=3 slot_lo=4 slot_count=8 max_count=8 epoch=3735928559
+//! setup: job=7 world=3 slot_lo=4 slot_count=8 key=81985529216486895 max_count=8 epoch=3735928559
 //! in: 01 01 00 07 ...            a datagram to the switch
 //! out: consumed                  absorbed into a slot
 //! out: drop duplicate            dropped, with the reason's name
@@ -20,7 +20,8 @@
 
 use switchml_core::switch::{DropReason, JobConfig, Slot, Switch, Verdict};
 use switchml_core::wire::{
-    AbortReason, AbortRepr, DataKind, DataRepr, Flags, JoinRepr, Message, ProbeRepr, StatusRepr,
+    AbortReason, AbortRepr, DataKind, DataRepr, Flags, JoinRepr, LeaveRepr, Message, ProbeRepr,
+    StatusRepr,
 };
 
 /// The committed scenarios.
@@ -87,7 +88,18 @@ fn emit(m: Message) -> Vec<u8> {
     b
 }
 
-fn contribution(rank: u16, slot: u16, seq: u32, exp: u8, values: &[i32]) -> Vec<u8> {
+/// The key of the scenario job.
+pub const KEY: u64 = 0x0123_4567_89AB_CDEF;
+
+/// The nonce of the process of rank `r` (its `n`-th process from 0): readable in a dump.
+const fn nonce(rank: u16, n: u32) -> u32 {
+    0x1111_1111 * (rank as u32 + 1) + 0x0100_0000 * n
+}
+
+/// The session of the run that rank 0's first process opens in [`join_all`].
+const SESSION: u32 = nonce(0, 0);
+
+fn contribution(rank: u16, slot: u16, seq: u32, exp: u8, session: u32, values: &[i32]) -> Vec<u8> {
     let payload: Vec<u8> = values.iter().flat_map(|v| v.to_be_bytes()).collect();
     emit(Message::Data(
         DataRepr {
@@ -100,12 +112,21 @@ fn contribution(rank: u16, slot: u16, seq: u32, exp: u8, values: &[i32]) -> Vec<
             count: values.len() as u16,
             seq,
             exp,
+            session,
         },
         &payload,
     ))
 }
 
-fn join(rank: u16, world: u16, slot_lo: u16, slot_count: u16, count: u16) -> Vec<u8> {
+/// A Join of `rank`'s process `nonce` with `key`, for a lane of `slot_count` slots from
+/// `slot_lo` and chunks of `count` values, believing in `world` ranks.
+fn join_with(
+    rank: u16,
+    world: u16,
+    (slot_lo, slot_count, count): (u16, u16, u16),
+    nonce: u32,
+    key: u64,
+) -> Vec<u8> {
     emit(Message::Join(JoinRepr {
         job: 7,
         rank,
@@ -113,50 +134,134 @@ fn join(rank: u16, world: u16, slot_lo: u16, slot_count: u16, count: u16) -> Vec
         slot_lo,
         slot_count,
         count,
+        nonce,
+        key,
     }))
+}
+
+/// A Join of `rank`'s first process, with the job's key.
+fn join(rank: u16, world: u16, slot_lo: u16, slot_count: u16, count: u16) -> Vec<u8> {
+    join_with(
+        rank,
+        world,
+        (slot_lo, slot_count, count),
+        nonce(rank, 0),
+        KEY,
+    )
+}
+
+/// Ranks 0, 1, 2 join with the whole slot range and chunks of 8: the run opens with
+/// [`SESSION`] and the last Join completes it.
+fn join_all() -> Vec<Vec<u8>> {
+    (0..3).map(|rank| join(rank, 3, 0, 8, 8)).collect()
+}
+
+fn probe(rank: u16, slot: u16, ver: u8, seq: u32, session: u32) -> Vec<u8> {
+    emit(Message::Probe(ProbeRepr {
+        job: 7,
+        rank,
+        slot,
+        ver,
+        seq,
+        session,
+    }))
+}
+
+fn abort(rank: u16, detail: u16, session: u32) -> Vec<u8> {
+    emit(Message::Abort(AbortRepr {
+        job: 7,
+        rank,
+        reason: AbortReason::WorkerFailed,
+        detail,
+        epoch: 0,
+        session,
+    }))
+}
+
+fn leave(rank: u16, session: u32) -> Vec<u8> {
+    emit(Message::Leave(LeaveRepr {
+        job: 7,
+        rank,
+        session,
+    }))
+}
+
+fn status(job: u16) -> Vec<u8> {
+    emit(Message::Status(StatusRepr { job, rank: 0xFFFF }))
+}
+
+/// `join_all()` and then `steps`.
+fn joined(steps: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    join_all().into_iter().chain(steps).collect()
 }
 
 /// The scenarios, as datagrams in; outcomes are filled in by the reference switch.
 pub fn inputs() -> Vec<(&'static str, &'static str, Vec<Vec<u8>>)> {
-    let mut foreign = contribution(0, 0, 0, 0, &[1]);
+    let s = SESSION;
+    let c = |rank, slot, seq, values: &[i32]| contribution(rank, slot, seq, 0, s, values);
+    let mut foreign = c(0, 0, 0, &[1]);
     foreign[3] = 8;
-    let mut bad_ver = contribution(0, 0, 1, 0, &[1]);
+    let mut bad_ver = c(0, 0, 1, &[1]);
     bad_ver[8] = 0;
-    let mut result = contribution(0, 0, 0, 0, &[1]);
+    let mut result = c(0, 0, 0, &[1]);
     result[1] = 0x02;
+    let lane = (0, 8, 8);
+    let restarted = nonce(1, 1);
     vec![
-        ("three_ranks_complete", "Three contributions to slot 1 use 0; the last multicasts the sum and the max exponent",
-         vec![contribution(0, 1, 0, 130, &[1, 2, 3, 4]), contribution(2, 1, 0, 140, &[10, 20, 30, 40]),
-              contribution(1, 1, 0, 135, &[100, -200, i32::MAX / 3, -4])]),
+        ("three_ranks_complete", "Every rank joins; three contributions to slot 1 use 0; the last multicasts the sum and the max exponent",
+         joined(vec![contribution(0, 1, 0, 130, s, &[1, 2, 3, 4]), contribution(2, 1, 0, 140, s, &[10, 20, 30, 40]),
+              contribution(1, 1, 0, 135, s, &[100, -200, i32::MAX / 3, -4])])),
         ("duplicate_then_retransmission", "A duplicate to an incomplete use is dropped; after completion a resend gets the result unicast",
-         vec![contribution(0, 2, 4, 0, &[5]), contribution(0, 2, 4, 0, &[5]), contribution(1, 2, 4, 0, &[6]),
-              contribution(2, 2, 4, 0, &[7]), contribution(1, 2, 4, 0, &[6])]),
+         joined(vec![c(0, 2, 4, &[5]), c(0, 2, 4, &[5]), c(1, 2, 4, &[6]), c(2, 2, 4, &[7]), c(1, 2, 4, &[6])])),
         ("next_use_and_stale_copy", "Uses 0, 1, 2 of slot 3; a delayed copy of use 0 arrives during use 2 and is stale",
-         vec![contribution(0, 3, 0, 0, &[1]), contribution(1, 3, 0, 0, &[1]), contribution(2, 3, 0, 0, &[1]),
-              contribution(0, 3, 1, 0, &[2]), contribution(1, 3, 1, 0, &[2]), contribution(2, 3, 1, 0, &[2]),
-              contribution(0, 3, 2, 0, &[3]), contribution(0, 3, 0, 0, &[1]), contribution(1, 3, 2, 0, &[3]),
-              contribution(2, 3, 2, 0, &[3]), contribution(2, 3, 1, 0, &[2])]),
+         joined(vec![c(0, 3, 0, &[1]), c(1, 3, 0, &[1]), c(2, 3, 0, &[1]),
+              c(0, 3, 1, &[2]), c(1, 3, 1, &[2]), c(2, 3, 1, &[2]),
+              c(0, 3, 2, &[3]), c(0, 3, 0, &[1]), c(1, 3, 2, &[3]),
+              c(2, 3, 2, &[3]), c(2, 3, 1, &[2])])),
         ("int32_overflow", "The sum of slot 0 overflows int32: the result wraps and carries OVERFLOW",
-         vec![contribution(0, 0, 0, 0, &[i32::MAX, 1]), contribution(1, 0, 0, 0, &[1, 1]), contribution(2, 0, 0, 0, &[0, 1])]),
+         joined(vec![c(0, 0, 0, &[i32::MAX, 1]), c(1, 0, 0, &[1, 1]), c(2, 0, 0, &[0, 1])])),
         ("priming", "Header-only priming contributions: the result carries only the max exponent",
-         vec![contribution(0, 5, 0, 128, &[]), contribution(1, 5, 0, 131, &[]), contribution(2, 5, 0, 0, &[])]),
+         joined(vec![contribution(0, 5, 0, 128, s, &[]), contribution(1, 5, 0, 131, s, &[]), contribution(2, 5, 0, 0, s, &[])])),
         ("rejected_contributions", "Contributions the switch must drop, each for its reason",
-         vec![vec![1, 2, 3], foreign, contribution(3, 0, 0, 0, &[1]), contribution(0, 8, 0, 0, &[1]),
-              contribution(0, 0, 0, 0, &[1; 9]), bad_ver, result, vec![1, 0x7f, 0, 7, 0, 0],
-              contribution(0, 6, 0, 0, &[1, 2]), contribution(1, 6, 0, 0, &[1])]),
-        ("join_rendezvous", "Ranks 2, 0, 1 join; the last join multicasts COMPLETE; bad joins are refused",
-         vec![join(2, 3, 0, 8, 8), join(0, 3, 0, 4, 8), join(1, 3, 4, 4, 8), join(3, 3, 0, 8, 8),
-              join(0, 4, 0, 8, 8), join(0, 3, 4, 5, 8), join(0, 3, 0, 8, 9)]),
+         joined(vec![vec![1, 2, 3], foreign, c(3, 0, 0, &[1]), c(0, 8, 0, &[1]),
+              c(0, 0, 0, &[1; 9]), bad_ver, result, vec![1, 0x7f, 0, 7, 0, 0],
+              c(0, 6, 0, &[1, 2]), c(1, 6, 0, &[1])])),
+        ("wrong_session", "Messages of no run or of another run: dropped as bad_session (a Probe is told session_ended); only the run's session is counted",
+         vec![c(0, 1, 0, &[1]), join(0, 3, 0, 8, 8), join(1, 3, 0, 8, 8), join(2, 3, 0, 8, 8),
+              contribution(0, 1, 0, 0, s ^ 1, &[1]), contribution(0, 1, 0, 0, 0, &[1]),
+              contribution(0, 1, 0, 0, nonce(1, 0), &[1]), c(0, 1, 0, &[1]),
+              probe(0, 1, 0, 0, s ^ 1), abort(1, 0xFFFF, s ^ 1), leave(2, s ^ 1),
+              c(1, 1, 0, &[2]), c(2, 1, 0, &[3])]),
+        ("join_rendezvous", "Ranks 2, 0, 1 join lanes of 4 slots; the last join multicasts COMPLETE; a resend is answered; bad joins are refused",
+         vec![join(2, 3, 0, 4, 8), join(0, 3, 0, 4, 8), join(1, 3, 4, 4, 8), join(2, 3, 0, 4, 8),
+              join(3, 3, 0, 4, 8), join(0, 4, 0, 4, 8), join(0, 3, 4, 5, 8), join(0, 3, 0, 4, 9)]),
+        ("join_shape", "A run agrees on its first Join's lane and chunk size: other shapes, misaligned lanes and empty chunks are refused",
+         vec![join(0, 3, 0, 4, 8), join(1, 3, 0, 8, 8), join(1, 3, 0, 4, 4), join(1, 3, 2, 4, 8),
+              join(1, 3, 0, 4, 0), join(1, 3, 4, 4, 8), join(2, 3, 0, 4, 8)]),
+        ("bad_key", "A Join with a wrong key is refused (bad_key) and opens no run; the right key opens it",
+         vec![join_with(0, 3, lane, nonce(0, 0), KEY ^ 1), join_with(0, 3, lane, nonce(0, 0), KEY ^ (1 << 63)),
+              join_with(0, 3, lane, nonce(0, 0), 0), c(0, 1, 0, &[1]), status(7),
+              join(0, 3, 0, 8, 8), c(0, 1, 0, &[1]), status(7)]),
+        ("rank_restarted", "Rank 1 joins again as a new process after the run completed: the run ends (rank_restarted, multicast); its next Join opens a new run in which the old session is dropped",
+         joined(vec![c(0, 1, 0, &[1]), c(1, 1, 0, &[2]), c(2, 1, 0, &[3]),
+              join_with(1, 3, lane, restarted, KEY), c(0, 1, 1, &[4]),
+              join_with(1, 3, lane, restarted, KEY), join_with(1, 3, lane, nonce(1, 2), KEY),
+              join_with(0, 3, lane, nonce(0, 1), KEY), join_with(2, 3, lane, nonce(2, 1), KEY),
+              contribution(0, 1, 0, 0, s, &[1]), contribution(0, 1, 0, 0, restarted, &[5]),
+              contribution(1, 1, 0, 0, restarted, &[6]), contribution(2, 1, 0, 0, restarted, &[7]),
+              status(7)])),
+        ("leave_ends_run", "Ranks leave one by one; the results stay served until the last Leave ends the run; then its session is dropped and a new Join opens a new run",
+         joined(vec![c(0, 2, 0, &[1]), c(1, 2, 0, &[2]), c(2, 2, 0, &[3]),
+              leave(0, s), leave(1, s), leave(1, s), c(2, 2, 0, &[3]), leave(2, s),
+              c(2, 2, 0, &[3]), leave(2, s), probe(2, 2, 0, 0, s),
+              join_with(0, 3, lane, nonce(0, 1), KEY), status(7)])),
         ("probe_and_status", "A probe names the ranks seen in slot 4; a Status reports joins and counters",
-         vec![join(1, 3, 0, 8, 8), contribution(0, 4, 6, 0, &[1]), contribution(2, 4, 6, 0, &[1]),
-              emit(Message::Probe(ProbeRepr { job: 7, rank: 0, slot: 4, ver: 0, seq: 6 })),
-              emit(Message::Probe(ProbeRepr { job: 7, rank: 0, slot: 4, ver: 1, seq: 7 })),
-              emit(Message::Probe(ProbeRepr { job: 7, rank: 0, slot: 9, ver: 1, seq: 7 })),
-              emit(Message::Status(StatusRepr { job: 7, rank: 0xFFFF })),
-              emit(Message::Status(StatusRepr { job: 9, rank: 0xFFFF }))]),
-        ("worker_abort", "A worker's Abort is passed on to the job unchanged; one from an unknown rank is dropped",
-         vec![emit(Message::Abort(AbortRepr { job: 7, rank: 1, reason: AbortReason::WorkerFailed, detail: 2, epoch: 0 })),
-              emit(Message::Abort(AbortRepr { job: 7, rank: 5, reason: AbortReason::WorkerFailed, detail: 2, epoch: 0 }))]),
+         vec![join(1, 3, 0, 8, 8), contribution(0, 4, 6, 0, nonce(1, 0), &[1]), contribution(2, 4, 6, 0, nonce(1, 0), &[1]),
+              probe(0, 4, 0, 6, nonce(1, 0)), probe(0, 4, 1, 7, nonce(1, 0)), probe(0, 9, 1, 7, nonce(1, 0)),
+              status(7), status(9)]),
+        ("worker_abort", "A worker's Abort is passed on to the job unchanged and ends the run; one from an unknown rank is dropped",
+         joined(vec![abort(5, 2, s), c(0, 0, 0, &[1]), abort(1, 2, s), c(1, 0, 0, &[1]), abort(1, 2, s),
+              join(2, 3, 0, 8, 8)])),
     ]
 }
 
@@ -173,6 +278,7 @@ pub fn all() -> Vec<Scenario> {
                     world: 3,
                     slot_lo: 4,
                     slot_count: 8,
+                    key: KEY,
                 },
                 epoch: 0xDEAD_BEEF,
                 steps: Vec::new(),
@@ -206,8 +312,8 @@ pub fn render(scenarios: &[Scenario]) -> String {
     for s in scenarios {
         let j = s.job;
         t += &format!(
-            "\n[{}]\nmeaning: {}\nsetup: job={} world={} slot_lo={} slot_count={} max_count={MAX_COUNT} epoch={}\n",
-            s.name, s.meaning, j.id, j.world, j.slot_lo, j.slot_count, s.epoch
+            "\n[{}]\nmeaning: {}\nsetup: job={} world={} slot_lo={} slot_count={} key={} max_count={MAX_COUNT} epoch={}\n",
+            s.name, s.meaning, j.id, j.world, j.slot_lo, j.slot_count, j.key, s.epoch
         );
         for (input, out) in &s.steps {
             t += &format!("in: {}\n", hex(input));
@@ -247,6 +353,7 @@ pub fn load(text: &str) -> Result<Vec<Scenario>, String> {
                     world: 0,
                     slot_lo: 0,
                     slot_count: 0,
+                    key: 0,
                 },
                 epoch: 0,
                 steps: Vec::new(),
@@ -274,6 +381,7 @@ pub fn load(text: &str) -> Result<Vec<Scenario>, String> {
                         "world" => s.job.world = v as u16,
                         "slot_lo" => s.job.slot_lo = v as u32,
                         "slot_count" => s.job.slot_count = v as u16,
+                        "key" => s.job.key = v,
                         "epoch" => s.epoch = v as u32,
                         "max_count" => {}
                         _ => return Err(err(format!("unknown setup key `{k}`"))),

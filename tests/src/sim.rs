@@ -12,9 +12,15 @@
 //! The sim plays the adapter's part: it remembers which lane sent what and routes the
 //! switch's multicasts (Results to the lane of each rank that owns the slot; JoinReplies
 //! and Aborts to every lane).
+//!
+//! Every rank is a process with its own nonce (protocol.md §4.1): [`Sim::new`] gives each
+//! rank a distinct non-zero nonce drawn from the seed, the same for all its lanes, and
+//! [`Sim::restart_rank`] replaces a rank's lanes by a new process with a fresh one. Datagrams
+//! can also come from a host outside the job ([`Sim::inject_from_outside`]): the switch's
+//! answers to those go back to that host, not to a lane.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeSet, BinaryHeap};
 
 use switchml_core::quant::{Elements, Op, Tensor};
 use switchml_core::switch::{Aggregator, Verdict};
@@ -112,8 +118,17 @@ type InFlight = Reverse<(Instant, u64, Dest, Vec<u8>)>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Dest {
-    Switch { from: usize },
+    Switch { from: Source },
     Lane(usize),
+}
+
+/// Who sent a datagram to the switch: a lane, a host outside the job under a lane's
+/// address, or one under its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Source {
+    Lane(usize),
+    Spoofed(usize),
+    Outside,
 }
 
 /// One lane of one rank.
@@ -137,6 +152,11 @@ pub struct NetStats {
     pub dropped: u64,
     /// Extra copies made.
     pub duplicated: u64,
+    /// Injected datagrams ([`Sim::inject`], [`Sim::inject_from_outside`]) that reached the
+    /// switch.
+    pub injected_delivered: u64,
+    /// Unicast answers of the switch that went to a host outside the job.
+    pub to_outside: u64,
 }
 
 /// The simulation.
@@ -152,6 +172,11 @@ pub struct Sim<S> {
     /// Network counters.
     pub stats: NetStats,
     rng: Rng,
+    /// Draws the ranks' nonces; a stream apart from `rng`, so that restarts do not change
+    /// the network's choices.
+    nonces: Rng,
+    /// Every nonce given out so far.
+    used_nonces: BTreeSet<u32>,
     queue: BinaryHeap<InFlight>,
     order: u64,
     buf: Vec<u8>,
@@ -168,30 +193,69 @@ pub enum SimError {
 }
 
 impl<S: Aggregator> Sim<S> {
-    /// Build a sim: one node per `(rank, lane config)` in `lanes`.
+    /// Build a sim: one node per lane config in `configs`. Each rank gets a distinct
+    /// non-zero nonce drawn from `seed`, the same for every lane of the rank; the configs'
+    /// own nonces are replaced.
     pub fn new(switch: S, configs: Vec<Config>, net: Network, seed: u64) -> Self {
         let max = configs.iter().map(|c| c.max_datagram()).max().unwrap_or(0);
-        let nodes = configs
-            .into_iter()
-            .map(|c| Node {
-                rank: c.rank,
-                worker: Worker::new(c).expect("valid lane config"),
-                alive: true,
-                events: Vec::new(),
-            })
-            .collect();
-        Sim {
+        let mut sim = Sim {
             now: Instant::ZERO,
             switch,
-            nodes,
+            nodes: Vec::new(),
             net,
             stats: NetStats::default(),
             rng: Rng::new(seed),
+            nonces: Rng::new(seed ^ 0x6E6F_6E63_6573),
+            used_nonces: BTreeSet::new(),
             queue: BinaryHeap::new(),
             order: 0,
             buf: vec![0; max.max(2048)],
             out: vec![0; 1 << 17],
+        };
+        let mut ranks: Vec<(u16, u32)> = Vec::new();
+        for c in configs {
+            let nonce = match ranks.iter().find(|(r, _)| *r == c.rank) {
+                Some(&(_, nonce)) => nonce,
+                None => {
+                    let nonce = sim.fresh_nonce();
+                    ranks.push((c.rank, nonce));
+                    nonce
+                }
+            };
+            sim.nodes.push(Node::start(Config { nonce, ..c }));
         }
+        sim
+    }
+
+    /// Draw a non-zero nonce no process of this sim has had.
+    fn fresh_nonce(&mut self) -> u32 {
+        loop {
+            let nonce = self.nonces.next_u64() as u32;
+            if nonce != 0 && self.used_nonces.insert(nonce) {
+                return nonce;
+            }
+        }
+    }
+
+    /// Return the nonce of the process running `node`.
+    pub fn nonce(&self, node: usize) -> u32 {
+        self.nodes[node].worker.config().nonce
+    }
+
+    /// Restart `rank` as a new process: every lane of it gets a fresh worker with the same
+    /// config but a new nonce, alive, with no events. Datagrams in flight to its lanes
+    /// reach the new workers (the new process took over the old one's address). Return
+    /// the new nonce.
+    pub fn restart_rank(&mut self, rank: u16) -> u32 {
+        let nonce = self.fresh_nonce();
+        for node in self.nodes.iter_mut().filter(|n| n.rank == rank) {
+            let config = Config {
+                nonce,
+                ..*node.worker.config()
+            };
+            *node = Node::start(config);
+        }
+        nonce
     }
 
     fn schedule(&mut self, dest: Dest, bytes: &[u8]) {
@@ -229,7 +293,8 @@ impl<S: Aggregator> Sim<S> {
             }
             while let Some(len) = self.nodes[i].worker.poll_transmit(self.now, &mut self.buf) {
                 let bytes = self.buf[..len].to_vec();
-                self.schedule(Dest::Switch { from: i }, &bytes);
+                let from = Source::Lane(i);
+                self.schedule(Dest::Switch { from }, &bytes);
             }
             while let Some(e) = self.nodes[i].worker.poll_event() {
                 self.nodes[i].events.push(e);
@@ -238,9 +303,15 @@ impl<S: Aggregator> Sim<S> {
     }
 
     /// The lanes a switch output goes to.
-    fn route(&self, verdict: Verdict, from: usize, bytes: &[u8]) -> Vec<usize> {
+    fn route(&mut self, verdict: Verdict, from: Source, bytes: &[u8]) -> Vec<usize> {
         match verdict {
-            Verdict::Unicast { .. } => vec![from],
+            Verdict::Unicast { .. } => match from {
+                Source::Lane(i) | Source::Spoofed(i) => vec![i],
+                Source::Outside => {
+                    self.stats.to_outside += 1;
+                    Vec::new()
+                }
+            },
             Verdict::Multicast { .. } => {
                 let slot = match wire::peek(bytes) {
                     Ok((MessageType::Result, _, _)) => match Message::parse(bytes) {
@@ -266,8 +337,10 @@ impl<S: Aggregator> Sim<S> {
     fn deliver(&mut self, dest: Dest, bytes: Vec<u8>) {
         match dest {
             Dest::Switch { from } => {
-                if !self.nodes[from].alive {
-                    return;
+                match from {
+                    Source::Lane(i) if !self.nodes[i].alive => return,
+                    Source::Lane(_) => {}
+                    Source::Spoofed(_) | Source::Outside => self.stats.injected_delivered += 1,
                 }
                 let verdict = self.switch.process(&bytes, &mut self.out);
                 let len = match verdict {
@@ -288,8 +361,17 @@ impl<S: Aggregator> Sim<S> {
     }
 
     /// Send a datagram from outside (junk, spoofed packets) to the switch as if lane `from`
-    /// sent it.
+    /// sent it: its source address is that lane's, so unicast answers go to the lane.
     pub fn inject(&mut self, from: usize, bytes: &[u8]) {
+        let from = Source::Spoofed(from);
+        self.schedule(Dest::Switch { from }, bytes);
+    }
+
+    /// Send a datagram to the switch from a host outside the job, under its own address:
+    /// unicast answers go back to that host (counted in [`NetStats::to_outside`]);
+    /// multicasts reach the job's lanes as usual.
+    pub fn inject_from_outside(&mut self, bytes: &[u8]) {
+        let from = Source::Outside;
         self.schedule(Dest::Switch { from }, bytes);
     }
 
@@ -385,6 +467,18 @@ impl<S: Aggregator> Sim<S> {
         match events.remove(pos) {
             Event::Done { buf, result, .. } => Some((buf, result)),
             _ => None,
+        }
+    }
+}
+
+impl Node {
+    /// A live node running a fresh worker with `config`.
+    fn start(config: Config) -> Node {
+        Node {
+            rank: config.rank,
+            worker: Worker::new(config).expect("valid lane config"),
+            alive: true,
+            events: Vec::new(),
         }
     }
 }

@@ -148,6 +148,7 @@ pub fn type_name(t: MessageType) -> &'static str {
         MessageType::Abort => "abort",
         MessageType::Status => "status",
         MessageType::StatusReply => "status_reply",
+        MessageType::Leave => "leave",
         MessageType::Unknown(_) => "unknown",
     }
 }
@@ -162,6 +163,11 @@ pub fn reason_name(r: AbortReason) -> String {
         AbortReason::CountTooLarge => "count_too_large".into(),
         AbortReason::Shutdown => "shutdown".into(),
         AbortReason::WorkerFailed => "worker_failed".into(),
+        AbortReason::BadKey => "bad_key".into(),
+        AbortReason::RankRestarted => "rank_restarted".into(),
+        AbortReason::LaneMismatch => "lane_mismatch".into(),
+        AbortReason::ChunkMismatch => "chunk_mismatch".into(),
+        AbortReason::SessionEnded => "session_ended".into(),
         AbortReason::Unknown(b) => format!("{b:#04x}"),
     }
 }
@@ -219,6 +225,7 @@ pub fn describe(msg: &Message) -> BTreeMap<String, String> {
             ("count", r.count.to_string()),
             ("seq", r.seq.to_string()),
             ("exp", r.exp.to_string()),
+            ("session", r.session.to_string()),
             ("values", values(payload)),
         ]),
         Message::Join(r) => f.extend([
@@ -228,6 +235,8 @@ pub fn describe(msg: &Message) -> BTreeMap<String, String> {
             ("slot_lo", r.slot_lo.to_string()),
             ("slot_count", r.slot_count.to_string()),
             ("count", r.count.to_string()),
+            ("nonce", r.nonce.to_string()),
+            ("key", r.key.to_string()),
         ]),
         Message::JoinReply(r) => f.extend([
             ("job", r.job.to_string()),
@@ -237,6 +246,7 @@ pub fn describe(msg: &Message) -> BTreeMap<String, String> {
             ("max_count", r.max_count.to_string()),
             ("epoch", r.epoch.to_string()),
             ("slot_count", r.slot_count.to_string()),
+            ("session", r.session.to_string()),
             ("joined", hex(r.joined)),
         ]),
         Message::Probe(r) => f.extend([
@@ -245,6 +255,7 @@ pub fn describe(msg: &Message) -> BTreeMap<String, String> {
             ("slot", r.slot.to_string()),
             ("ver", r.ver.to_string()),
             ("seq", r.seq.to_string()),
+            ("session", r.session.to_string()),
         ]),
         Message::ProbeReply(r) => f.extend([
             ("job", r.job.to_string()),
@@ -264,6 +275,12 @@ pub fn describe(msg: &Message) -> BTreeMap<String, String> {
             ("reason", reason_name(r.reason)),
             ("detail", r.detail.to_string()),
             ("epoch", r.epoch.to_string()),
+            ("session", r.session.to_string()),
+        ]),
+        Message::Leave(r) => f.extend([
+            ("job", r.job.to_string()),
+            ("rank", r.rank.to_string()),
+            ("session", r.session.to_string()),
         ]),
         Message::Status(r) => f.extend([("job", r.job.to_string()), ("rank", r.rank.to_string())]),
         Message::StatusReply(r) => {

@@ -95,11 +95,31 @@ fn seeds_pass_their_checks() {
 /// cleared"): rank 0 of a 3-rank job contributes to use 0 of slot 0, then to use 1 (which
 /// cleared its bit in use 0), then resends use 0 — and was counted twice. Minimized by
 /// `cargo fuzz tmin` from a `switch_sequence` crash: three Contributions, empty payloads.
+/// Since runs have sessions (§4.1) the three ranks join first, and the Contributions name
+/// the run; the reproducer in `fuzz/regressions/switch_sequence/` is these ops.
 #[test]
 fn switch_never_counts_a_rank_twice_after_it_skipped_ahead() {
-    let bytes = [0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1];
-    let ops = switch::decode_ops(&bytes);
-    assert_eq!(ops.len(), 3);
+    let session = switch::NONCES[0];
+    let contribute = |seq| switch::SwitchOp::Contribute {
+        job: 0,
+        rank: 0,
+        slot: 0,
+        seq,
+        bad_ver: false,
+        exp: 0,
+        retransmit: false,
+        session,
+        values: vec![],
+    };
+    let mut ops = seeds::join_all(0);
+    ops.extend([contribute(0), contribute(1), contribute(0)]);
+    let path = fuzz_dir().join("regressions/switch_sequence/double-count-after-skipping-ahead");
+    let file = fs::read(path).expect("the reproducer is committed");
+    assert_eq!(
+        switch::decode_ops(&file),
+        ops,
+        "the reproducer is these ops"
+    );
     switch::check_switch_sequence(&ops);
 }
 
@@ -129,6 +149,7 @@ fn worker_never_hangs_with_a_use_outstanding() {
             max_count: 4,
             epoch: 0,
             rank: 1,
+            session: 0,
             bitmap: vec![3],
         },
         WorkerOp::Wait(250),

@@ -1,5 +1,5 @@
 //! What the simulator shows about failures: nothing hangs, every error names what is
-//! missing (which rank, which slot), and junk never corrupts a result.
+//! missing (which rank, which slot, which key or run), and junk never corrupts a result.
 
 use switchml_core::quant::{NonFinite, Op};
 use switchml_core::switch::{DropReason, JobConfig, Switch};
@@ -7,10 +7,15 @@ use switchml_core::wire::{AbortReason, SlotState};
 use switchml_core::worker::{
     Event, StallReport, SubmitErrorKind, TensorError, TensorId, WorkerError,
 };
-use switchml_tests::harness::{self, f32_values, i32_values, lossy, reference_f32, JOB};
+use switchml_tests::harness::{self, f32_values, i32_values, lossy, reference_f32, JOB, KEY};
 use switchml_tests::sim::{lane_configs, Buf, Network, Rng, Sim};
 
 const STEPS: usize = 2_000_000;
+
+/// The error of a lane the switch refused for `reason` (with `detail`).
+fn refused(reason: AbortReason, detail: u16) -> Option<WorkerError> {
+    Some(WorkerError::Refused { reason, detail })
+}
 
 fn failure(sim: &Sim<harness::SimSwitch>, node: usize) -> Option<WorkerError> {
     sim.nodes[node].events.iter().find_map(|e| match e {
@@ -90,6 +95,7 @@ fn a_switch_without_the_job_refuses_the_join() {
             world: 2,
             slot_lo: 0,
             slot_count: 4,
+            key: KEY,
         })
         .unwrap();
     let configs = lane_configs(harness::sim_config(2, 4, 64), 1);
@@ -98,13 +104,7 @@ fn a_switch_without_the_job_refuses_the_join() {
         failure(s, 0).is_some() && failure(s, 1).is_some()
     })
     .unwrap();
-    assert_eq!(
-        failure(&sim, 0),
-        Some(WorkerError::Refused {
-            reason: AbortReason::UnknownJob,
-            detail: 0
-        })
-    );
+    assert_eq!(failure(&sim, 0), refused(AbortReason::UnknownJob, 0));
 }
 
 #[test]
@@ -242,12 +242,15 @@ fn junk_and_spoofed_packets_are_counted_and_leave_results_exact() {
                     }
                 }
                 // A foreign job's contribution.
-                1 => junk = contribution_bytes(JOB + 100, 0, 0, 0),
-                // A spoofed rank beyond the world.
-                2 => junk = contribution_bytes(JOB, world + 5, 0, 0),
+                1 => junk = contribution_bytes(JOB + 100, 0, 0, 0, 0),
+                // A rank beyond the world, in the run's session (from a sender that saw it).
+                2 => {
+                    let session = sim.switch.job(JOB).map_or(0, |j| j.session());
+                    junk = contribution_bytes(JOB, world + 5, 0, 0, session);
+                }
                 // A Result, which only the switch sends.
                 _ => {
-                    junk = contribution_bytes(JOB, 0, 1, 0);
+                    junk = contribution_bytes(JOB, 0, 1, 0, 0);
                     junk[1] = 0x02;
                 }
             }
@@ -278,7 +281,7 @@ fn junk_and_spoofed_packets_are_counted_and_leave_results_exact() {
     assert!(c.drops(DropReason::Malformed) > 0 && c.drops(DropReason::UnexpectedType) > 0);
 }
 
-fn contribution_bytes(job: u16, rank: u16, slot: u16, seq: u32) -> Vec<u8> {
+fn contribution_bytes(job: u16, rank: u16, slot: u16, seq: u32, session: u32) -> Vec<u8> {
     use switchml_core::wire::{DataKind, DataPacket, DataRepr, Flags};
     let repr = DataRepr {
         kind: DataKind::Contribution,
@@ -290,6 +293,7 @@ fn contribution_bytes(job: u16, rank: u16, slot: u16, seq: u32) -> Vec<u8> {
         count: 64,
         seq,
         exp: 200,
+        session,
     };
     let mut b = vec![0x55u8; repr.buffer_len()];
     repr.emit(&mut DataPacket::new_unchecked(&mut b[..]));

@@ -51,6 +51,7 @@ fn replaying_the_file_through_a_fresh_switch_reproduces_every_output() {
         "stale",
         "duplicate",
         "count_mismatch",
+        "bad_session",
     ] {
         assert!(covered.contains(&reason), "no scenario drops for {reason}");
     }

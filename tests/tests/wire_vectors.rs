@@ -69,6 +69,7 @@ fn the_file_covers_every_message_type_and_the_edge_cases() {
         "abort",
         "status",
         "status_reply",
+        "leave",
         "unknown",
     ];
     assert_eq!(types, all.iter().map(|t| t.to_string()).collect());
@@ -110,10 +111,18 @@ fn the_file_covers_every_message_type_and_the_edge_cases() {
             _ => None,
         })
         .collect();
-    for b in 1..=7u8 {
+    for b in 1..=12u8 {
         let name = reason_name(AbortReason::from(b));
         assert!(reasons.contains(&name), "no Abort with reason {name}");
     }
+    has(
+        "a Join with every bit of nonce and key set",
+        &|m| matches!(m, Message::Join(r) if r.nonce == u32::MAX && r.key == u64::MAX),
+    );
+    has("a Result that echoes a session", &|m| match m {
+        Message::Data(r, _) => r.kind == DataKind::Result && r.session != 0,
+        _ => false,
+    });
     has(
         "an Abort with an unknown reason",
         &|m| matches!(m, Message::Abort(r) if matches!(r.reason, AbortReason::Unknown(_))),
@@ -130,6 +139,7 @@ fn the_file_covers_every_message_type_and_the_edge_cases() {
         "version",
         "field ver",
         "field bitmap_len",
+        "field nonce",
         "reserved",
     ] {
         assert!(errors.contains(&kind), "no invalid vector for {kind}");

@@ -4,8 +4,9 @@
     python3 tests/vectors/gen_wire.py > tests/vectors/wire.txt
 
 Deterministic (no randomness, no dependencies) and independent of the Rust code: every byte
-is packed here from docs/protocol.md §2-3, so the vectors check the Rust encoder rather than
-echo it. The format is described in README.md next to this file.
+is packed here from the layouts of docs/protocol.md §2-3 (with the job credential and run
+sessions of §4.1), so the vectors check the Rust encoder rather than echo it. The format is
+described in README.md next to this file.
 """
 
 import struct
@@ -26,6 +27,7 @@ TYPES = {
     "abort": 0x14,
     "status": 0x15,
     "status_reply": 0x16,
+    "leave": 0x17,
 }
 REASONS = {
     1: "unknown_job",
@@ -35,6 +37,11 @@ REASONS = {
     5: "count_too_large",
     6: "shutdown",
     7: "worker_failed",
+    8: "bad_key",
+    9: "rank_restarted",
+    10: "lane_mismatch",
+    11: "chunk_mismatch",
+    12: "session_ended",
 }
 STATES = {0: "idle", 1: "collecting", 2: "complete"}
 
@@ -83,7 +90,7 @@ def invalid(name, meaning, error, b):
     emit(f"expect: error {error}")
     if len(b) == 0:
         emit("bytes:")
-    for line in bytes_lines(b, 20):
+    for line in bytes_lines(b, 24):
         if line:
             emit(f"bytes: {line}")
     emit()
@@ -92,10 +99,10 @@ def invalid(name, meaning, error, b):
 # --- encoders -------------------------------------------------------------------------------
 
 
-def data(kind, job, rank, slot, ver, flags, seq, exp, values, count=None):
+def data(kind, job, rank, slot, ver, flags, seq, exp, session, values, count=None):
     count = len(values) if count is None else count
     b = prefix(TYPES[kind], job, rank)
-    b += struct.pack(">HBBHIBBH", slot, ver, flags, count, seq, exp, 0, 0)
+    b += struct.pack(">HBBHIBBHI", slot, ver, flags, count, seq, exp, 0, 0, session)
     b += b"".join(struct.pack(">i", v) for v in values)
     fields = [
         ("type", kind),
@@ -107,14 +114,15 @@ def data(kind, job, rank, slot, ver, flags, seq, exp, values, count=None):
         ("count", count),
         ("seq", seq),
         ("exp", exp),
+        ("session", session),
         ("values", ",".join(str(v) for v in values)),
     ]
     return fields, b
 
 
-def join(job, rank, world, slot_lo, slot_count, count):
+def join(job, rank, world, slot_lo, slot_count, count, nonce, key):
     b = prefix(TYPES["join"], job, rank)
-    b += struct.pack(">HHHHH", world, slot_lo, slot_count, count, 0)
+    b += struct.pack(">HHHHHIQ", world, slot_lo, slot_count, count, 0, nonce, key)
     fields = [
         ("type", "join"),
         ("job", job),
@@ -123,6 +131,8 @@ def join(job, rank, world, slot_lo, slot_count, count):
         ("slot_lo", slot_lo),
         ("slot_count", slot_count),
         ("count", count),
+        ("nonce", nonce),
+        ("key", key),
     ]
     return fields, b
 
@@ -134,9 +144,11 @@ def bitmap(ranks, world):
     return bytes(b)
 
 
-def join_reply(job, rank, world, flags, max_count, epoch, slot_count, joined):
+def join_reply(job, rank, world, flags, max_count, epoch, slot_count, session, joined):
     b = prefix(TYPES["join_reply"], job, rank)
-    b += struct.pack(">HBBHIHH", world, flags, 0, max_count, epoch, slot_count, len(joined))
+    b += struct.pack(
+        ">HBBHIHHI", world, flags, 0, max_count, epoch, slot_count, len(joined), session
+    )
     b += joined
     fields = [
         ("type", "join_reply"),
@@ -147,13 +159,15 @@ def join_reply(job, rank, world, flags, max_count, epoch, slot_count, joined):
         ("max_count", max_count),
         ("epoch", epoch),
         ("slot_count", slot_count),
+        ("session", session),
         ("joined", "0x" + joined.hex()),
     ]
     return fields, b
 
 
-def probe(job, rank, slot, ver, seq):
-    b = prefix(TYPES["probe"], job, rank) + struct.pack(">HBBHI", slot, ver, 0, 0, seq)
+def probe(job, rank, slot, ver, seq, session):
+    b = prefix(TYPES["probe"], job, rank)
+    b += struct.pack(">HBBHII", slot, ver, 0, 0, seq, session)
     fields = [
         ("type", "probe"),
         ("job", job),
@@ -161,6 +175,7 @@ def probe(job, rank, slot, ver, seq):
         ("slot", slot),
         ("ver", ver),
         ("seq", seq),
+        ("session", session),
     ]
     return fields, b
 
@@ -185,8 +200,9 @@ def probe_reply(job, rank, slot, ver, state, remaining, seq, epoch, world, seen)
     return fields, b
 
 
-def abort(job, rank, reason, detail, epoch):
-    b = prefix(TYPES["abort"], job, rank) + struct.pack(">BBHHI", reason, 0, detail, 0, epoch)
+def abort(job, rank, reason, detail, epoch, session):
+    b = prefix(TYPES["abort"], job, rank)
+    b += struct.pack(">BBHHII", reason, 0, detail, 0, epoch, session)
     fields = [
         ("type", "abort"),
         ("job", job),
@@ -194,8 +210,14 @@ def abort(job, rank, reason, detail, epoch):
         ("reason", REASONS.get(reason, f"0x{reason:02x}")),
         ("detail", detail),
         ("epoch", epoch),
+        ("session", session),
     ]
     return fields, b
+
+
+def leave(job, rank, session):
+    b = prefix(TYPES["leave"], job, rank) + struct.pack(">HI", 0, session)
+    return [("type", "leave"), ("job", job), ("rank", rank), ("session", session)], b
 
 
 def status(job, rank):
@@ -254,115 +276,150 @@ emit()
 emit("# ---- Contribution (0x01) and Result (0x02) ----")
 emit()
 
-f, b = data("contribution", 7, 3, 5, 1, 0x02, 9, 130, [1, -2])
+SESSION = 0x0A0B0C0D
+
+f, b = data("contribution", 7, 3, 5, 1, 0x02, 9, 130, SESSION, [1, -2])
 vector(
     "contribution_k2_retransmit",
-    "Contribution from rank 3 of job 7, slot 5, version 1, resent, 2 values",
-    f, b, 20,
+    "Contribution from rank 3 of job 7, slot 5, version 1, resent, 2 values, in session"
+    " 0x0a0b0c0d",
+    f, b, 24,
 )
 
-f, b = data("contribution", 7, 0, 0, 0, 0x00, 0, 133, [])
+f, b = data("contribution", 7, 0, 0, 0, 0x00, 0, 133, 1, [])
 vector(
     "contribution_priming",
-    "Priming Contribution from rank 0 of job 7, slot 0, use 0: no values, only the biased"
-    " exponent 133 (e = 6) of the first block",
-    f, b, 20,
+    "Priming Contribution from rank 0 of job 7, slot 0, use 0, session 1: no values, only"
+    " the biased exponent 133 (e = 6) of the first block",
+    f, b, 24,
 )
 
-f, b = data("result", 7, RANK_ALL, 0, 0, 0x00, 0, 134, [])
+f, b = data("result", 7, RANK_ALL, 0, 0, 0x00, 0, 134, 1, [])
 vector(
     "result_priming_multicast",
-    "Result of a priming use, multicast to every rank of job 7: the maximum exponent 134",
-    f, b, 20,
+    "Result of a priming use, multicast to every rank of job 7 in session 1: the maximum"
+    " exponent 134",
+    f, b, 24,
+)
+
+f, b = data("contribution", 7, 1, 2, 0, 0x00, 4, 0, 0, [5])
+vector(
+    "contribution_session_0",
+    "Contribution in session 0, which no run has: it parses (the switch drops it as"
+    " bad_session)",
+    f, b, 24,
 )
 
 k64 = [i if i % 2 == 0 else -i for i in range(62)] + [I32_MIN, I32_MAX]
-f, b = data("contribution", 1, 2, 17, 1, 0x00, 1, 140, k64)
+f, b = data("contribution", 1, 2, 17, 1, 0x00, 1, 140, SESSION, k64)
 vector(
     "contribution_k64",
     "Contribution, k = 64, from rank 2 of job 1, slot 17, use 1; value i is i for even i,"
     " -i for odd i, then i32::MIN and i32::MAX",
-    f, b, 20,
+    f, b, 24,
 )
 
-f, b = data("result", 1, 2, 17, 1, 0x02, 1, 140, k64)
+f, b = data("result", 1, 2, 17, 1, 0x02, 1, 140, SESSION, k64)
 vector(
     "result_k64_unicast_retransmit",
     "Result, k = 64, unicast to rank 2 of job 1 in answer to a resend (RETRANSMIT);"
     " values as in contribution_k64",
-    f, b, 20,
+    f, b, 24,
 )
 
 k256 = [i32(i * 0x01010101) for i in range(256)]
-f, b = data("contribution", 0x1234, 0x00FF, 0x0100, 0, 0x00, 0xFFFFFFFE, 127, k256)
+f, b = data("contribution", 0x1234, 0x00FF, 0x0100, 0, 0x00, 0xFFFFFFFE, 127, 0xFFFFFFFF, k256)
 vector(
     "contribution_k256",
-    "Contribution, k = 256, from rank 255 of job 0x1234, slot 256, use 2^32-2; value i is"
-    " the bytes ii ii ii ii (so 0, 16843009, ..., -1)",
-    f, b, 20,
+    "Contribution, k = 256, from rank 255 of job 0x1234, slot 256, use 2^32-2, session"
+    " 2^32-1; value i is the bytes ii ii ii ii (so 0, 16843009, ..., -1)",
+    f, b, 24,
 )
 
 k256r = [I32_MAX - i if i % 2 == 0 else I32_MIN + i for i in range(256)]
-f, b = data("result", 0x1234, RANK_ALL, 0x0100, 1, 0x01, 0xFFFFFFFF, 255, k256r)
+f, b = data("result", 0x1234, RANK_ALL, 0x0100, 1, 0x01, 0xFFFFFFFF, 255, 0xFFFFFFFF, k256r)
 vector(
     "result_k256_multicast_overflow",
     "Result, k = 256, multicast to every rank of job 0x1234, with OVERFLOW; value i is"
     " i32::MAX - i for even i, i32::MIN + i for odd i",
-    f, b, 20,
+    f, b, 24,
 )
 
-f, b = data("result", 9, RANK_ALL, 3, 1, 0x01, 5, 128, [I32_MAX, I32_MIN, 0, -1])
+f, b = data("result", 9, RANK_ALL, 3, 1, 0x01, 5, 128, 0x80000000, [I32_MAX, I32_MIN, 0, -1])
 vector(
     "result_k4_multicast_overflow",
-    "Result, k = 4, multicast to every rank of job 9, slot 3, use 5: an addition overflowed",
-    f, b, 20,
+    "Result, k = 4, multicast to every rank of job 9, slot 3, use 5, session 2^31: an"
+    " addition overflowed",
+    f, b, 24,
 )
 
-f, b = data("contribution", 9, 1, 3, 0, 0x86, 4, 0, [42])
+f, b = data("contribution", 9, 1, 3, 0, 0x86, 4, 0, SESSION, [42])
 vector(
     "contribution_unknown_flags",
     "Contribution with RETRANSMIT and the unknown flag bits 0x84, which are kept as they are",
-    f, b, 20,
+    f, b, 24,
 )
 
 emit("# ---- Join (0x10) and JoinReply (0x11) ----")
 emit()
 
-f, b = join(7, 3, 4, 8, 4, 256)
+f, b = join(7, 3, 4, 8, 4, 256, 0x1234ABCD, 0x0123456789ABCDEF)
 vector(
     "join",
-    "Join from rank 3 of job 7: a world of 4, the lane drives slots 8..12 with k = 256",
-    f, b, 16,
+    "Join from rank 3 of job 7: a world of 4, the lane drives slots 8..12 with k = 256;"
+    " process nonce 0x1234abcd, job key 0x0123456789abcdef",
+    f, b, 28,
 )
 
-f, b = join_reply(7, 1, 4, 0x00, 1024, 0x01020304, 16, bitmap([0, 1], 4))
+f, b = join(7, 0, 4, 0, 4, 256, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF)
+vector(
+    "join_largest_nonce_and_key",
+    "Join from rank 0 of job 7 with the largest nonce and key: every bit of both set",
+    f, b, 28,
+)
+
+f, b = join(7, 1, 4, 4, 4, 256, 1, 0)
+vector(
+    "join_key_zero",
+    "Join with key 0 (valid, but guessable) and nonce 1",
+    f, b, 28,
+)
+
+f, b = join_reply(7, 1, 4, 0x00, 1024, 0x01020304, 16, SESSION, bitmap([0, 1], 4))
 vector(
     "join_reply_partial",
-    "JoinReply to rank 1 of job 7: ranks 0 and 1 of 4 have joined, max_count 1024,"
-    " epoch 0x01020304, 16 slots",
-    f, b, 20,
+    "JoinReply to rank 1 of job 7: ranks 0 and 1 of 4 have joined session 0x0a0b0c0d,"
+    " max_count 1024, epoch 0x01020304, 16 slots",
+    f, b, 24,
 )
 
-f, b = join_reply(7, RANK_ALL, 12, 0x01, 1024, 0x01020304, 16, bitmap(range(12), 12))
+f, b = join_reply(7, RANK_ALL, 12, 0x01, 1024, 0x01020304, 16, SESSION, bitmap(range(12), 12))
 vector(
     "join_reply_complete",
     "JoinReply with COMPLETE, multicast to every rank of job 7: all 12 ranks joined"
     " (2-byte bitmap)",
-    f, b, 20,
+    f, b, 24,
 )
 
-f, b = join_reply(2, 1023, 1024, 0x01, 16371, 0xFFFFFFFF, 65535, bitmap(range(1024), 1024))
+f, b = join_reply(
+    2, 1023, 1024, 0x01, 16370, 0xFFFFFFFF, 65535, 0xFFFFFFFF, bitmap(range(1024), 1024)
+)
 vector(
     "join_reply_world_1024",
     "JoinReply with COMPLETE to rank 1023 of job 2: the largest world, a 128-byte bitmap",
-    f, b, 20,
+    f, b, 24,
 )
 
 emit("# ---- Probe (0x12) and ProbeReply (0x13) ----")
 emit()
 
-f, b = probe(7, 2, 5, 1, 9)
-vector("probe", "Probe from rank 2 of job 7 about slot 5 version 1, waiting for use 9", f, b, 16)
+f, b = probe(7, 2, 5, 1, 9, SESSION)
+vector(
+    "probe",
+    "Probe from rank 2 of job 7 about slot 5 version 1, waiting for use 9 of session"
+    " 0x0a0b0c0d",
+    f, b, 20,
+)
 
 seen = bitmap([r for r in range(12) if r not in (2, 8, 11)], 12)
 f, b = probe_reply(7, 2, 5, 1, 1, 3, 9, 42, 12, seen)
@@ -393,22 +450,46 @@ vector(
 emit("# ---- Abort (0x14) ----")
 emit()
 
-details = {1: 0, 2: 8, 3: 8, 4: 64, 5: 1024, 6: 0, 7: 5}
+# reason: (rank, detail, epoch, session, what it answers)
+ABORTS = {
+    1: (1, 0, 0xDEADBEEF, 0, "a Join for a job the switch does not know"),
+    2: (1, 8, 0xDEADBEEF, 0, "a Join from a rank not below the world of 8"),
+    3: (1, 8, 0xDEADBEEF, 0, "a Join with another world than the registered 8"),
+    4: (1, 64, 0xDEADBEEF, 0, "a Join with a slot range outside the job's 64 slots"),
+    5: (1, 1024, 0xDEADBEEF, 0, "a Join with a chunk size over max_count 1024"),
+    6: (RANK_ALL, 0, 0xDEADBEEF, SESSION, "nothing: the switch stops, multicast to the run"),
+    7: (5, 3, 0, SESSION, "nothing: rank 5 gave up waiting for rank 3, in its session"),
+    8: (1, 0, 0xDEADBEEF, 0, "a Join whose key is not the job's"),
+    9: (RANK_ALL, 2, 0xDEADBEEF, SESSION,
+        "a Join of rank 2 as a new process: the run it ended, multicast"),
+    10: (1, 4, 0xDEADBEEF, 0, "a Join whose lane is not the 4 slots the run agreed"),
+    11: (1, 256, 0xDEADBEEF, 0, "a Join whose chunk size is not the 256 the run agreed"),
+    12: (1, 0, 0xDEADBEEF, SESSION, "a Probe of a session that is not the job's run"),
+}
 for reason, name in REASONS.items():
-    rank = 5 if reason == 7 else 1
-    epoch = 0 if reason == 7 else 0xDEADBEEF
-    f, b = abort(7, rank, reason, details[reason], epoch)
+    rank, detail, epoch, session, answers = ABORTS[reason]
+    f, b = abort(7, rank, reason, detail, epoch, session)
     vector(
         f"abort_{name}",
-        f"Abort {reason} ({name}) for job 7, rank {rank}, detail {details[reason]}",
-        f, b, 16,
+        f"Abort {reason} ({name}) for job 7, rank {rank}, detail {detail}, session"
+        f" {session:#x}: answers {answers}",
+        f, b, 20,
     )
 
-f, b = abort(7, 1, 0x2A, 0x1234, 0xDEADBEEF)
-vector("abort_unknown_reason", "Abort with reason 0x2a, unknown in version 1, kept", f, b, 16)
+f, b = abort(7, 1, 0x2A, 0x1234, 0xDEADBEEF, 0)
+vector("abort_unknown_reason", "Abort with reason 0x2a, unknown in version 1, kept", f, b, 20)
 
-f, b = abort(7, 1, 0, 0, 0)
-vector("abort_reason_zero", "Abort with reason 0, unknown in version 1, kept", f, b, 16)
+f, b = abort(7, 1, 0, 0, 0, 0)
+vector("abort_reason_zero", "Abort with reason 0, unknown in version 1, kept", f, b, 20)
+
+emit("# ---- Leave (0x17) ----")
+emit()
+
+f, b = leave(7, 2, 0x01020304)
+vector("leave", "Leave: rank 2 of job 7 is done with session 0x01020304", f, b, 12)
+
+f, b = leave(7, 0, 0)
+vector("leave_session_0", "Leave naming session 0 (parses; the switch drops it)", f, b, 12)
 
 emit("# ---- Status and StatusReply (switchml doctor) ----")
 emit()
@@ -416,14 +497,33 @@ emit()
 f, b = status(7, 0xFFFF)
 vector("status_job_7", "A Status request about job 7", f, b, 8)
 
+# received, dropped, contributions, completions, retransmit_replies, duplicates, stale,
+# rejected, joins, probes, aborts, overflows, runs, unauthorized, then the 15 drop classes
+# (malformed, unknown_type, unexpected_type, unknown_job, unknown_rank, slot_range,
+# count_too_large, bad_version, stale, duplicate, count_mismatch, output_too_small,
+# bad_session, oversized, bad_source).
+drops = [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0]
 f, b = status_reply(
-    7, 0xFFFF, 10, 0x00, 16, 0x01020304,
-    [100, 3, 40, 10, 2, 1, 0, 0, 12, 1, 0, 1 << 40], bitmap([0, 1, 2, 4, 9], 10),
+    7, 0xFFFF, 10, 0x02, 16, 0x01020304,
+    [100, 3, 40, 10, 2, 1, 0, 0, 12, 1, 0, 1 << 40, 3, 2] + drops, bitmap([0, 1, 2, 4, 9], 10),
 )
 vector(
     "status_reply_partial_join",
-    "StatusReply for job 7: 10 ranks, 0, 1, 2, 4 and 9 joined, with counters",
-    f, b, 116,
+    "StatusReply for job 7: a run is open (RUN_OPEN), 0, 1, 2, 4 and 9 of 10 ranks joined"
+    " it; 3 runs opened, 2 messages refused; drops: 1 malformed, 2 bad_session",
+    f, b, 252,
+)
+
+drops = [i + 1 for i in range(15)]
+f, b = status_reply(
+    7, 0xFFFF, 4, 0x03, 16, 0x01020304,
+    list(range(1, 15)) + drops, bitmap(range(4), 4),
+)
+vector(
+    "status_reply_all_joined",
+    "StatusReply for job 7: every rank of 4 joined the open run (ALL_JOINED | RUN_OPEN);"
+    " counter i is i + 1, every drop class distinct",
+    f, b, 252,
 )
 
 emit("# ---- Unknown types: parsed and kept, dropped by the switch ----")
@@ -442,12 +542,13 @@ vector("unknown_type_0x00_prefix_only", "Type 0x00, unknown, nothing after the p
 emit("# ---- Invalid ----")
 emit()
 
-_, contribution = data("contribution", 7, 3, 5, 1, 0x02, 9, 130, [1, -2])
-_, join_b = join(7, 3, 4, 8, 4, 256)
-_, jr = join_reply(7, RANK_ALL, 12, 0x01, 1024, 0x01020304, 16, bitmap(range(12), 12))
-_, probe_b = probe(7, 2, 5, 1, 9)
+_, contribution = data("contribution", 7, 3, 5, 1, 0x02, 9, 130, SESSION, [1, -2])
+_, join_b = join(7, 3, 4, 8, 4, 256, 0x1234ABCD, 0x0123456789ABCDEF)
+_, jr = join_reply(7, RANK_ALL, 12, 0x01, 1024, 0x01020304, 16, SESSION, bitmap(range(12), 12))
+_, probe_b = probe(7, 2, 5, 1, 9, SESSION)
 _, pr = probe_reply(7, 2, 5, 1, 1, 3, 9, 42, 12, seen)
-_, abort_b = abort(7, 1, 3, 8, 0xDEADBEEF)
+_, abort_b = abort(7, 1, 3, 8, 0xDEADBEEF, 0)
+_, leave_b = leave(7, 2, 0x01020304)
 _, status_b = status(7, 1)
 
 invalid("empty", "An empty datagram", "truncated", b"")
@@ -462,15 +563,15 @@ invalid(
 )
 invalid(
     "contribution_header_truncated",
-    "A Contribution cut inside its 20-byte header",
+    "A Contribution cut inside its 24-byte header (no room for the session)",
     "truncated",
-    contribution[:19],
+    contribution[:23],
 )
 invalid(
     "contribution_values_truncated",
     "A Contribution that declares 2 values and carries 1",
     "truncated",
-    contribution[:24],
+    contribution[:28],
 )
 invalid(
     "contribution_trailing_byte",
@@ -484,14 +585,18 @@ invalid("contribution_reserved_17", "A Contribution with reserved byte 17 set", 
         with_byte(contribution, 17, 0x01))
 invalid("result_reserved_19", "A Result with reserved byte 19 set", "reserved",
         with_byte(with_byte(contribution, 1, 0x02), 19, 0x80))
-invalid("join_15_bytes", "A Join one byte short", "truncated", join_b[:15])
-invalid("join_17_bytes", "A Join with one byte after it", "trailing", join_b + b"\x00")
+invalid("join_16_bytes", "A Join of the layout before sessions: 16 bytes, no nonce or key",
+        "truncated", join_b[:16])
+invalid("join_27_bytes", "A Join one byte short", "truncated", join_b[:27])
+invalid("join_29_bytes", "A Join with one byte after it", "trailing", join_b + b"\x00")
 invalid("join_reserved", "A Join with reserved byte 15 set", "reserved", with_byte(join_b, 15, 1))
+invalid("join_nonce_0", "A Join with nonce 0: every process has a non-zero nonce",
+        "field nonce", join_b[:16] + b"\x00" * 4 + join_b[20:])
 invalid("join_reply_bitmap_short", "A JoinReply that declares 2 bitmap bytes and carries 1",
-        "truncated", jr[:21])
+        "truncated", jr[:25])
 invalid("join_reply_bitmap_long", "A JoinReply with a byte after its 2-byte bitmap", "trailing",
         jr + b"\x00")
-big = bytearray(jr[:20])
+big = bytearray(jr[:24])
 big[6:8] = struct.pack(">H", 1032)
 big[18:20] = struct.pack(">H", 129)
 invalid(
@@ -507,6 +612,8 @@ invalid("probe_reserved_9", "A Probe with reserved byte 9 set", "reserved",
         with_byte(probe_b, 9, 1))
 invalid("probe_reserved_10", "A Probe with reserved byte 10 set", "reserved",
         with_byte(probe_b, 10, 1))
+invalid("probe_16_bytes", "A Probe of the layout before sessions: 16 bytes", "truncated",
+        probe_b[:16])
 invalid("probe_reply_ver_3", "A ProbeReply about version 3 of a slot", "field ver",
         with_byte(pr, 8, 3))
 invalid("probe_reply_truncated", "A ProbeReply cut inside its 24-byte fixed part", "truncated",
@@ -515,7 +622,13 @@ invalid("abort_reserved_7", "An Abort with reserved byte 7 set", "reserved",
         with_byte(abort_b, 7, 1))
 invalid("abort_reserved_11", "An Abort with reserved byte 11 set", "reserved",
         with_byte(abort_b, 11, 1))
+invalid("abort_16_bytes", "An Abort of the layout before sessions: 16 bytes", "truncated",
+        abort_b[:16])
 invalid("abort_trailing", "An Abort with 4 bytes after it", "trailing", abort_b + b"\x00" * 4)
+invalid("leave_reserved_6", "A Leave with reserved byte 6 set", "reserved",
+        with_byte(leave_b, 6, 1))
+invalid("leave_11_bytes", "A Leave one byte short", "truncated", leave_b[:11])
+invalid("leave_13_bytes", "A Leave with one byte after it", "trailing", leave_b + b"\x00")
 invalid("status_reserved", "A Status with its reserved field set", "reserved",
         with_byte(status_b, 7, 1))
 invalid("status_truncated", "A Status one byte short", "truncated", status_b[:7])

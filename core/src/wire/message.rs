@@ -6,9 +6,9 @@
 
 use super::{
     data, peek, prefix, put_prefix, AbortPacket, AbortRepr, DataPacket, DataRepr, Error,
-    JoinPacket, JoinReplyPacket, JoinReplyRepr, JoinRepr, LeavePacket, LeaveRepr, MessageType, ProbePacket,
-    ProbeReplyPacket, ProbeReplyRepr, ProbeRepr, Result, StatusPacket, StatusReplyPacket,
-    StatusReplyRepr, StatusRepr, MAX_BITMAP_LEN,
+    JoinPacket, JoinReplyPacket, JoinReplyRepr, JoinRepr, LeavePacket, LeaveRepr, MessageType,
+    ProbePacket, ProbeReplyPacket, ProbeReplyRepr, ProbeRepr, Result, StatusPacket,
+    StatusReplyPacket, StatusReplyRepr, StatusRepr, MAX_BITMAP_LEN,
 };
 
 /// One message of any type, validated; variable parts are borrowed from the datagram.
@@ -183,9 +183,7 @@ impl<'a> Message<'a> {
             },
             Message::StatusReply(repr) => bitmap(repr.joined),
             Message::Join(repr) if repr.nonce == 0 => Err(Error::Field("nonce")),
-            Message::Join(_) | Message::Abort(_) | Message::Status(_) | Message::Leave(_) => {
-                Ok(())
-            }
+            Message::Join(_) | Message::Abort(_) | Message::Status(_) | Message::Leave(_) => Ok(()),
         }
     }
 
@@ -241,7 +239,9 @@ mod tests {
             Message::parse(&join),
             Ok(Message::Join(JoinRepr { count: 256, .. }))
         ));
-        let abort = [1, 0x14, 0, 7, 0, 1, 6, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2];
+        let abort = [
+            1, 0x14, 0, 7, 0, 1, 6, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2,
+        ];
         assert!(matches!(
             Message::parse(&abort),
             Ok(Message::Abort(AbortRepr {

@@ -146,8 +146,14 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             self.stats.ignored += 1;
             return;
         }
-        if self.epoch.is_some_and(|e| e != a.epoch) && a.reason == AbortReason::UnknownJob {
-            // The switch no longer knows the job it once answered for: it restarted.
+        let forgot = matches!(
+            a.reason,
+            AbortReason::UnknownJob | AbortReason::SessionEnded
+        );
+        if self.epoch.is_some_and(|e| e != a.epoch) && forgot {
+            // The switch no longer knows the job, or the run, it once answered for, and its
+            // epoch changed: it restarted (and lost the run, even if the job is registered
+            // again).
             self.fail(WorkerError::SwitchRestarted {
                 old: self.epoch.unwrap_or(0),
                 new: a.epoch,

@@ -63,6 +63,7 @@ mod tests {
             bad_ver: false,
             exp: 4,
             retransmit: false,
+            session: 1,
             values: vec![5],
         }
     }

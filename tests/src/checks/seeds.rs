@@ -8,11 +8,11 @@
 //! checks them on every run; the fuzzer grows the corpus from there.
 
 use crate::checks::input::Output;
-use crate::checks::switch::{self, SwitchOp};
+use crate::checks::switch::{self, SwitchOp, NONCES};
 use crate::checks::worker::{self, Setup, TensorSpec, WorkerOp};
 use crate::scenarios;
 use crate::vectors::{load, WIRE};
-use switchml_core::wire::prefix;
+use switchml_core::wire::{join, prefix, MessageType};
 
 /// Named seed inputs of one target: `(name, bytes)`.
 pub type Seeds = Vec<(String, Vec<u8>)>;
@@ -34,7 +34,7 @@ pub fn wire() -> Seeds {
     vectors.into_iter().map(|v| (v.name, v.bytes)).collect()
 }
 
-fn contribute(job: u8, rank: u16, slot: u16, seq: u32, values: &[i32]) -> SwitchOp {
+fn contribute(job: u8, rank: u16, slot: u16, seq: u32, session: u32, values: &[i32]) -> SwitchOp {
     SwitchOp::Contribute {
         job,
         rank,
@@ -43,12 +43,74 @@ fn contribute(job: u8, rank: u16, slot: u16, seq: u32, values: &[i32]) -> Switch
         bad_ver: false,
         exp: 120 + rank as u8,
         retransmit: false,
+        session,
         values: values.to_vec(),
     }
 }
 
+/// A Join of `rank` of the 3-rank job (whole range, chunks of 4) by process `nonce`, with
+/// key choice `key` (0: the job's).
+fn join(rank: u16, nonce: u32, key: u8) -> SwitchOp {
+    SwitchOp::Join {
+        job: 0,
+        rank,
+        world: 3,
+        slot_lo: 0,
+        slot_count: 3,
+        count: 4,
+        nonce,
+        key,
+    }
+}
+
+/// Every rank of the 3-rank test job joins with its key, rank `r` as process
+/// `NONCES[(r + first) % 3]`: the run's session is `NONCES[first]`.
+pub fn join_all(first: usize) -> Vec<SwitchOp> {
+    (0..3u16)
+        .map(|r| join(r, NONCES[(usize::from(r) + first) % 3], 0))
+        .collect()
+}
+
+fn leave(rank: u16, session: u32) -> SwitchOp {
+    SwitchOp::Leave {
+        job: 0,
+        rank,
+        session,
+    }
+}
+
+/// Scale a scenario Join's lane and chunk size (8 slots, chunks of 8) down to the 3-rank
+/// test job (3 slots, chunks of `K` = 4), keeping each one's relation to the run's shape:
+/// whole range to whole range, half to one slot, a chunk one too large still too large.
+fn fit_join(bytes: &mut [u8]) {
+    let field =
+        |r: core::ops::Range<usize>, b: &[u8]| u16::from_be_bytes([b[r.start], b[r.start + 1]]);
+    let (lo, n, count) = (
+        join::field::SLOT_LO,
+        join::field::SLOT_COUNT,
+        join::field::COUNT,
+    );
+    let slot_lo = match field(lo.clone(), bytes) {
+        4 => 1,
+        other => other,
+    };
+    let slot_count = match field(n.clone(), bytes) {
+        8 => 3,
+        4 => 1,
+        other => other,
+    };
+    let chunk = match field(count.clone(), bytes) {
+        c @ 0..=8 => c.div_ceil(2),
+        c => c - 4,
+    };
+    bytes[lo].copy_from_slice(&slot_lo.to_be_bytes());
+    bytes[n].copy_from_slice(&slot_count.to_be_bytes());
+    bytes[count].copy_from_slice(&chunk.to_be_bytes());
+}
+
 /// The golden switch scenarios, one after the other with a job restart between them, as raw
-/// datagrams to the 3-rank job (the scenarios' job id becomes its id).
+/// datagrams to the 3-rank job (the scenarios' job id becomes its id, their key its key,
+/// their lanes fit its slots), so that their Joins open runs.
 fn scenarios() -> Vec<SwitchOp> {
     let all = scenarios::load(scenarios::SWITCH).expect("tests/vectors/switch.txt loads");
     let mut ops = Vec::new();
@@ -56,8 +118,20 @@ fn scenarios() -> Vec<SwitchOp> {
         assert_eq!(s.job.world, switch::JOBS[0].world, "{}: same world", s.name);
         ops.push(SwitchOp::RestartJob);
         for (mut bytes, _) in s.steps {
-            if switchml_core::wire::peek(&bytes).is_ok_and(|(_, job, _)| job == s.job.id) {
+            let Ok((kind, job, _)) = switchml_core::wire::peek(&bytes) else {
+                ops.push(SwitchOp::Raw(bytes));
+                continue;
+            };
+            if job == s.job.id {
                 bytes[prefix::JOB].copy_from_slice(&switch::JOB_IDS[0].to_be_bytes());
+                let key = join::field::KEY;
+                if kind == MessageType::Join && bytes.len() == join::LEN {
+                    let right = u64::from_be_bytes(bytes[key.clone()].try_into().expect("8"));
+                    // The scenario's key becomes the job's; a wrong one stays wrong.
+                    let mapped = switch::KEYS[0] ^ right ^ s.job.key;
+                    bytes[key].copy_from_slice(&mapped.to_be_bytes());
+                    fit_join(&mut bytes);
+                }
             }
             if bytes.len() <= 64 {
                 ops.push(SwitchOp::Raw(bytes));
@@ -75,24 +149,16 @@ pub fn switch() -> Seeds {
         .filter(|(_, b)| b.len() <= 64)
         .map(|(_, b)| SwitchOp::Raw(b))
         .collect();
-    // Every rank joins, then two uses of every slot version, with a duplicate, a resend
-    // after completion, a stale copy and a probe.
-    let mut round = Vec::new();
-    for rank in 0..3 {
-        round.push(SwitchOp::Join {
-            job: 0,
-            rank,
-            world: 3,
-            slot_lo: 0,
-            slot_count: 3,
-            count: 4,
-        });
-    }
+    // Every rank joins with the key, then two uses of every slot version, with a
+    // duplicate, a resend after completion, a stale copy and a probe; the 1-rank job runs
+    // too; an Abort ends the run, and its session no longer counts.
+    let session = NONCES[0];
+    let mut round = join_all(0);
     for seq in 0..3u32 {
         for slot in 0..3 {
             for rank in 0..3u16 {
                 let v = [i32::from(rank), -1, i32::MAX, seq as i32];
-                round.push(contribute(0, rank, slot, seq, &v));
+                round.push(contribute(0, rank, slot, seq, session, &v));
             }
             round.push(SwitchOp::Replay(1));
             round.push(SwitchOp::Replay(4));
@@ -104,25 +170,70 @@ pub fn switch() -> Seeds {
         slot: 2,
         ver: 0,
         seq: 2,
+        session,
     });
-    round.push(contribute(1, 0, 1, 0, &[5, 6]));
+    round.push(SwitchOp::Join {
+        job: 1,
+        rank: 0,
+        world: 1,
+        slot_lo: 0,
+        slot_count: 2,
+        count: 2,
+        nonce: NONCES[2],
+        key: 0,
+    });
+    round.push(contribute(1, 0, 1, 0, NONCES[2], &[5, 6]));
     round.push(SwitchOp::Abort {
         job: 0,
         rank: 2,
         reason: 7,
         detail: 1,
+        session,
     });
+    round.push(contribute(0, 1, 0, 3, session, &[1, 1, 1, 1]));
     round.push(SwitchOp::RestartJob);
-    round.push(contribute(0, 1, 0, 0, &[]));
+    round.push(contribute(0, 1, 0, 0, session, &[]));
+    // A run's whole life: wrong keys, a rank replaced before the run is complete, uses,
+    // every rank leaving, a new run on the same slots (a new session: no reset needed),
+    // a rank restarted in the complete run, and its next Join opening the next run.
+    let mut life = vec![
+        join(0, NONCES[0], 1),
+        join(0, NONCES[0], 2),
+        join(0, NONCES[0], 3),
+    ];
+    life.extend(join_all(0));
+    life.insert(4, join(1, NONCES[2], 0));
+    for rank in 0..3 {
+        life.push(contribute(0, rank, 0, 0, NONCES[0], &[1, 2, 3, 4]));
+    }
+    life.extend((0..3).map(|rank| leave(rank, NONCES[0])));
+    life.push(contribute(0, 0, 0, 1, NONCES[0], &[1, 2, 3, 4]));
+    life.extend(join_all(1));
+    for rank in 0..3 {
+        life.push(contribute(0, rank, 0, 0, NONCES[1], &[5, 6, 7, 8]));
+    }
+    life.push(join(2, NONCES[0], 0));
+    life.push(contribute(0, 0, 0, 1, NONCES[1], &[1, 1, 1, 1]));
+    life.push(join(2, NONCES[0], 0));
+    life.push(join(0, NONCES[1], 0));
+    life.push(join(1, NONCES[2], 0));
+    for rank in 0..3 {
+        life.push(contribute(0, rank, 0, 0, NONCES[0], &[9, 9, 9, 9]));
+    }
     // Use numbers across the 32-bit wrap.
-    let wrap: Vec<SwitchOp> = [0xFFFF_FFFE, 0xFFFF_FFFF, 0, 1, 0x7FFF_FFFF, 0x8000_0000]
-        .into_iter()
-        .flat_map(|seq| (0..3).map(move |rank| contribute(0, rank, 1, seq, &[1, 2])))
-        .collect();
+    let mut wrap = join_all(2);
+    wrap.extend(
+        [0xFFFF_FFFE, 0xFFFF_FFFF, 0, 1, 0x7FFF_FFFF, 0x8000_0000]
+            .into_iter()
+            .flat_map(|seq| {
+                (0..3).map(move |rank| contribute(0, rank, 1, seq, NONCES[2], &[1, 2]))
+            }),
+    );
     vec![
         ("golden_vectors".into(), switch::encode_ops(&raw)),
         ("golden_scenarios".into(), switch::encode_ops(&scenarios())),
         ("round".into(), switch::encode_ops(&round)),
+        ("run_lifecycle".into(), switch::encode_ops(&life)),
         ("wrap".into(), switch::encode_ops(&wrap)),
     ]
 }
@@ -155,25 +266,27 @@ pub fn worker() -> Seeds {
         max_count: 256,
         epoch: 0,
         rank: 1,
+        session: 0,
         bitmap: vec![3],
     };
-    let answer = |pick: u8, flags: u8| WorkerOp::Answer {
+    // A Result for an outstanding Contribution; `mutation` 0xFF: none.
+    let answer = |pick: u8, mutation: u8, flags: u8| WorkerOp::Answer {
         pick,
-        mutation: 0xFF,
+        mutation,
         exp: 130,
         flags,
         to_all: true,
         values: [1, -1, 2, -2],
     };
     let mut complete = vec![join.clone()];
-    complete.extend((0..12).map(|i| answer(i % 3, u8::from(i == 9))));
+    complete.extend((0..12).map(|i| answer(i % 3, 0xFF, u8::from(i == 9))));
     complete.push(WorkerOp::Submit(TensorSpec {
         kind: 2,
         average: true,
         words: vec![0x0010_0400; 3],
     }));
-    complete.extend((0..6).map(|i| answer(i, 0)));
-    let mut stall = vec![join, answer(0, 0)];
+    complete.extend((0..6).map(|i| answer(i, 0xFF, 0)));
+    let mut stall = vec![join.clone(), answer(0, 0xFF, 0)];
     stall.extend((0..8).map(|_| WorkerOp::WaitForTimer));
     stall.push(WorkerOp::ProbeReply {
         state: 1,
@@ -189,10 +302,48 @@ pub fn worker() -> Seeds {
             rank: 0,
             detail: 4,
             epoch: 0,
+            session: 1,
         },
         WorkerOp::Replay(0),
         WorkerOp::Raw(vec![1, 2, 0, 7, 0xFF, 0xFF]),
     ];
+    // A JoinReply of one run, then the complete one of another (the lane takes the
+    // latter); Results and Aborts of the first run are ignored; every tensor done, the lane
+    // leaves.
+    let mut leave = vec![
+        WorkerOp::JoinReply {
+            world: 0,
+            complete: false,
+            max_count: 256,
+            epoch: 0,
+            rank: 0,
+            session: 5,
+            bitmap: vec![2],
+        },
+        join,
+    ];
+    for i in 0..12 {
+        leave.push(answer(i % 3, if i % 4 == 0 { 8 } else { 0xFF }, 0));
+        leave.push(WorkerOp::Abort {
+            reason: 9,
+            rank: 1,
+            detail: 0,
+            epoch: 0,
+            session: 5,
+        });
+    }
+    leave.extend((0..12).map(|i| answer(i % 3, 0xFF, 0)));
+    leave.push(WorkerOp::Leave);
+    leave.push(WorkerOp::WaitForTimer);
+    // The run ends under the lane: another rank restarted.
+    let mut restarted = complete[..6].to_vec();
+    restarted.push(WorkerOp::Abort {
+        reason: 9,
+        rank: 1,
+        detail: 0,
+        epoch: 0,
+        session: 0,
+    });
     vec![
         (
             "complete".into(),
@@ -202,6 +353,11 @@ pub fn worker() -> Seeds {
         (
             "refused".into(),
             worker::encode(&setup, &tensors[..1], &refused),
+        ),
+        ("leave".into(), worker::encode(&setup, &tensors, &leave)),
+        (
+            "rank_restarted".into(),
+            worker::encode(&setup, &tensors, &restarted),
         ),
     ]
 }

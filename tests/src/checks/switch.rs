@@ -4,10 +4,12 @@
 //! The switch is the one component every worker trusts: a wrong sum it multicasts is a
 //! wrong gradient at every rank, silently. So the check drives it with hostile sequences —
 //! contributions on colliding slots, versions and use numbers (wrapping ones too), exact
-//! replays of earlier datagrams (network duplicates, worker retransmissions), joins,
-//! probes, aborts, junk, and a control-plane restart of a job — and after every datagram
-//! holds it to protocol.md §4 against a shadow model ([`model`]) that records, per
-//! (slot, version, use), which ranks were counted with which values:
+//! replays of earlier datagrams (network duplicates, worker retransmissions), joins with
+//! right and wrong keys and with new processes of a rank, probes, aborts, leaves, messages
+//! of no run or an ended one, junk, and a control-plane restart of a job — and after every
+//! datagram holds it to protocol.md §4 and §4.1 against a shadow model ([`model`]) that
+//! keeps each job's run and records, per (slot, version, use), which ranks were counted
+//! with which values:
 //!
 //! - **no double count**: the switch never counts a rank twice in one use;
 //! - **no early completion**: a use completes (Result multicast) only when every rank
@@ -15,26 +17,34 @@
 //! - **the right sum**: a Result's values are the wrapping sum of exactly one contribution
 //!   per rank, its exponent their maximum, OVERFLOW set iff an addition in arrival order
 //!   overflowed; a unicast answer to a resend repeats it byte for byte with RETRANSMIT;
+//! - **only the run's messages count**: a Contribution, Probe, Abort or Leave whose session
+//!   is not the job's current run changes nothing (dropped as `BadSession`, or a Probe told
+//!   `SessionEnded`); a Join without the job's key opens no run (`BadKey`); a run opens
+//!   with the session of its first Join and ends on a worker's Abort, on the Leave of the
+//!   last rank that joined, or when a rank of the complete run joins as a new process
+//!   (`RankRestarted`, multicast); a use of an earlier run counts as idle;
 //! - **the right decisions**: every datagram gets the verdict §4 prescribes (drops by the
-//!   right reason, Join/Probe answers and refusals with the right fields);
+//!   right reason, Join/Probe/Status answers and refusals with the right fields);
 //! - **counters add up**: `received = consumed + multicast + unicast + drops`, each
 //!   switch-wide and per-job counter equals the checker's own tally;
 //! - **state within bounds**: `remaining ≤ world`, `seen ⊆ 0..world` and `seen` only holds
 //!   counted ranks, `|seen| + remaining ≤ world`, `count ≤ K`, and the slot's held use,
 //!   sum, exponent and overflow flag equal the model's.
 
+mod control;
 mod model;
 mod ops;
 
-pub use ops::{datagram, decode_ops, encode_ops, job_id, play, Step, SwitchOp, JOB_IDS, K};
+pub use ops::{
+    datagram, decode_ops, encode_ops, job_id, key_of, play, Step, SwitchOp, JOB_IDS, K, KEYS,
+    NONCES, SESSIONS,
+};
+
+use std::collections::BTreeSet;
 
 use model::{JobModel, UseModel};
-use switchml_core::ranks::bitmap_len;
 use switchml_core::switch::{Counters, DropReason, JobConfig, Slot, Switch, Verdict};
-use switchml_core::wire::{
-    self, AbortReason, AbortRepr, DataKind, DataRepr, JoinFlags, JoinReplyRepr, JoinRepr, Message,
-    MessageType, ProbeRepr, SlotState, RANK_ALL,
-};
+use switchml_core::wire::{self, DataKind, DataRepr, Message, MessageType, RANK_ALL};
 
 /// The epoch the switch under test announces.
 pub const EPOCH: u32 = 0x5EED_0001;
@@ -49,12 +59,14 @@ pub const JOBS: [JobConfig; 2] = [
         world: 3,
         slot_lo: 0,
         slot_count: 3,
+        key: KEYS[0],
     },
     JobConfig {
         id: JOB_IDS[1],
         world: 1,
         slot_lo: 3,
         slot_count: 2,
+        key: KEYS[1],
     },
 ];
 
@@ -77,10 +89,7 @@ pub fn check_switch_sequence(ops: &[SwitchOp]) {
     }
     let mut checker = Checker {
         switch,
-        jobs: JOBS
-            .iter()
-            .map(|c| JobModel::new(c.id, c.world, c.slot_count))
-            .collect(),
+        jobs: JOBS.iter().map(JobModel::new).collect(),
         counters: Counters::default(),
         out: vec![0; TestSwitch::OUT_LEN],
     };
@@ -202,18 +211,12 @@ impl Checker<'_> {
             Ok(Message::JoinReply(_) | Message::ProbeReply(_) | Message::StatusReply(_)) => {
                 assert_eq!(verdict, unexpected);
             }
-            // A Status is answered to its sender (a StatusReply, or an Abort for an unknown
-            // job) and changes no state; its bytes are checked by the switch's own tests.
-            Ok(Message::Status(q)) => {
-                assert!(
-                    matches!(verdict, Verdict::Unicast { job, rank, .. } if job == q.job && rank == q.rank),
-                    "{q:?} -> {verdict:?}"
-                );
-            }
+            Ok(Message::Status(q)) => self.status(&q, verdict, reply),
             Ok(Message::Data(p, payload)) => self.contribution(&p, payload, verdict, reply),
             Ok(Message::Join(j)) => self.join(&j, verdict, reply),
             Ok(Message::Probe(p)) => self.probe(&p, verdict, reply),
             Ok(Message::Abort(a)) => self.abort(&a, bytes, verdict, reply),
+            Ok(Message::Leave(l)) => self.leave(&l, verdict),
         }
     }
 
@@ -224,6 +227,13 @@ impl Checker<'_> {
             return;
         };
         let job = &mut self.jobs[ji];
+        if job.run_of(p.session).is_none() {
+            let run = job.run.as_ref().map(|r| r.session);
+            let want = Verdict::Drop(DropReason::BadSession);
+            assert_eq!(verdict, want, "{p:?} names no run (the job's: {run:?})");
+            job.counters.unauthorized += 1;
+            return;
+        }
         let world = job.world;
         let mut reasons = Vec::new();
         if p.rank >= world {
@@ -251,13 +261,14 @@ impl Checker<'_> {
             .collect();
         let (slot, ver) = (usize::from(p.slot), usize::from(p.ver));
         let held = &mut job.uses[slot][ver];
-        // 1. Use check: a version that is idle or holds an older use begins this one.
+        // 1. Use check: a version that is idle, holds a use of an earlier run, or holds an
+        // older use begins this one.
         let begins = held
             .as_ref()
-            .is_none_or(|u| (p.seq.wrapping_sub(u.seq) as i32) > 0);
+            .is_none_or(|u| u.session != p.session || (p.seq.wrapping_sub(u.seq) as i32) > 0);
         let mut current = match held {
             Some(u) if !begins => u.clone(),
-            _ => UseModel::begin(p.seq, p.count),
+            _ => UseModel::begin(p.session, p.seq, p.count),
         };
         let complete = current.ranks.len() == usize::from(world);
         let want = if p.seq != current.seq {
@@ -336,152 +347,6 @@ impl Checker<'_> {
         }
     }
 
-    /// Check that the answer is an Abort to `rank` for one of the `allowed` reasons.
-    fn refused(&self, job: u16, rank: u16, allowed: &[(AbortReason, u16)], v: Verdict, r: &[u8]) {
-        let len = r.len();
-        assert_eq!(v, Verdict::Unicast { job, rank, len }, "refusal to {rank}");
-        let Ok(Message::Abort(a)) = Message::parse(r) else {
-            panic!("refusal is not an Abort: {r:02x?}");
-        };
-        assert_eq!((a.job, a.rank, a.epoch), (job, rank, EPOCH), "{a:?}");
-        assert!(
-            allowed.contains(&(a.reason, a.detail)),
-            "{a:?} is not one of {allowed:?}"
-        );
-    }
-
-    fn join(&mut self, j: &JoinRepr, verdict: Verdict, reply: &[u8]) {
-        let Some(ji) = self.find(j.job) else {
-            let unknown = [(AbortReason::UnknownJob, 0)];
-            return self.refused(j.job, j.rank, &unknown, verdict, reply);
-        };
-        let job = &self.jobs[ji];
-        let mut refusals = Vec::new();
-        if j.rank >= job.world {
-            refusals.push((AbortReason::UnknownRank, job.world));
-        }
-        if j.world != job.world {
-            refusals.push((AbortReason::WorldMismatch, job.world));
-        }
-        if j.slot_count == 0
-            || u32::from(j.slot_lo) + u32::from(j.slot_count) > job.slot_count.into()
-        {
-            refusals.push((AbortReason::SlotRange, job.slot_count));
-        }
-        if usize::from(j.count) > K {
-            refusals.push((AbortReason::CountTooLarge, K as u16));
-        }
-        if !refusals.is_empty() {
-            return self.refused(j.job, j.rank, &refusals, verdict, reply);
-        }
-        let job = &mut self.jobs[ji];
-        job.counters.joins += 1;
-        let completes = job.joined.insert(j.rank) && job.joined.len() == usize::from(job.world);
-        let complete = job.joined.len() == usize::from(job.world);
-        let mut joined = vec![0u8; bitmap_len(job.world)];
-        for &r in &job.joined {
-            joined[usize::from(r / 8)] |= 1 << (r % 8);
-        }
-        let want = JoinReplyRepr {
-            job: j.job,
-            rank: if completes { RANK_ALL } else { j.rank },
-            world: job.world,
-            flags: if complete {
-                JoinFlags::COMPLETE
-            } else {
-                JoinFlags::default()
-            },
-            max_count: K as u16,
-            epoch: EPOCH,
-            slot_count: job.slot_count,
-            joined: &joined,
-        };
-        assert_eq!(Message::parse(reply), Ok(Message::JoinReply(want)), "{j:?}");
-        let len = reply.len();
-        let want_verdict = if completes {
-            Verdict::Multicast { job: j.job, len }
-        } else {
-            Verdict::Unicast {
-                job: j.job,
-                rank: j.rank,
-                len,
-            }
-        };
-        assert_eq!(verdict, want_verdict, "{j:?}");
-    }
-
-    fn probe(&mut self, p: &ProbeRepr, verdict: Verdict, reply: &[u8]) {
-        let Some(ji) = self.find(p.job) else {
-            let unknown = [(AbortReason::UnknownJob, 0)];
-            return self.refused(p.job, p.rank, &unknown, verdict, reply);
-        };
-        let job = &self.jobs[ji];
-        let mut refusals = Vec::new();
-        if p.rank >= job.world {
-            refusals.push((AbortReason::UnknownRank, job.world));
-        }
-        if p.slot >= job.slot_count {
-            refusals.push((AbortReason::SlotRange, job.slot_count));
-        }
-        if !refusals.is_empty() {
-            return self.refused(p.job, p.rank, &refusals, verdict, reply);
-        }
-        let len = reply.len();
-        let to = Verdict::Unicast {
-            job: p.job,
-            rank: p.rank,
-            len,
-        };
-        assert_eq!(verdict, to, "{p:?}");
-        let Ok(Message::ProbeReply(r)) = Message::parse(reply) else {
-            panic!("answer to {p:?} is not a ProbeReply: {reply:02x?}");
-        };
-        let world = job.world;
-        let held = &job.uses[usize::from(p.slot)][usize::from(p.ver)];
-        let (state, remaining, seq) = match held {
-            None => (SlotState::Idle, 0, 0),
-            Some(u) if u.ranks.len() == usize::from(world) => (SlotState::Complete, 0, u.seq),
-            Some(u) => (SlotState::Collecting, world - u.ranks.len() as u16, u.seq),
-        };
-        let fields = (r.job, r.rank, r.slot, r.ver, r.epoch, r.world);
-        assert_eq!(
-            fields,
-            (p.job, p.rank, p.slot, p.ver, EPOCH, world),
-            "{r:?}"
-        );
-        assert_eq!(
-            (r.state, r.remaining, r.seq),
-            (state, remaining, seq),
-            "{r:?}"
-        );
-        assert_eq!(r.seen.len(), bitmap_len(world), "{r:?}");
-        for rank in 0..8 * r.seen.len() as u16 {
-            if r.seen[usize::from(rank / 8)] & (1 << (rank % 8)) != 0 {
-                let counted = held.as_ref().is_some_and(|u| u.has(rank));
-                assert!(
-                    counted,
-                    "probe reply shows rank {rank} seen, never counted: {r:?}"
-                );
-            }
-        }
-        self.jobs[ji].counters.probes += 1;
-    }
-
-    fn abort(&mut self, a: &AbortRepr, bytes: &[u8], verdict: Verdict, reply: &[u8]) {
-        let Some(ji) = self.find(a.job) else {
-            assert_eq!(verdict, Verdict::Drop(DropReason::UnknownJob), "{a:?}");
-            return;
-        };
-        if a.rank >= self.jobs[ji].world {
-            assert_eq!(verdict, Verdict::Drop(DropReason::UnknownRank), "{a:?}");
-            return;
-        }
-        self.jobs[ji].counters.aborts += 1;
-        let len = bytes.len();
-        assert_eq!(verdict, Verdict::Multicast { job: a.job, len }, "{a:?}");
-        assert_eq!(reply, bytes, "an Abort is passed on unchanged");
-    }
-
     /// Remove the first job and add it again: its slots and counters start afresh.
     fn restart_job(&mut self) {
         let config = JOBS[0];
@@ -493,7 +358,8 @@ impl Checker<'_> {
         );
         assert!(self.switch.job(config.id).is_none());
         self.switch.add_job(config).expect("the job fits again");
-        self.jobs[0] = JobModel::new(config.id, config.world, config.slot_count);
+        assert!(!self.switch.job(config.id).expect("added").has_run());
+        self.jobs[0] = JobModel::new(&config);
     }
 
     fn check_counters(&self) {
@@ -505,8 +371,20 @@ impl Checker<'_> {
             "received = consumed + multicast + unicast + drops"
         );
         for job in &self.jobs {
-            let got = self.switch.job(job.id).expect("registered").counters();
-            assert_eq!(got, &job.counters, "counters of job {}", job.id);
+            let got = self.switch.job(job.id).expect("registered");
+            assert_eq!(got.counters(), &job.counters, "counters of job {}", job.id);
+            let session = job.run.as_ref().map_or(0, |r| r.session);
+            assert_eq!(got.session(), session, "the run of job {}", job.id);
+            let got_joined: BTreeSet<u16> = got.joined().iter().collect();
+            let id = job.id;
+            assert_eq!(got_joined, job.joined(), "the ranks in the run of job {id}");
+            let lane = job.run.as_ref().map_or(0, |r| r.lane_slots);
+            assert_eq!(
+                got.lane_slots(),
+                lane,
+                "the lane of the run of job {}",
+                job.id
+            );
         }
     }
 
@@ -538,6 +416,11 @@ impl Checker<'_> {
                     assert!(
                         sv.seen().iter().all(|r| u.has(r)),
                         "{at}: seen an uncounted rank"
+                    );
+                    assert!(
+                        sv.in_session(u.session),
+                        "{at}: not of session {}",
+                        u.session
                     );
                     let remaining = world - u.ranks.len() as u16;
                     let got = (sv.seq(), sv.remaining(), sv.exp(), sv.overflowed());

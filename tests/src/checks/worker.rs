@@ -5,7 +5,8 @@
 //! A worker lane (fuzzed world, rank, window, slot range, chunk size, retry budget) is
 //! given a few tensors and then fed, in any order: Results answering its own outstanding
 //! Contributions (some with one field wrong), Results with fuzzed fields, JoinReplies,
-//! ProbeReplies, Aborts, junk, replays of earlier datagrams, and time passing. After every
+//! ProbeReplies, Aborts, junk, replays of earlier datagrams, time passing, and the
+//! application's `leave`. After every
 //! input the checker drains `poll_transmit` and `poll_event` and holds them to
 //! protocol.md §5.3 and §6, using its own copy of the schedule (which use of which slot
 //! carries which chunk of which tensor):
@@ -24,6 +25,13 @@
 //!   flag (naming the first such chunk), `Aborted` only after the stream failed;
 //! - Contributions only after a JoinReply with COMPLETE arrived, no Join after data began,
 //!   nothing but one Abort after a failure, `Joined` and `Failed` at most once;
+//! - **the run's session and the job's credential** (protocol.md §4.1): every Join carries
+//!   the configured key and nonce; every Contribution, Probe, Abort and Leave carries the
+//!   session of the last JoinReply the lane took while joining; a Result of another session
+//!   is never accepted, and an Abort of another session (or of none, once running) never
+//!   fails the lane;
+//! - **leaving**: `leave` takes effect only on a running, idle lane, which then sends one
+//!   Leave and nothing else, ever;
 //! - **timers never in the past**: after `handle_timeout(now)`, `poll_timeout()` is later
 //!   than `now` (or none).
 
@@ -55,6 +63,12 @@ pub const EPOCH: u32 = 0xE90C_0001;
 pub const SLOTS: usize = 4;
 /// The most tensors queued at once.
 pub const QUEUE: usize = 3;
+/// The job key the lane is configured with.
+pub const KEY: u64 = 0x9E37_79B9_7F4A_7C15;
+/// The lane's process nonce.
+pub const NONCE: u32 = 0x2545_F491;
+/// The session of the well-formed JoinReplies (a fuzzed one flips some of its bits).
+pub const SESSION: u32 = 0xC0FF_EE01;
 
 type TestWorker = switchml_core::worker::Worker<Buf, SLOTS, QUEUE>;
 
@@ -75,6 +89,8 @@ pub fn config(setup: &Setup) -> Config {
         retries: setup.retries,
         join_interval: Duration::from_millis(2),
         join_timeout: Duration::from_millis(100),
+        key: KEY,
+        nonce: NONCE,
         ..Config::new(JOB, setup.rank, setup.world)
     }
 }
@@ -132,6 +148,9 @@ pub fn check_worker_sequence_with(
         failed_event: false,
         aborts_sent: 0,
         last_probe: None,
+        session: 0,
+        left: false,
+        leave_sent: false,
         buf: vec![0; config.max_datagram()],
     };
     c.drain();
@@ -191,6 +210,12 @@ struct Checker {
     failed_event: bool,
     aborts_sent: u32,
     last_probe: Option<(u16, u8, u32)>,
+    /// The session of the last JoinReply the lane took while joining (0 before).
+    session: u32,
+    /// Whether `leave` took effect.
+    left: bool,
+    /// Whether the Leave went out.
+    leave_sent: bool,
     buf: Vec<u8>,
 }
 
@@ -339,6 +364,17 @@ impl Checker {
         let c = self.config;
         assert_eq!((msg.job(), msg.rank()), (c.job, c.rank), "{msg:?}");
         let failed = self.worker.failure().is_some();
+        assert!(!self.leave_sent, "sent after its Leave: {msg:?}");
+        let session = match &msg {
+            Message::Data(p, _) => Some(p.session),
+            Message::Probe(p) => Some(p.session),
+            Message::Abort(a) => Some(a.session),
+            Message::Leave(l) => Some(l.session),
+            _ => None,
+        };
+        if let Some(session) = session {
+            assert_eq!(session, self.session, "not the run joined: {msg:?}");
+        }
         match msg {
             Message::Data(p, payload) if p.kind == DataKind::Contribution => {
                 assert!(!failed, "Contribution after the stream failed: {p:?}");
@@ -351,8 +387,13 @@ impl Checker {
             }
             Message::Join(j) => {
                 assert!(!failed && !self.contribution_sent, "Join now: {j:?}");
-                let want = (c.world, c.slot_lo, c.window, c.count);
-                assert_eq!((j.world, j.slot_lo, j.slot_count, j.count), want, "{j:?}");
+                let want = (c.world, c.slot_lo, c.window, c.count, KEY, NONCE);
+                let got = (j.world, j.slot_lo, j.slot_count, j.count, j.key, j.nonce);
+                assert_eq!(got, want, "{j:?}");
+            }
+            Message::Leave(l) => {
+                assert!(self.left, "a Leave nobody asked for: {l:?}");
+                self.leave_sent = true;
             }
             Message::Probe(p) => {
                 assert!(!failed, "Probe after the stream failed");
@@ -538,6 +579,7 @@ impl Checker {
                     5 => r.slot = r.slot.wrapping_add(1),
                     6 => r.job = r.job.wrapping_add(1),
                     7 => r.kind = DataKind::Contribution,
+                    8 => r.session = r.session.wrapping_add(1),
                     _ => {}
                 }
                 let mut payload: Vec<u8> = values.iter().flat_map(|v| v.to_be_bytes()).collect();
@@ -552,6 +594,7 @@ impl Checker {
                 exp,
                 flags,
                 rank,
+                session,
             } => {
                 let payload = vec![0u8; 4 * usize::from(*count)];
                 let r = DataRepr {
@@ -564,6 +607,7 @@ impl Checker {
                     count: *count,
                     seq: *seq,
                     exp: *exp,
+                    session: self.session ^ u32::from(*session),
                 };
                 self.feed(&Message::Data(r, &payload));
             }
@@ -573,6 +617,7 @@ impl Checker {
                 max_count,
                 epoch,
                 rank,
+                session,
                 bitmap,
             } => {
                 let r = JoinReplyRepr {
@@ -591,6 +636,7 @@ impl Checker {
                     max_count: *max_count,
                     epoch: EPOCH ^ u32::from(*epoch),
                     slot_count: self.config.slot_lo + self.config.window,
+                    session: SESSION ^ u32::from(*session),
                     joined: bitmap,
                 };
                 self.feed(&Message::JoinReply(r));
@@ -622,15 +668,32 @@ impl Checker {
                 rank,
                 detail,
                 epoch,
+                session,
             } => {
                 let a = AbortRepr {
                     job: JOB,
                     rank: self.rank(*rank),
-                    reason: AbortReason::from(*reason % 9),
+                    reason: AbortReason::from(*reason % 14),
                     detail: *detail,
                     epoch: EPOCH ^ u32::from(*epoch),
+                    session: match session {
+                        0 => self.session,
+                        1 => 0,
+                        s => self.session ^ u32::from(*s),
+                    },
                 };
                 self.feed(&Message::Abort(a));
+            }
+            WorkerOp::Leave => {
+                let takes = self.worker.is_running() && self.worker.is_idle();
+                let was_running = self.worker.is_running();
+                self.worker.leave();
+                if takes {
+                    assert!(!self.worker.is_running(), "still running after leave");
+                    self.left = true;
+                } else {
+                    assert_eq!(self.worker.is_running(), was_running, "leave when busy");
+                }
             }
             WorkerOp::Raw(bytes) => self.feed_bytes(bytes),
             WorkerOp::Replay(back) => {
@@ -683,14 +746,29 @@ impl Checker {
 
     fn feed_bytes(&mut self, bytes: &[u8]) {
         let before = self.worker.stats().results;
+        let failed_before = self.worker.failure().is_some();
+        let joining = !failed_before && !self.left && !self.worker.is_running();
         self.worker.handle_packet(self.now, bytes);
         self.inbound.push(bytes.to_vec());
+        let failed = !failed_before && self.worker.failure().is_some();
         let msg = Message::parse(bytes);
         let me = |job: u16, rank: u16| job == JOB && (rank == self.config.rank || rank == RANK_ALL);
+        if let (true, Ok(Message::Abort(a))) = (failed, &msg) {
+            let admitted = a.session == self.session || (joining && a.session == 0);
+            assert!(
+                a.job == JOB && admitted,
+                "failed on an Abort of another run: {a:?} (the lane's session {:#x}, joining: {joining})",
+                self.session
+            );
+        }
         let epoch = match &msg {
             Ok(Message::JoinReply(r)) if me(r.job, r.rank) => {
                 if r.flags.contains(JoinFlags::COMPLETE) {
                     self.complete_join_fed = true;
+                }
+                // Taken while joining unless it failed the lane (epoch, world, max_count).
+                if joining && !failed {
+                    self.session = r.session;
                 }
                 Some(r.epoch)
             }
@@ -719,6 +797,10 @@ impl Checker {
         assert!(
             r.job == JOB && (r.rank == c.rank || r.rank == RANK_ALL),
             "{r:?}"
+        );
+        assert_eq!(
+            r.session, self.session,
+            "accepted a Result of another run: {r:?}"
         );
         let Some(i) = self.lane_slot(r.slot) else {
             panic!("accepted a Result outside the window: {r:?}");

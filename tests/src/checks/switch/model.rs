@@ -3,16 +3,20 @@
 //!
 //! The model remembers, for each use a slot version holds, *which ranks were counted and
 //! with which values*, not just a bitmap and a countdown; that is what lets the checker
-//! tell a double count or an early completion apart from a correct answer.
+//! tell a double count or an early completion apart from a correct answer. It also keeps
+//! each job's run (§4.1): its session, its agreed lane and chunk size, and which process
+//! (nonce) of each rank joined it and which ranks left.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
-use switchml_core::switch::JobCounters;
+use switchml_core::switch::{JobConfig, JobCounters};
 use switchml_core::wire::{DataKind, DataRepr, Flags, Message, RANK_ALL};
 
 /// One use of one slot version: every contribution counted, in arrival order.
 #[derive(Debug, Clone)]
 pub struct UseModel {
+    /// The session of the run the use belongs to.
+    pub session: u32,
     /// The use number.
     pub seq: u32,
     /// Values per contribution, fixed by the use's first contribution.
@@ -28,9 +32,10 @@ pub struct UseModel {
 }
 
 impl UseModel {
-    /// A use that has just begun.
-    pub fn begin(seq: u32, count: u16) -> Self {
+    /// A use of the run `session` that has just begun.
+    pub fn begin(session: u32, seq: u32, count: u16) -> Self {
         UseModel {
+            session,
             seq,
             count,
             ranks: Vec::new(),
@@ -78,6 +83,7 @@ impl UseModel {
             count: self.count,
             seq: self.seq,
             exp: self.exp,
+            session: self.session,
         };
         let payload: Vec<u8> = self.sum.iter().flat_map(|v| v.to_be_bytes()).collect();
         let msg = Message::Data(repr, &payload);
@@ -85,6 +91,21 @@ impl UseModel {
         msg.emit(&mut out).expect("a valid Result");
         out
     }
+}
+
+/// A job's current run.
+#[derive(Debug, Clone)]
+pub struct RunModel {
+    /// The session: the nonce of the Join that opened the run.
+    pub session: u32,
+    /// Slots per lane, from the opening Join.
+    pub lane_slots: u16,
+    /// Values per chunk, from the opening Join.
+    pub count: u16,
+    /// The ranks that joined, each with the nonce of its process.
+    pub joined: BTreeMap<u16, u32>,
+    /// The ranks that left.
+    pub left: BTreeSet<u16>,
 }
 
 /// One registered job.
@@ -96,8 +117,10 @@ pub struct JobModel {
     pub world: u16,
     /// Number of slots.
     pub slot_count: u16,
-    /// Ranks whose Join was accepted.
-    pub joined: BTreeSet<u16>,
+    /// The key a Join must carry.
+    pub key: u64,
+    /// The run, if one is open.
+    pub run: Option<RunModel>,
     /// The counters the switch must report.
     pub counters: JobCounters,
     /// Per job-relative slot, per version: the use held, if any.
@@ -105,15 +128,38 @@ pub struct JobModel {
 }
 
 impl JobModel {
-    /// A freshly added job: every slot idle.
-    pub fn new(id: u16, world: u16, slot_count: u16) -> Self {
+    /// A freshly added job: no run, every slot idle.
+    pub fn new(config: &JobConfig) -> Self {
+        let (id, world, slot_count) = (config.id, config.world, config.slot_count);
         JobModel {
             id,
             world,
             slot_count,
-            joined: BTreeSet::new(),
+            key: config.key,
+            run: None,
             counters: JobCounters::default(),
             uses: vec![[None, None]; usize::from(slot_count)],
         }
+    }
+
+    /// Return the run if `session` names it (never without a run).
+    pub fn run_of(&self, session: u32) -> Option<&RunModel> {
+        self.run.as_ref().filter(|r| r.session == session)
+    }
+
+    /// Return the ranks in the run (none without one).
+    pub fn joined(&self) -> BTreeSet<u16> {
+        self.run
+            .iter()
+            .flat_map(|r| r.joined.keys())
+            .copied()
+            .collect()
+    }
+
+    /// Return whether every rank joined the run.
+    pub fn all_joined(&self) -> bool {
+        self.run
+            .as_ref()
+            .is_some_and(|r| r.joined.len() == usize::from(self.world))
     }
 }

@@ -3,12 +3,15 @@
 //!
 //! The domains are small on purpose — 3 job ids (one unknown), ranks up to one past the
 //! world, slots up to one past the job's range, use numbers near 0 or near a wrap-around,
-//! counts up to one past `K` — so that random sequences collide on the same slot version
-//! and use all the time. [`SwitchOp::Replay`] sends an earlier datagram again byte for byte:
-//! the network's duplicates and the workers' retransmissions.
+//! counts up to one past `K`, 3 process nonces, sessions that are 0 or one of the nonces,
+//! keys that are the job's or one bit off — so that random sequences open runs, collide on
+//! the same slot version and use, and restart ranks all the time. A run's session is the
+//! nonce of the Join that opened it (protocol.md §4.1), so a message of the small session
+//! domain often names the job's current run. [`SwitchOp::Replay`] sends an earlier datagram
+//! again byte for byte: the network's duplicates and the workers' retransmissions.
 
 use switchml_core::wire::{
-    AbortReason, AbortRepr, DataKind, DataRepr, Flags, JoinRepr, Message, ProbeRepr,
+    AbortReason, AbortRepr, DataKind, DataRepr, Flags, JoinRepr, LeaveRepr, Message, ProbeRepr,
 };
 
 use crate::checks::input::{Input, Output};
@@ -18,6 +21,15 @@ pub const K: usize = 4;
 
 /// The job ids the sequence talks to: two registered jobs and one the switch never knew.
 pub const JOB_IDS: [u16; 3] = [10, 11, 12];
+
+/// The keys of the jobs of [`JOB_IDS`] (the last one is not registered: any key).
+pub const KEYS: [u64; 3] = [0x0123_4567_89AB_CDEF, 0xFEDC_BA98_7654_3210, 0];
+
+/// The process nonces Joins carry: the smallest, the top bit alone, the largest.
+pub const NONCES: [u32; 3] = [1, 0x8000_0000, 0xFFFF_FFFF];
+
+/// The sessions messages carry: no run, or the run one of [`NONCES`] opened.
+pub const SESSIONS: [u32; 4] = [0, NONCES[0], NONCES[1], NONCES[2]];
 
 /// One step of a switch sequence.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,6 +50,8 @@ pub enum SwitchOp {
         exp: u8,
         /// Set the RETRANSMIT flag.
         retransmit: bool,
+        /// The run it names (one of [`SESSIONS`]).
+        session: u32,
         /// The values (their number is the count).
         values: Vec<i32>,
     },
@@ -55,6 +69,11 @@ pub enum SwitchOp {
         slot_count: u16,
         /// Its chunk size.
         count: u16,
+        /// Its process (one of [`NONCES`]).
+        nonce: u32,
+        /// 0: the job's key; 1: bit 0 flipped; 2: bit 63 flipped; 3: key 0 (or 1 if that is
+        /// the job's).
+        key: u8,
     },
     /// A Probe.
     Probe {
@@ -68,6 +87,8 @@ pub enum SwitchOp {
         ver: u8,
         /// The use waited for.
         seq: u32,
+        /// The run it names (one of [`SESSIONS`]).
+        session: u32,
     },
     /// An Abort from a worker.
     Abort {
@@ -79,6 +100,17 @@ pub enum SwitchOp {
         reason: u8,
         /// Detail.
         detail: u16,
+        /// The run it names (one of [`SESSIONS`]).
+        session: u32,
+    },
+    /// A Leave.
+    Leave {
+        /// Index into [`JOB_IDS`].
+        job: u8,
+        /// Sender.
+        rank: u16,
+        /// The run it names (one of [`SESSIONS`]).
+        session: u32,
     },
     /// Any bytes at all.
     Raw(Vec<u8>),
@@ -108,13 +140,42 @@ fn seq(input: &mut Input) -> u32 {
     }
 }
 
+/// A session: 0 or one of the nonces.
+fn session(input: &mut Input) -> u32 {
+    SESSIONS[input.below(SESSIONS.len())]
+}
+
+/// The selector byte of `session` (a value outside [`SESSIONS`] folds to 0).
+fn session_byte(session: u32) -> u8 {
+    SESSIONS.iter().position(|&s| s == session).unwrap_or(0) as u8
+}
+
+/// A key choice: mostly the job's key, so that Joins open runs.
+fn key(input: &mut Input) -> u8 {
+    match input.u8() % 8 {
+        0..=4 => 0,
+        b => b - 4,
+    }
+}
+
+/// Return the key a Join of `job` carries for key choice `key`.
+pub fn key_of(job: u8, key: u8) -> u64 {
+    let right = KEYS[usize::from(job) % KEYS.len()];
+    match key % 4 {
+        0 => right,
+        1 => right ^ 1,
+        2 => right ^ (1 << 63),
+        _ => u64::from(right == 0),
+    }
+}
+
 /// Decode a sequence: each op is a selector byte and its fields, until the bytes run out.
 pub fn decode_ops(bytes: &[u8]) -> Vec<SwitchOp> {
     let mut input = Input::new(bytes);
     let mut ops = Vec::new();
     while !input.is_empty() {
         let op = match input.u8() % 16 {
-            0..=7 => SwitchOp::Contribute {
+            0..=6 => SwitchOp::Contribute {
                 job: input.u8() % 3,
                 rank: rank(&mut input),
                 slot: u16::from(input.u8() % 4),
@@ -122,31 +183,41 @@ pub fn decode_ops(bytes: &[u8]) -> Vec<SwitchOp> {
                 bad_ver: input.u8() == 0xFF,
                 exp: input.u8(),
                 retransmit: input.bool(),
+                session: session(&mut input),
                 values: {
                     let n = input.below(K + 2);
                     (0..n).map(|_| input.i32()).collect()
                 },
             },
-            8 | 9 => SwitchOp::Join {
+            7 | 8 => SwitchOp::Join {
                 job: input.u8() % 3,
                 rank: rank(&mut input),
                 world: u16::from(input.u8() % 5),
                 slot_lo: u16::from(input.u8() % 4),
                 slot_count: u16::from(input.u8() % 5),
                 count: input.u16() % (K as u16 + 2),
+                nonce: NONCES[input.below(NONCES.len())],
+                key: key(&mut input),
             },
-            10 => SwitchOp::Probe {
+            9 => SwitchOp::Probe {
                 job: input.u8() % 3,
                 rank: rank(&mut input),
                 slot: u16::from(input.u8() % 4),
                 ver: input.u8() % 2,
                 seq: seq(&mut input),
+                session: session(&mut input),
             },
-            11 => SwitchOp::Abort {
+            10 => SwitchOp::Abort {
                 job: input.u8() % 3,
                 rank: rank(&mut input),
-                reason: input.u8() % 9,
+                reason: input.u8() % 14,
                 detail: input.u16(),
+                session: session(&mut input),
+            },
+            11 => SwitchOp::Leave {
+                job: input.u8() % 3,
+                rank: rank(&mut input),
+                session: session(&mut input),
             },
             12 => SwitchOp::Raw(input.bytes(64).to_vec()),
             13 | 14 => SwitchOp::Replay(input.u8()),
@@ -181,11 +252,13 @@ pub fn encode_ops(ops: &[SwitchOp]) -> Vec<u8> {
                 bad_ver,
                 exp,
                 retransmit,
+                session,
                 values,
             } => {
                 out.u8(0).u8(*job).u8(rank_byte(*rank)).u8(*slot as u8);
                 out.u8(seq_byte(*seq)).u8(if *bad_ver { 0xFF } else { 0 });
-                out.u8(*exp).bool(*retransmit).u8(values.len() as u8);
+                out.u8(*exp).bool(*retransmit).u8(session_byte(*session));
+                out.u8(values.len() as u8);
                 for v in values {
                     out.i32(*v);
                 }
@@ -197,9 +270,17 @@ pub fn encode_ops(ops: &[SwitchOp]) -> Vec<u8> {
                 slot_lo,
                 slot_count,
                 count,
+                nonce,
+                key,
             } => {
-                out.u8(8).u8(*job).u8(rank_byte(*rank)).u8(*world as u8);
+                out.u8(7).u8(*job).u8(rank_byte(*rank)).u8(*world as u8);
                 out.u8(*slot_lo as u8).u8(*slot_count as u8).u16(*count);
+                let nonce = NONCES.iter().position(|n| n == nonce).unwrap_or(0);
+                let key = match key % 4 {
+                    0 => 0,
+                    k => k + 4,
+                };
+                out.u8(nonce as u8).u8(key);
             }
             SwitchOp::Probe {
                 job,
@@ -207,21 +288,30 @@ pub fn encode_ops(ops: &[SwitchOp]) -> Vec<u8> {
                 slot,
                 ver,
                 seq,
+                session,
             } => {
-                out.u8(10).u8(*job).u8(rank_byte(*rank)).u8(*slot as u8);
-                out.u8(*ver).u8(seq_byte(*seq));
+                out.u8(9).u8(*job).u8(rank_byte(*rank)).u8(*slot as u8);
+                out.u8(*ver).u8(seq_byte(*seq)).u8(session_byte(*session));
             }
             SwitchOp::Abort {
                 job,
                 rank,
                 reason,
                 detail,
+                session,
             } => {
-                out.u8(11)
+                out.u8(10)
                     .u8(*job)
                     .u8(rank_byte(*rank))
                     .u8(*reason)
-                    .u16(*detail);
+                    .u16(*detail)
+                    .u8(session_byte(*session));
+            }
+            SwitchOp::Leave { job, rank, session } => {
+                out.u8(11)
+                    .u8(*job)
+                    .u8(rank_byte(*rank))
+                    .u8(session_byte(*session));
             }
             SwitchOp::Raw(bytes) => {
                 out.u8(12).bytes(&bytes[..bytes.len().min(64)]);
@@ -254,6 +344,7 @@ pub fn datagram(op: &SwitchOp, buf: &mut Vec<u8>) {
             bad_ver,
             exp,
             retransmit,
+            session,
             values,
         } => {
             let mut payload = Vec::with_capacity(4 * values.len());
@@ -274,6 +365,7 @@ pub fn datagram(op: &SwitchOp, buf: &mut Vec<u8>) {
                 count: values.len() as u16,
                 seq: *seq,
                 exp: *exp,
+                session: *session,
             };
             return emit(&Message::Data(repr, &payload), buf);
         }
@@ -284,6 +376,8 @@ pub fn datagram(op: &SwitchOp, buf: &mut Vec<u8>) {
             slot_lo,
             slot_count,
             count,
+            nonce,
+            key,
         } => Message::Join(JoinRepr {
             job: job_id(*job),
             rank: *rank,
@@ -291,6 +385,8 @@ pub fn datagram(op: &SwitchOp, buf: &mut Vec<u8>) {
             slot_lo: *slot_lo,
             slot_count: *slot_count,
             count: *count,
+            nonce: (*nonce).max(1),
+            key: key_of(*job, *key),
         }),
         SwitchOp::Probe {
             job,
@@ -298,24 +394,33 @@ pub fn datagram(op: &SwitchOp, buf: &mut Vec<u8>) {
             slot,
             ver,
             seq,
+            session,
         } => Message::Probe(ProbeRepr {
             job: job_id(*job),
             rank: *rank,
             slot: *slot,
             ver: *ver & 1,
             seq: *seq,
+            session: *session,
         }),
         SwitchOp::Abort {
             job,
             rank,
             reason,
             detail,
+            session,
         } => Message::Abort(AbortRepr {
             job: job_id(*job),
             rank: *rank,
             reason: AbortReason::from(*reason),
             detail: *detail,
             epoch: 0,
+            session: *session,
+        }),
+        SwitchOp::Leave { job, rank, session } => Message::Leave(LeaveRepr {
+            job: job_id(*job),
+            rank: *rank,
+            session: *session,
         }),
         SwitchOp::Raw(bytes) => {
             buf.extend_from_slice(bytes);
@@ -382,6 +487,7 @@ mod tests {
                 bad_ver: true,
                 exp: 130,
                 retransmit: true,
+                session: NONCES[2],
                 values: vec![1, -1, i32::MIN],
             },
             SwitchOp::Contribute {
@@ -392,6 +498,7 @@ mod tests {
                 bad_ver: false,
                 exp: 0,
                 retransmit: false,
+                session: 0,
                 values: vec![],
             },
             SwitchOp::Join {
@@ -401,6 +508,18 @@ mod tests {
                 slot_lo: 1,
                 slot_count: 2,
                 count: 5,
+                nonce: NONCES[1],
+                key: 2,
+            },
+            SwitchOp::Join {
+                job: 0,
+                rank: 0,
+                world: 3,
+                slot_lo: 0,
+                slot_count: 3,
+                count: 4,
+                nonce: NONCES[0],
+                key: 0,
             },
             SwitchOp::Probe {
                 job: 0,
@@ -408,12 +527,19 @@ mod tests {
                 slot: 2,
                 ver: 1,
                 seq: 7,
+                session: NONCES[1],
             },
             SwitchOp::Abort {
                 job: 0,
                 rank: 1,
-                reason: 7,
+                reason: 13,
                 detail: 0xFFFF,
+                session: NONCES[0],
+            },
+            SwitchOp::Leave {
+                job: 1,
+                rank: 0xFFFF,
+                session: NONCES[2],
             },
             SwitchOp::Raw(vec![1, 2, 3]),
             SwitchOp::Replay(2),

@@ -45,7 +45,8 @@ pub enum WorkerOp {
     Answer {
         /// Which outstanding Contribution.
         pick: u8,
-        /// 0..=7 one field off (seq ±1, ver, count ±1, slot, job, type), else none.
+        /// 0..=8 one field off (seq ±1, ver, count ±1, slot, job, type, session), else
+        /// none.
         mutation: u8,
         /// Exponent byte.
         exp: u8,
@@ -72,6 +73,8 @@ pub enum WorkerOp {
         flags: u8,
         /// Rank selector: 0 this rank, 1 every rank, else another rank.
         rank: u8,
+        /// Session selector: 0 the lane's session, else that one with these bits flipped.
+        session: u8,
     },
     /// A JoinReply.
     JoinReply {
@@ -85,6 +88,8 @@ pub enum WorkerOp {
         epoch: u8,
         /// Rank selector.
         rank: u8,
+        /// The run's session: `SESSION` with these bits flipped.
+        session: u8,
         /// The joined bitmap.
         bitmap: Vec<u8>,
     },
@@ -111,7 +116,12 @@ pub enum WorkerOp {
         detail: u16,
         /// 0 the epoch, else another.
         epoch: u8,
+        /// Session selector: 0 the lane's session, 1 no session (0), else the lane's with
+        /// these bits flipped.
+        session: u8,
     },
+    /// The application is done with the job: `Worker::leave`.
+    Leave,
     /// Any bytes.
     Raw(Vec<u8>),
     /// An earlier inbound datagram again (counted back from the latest).
@@ -156,6 +166,7 @@ pub fn decode(bytes: &[u8]) -> (Setup, Vec<TensorSpec>, Vec<WorkerOp>) {
                 exp: input.u8(),
                 flags: input.u8(),
                 rank: input.u8(),
+                session: input.u8(),
             },
             7 => WorkerOp::JoinReply {
                 world: input.u8(),
@@ -163,6 +174,7 @@ pub fn decode(bytes: &[u8]) -> (Setup, Vec<TensorSpec>, Vec<WorkerOp>) {
                 max_count: input.u16(),
                 epoch: input.u8(),
                 rank: input.u8(),
+                session: input.u8(),
                 bitmap: input.bytes(3).to_vec(),
             },
             8 => WorkerOp::ProbeReply {
@@ -177,10 +189,12 @@ pub fn decode(bytes: &[u8]) -> (Setup, Vec<TensorSpec>, Vec<WorkerOp>) {
                 rank: input.u8(),
                 detail: input.u16(),
                 epoch: input.u8(),
+                session: input.u8(),
             },
             10 => WorkerOp::Raw(input.bytes(40).to_vec()),
             11 => WorkerOp::Replay(input.u8()),
-            12 | 13 => WorkerOp::Wait(input.u16()),
+            12 => WorkerOp::Wait(input.u16()),
+            13 => WorkerOp::Leave,
             14 => WorkerOp::WaitForTimer,
             _ => WorkerOp::Submit(tensor(&mut input)),
         });
@@ -235,13 +249,14 @@ pub fn encode(setup: &Setup, tensors: &[TensorSpec], ops: &[WorkerOp]) -> Vec<u8
                 exp,
                 flags,
                 rank,
+                session,
             } => {
                 out.u8(6)
                     .u8(*slot as u8)
                     .u8(*seq as u8)
                     .u8(*ver)
                     .u8(*count as u8);
-                out.u8(*exp).u8(*flags).u8(*rank);
+                out.u8(*exp).u8(*flags).u8(*rank).u8(*session);
             }
             WorkerOp::JoinReply {
                 world,
@@ -249,10 +264,12 @@ pub fn encode(setup: &Setup, tensors: &[TensorSpec], ops: &[WorkerOp]) -> Vec<u8
                 max_count,
                 epoch,
                 rank,
+                session,
                 bitmap,
             } => {
                 out.u8(7).u8(*world).u8(if *complete { 0 } else { 0xFF });
-                out.u16(*max_count).u8(*epoch).u8(*rank).bytes(bitmap);
+                out.u16(*max_count).u8(*epoch).u8(*rank).u8(*session);
+                out.bytes(bitmap);
             }
             WorkerOp::ProbeReply {
                 state,
@@ -269,8 +286,13 @@ pub fn encode(setup: &Setup, tensors: &[TensorSpec], ops: &[WorkerOp]) -> Vec<u8
                 rank,
                 detail,
                 epoch,
+                session,
             } => {
                 out.u8(9).u8(*reason).u8(*rank).u16(*detail).u8(*epoch);
+                out.u8(*session);
+            }
+            WorkerOp::Leave => {
+                out.u8(13);
             }
             WorkerOp::Raw(bytes) => {
                 out.u8(10).bytes(bytes);
@@ -336,6 +358,7 @@ mod tests {
                 exp: 9,
                 flags: 2,
                 rank: 1,
+                session: 3,
             },
             WorkerOp::JoinReply {
                 world: 0,
@@ -343,6 +366,7 @@ mod tests {
                 max_count: 256,
                 epoch: 0,
                 rank: 1,
+                session: 0,
                 bitmap: vec![7],
             },
             WorkerOp::ProbeReply {
@@ -357,11 +381,13 @@ mod tests {
                 rank: 2,
                 detail: 0xFFFF,
                 epoch: 0,
+                session: 1,
             },
             WorkerOp::Raw(vec![1, 2]),
             WorkerOp::Replay(1),
             WorkerOp::Wait(1000),
             WorkerOp::WaitForTimer,
+            WorkerOp::Leave,
             WorkerOp::Submit(tensors[0].clone()),
         ];
         assert_eq!(
