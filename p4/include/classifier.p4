@@ -1,15 +1,17 @@
 // classifier.p4 (both targets): the job table and the worker table.
 // Rust twin: p4/model/src/classifier.rs (Classifier). The worker table is keyed on the job
 // and the source address and port (one entry per worker lane) and gives the rank and its
-// seen-bitmap bit; the job table gives the world size, slot range and multicast group.
-// Then the admission checks of a Contribution, in the reference switch's order.
+// seen-bitmap bit; the job table gives the world size, slot range, multicast group and the
+// job's key (its credential, which a Join must carry). Then the admission checks of a
+// Contribution, in the reference switch's order; the session check between the job and the
+// rank is the run tracker's, which overrides these (run_tracker.p4).
 #ifndef _SWITCHML_CLASSIFIER_P4_
 #define _SWITCHML_CLASSIFIER_P4_
 
 control Classifier(inout headers_t hdr, inout metadata_t meta) {
     // `full` is the bitmap of ranks 0..world-1, which the control plane computes.
     action set_job(bit<16> world, bit<32> slot_lo, bit<16> slot_count, bit<16> group,
-                   bit<16> job_index, bit<64> full) {
+                   bit<16> job_index, bit<64> full, bit<64> key) {
         meta.job_hit = 1;
         meta.world = world;
         meta.full_mask = full;
@@ -17,6 +19,7 @@ control Classifier(inout headers_t hdr, inout metadata_t meta) {
         meta.slot_count = slot_count;
         meta.group = group;
         meta.job_index = job_index;
+        meta.job_key = key;
     }
 
     table job_table {

@@ -11,6 +11,8 @@
 #define POOL_VALUE_CELLS 65536                    // POOL_VERSIONS x MAX_PASSES
 #define MAX_JOBS 64
 #define MAX_WORKERS 1024
+#define RUN_NONCES 4096                           // MAX_JOBS x 64 ranks (run_tracker.p4)
+#define LANE_ALIGNMENTS 81920                     // TNA: aligned lanes of POOL_SLOTS
 
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
 const bit<8>  IP_PROTO_UDP = 17;
@@ -30,12 +32,14 @@ const bit<8> TYPE_PROBE_REPLY  = 0x13;
 const bit<8> TYPE_ABORT        = 0x14;
 const bit<8> TYPE_STATUS       = 0x15;
 const bit<8> TYPE_STATUS_REPLY = 0x16;
+const bit<8> TYPE_LEAVE        = 0x17;
 
 // Data flags (protocol.md §3.1), JoinReply flags (§3.3), StatusReply flags (§3.8).
 const bit<8> FLAG_OVERFLOW   = 0x01;
 const bit<8> FLAG_RETRANSMIT = 0x02;
 const bit<8> JOIN_COMPLETE   = 0x01;
 const bit<8> STATUS_ALL_JOINED = 0x01;
+const bit<8> STATUS_RUN_OPEN   = 0x02;
 
 // Abort reasons (protocol.md §3.6).
 const bit<8> ABORT_UNKNOWN_JOB     = 1;
@@ -43,6 +47,11 @@ const bit<8> ABORT_UNKNOWN_RANK    = 2;
 const bit<8> ABORT_WORLD_MISMATCH  = 3;
 const bit<8> ABORT_SLOT_RANGE      = 4;
 const bit<8> ABORT_COUNT_TOO_LARGE = 5;
+const bit<8> ABORT_BAD_KEY         = 8;
+const bit<8> ABORT_RANK_RESTARTED  = 9;
+const bit<8> ABORT_LANE_MISMATCH   = 10;
+const bit<8> ABORT_CHUNK_MISMATCH  = 11;
+const bit<8> ABORT_SESSION_ENDED   = 12;
 
 // Slot states in a ProbeReply (protocol.md §3.5).
 const bit<8> STATE_IDLE = 0;
@@ -63,6 +72,11 @@ const drop_reason_t DROP_BAD_VERSION     = 7;
 const drop_reason_t DROP_STALE           = 8;
 const drop_reason_t DROP_DUPLICATE       = 9;
 const drop_reason_t DROP_COUNT_MISMATCH  = 10;
+const drop_reason_t DROP_OUTPUT_TOO_SMALL = 11;   // never in P4 (the model's buffer check)
+const drop_reason_t DROP_BAD_SESSION     = 12;
+const drop_reason_t DROP_OVERSIZED       = 13;    // never in P4 (counted by software adapters)
+const drop_reason_t DROP_BAD_SOURCE      = 14;    // never in P4 (counted by software adapters)
+#define DROP_CLASSES 15
 
 // What the validator found (validator.p4).
 const bit<8> MSG_NONE = 0;
@@ -71,6 +85,7 @@ const bit<8> MSG_JOIN = 2;
 const bit<8> MSG_PROBE = 3;
 const bit<8> MSG_ABORT = 4;
 const bit<8> MSG_STATUS = 5;
+const bit<8> MSG_LEAVE = 6;
 
 // What the value, exponent and overflow registers do (processor.p4).
 const bit<8> UPDATE_NONE = 0;

@@ -52,6 +52,7 @@ header sml_data_h {
     bit<32> seq;
     bit<8>  exp;
     bit<24> reserved;
+    bit<32> session;                           // the job run's (§4.1); echoed in the Result
 }
 
 // One int32 value; four stacks of 64 carry up to 256.
@@ -66,6 +67,8 @@ header sml_join_h {
     bit<16> slot_count;
     bit<16> count;
     bit<16> reserved;
+    bit<32> nonce;                             // the worker process's, non-zero
+    bit<64> key;                               // the job's credential
 }
 
 // JoinReply after the prefix, without the bitmap (§3.3).
@@ -77,6 +80,7 @@ header sml_join_reply_h {
     bit<32> epoch;
     bit<16> slot_count;
     bit<16> bitmap_len;
+    bit<32> session;
 }
 
 // Probe after the prefix (§3.4).
@@ -85,6 +89,7 @@ header sml_probe_h {
     bit<8>  ver;
     bit<24> reserved;
     bit<32> seq;
+    bit<32> session;
 }
 
 // ProbeReply after the prefix, without the bitmap (§3.5).
@@ -106,6 +111,13 @@ header sml_abort_h {
     bit<16> detail;
     bit<16> reserved_b;
     bit<32> epoch;
+    bit<32> session;
+}
+
+// Leave after the prefix (§3.9).
+header sml_leave_h {
+    bit<16> reserved;
+    bit<32> session;
 }
 
 // Status after the prefix (§3.7).
@@ -124,8 +136,9 @@ header sml_status_reply_h {
     bit<16> reserved_b;
 }
 
-// The twelve counters of a StatusReply, in wire order (§3.8). The data plane cannot read
-// its counters, so reply_builder.p4 writes zeros (p4/README.md, known gaps).
+// The 29 counters of a StatusReply, in wire order (§3.8): the switch's, the job's, then
+// drops by class in DROP_* order. The data plane cannot read its counters, so
+// reply_builder.p4 writes zeros (p4/README.md, known gaps).
 header sml_status_counters_h {
     bit<64> received;
     bit<64> dropped;
@@ -139,6 +152,23 @@ header sml_status_counters_h {
     bit<64> probes;
     bit<64> aborts;
     bit<64> overflows;
+    bit<64> runs;
+    bit<64> unauthorized;
+    bit<64> drop_malformed;
+    bit<64> drop_unknown_type;
+    bit<64> drop_unexpected_type;
+    bit<64> drop_unknown_job;
+    bit<64> drop_unknown_rank;
+    bit<64> drop_slot_range;
+    bit<64> drop_count_too_large;
+    bit<64> drop_bad_version;
+    bit<64> drop_stale;
+    bit<64> drop_duplicate;
+    bit<64> drop_count_mismatch;
+    bit<64> drop_output_too_small;
+    bit<64> drop_bad_session;
+    bit<64> drop_oversized;
+    bit<64> drop_bad_source;
 }
 
 // One bitmap byte of a JoinReply, ProbeReply or StatusReply; 8 bytes = 64 ranks.
@@ -146,9 +176,12 @@ header bitmap_byte_h {
     bit<8> b;
 }
 
-// TNA only: the ingress metadata a recirculated Contribution carries into its next pass
+// TNA only: the ingress metadata a recirculated packet carries into its next pass: a
+// Contribution's next block of values, or a Join or Leave that ends its job's run
 // (v1model keeps it with recirculate_preserving_field_list instead).
 header sml_bridge_h {
+    bit<8>  message;
+    bit<32> run_session;
     bit<8>  pass;
     bit<8>  passes;
     bit<8>  last_value_pass;
@@ -196,6 +229,7 @@ struct headers_t {
     sml_probe_reply_h probe_reply;
     sml_abort_h       abort;
     sml_status_h      status;
+    sml_leave_h       leave;
     sml_status_reply_h status_reply;
     sml_status_counters_h status_counters;
     bitmap_byte_h[8]  bitmap;
@@ -211,7 +245,8 @@ struct metadata_t {
     bit<1>  switchml;                          // a datagram to the switchml port
     bit<1>  parser_failed;                     // a header ran past the packet
     bit<16> values_left;                       // parser loop counter
-    bit<8>  message;                           // MSG_*
+    @field_list(1) bit<8>  message;            // MSG_*
+    bit<32> p_session;                         // the message's session (a Join's: its nonce)
     drop_reason_t drop_reason;
     bit<8>  verdict;                           // VERDICT_*
     @field_list(1) bit<8>  pass;
@@ -225,6 +260,7 @@ struct metadata_t {
     bit<16> slot_count;
     @field_list(1) bit<16> group;
     @field_list(1) bit<16> job_index;
+    bit<64> job_key;
     bit<1>  worker_hit;
     bit<16> worker_rank;
     bit<1>  rank_known;
@@ -252,17 +288,26 @@ struct metadata_t {
     bit<1>  recirculated;                      // TNA: arrived with a bridge header
     bit<9>  ingress_port;                      // TNA: the port of pass 0
     @field_list(1) bit<1>  overflow;
+    // run_tracker.p4 (and its reads for probe_handler.p4 and status_handler.p4)
+    bit<1>  admitted;                          // the message's session is the run's
+    bit<1>  run_open;
+    bit<1>  run_opened;                        // this Join opened the run
+    @field_list(1) bit<32> run_session;        // the run's session
+    bit<1>  shape_ok;                          // this Join has the run's lane shape
+    bit<32> join_shape;                        // TNA: the Join's {slot_count, count}
+    bit<1>  run_end;                           // a second pass ends the run
     // probe_handler.p4
-    bit<1>  used;
+    bit<1>  in_session;                        // the slot version holds a use of this run
     bit<32> held_seq;
     bit<64> seen_word;
-    // join_handler.p4 (and its read for status_handler.p4)
+    // join_handler.p4, run_tracker.p4
     bit<64> joined;
     bit<1>  join_complete;
     bit<1>  join_completes;
     // reply_builder.p4
     bit<8>  abort_reason;
     bit<16> abort_detail;
+    bit<32> abort_session;
     @field_list(1) bit<16> reply_len;
     // the switch_config table
     bit<48> switch_mac;

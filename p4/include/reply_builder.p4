@@ -1,5 +1,5 @@
 // reply_builder.p4 (both targets): rewrite the packet into the switch's answer: Result,
-// JoinReply, ProbeReply, StatusReply or Abort.
+// JoinReply, ProbeReply, StatusReply or Abort (a Leave is never answered).
 // Rust twin: p4/model/src/reply_builder.rs (ReplyBuilder). Bitmaps are the 64-bit register
 // words, rank r at bit r mod 8 of byte r/8 (protocol.md §3.3): byte i is bits 8i+7..8i.
 #ifndef _SWITCHML_REPLY_BUILDER_P4_
@@ -42,20 +42,26 @@ control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
             hdr.data.count = meta.held_count;
             hdr.data.exp = meta.exp;
             hdr.data.reserved = 0;
-            meta.reply_len = 20 + (meta.held_count << 2);
+            // The session stays: the Result echoes the Contribution's.
+            meta.reply_len = 24 + (meta.held_count << 2);
         } else if (meta.abort_reason != 0) {
-            // A refused Join, Probe or Status: an Abort to the sender.
+            // A refused Join, Probe or Status: an Abort to the sender. A restart: an Abort to
+            // every rank of the run that ends, the restarted rank as detail.
             hdr.join.setInvalid();
             hdr.probe.setInvalid();
             hdr.status.setInvalid();
             hdr.abort.setValid();
             hdr.prefix.msg_type = TYPE_ABORT;
+            if (meta.abort_reason == ABORT_RANK_RESTARTED) {
+                hdr.prefix.rank = RANK_ALL;
+            }
             hdr.abort.reason = meta.abort_reason;
             hdr.abort.reserved_a = 0;
             hdr.abort.detail = meta.abort_detail;
             hdr.abort.reserved_b = 0;
             hdr.abort.epoch = meta.epoch;
-            meta.reply_len = 16;
+            hdr.abort.session = meta.abort_session;
+            meta.reply_len = 20;
         } else if (meta.message == MSG_JOIN) {
             hdr.join.setInvalid();
             hdr.join_reply.setValid();
@@ -70,15 +76,21 @@ control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
             hdr.join_reply.epoch = meta.epoch;
             hdr.join_reply.slot_count = meta.slot_count;
             hdr.join_reply.bitmap_len = bitmap_len;
+            hdr.join_reply.session = meta.run_session;
             bitmap_bytes(meta.joined, bitmap_len);
-            meta.reply_len = 20 + bitmap_len;
+            meta.reply_len = 24 + bitmap_len;
         } else if (meta.message == MSG_PROBE) {
             hdr.probe_reply.setValid();
             hdr.prefix.msg_type = TYPE_PROBE_REPLY;
             hdr.probe_reply.slot = hdr.probe.slot;
             hdr.probe_reply.ver = hdr.probe.ver;
             hdr.probe.setInvalid();
-            if (meta.used == 0) {
+            // A version that holds no use of the probe's run reads as idle (ProbeHandler::
+            // report in the model).
+            if (meta.in_session == 0) {
+                meta.remaining = 0;
+                meta.held_seq = 0;
+                meta.seen_word = 0;
                 hdr.probe_reply.state = STATE_IDLE;
             } else if (meta.remaining == 0) {
                 hdr.probe_reply.state = STATE_COMPLETE;
@@ -101,6 +113,9 @@ control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
             hdr.prefix.msg_type = TYPE_STATUS_REPLY;
             hdr.status_reply.world = meta.world;
             hdr.status_reply.flags = (meta.joined == meta.full_mask) ? STATUS_ALL_JOINED : 8w0;
+            if (meta.run_open == 1) {
+                hdr.status_reply.flags = hdr.status_reply.flags | STATUS_RUN_OPEN;
+            }
             hdr.status_reply.reserved_a = 0;
             hdr.status_reply.slot_count = meta.slot_count;
             hdr.status_reply.epoch = meta.epoch;
@@ -118,10 +133,27 @@ control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
             hdr.status_counters.probes = 0;
             hdr.status_counters.aborts = 0;
             hdr.status_counters.overflows = 0;
+            hdr.status_counters.runs = 0;
+            hdr.status_counters.unauthorized = 0;
+            hdr.status_counters.drop_malformed = 0;
+            hdr.status_counters.drop_unknown_type = 0;
+            hdr.status_counters.drop_unexpected_type = 0;
+            hdr.status_counters.drop_unknown_job = 0;
+            hdr.status_counters.drop_unknown_rank = 0;
+            hdr.status_counters.drop_slot_range = 0;
+            hdr.status_counters.drop_count_too_large = 0;
+            hdr.status_counters.drop_bad_version = 0;
+            hdr.status_counters.drop_stale = 0;
+            hdr.status_counters.drop_duplicate = 0;
+            hdr.status_counters.drop_count_mismatch = 0;
+            hdr.status_counters.drop_output_too_small = 0;
+            hdr.status_counters.drop_bad_session = 0;
+            hdr.status_counters.drop_oversized = 0;
+            hdr.status_counters.drop_bad_source = 0;
             bitmap_bytes(meta.joined, bitmap_len);
-            meta.reply_len = 116 + bitmap_len;
+            meta.reply_len = 252 + bitmap_len;
         } else if (meta.message == MSG_ABORT) {
-            meta.reply_len = 16;                   // passed on unchanged
+            meta.reply_len = 20;                   // passed on unchanged
         }
     }
 }

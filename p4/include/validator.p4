@@ -1,8 +1,10 @@
 // validator.p4 (both targets): the field checks a parser cannot make, and the message class.
 // Rust twin: p4/model/src/validator.rs (Validator). protocol.md §2-4: a message is
 // Malformed if its version is not 1, its length is not exactly what its header declares, a
-// reserved field is not zero, or `ver` is above 1; switch-only types (Result, JoinReply,
-// ProbeReply, StatusReply) are UnexpectedType, unknown types UnknownType.
+// reserved field is not zero, `ver` is above 1, or a Join's nonce is zero; switch-only types
+// (Result, JoinReply, ProbeReply, StatusReply) are UnexpectedType, unknown types
+// UnknownType. It also picks the message's session for the run tracker (a Join's nonce,
+// the session of the run it would open).
 #ifndef _SWITCHML_VALIDATOR_P4_
 #define _SWITCHML_VALIDATOR_P4_
 
@@ -15,27 +17,38 @@ control Validator(inout headers_t hdr, inout metadata_t meta) {
         } else if (hdr.prefix.version != PROTOCOL_VERSION) {
             meta.drop_reason = DROP_MALFORMED;
         } else if (hdr.data.isValid()) {
-            if (udp_len == 28 + ((bit<32>)hdr.data.count << 2) && hdr.data.ver <= 1
+            if (udp_len == 32 + ((bit<32>)hdr.data.count << 2) && hdr.data.ver <= 1
                     && hdr.data.reserved == 0) {
                 meta.message = MSG_CONTRIBUTION;
+                meta.p_session = hdr.data.session;
             } else {
                 meta.drop_reason = DROP_MALFORMED;
             }
         } else if (hdr.join.isValid()) {
-            if (udp_len == 24 && hdr.join.reserved == 0) {
+            if (udp_len == 36 && hdr.join.reserved == 0 && hdr.join.nonce != 0) {
                 meta.message = MSG_JOIN;
+                meta.p_session = hdr.join.nonce;
             } else {
                 meta.drop_reason = DROP_MALFORMED;
             }
         } else if (hdr.probe.isValid()) {
-            if (udp_len == 24 && hdr.probe.ver <= 1 && hdr.probe.reserved == 0) {
+            if (udp_len == 28 && hdr.probe.ver <= 1 && hdr.probe.reserved == 0) {
                 meta.message = MSG_PROBE;
+                meta.p_session = hdr.probe.session;
             } else {
                 meta.drop_reason = DROP_MALFORMED;
             }
         } else if (hdr.abort.isValid()) {
-            if (udp_len == 24 && hdr.abort.reserved_a == 0 && hdr.abort.reserved_b == 0) {
+            if (udp_len == 28 && hdr.abort.reserved_a == 0 && hdr.abort.reserved_b == 0) {
                 meta.message = MSG_ABORT;
+                meta.p_session = hdr.abort.session;
+            } else {
+                meta.drop_reason = DROP_MALFORMED;
+            }
+        } else if (hdr.leave.isValid()) {
+            if (udp_len == 20 && hdr.leave.reserved == 0) {
+                meta.message = MSG_LEAVE;
+                meta.p_session = hdr.leave.session;
             } else {
                 meta.drop_reason = DROP_MALFORMED;
             }

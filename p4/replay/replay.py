@@ -10,7 +10,7 @@ EXPECTED is the output of `cargo run -p switchml-p4model --bin expected`:
 HOST_IF i is the host end of switch port i. Standard library only (AF_PACKET sockets).
 Vectors go one at a time, in file order, so switch state carries over as in the model.
 Replicas may leave in any order: outputs are compared as sorted lists of (port, frame).
-A StatusReply's twelve counters are zero on BMv2 (the data plane cannot read its counters;
+A StatusReply's 29 counters are zero on BMv2 (the data plane cannot read its counters;
 p4/README.md, known gaps), so the model's are zeroed before comparing.
 """
 import select
@@ -21,7 +21,7 @@ import time
 QUIET = 0.3  # seconds without a frame after which a vector's answers are complete
 DATAGRAM = 14 + 20 + 8  # Ethernet, IPv4, UDP
 STATUS_REPLY = 0x16
-COUNTERS = range(DATAGRAM + 20, DATAGRAM + 116)  # protocol.md §3.8
+COUNTERS = range(DATAGRAM + 20, DATAGRAM + 252)  # protocol.md §3.8: 29 u64
 
 
 def as_p4_sends(frame):

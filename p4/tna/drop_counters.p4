@@ -7,20 +7,21 @@
 control DropCounters(in metadata_t meta) {
     Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) received;
     Counter<bit<64>, bit<2>>(3, CounterType_t.PACKETS) outcomes;   // consumed, multicast, unicast
-    Counter<bit<64>, bit<8>>(12, CounterType_t.PACKETS) drops;
+    Counter<bit<64>, bit<8>>(DROP_CLASSES, CounterType_t.PACKETS) drops;
     Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) ignored;
     Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) recirculations;
 
     apply {
         if (meta.switchml == 0) {
             ignored.count(0);
-        } else if (meta.verdict == VERDICT_RECIRCULATE) {
-            recirculations.count(0);
         } else {
+            // Every datagram once, in its first pass, whatever becomes of it.
             if (meta.pass == 0) {
                 received.count(0);
             }
-            if (meta.verdict == VERDICT_DROP) {
+            if (meta.verdict == VERDICT_RECIRCULATE) {
+                recirculations.count(0);
+            } else if (meta.verdict == VERDICT_DROP) {
                 drops.count(meta.drop_reason);
             } else if (meta.verdict == VERDICT_CONSUME) {
                 outcomes.count(0);

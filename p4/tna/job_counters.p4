@@ -14,6 +14,8 @@ control JobCounters(in metadata_t meta) {
     Counter<bit<64>, bit<16>>(MAX_JOBS, CounterType_t.PACKETS) job_probes;
     Counter<bit<64>, bit<16>>(MAX_JOBS, CounterType_t.PACKETS) job_aborts;
     Counter<bit<64>, bit<16>>(MAX_JOBS, CounterType_t.PACKETS) job_overflows;
+    Counter<bit<64>, bit<16>>(MAX_JOBS, CounterType_t.PACKETS) job_runs;
+    Counter<bit<64>, bit<16>>(MAX_JOBS, CounterType_t.PACKETS) job_unauthorized;
 
     apply {
         bit<16> j = meta.job_index;
@@ -23,6 +25,8 @@ control JobCounters(in metadata_t meta) {
                     job_stale.count(j);
                 } else if (meta.drop_reason == DROP_DUPLICATE) {
                     job_duplicates.count(j);
+                } else if (meta.drop_reason == DROP_BAD_SESSION) {
+                    job_unauthorized.count(j);
                 } else if (meta.drop_reason != DROP_NONE) {
                     job_rejected.count(j);
                 } else if (meta.outcome == OUTCOME_RETRANSMIT) {
@@ -36,10 +40,25 @@ control JobCounters(in metadata_t meta) {
                         }
                     }
                 }
-            } else if (meta.message == MSG_JOIN && meta.abort_reason == 0) {
-                job_joins.count(j);
-            } else if (meta.message == MSG_PROBE && meta.abort_reason == 0) {
-                job_probes.count(j);
+            } else if (meta.message == MSG_JOIN) {
+                if (meta.abort_reason == 0) {
+                    job_joins.count(j);
+                    if (meta.run_opened == 1) {
+                        job_runs.count(j);
+                    }
+                } else if (meta.abort_reason == ABORT_RANK_RESTARTED) {
+                    job_aborts.count(j);
+                } else if (meta.abort_reason == ABORT_BAD_KEY) {
+                    job_unauthorized.count(j);
+                }
+            } else if (meta.message == MSG_PROBE) {
+                if (meta.abort_reason == 0) {
+                    job_probes.count(j);
+                } else if (meta.abort_reason == ABORT_SESSION_ENDED) {
+                    job_unauthorized.count(j);
+                }
+            } else if (meta.drop_reason == DROP_BAD_SESSION) {
+                job_unauthorized.count(j);              // an Abort or a Leave
             } else if (meta.message == MSG_ABORT && meta.drop_reason == DROP_NONE) {
                 job_aborts.count(j);
             }

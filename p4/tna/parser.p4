@@ -60,6 +60,7 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
             (PROTOCOL_VERSION, TYPE_PROBE): parse_probe;
             (PROTOCOL_VERSION, TYPE_ABORT): parse_abort;
             (PROTOCOL_VERSION, TYPE_STATUS): parse_status;
+            (PROTOCOL_VERSION, TYPE_LEAVE): parse_leave;
             default: accept;
         }
     }
@@ -216,6 +217,11 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
 
     state parse_status {
         packet.extract(hdr.status);
+        transition accept;
+    }
+
+    state parse_leave {
+        packet.extract(hdr.leave);
         transition accept;
     }
 }

@@ -35,6 +35,7 @@ struct egress_metadata_t {
 #include "processors.p4"
 #include "overflow_flag.p4"
 #include "join_handler.p4"
+#include "run_tracker.p4"
 #include "../include/probe_handler.p4"
 #include "../include/status_handler.p4"
 #include "../include/reply_builder.p4"
@@ -59,6 +60,7 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
     Processors() processors;
     OverflowFlag() overflow_flag;
     JoinHandler() join_handler;
+    RunTracker() run_tracker;
     ProbeHandler() probe_handler;
     StatusHandler() status_handler;
     ReplyBuilder() reply_builder;
@@ -88,54 +90,24 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
         }
         switch_config.apply();
         if (meta.recirculated == 0) {
+            // Pass 0: everything but the later value blocks and the end of a run.
             meta.ingress_port = ig_intr_md.ingress_port;
             meta.parser_failed = (ig_prsr_md.parser_err != 0) ? 1w1 : 1w0;
             validator.apply(hdr, meta);
             if (meta.message != MSG_NONE) {
                 classifier.apply(hdr, meta);
             }
-            if (meta.message == MSG_CONTRIBUTION && meta.drop_reason == DROP_NONE) {
-                use_checker.apply(meta, hdr.data.seq, 0);
-                if (meta.stale == 0) {
-                    count_checker.apply(meta, hdr.data.count);
-                    bitmap_checker.apply(meta, hdr.data.ver, SEEN_CHECK);
-                    workers_counter.apply(meta, 0);
-                    next_step_selector.apply(hdr, meta);
-                    if (meta.update != UPDATE_NONE) {
-                        exponents.apply(meta, hdr.data.exp);
-                        processors.apply(hdr, meta);
-                        if (meta.last_value_pass == 0) {
-                            overflow_flag.apply(meta);
-                        }
-                    }
-                }
-            } else if (meta.message == MSG_JOIN || meta.message == MSG_STATUS) {
-                // A Status reads `joined` through the join handler, if its job is known.
-                bit<1> status = 0;
-                if (meta.message == MSG_STATUS) {
-                    status_handler.apply(hdr, meta, status);
-                }
-                if (meta.message == MSG_JOIN || status == 1) {
-                    join_handler.apply(hdr, meta, status);
-                }
-            } else if (meta.message == MSG_PROBE) {
-                bit<1> read;
-                probe_handler.apply(hdr, meta, read);
-                if (read == 1) {
-                    use_checker.apply(meta, 0, 1);
-                    bitmap_checker.apply(meta, hdr.probe.ver, SEEN_PROBE);
-                    workers_counter.apply(meta, 1);
-                }
-            } else if (meta.message == MSG_ABORT) {
-                if (meta.job_hit == 0) {
-                    meta.drop_reason = DROP_UNKNOWN_JOB;
-                } else if (meta.rank_known == 0) {
-                    meta.drop_reason = DROP_UNKNOWN_RANK;
-                }
+            if (meta.message == MSG_JOIN) {
+                join_handler.apply(hdr, meta);
+            } else if (meta.message == MSG_STATUS) {
+                status_handler.apply(hdr, meta);
             }
         } else {
-            // A later pass: what pass 0 decided comes in the bridge header.
-            meta.message = MSG_CONTRIBUTION;
+            // A later pass: what pass 0 decided comes in the bridge header. A Contribution's
+            // next block of values, or the pass that ends the run of a restarted rank's Join
+            // or of the last Leave.
+            meta.message = hdr.bridge.message;
+            meta.run_session = hdr.bridge.run_session;
             meta.pass = hdr.bridge.pass + 1;
             meta.passes = hdr.bridge.passes;
             meta.last_value_pass = hdr.bridge.last_value_pass;
@@ -155,6 +127,43 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
             meta.version_index = hdr.bridge.version_index;
             meta.rank_bit = hdr.bridge.rank_bit;
             hdr.bridge.setInvalid();
+        }
+        // Every message of a known job meets its run in pass 0 (a refused Join does not);
+        // the later pass of a Join or a Leave ends it.
+        if ((meta.recirculated == 0 && meta.message != MSG_NONE && meta.job_hit == 1
+                    && meta.abort_reason == 0)
+                || (meta.recirculated == 1 && meta.message != MSG_CONTRIBUTION)) {
+            run_tracker.apply(hdr, meta);
+        }
+        if (meta.recirculated == 0) {
+            if (meta.message == MSG_CONTRIBUTION && meta.drop_reason == DROP_NONE) {
+                use_checker.apply(meta, hdr.data.seq, 0);
+                if (meta.stale == 0) {
+                    count_checker.apply(meta, hdr.data.count);
+                    bitmap_checker.apply(meta, hdr.data.ver, SEEN_CHECK);
+                    workers_counter.apply(meta, 0);
+                    next_step_selector.apply(hdr, meta);
+                    if (meta.update != UPDATE_NONE) {
+                        exponents.apply(meta, hdr.data.exp);
+                        processors.apply(hdr, meta);
+                        if (meta.last_value_pass == 0) {
+                            overflow_flag.apply(meta);
+                        }
+                    }
+                }
+            } else if (meta.message == MSG_PROBE) {
+                bit<1> read;
+                probe_handler.apply(hdr, meta, read);
+                if (read == 1) {
+                    use_checker.apply(meta, 0, 1);
+                    bitmap_checker.apply(meta, hdr.probe.ver, SEEN_PROBE);
+                    workers_counter.apply(meta, 1);
+                }
+            } else if ((meta.message == MSG_ABORT || meta.message == MSG_LEAVE)
+                    && meta.job_hit == 0) {
+                meta.drop_reason = DROP_UNKNOWN_JOB;
+            }
+        } else if (meta.message == MSG_CONTRIBUTION) {
             next_step_selector.apply(hdr, meta);
             processors.apply(hdr, meta);
             if (meta.pass == meta.last_value_pass) {
@@ -167,12 +176,18 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
             // next_step_selector.p4 already chose this pass's verdict.
         } else if (meta.drop_reason != DROP_NONE) {
             meta.verdict = VERDICT_DROP;
+        } else if (meta.run_end == 1) {
+            meta.verdict = VERDICT_RECIRCULATE;
+        } else if (meta.abort_reason == ABORT_RANK_RESTARTED) {
+            meta.verdict = VERDICT_MULTICAST;
         } else if (meta.abort_reason != 0) {
             meta.verdict = VERDICT_UNICAST;
         } else if (meta.message == MSG_JOIN && meta.join_completes == 1) {
             meta.verdict = VERDICT_MULTICAST;
         } else if (meta.message == MSG_ABORT) {
             meta.verdict = VERDICT_MULTICAST;
+        } else if (meta.message == MSG_LEAVE) {
+            meta.verdict = VERDICT_CONSUME;
         } else {
             meta.verdict = VERDICT_UNICAST;
         }
@@ -195,6 +210,8 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
         } else if (meta.verdict == VERDICT_RECIRCULATE) {
             hdr.egress_bridge.recirculate = 1;
             hdr.bridge.setValid();
+            hdr.bridge.message = meta.message;
+            hdr.bridge.run_session = meta.run_session;
             hdr.bridge.pass = meta.pass;
             hdr.bridge.passes = meta.passes;
             hdr.bridge.last_value_pass = meta.last_value_pass;

@@ -7,20 +7,21 @@
 control DropCounters(in metadata_t meta) {
     counter(1, CounterType.packets) received;
     counter(3, CounterType.packets) outcomes;          // consumed, multicast, unicast
-    counter(12, CounterType.packets) drops;
+    counter(DROP_CLASSES, CounterType.packets) drops;
     counter(1, CounterType.packets) ignored;
     counter(1, CounterType.packets) recirculations;    // one per further block of values
 
     apply {
         if (meta.switchml == 0) {
             ignored.count(0);
-        } else if (meta.verdict == VERDICT_RECIRCULATE) {
-            recirculations.count(0);
         } else {
+            // Every datagram once, in its first pass, whatever becomes of it.
             if (meta.pass == 0) {
                 received.count(0);
             }
-            if (meta.verdict == VERDICT_DROP) {
+            if (meta.verdict == VERDICT_RECIRCULATE) {
+                recirculations.count(0);
+            } else if (meta.verdict == VERDICT_DROP) {
                 drops.count((bit<32>)meta.drop_reason);
             } else if (meta.verdict == VERDICT_CONSUME) {
                 outcomes.count(0);

@@ -15,6 +15,8 @@ control JobCounters(in metadata_t meta) {
     counter(MAX_JOBS, CounterType.packets) job_probes;
     counter(MAX_JOBS, CounterType.packets) job_aborts;
     counter(MAX_JOBS, CounterType.packets) job_overflows;
+    counter(MAX_JOBS, CounterType.packets) job_runs;
+    counter(MAX_JOBS, CounterType.packets) job_unauthorized;
 
     apply {
         bit<32> j = (bit<32>)meta.job_index;
@@ -24,6 +26,8 @@ control JobCounters(in metadata_t meta) {
                     job_stale.count(j);
                 } else if (meta.drop_reason == DROP_DUPLICATE) {
                     job_duplicates.count(j);
+                } else if (meta.drop_reason == DROP_BAD_SESSION) {
+                    job_unauthorized.count(j);
                 } else if (meta.drop_reason != DROP_NONE) {
                     job_rejected.count(j);
                 } else if (meta.outcome == OUTCOME_RETRANSMIT) {
@@ -37,10 +41,25 @@ control JobCounters(in metadata_t meta) {
                         }
                     }
                 }
-            } else if (meta.message == MSG_JOIN && meta.abort_reason == 0) {
-                job_joins.count(j);
-            } else if (meta.message == MSG_PROBE && meta.abort_reason == 0) {
-                job_probes.count(j);
+            } else if (meta.message == MSG_JOIN) {
+                if (meta.abort_reason == 0) {
+                    job_joins.count(j);
+                    if (meta.run_opened == 1) {
+                        job_runs.count(j);
+                    }
+                } else if (meta.abort_reason == ABORT_RANK_RESTARTED) {
+                    job_aborts.count(j);
+                } else if (meta.abort_reason == ABORT_BAD_KEY) {
+                    job_unauthorized.count(j);
+                }
+            } else if (meta.message == MSG_PROBE) {
+                if (meta.abort_reason == 0) {
+                    job_probes.count(j);
+                } else if (meta.abort_reason == ABORT_SESSION_ENDED) {
+                    job_unauthorized.count(j);
+                }
+            } else if (meta.drop_reason == DROP_BAD_SESSION) {
+                job_unauthorized.count(j);              // an Abort or a Leave
             } else if (meta.message == MSG_ABORT && meta.drop_reason == DROP_NONE) {
                 job_aborts.count(j);
             }

@@ -1,20 +1,25 @@
-// join_handler.p4 (v1model): the rendezvous; register `joined`, one 64-bit cell per job.
-// Rust twin: p4/model/src/join_handler.rs (JoinHandler). Checks in the reference's order;
-// the Join that fills the bitmap is answered by a multicast JoinReply with COMPLETE.
-// With `status` set it is the read a Status needs (JoinHandler::status): the job's bitmap,
-// unchanged.
+// join_handler.p4 (v1model): the checks of a Join, in the reference's order: the job's
+// key, rank, world size, slot range (the lane lies in the job's slots and starts at a
+// multiple of its length), count. Rust twin: p4/model/src/join_handler.rs (JoinHandler).
+// Stateless: a Join that passes goes on to run_tracker.p4, which opens or joins the run.
 #ifndef _SWITCHML_JOIN_HANDLER_P4_
 #define _SWITCHML_JOIN_HANDLER_P4_
 
-control JoinHandler(inout headers_t hdr, inout metadata_t meta, in bit<1> status) {
-    register<bit<64>>(MAX_JOBS) joined;
-
+control JoinHandler(inout headers_t hdr, inout metadata_t meta) {
     apply {
-        if (status == 1) {
-            // status_handler.p4 found the job.
-            joined.read(meta.joined, (bit<32>)meta.job_index);
-        } else if (meta.job_hit == 0) {
+        // The lane starts at a multiple of its length; `% 0` is never evaluated, however the
+        // target orders the operands of `||`.
+        bit<1> aligned = 0;
+        if (hdr.join.slot_count != 0) {
+            if (hdr.join.slot_lo % hdr.join.slot_count == 0) {
+                aligned = 1;
+            }
+        }
+        if (meta.job_hit == 0) {
             meta.abort_reason = ABORT_UNKNOWN_JOB;
+            meta.abort_detail = 0;
+        } else if (hdr.join.key != meta.job_key) {
+            meta.abort_reason = ABORT_BAD_KEY;
             meta.abort_detail = 0;
         } else if (meta.rank_known == 0) {
             meta.abort_reason = ABORT_UNKNOWN_RANK;
@@ -23,21 +28,12 @@ control JoinHandler(inout headers_t hdr, inout metadata_t meta, in bit<1> status
             meta.abort_reason = ABORT_WORLD_MISMATCH;
             meta.abort_detail = meta.world;
         } else if (hdr.join.slot_count == 0 || (bit<32>)hdr.join.slot_lo
-                + (bit<32>)hdr.join.slot_count > (bit<32>)meta.slot_count) {
+                + (bit<32>)hdr.join.slot_count > (bit<32>)meta.slot_count || aligned == 0) {
             meta.abort_reason = ABORT_SLOT_RANGE;
             meta.abort_detail = meta.slot_count;
-        } else if (hdr.join.count > meta.max_count) {
+        } else if (hdr.join.count == 0 || hdr.join.count > meta.max_count) {
             meta.abort_reason = ABORT_COUNT_TOO_LARGE;
             meta.abort_detail = meta.max_count;
-        } else {
-            bit<64> old;
-            joined.read(old, (bit<32>)meta.job_index);
-            meta.joined = old | meta.rank_bit;
-            joined.write((bit<32>)meta.job_index, meta.joined);
-            meta.join_complete = (meta.joined == meta.full_mask) ? 1w1 : 1w0;
-            if ((old & meta.rank_bit) == 0 && meta.join_complete == 1) {
-                meta.join_completes = 1;
-            }
         }
     }
 }

@@ -19,6 +19,7 @@
 #include "processors.p4"
 #include "overflow_flag.p4"
 #include "join_handler.p4"
+#include "run_tracker.p4"
 #include "../include/probe_handler.p4"
 #include "../include/status_handler.p4"
 #include "../include/reply_builder.p4"
@@ -45,6 +46,7 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
     Processors() processors;
     OverflowFlag() overflow_flag;
     JoinHandler() join_handler;
+    RunTracker() run_tracker;
     ProbeHandler() probe_handler;
     StatusHandler() status_handler;
     ReplyBuilder() reply_builder;
@@ -72,8 +74,10 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
             return;
         }
         switch_config.apply();
-        if (standard_metadata.instance_type != PKT_INSTANCE_TYPE_INGRESS_RECIRC) {
-            // Pass 0: everything but the later value blocks.
+        bit<1> first = (standard_metadata.instance_type != PKT_INSTANCE_TYPE_INGRESS_RECIRC)
+            ? 1w1 : 1w0;
+        if (first == 1) {
+            // Pass 0: everything but the later value blocks and the end of a run.
             meta.pass = 0;
             meta.drop_reason = DROP_NONE;
             meta.parser_failed = (standard_metadata.parser_error != error.NoError) ? 1w1 : 1w0;
@@ -81,6 +85,26 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
             if (meta.message != MSG_NONE) {
                 classifier.apply(hdr, meta);
             }
+            if (meta.message == MSG_JOIN) {
+                join_handler.apply(hdr, meta);
+            } else if (meta.message == MSG_STATUS) {
+                status_handler.apply(hdr, meta);
+            }
+        } else {
+            // A later pass: a Contribution's next block of values, or the pass that ends
+            // the run of a restarted rank's Join or of the last Leave.
+            meta.pass = meta.pass + 1;
+            meta.job_hit = 1;
+            meta.drop_reason = DROP_NONE;
+        }
+        // Every message of a known job meets its run in pass 0 (a refused Join does not);
+        // the later pass of a Join or a Leave ends it.
+        if ((first == 1 && meta.message != MSG_NONE && meta.job_hit == 1
+                    && meta.abort_reason == 0)
+                || (first == 0 && meta.message != MSG_CONTRIBUTION)) {
+            run_tracker.apply(hdr, meta);
+        }
+        if (first == 1) {
             if (meta.message == MSG_CONTRIBUTION && meta.drop_reason == DROP_NONE) {
                 use_checker.apply(meta, hdr.data.seq, 0);
                 if (meta.stale == 0) {
@@ -96,15 +120,6 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                         }
                     }
                 }
-            } else if (meta.message == MSG_JOIN || meta.message == MSG_STATUS) {
-                // A Status reads `joined` through the join handler, if its job is known.
-                bit<1> status = 0;
-                if (meta.message == MSG_STATUS) {
-                    status_handler.apply(hdr, meta, status);
-                }
-                if (meta.message == MSG_JOIN || status == 1) {
-                    join_handler.apply(hdr, meta, status);
-                }
             } else if (meta.message == MSG_PROBE) {
                 bit<1> read;
                 probe_handler.apply(hdr, meta, read);
@@ -113,19 +128,11 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                     bitmap_checker.apply(meta, hdr.probe.ver, SEEN_PROBE);
                     workers_counter.apply(meta, 1);
                 }
-            } else if (meta.message == MSG_ABORT) {
-                if (meta.job_hit == 0) {
-                    meta.drop_reason = DROP_UNKNOWN_JOB;
-                } else if (meta.rank_known == 0) {
-                    meta.drop_reason = DROP_UNKNOWN_RANK;
-                }
+            } else if ((meta.message == MSG_ABORT || meta.message == MSG_LEAVE)
+                    && meta.job_hit == 0) {
+                meta.drop_reason = DROP_UNKNOWN_JOB;
             }
-        } else {
-            // A later pass of a Contribution: the next block of values.
-            meta.pass = meta.pass + 1;
-            meta.message = MSG_CONTRIBUTION;
-            meta.job_hit = 1;
-            meta.drop_reason = DROP_NONE;
+        } else if (meta.message == MSG_CONTRIBUTION) {
             next_step_selector.apply(hdr, meta);
             processors.apply(hdr, meta);
             if (meta.pass == meta.last_value_pass) {
@@ -138,12 +145,18 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
             // next_step_selector.p4 already chose this pass's verdict.
         } else if (meta.drop_reason != DROP_NONE) {
             meta.verdict = VERDICT_DROP;
+        } else if (meta.run_end == 1) {
+            meta.verdict = VERDICT_RECIRCULATE;
+        } else if (meta.abort_reason == ABORT_RANK_RESTARTED) {
+            meta.verdict = VERDICT_MULTICAST;
         } else if (meta.abort_reason != 0) {
             meta.verdict = VERDICT_UNICAST;
         } else if (meta.message == MSG_JOIN && meta.join_completes == 1) {
             meta.verdict = VERDICT_MULTICAST;
         } else if (meta.message == MSG_ABORT) {
             meta.verdict = VERDICT_MULTICAST;
+        } else if (meta.message == MSG_LEAVE) {
+            meta.verdict = VERDICT_CONSUME;
         } else {
             meta.verdict = VERDICT_UNICAST;
         }
@@ -201,6 +214,7 @@ control SwitchmlDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.probe_reply);
         packet.emit(hdr.abort);
         packet.emit(hdr.status);
+        packet.emit(hdr.leave);
         packet.emit(hdr.status_reply);
         packet.emit(hdr.status_counters);
         packet.emit(hdr.bitmap);

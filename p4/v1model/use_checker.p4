@@ -1,7 +1,9 @@
-// use_checker.p4 (v1model): register `seq`, {used:1, seq:32} per slot version.
+// use_checker.p4 (v1model): register `seq`, {session:32, seq:32} per slot version.
 // Rust twin: p4/model/src/use_checker.rs (UseChecker). protocol.md §4 step 1: a newer use
-// (p.seq - seq read as signed is positive) or an idle version begins a use; an older one is
-// Stale. One read and at most one write of the register per pass.
+// (p.seq - seq read as signed is positive), or a version whose use is of another run than
+// the packet's session (§4.1; session 0: no use yet), begins a use; an older one is Stale.
+// A Probe reads the use number if the version holds a use of its run (meta.in_session).
+// One read and at most one write of the register per pass.
 #ifndef _SWITCHML_USE_CHECKER_P4_
 #define _SWITCHML_USE_CHECKER_P4_
 
@@ -12,15 +14,15 @@ control UseChecker(inout metadata_t meta, in bit<32> p_seq, in bit<1> probe) {
         bit<64> cell;
         seq.read(cell, meta.version_index);
         bit<32> held = cell[31:0];
-        bit<1> used = cell[32:32];
+        bit<1> same = (cell[63:32] == meta.p_session) ? 1w1 : 1w0;
         if (probe == 1) {
-            meta.used = used;
+            meta.in_session = same;
             meta.held_seq = held;
         } else {
             bit<32> diff = p_seq - held;
-            if (used == 0 || (diff != 0 && diff[31:31] == 0)) {
+            if (same == 0 || (diff != 0 && diff[31:31] == 0)) {
                 meta.begin = 1;
-                seq.write(meta.version_index, 32w1 ++ p_seq);
+                seq.write(meta.version_index, meta.p_session ++ p_seq);
             } else if (p_seq != held) {
                 meta.stale = 1;
                 meta.drop_reason = DROP_STALE;

@@ -1,5 +1,6 @@
-//! Packets per second of the P4 model against the reference switch, on the same stream of
-//! Contributions (4 ranks, 64 slots, uses cycling through both versions), in one run.
+//! Packets per second of the P4 model against the reference switch, on the same stream: the
+//! ranks' Joins, then Contributions (4 ranks, 64 slots, uses cycling through both versions),
+//! in one run.
 //!
 //! ```text
 //! cargo bench -p switchml-p4model --bench model_vs_reference
@@ -9,13 +10,16 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use switchml_core::switch::{JobConfig, Verdict};
-use switchml_core::wire::{DataKind, DataPacket, DataRepr, Flags};
+use switchml_core::wire::{DataKind, DataPacket, DataRepr, Flags, JoinPacket, JoinRepr};
 use switchml_p4model::equivalence::{RefSlot, Reference};
 use switchml_p4model::{Pipeline, OUT_LEN};
 
 const WORLD: u16 = 4;
 const SLOTS: u16 = 64;
 const USES: u32 = 8;
+const KEY: u64 = 0x005E_C2E7;
+/// The run's session: the nonce of rank 0, whose Join opens it.
+const SESSION: u32 = 0x0100;
 
 fn job() -> JobConfig {
     JobConfig {
@@ -23,12 +27,28 @@ fn job() -> JobConfig {
         world: WORLD,
         slot_lo: 0,
         slot_count: SLOTS,
+        key: KEY,
     }
 }
 
-/// Every rank's contribution to every use of every slot, in arrival order.
+/// Every rank's Join, then its contribution to every use of every slot, in arrival order.
 fn stream(count: u16) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
+    for rank in 0..WORLD {
+        let repr = JoinRepr {
+            job: 7,
+            rank,
+            world: WORLD,
+            slot_lo: 0,
+            slot_count: SLOTS,
+            count,
+            nonce: SESSION + u32::from(rank),
+            key: KEY,
+        };
+        let mut b = vec![0u8; repr.buffer_len()];
+        repr.emit(&mut JoinPacket::new_unchecked(&mut b[..]));
+        out.push(b);
+    }
     for seq in 0..USES {
         for slot in 0..SLOTS {
             for rank in 0..WORLD {
@@ -42,6 +62,7 @@ fn stream(count: u16) -> Vec<Vec<u8>> {
                     count,
                     seq,
                     exp: 130,
+                    session: SESSION,
                 };
                 let mut b = vec![0u8; repr.buffer_len()];
                 let mut p = DataPacket::new_unchecked(&mut b[..]);
@@ -81,8 +102,8 @@ fn rate(budget: Duration, packets: usize, mut run: impl FnMut() -> (Duration, u6
         let (t, multicasts) = run();
         assert_eq!(
             multicasts,
-            u64::from(SLOTS) * u64::from(USES),
-            "every use completes"
+            u64::from(SLOTS) * u64::from(USES) + 1,
+            "the last Join completes the run, and every use completes"
         );
         spent += t;
         done += packets as u64;

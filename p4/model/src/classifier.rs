@@ -1,5 +1,5 @@
-//! `classifier.p4`: the job table (job id → world size, slot range, multicast group) and the
-//! worker table (job id, source address → rank, worker bit, replication id).
+//! `classifier.p4`: the job table (job id → world size, slot range, multicast group, key)
+//! and the worker table (job id, source address → rank, worker bit, replication id).
 //!
 //! The original SwitchML keys its `udp_receiver` table on addresses too. A worker's lanes
 //! use different UDP source ports, so each lane is an entry; several entries may carry one
@@ -56,7 +56,7 @@ impl WorkerAddr {
 /// A job table entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JobEntry {
-    /// The entry's index: the index of the job's counters and `joined` register cell.
+    /// The entry's index: the index of the job's counters and run registers.
     pub index: u16,
     /// The job.
     pub config: JobConfig,
@@ -239,6 +239,7 @@ mod tests {
             world,
             slot_lo,
             slot_count,
+            key: 0,
         }
     }
 

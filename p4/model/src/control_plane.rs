@@ -1,11 +1,13 @@
 //! The control plane: typed methods that do what the P4 controller does through BfRt or
 //! `simple_switch_CLI` — add and remove jobs and workers (table entries, multicast group
-//! members, register resets) and read counters and registers.
+//! members, register resets), read counters and registers, and end a job's run when the
+//! switch stops ([`Pipeline::shutdown_run`]).
 
 use switchml_core::switch::{Counters, JobConfig, JobCounters, JobError};
+use switchml_core::wire::{AbortReason, RANK_ALL};
 
 use crate::classifier::{Source, WorkerAddr, WorkerEntry, WorkerError};
-use crate::pipeline::{Config, Pipeline};
+use crate::pipeline::{Config, Pipeline, Verdict};
 use crate::replication::Replica;
 use crate::use_checker::SeqCell;
 use crate::{MAX_COUNT, MAX_PASSES, VALUES_PER_PASS};
@@ -17,7 +19,11 @@ pub struct JobReport {
     pub config: JobConfig,
     /// Its multicast group.
     pub group: u16,
-    /// The ranks that joined, one bit each.
+    /// The current run's session (0: no run open).
+    pub session: u32,
+    /// The slots per lane the current run agreed (0: no run).
+    pub lane_slots: u16,
+    /// The ranks that joined the current run, one bit each.
     pub joined: u64,
     /// Its counters, as the reference switch keeps them.
     pub counters: JobCounters,
@@ -26,7 +32,7 @@ pub struct JobReport {
 /// One slot version, read out of every register that holds part of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SlotVersionState {
-    /// Register `seq`.
+    /// Register `seq`: the use and the session of its run.
     pub seq: SeqCell,
     /// Register `seen`, this version's word.
     pub seen: u64,
@@ -64,7 +70,7 @@ impl Pipeline {
         &self.config
     }
 
-    /// Add a job and reset its slots, its joined bitmap, counters and multicast group.
+    /// Add a job and reset its slots, its run, counters and multicast group.
     pub fn add_job(&mut self, config: JobConfig) -> Result<(), JobError> {
         let entry = self.classifier.insert_job(config, self.config.slots)?;
         let lo = config.slot_lo as usize;
@@ -79,7 +85,7 @@ impl Pipeline {
                 self.processors.reset(version);
             }
         }
-        self.join_handler.reset(usize::from(entry.index));
+        self.run_tracker.reset(entry.index);
         self.job_counters.clear(entry.index);
         self.replication.clear(entry.group);
         Ok(())
@@ -135,15 +141,37 @@ impl Pipeline {
     /// Return job `id`'s report.
     pub fn job(&self, id: u16) -> Option<JobReport> {
         let entry = self.classifier.job(id)?;
+        let (session, lane_slots, joined) = self.run_tracker.report(entry.index);
         Some(JobReport {
             config: entry.config,
             group: entry.group,
-            joined: self
-                .join_handler
-                .register()
-                .read(usize::from(entry.index))
-                .unwrap_or(0),
+            session,
+            lane_slots,
+            joined,
             counters: self.job_counters.snapshot(entry.index),
+        })
+    }
+
+    /// End job `id`'s run because the switch stops, as the reference's
+    /// `Switch::shutdown_run` does: write the Abort `Shutdown` its ranks get into `out` (a
+    /// bare datagram, for the controller to send to the job's multicast group) and return
+    /// the multicast verdict, or `None` if the job has no run or `out` is too short. The
+    /// controller writes register `session` and sends the Abort through the CPU port.
+    pub fn shutdown_run(&mut self, id: u16, out: &mut [u8]) -> Option<Verdict> {
+        let entry = self.classifier.job(id)?;
+        let session = self.run_tracker.session(entry.index);
+        if session == 0 || out.len() < switchml_core::wire::abort::LEN {
+            return None;
+        }
+        let reason = AbortReason::Shutdown;
+        let len = self
+            .reply_builder
+            .abort(out, id, RANK_ALL, reason, 0, session);
+        self.run_tracker.close(entry.index);
+        Some(Verdict::Multicast {
+            job: id,
+            group: entry.group,
+            len,
         })
     }
 

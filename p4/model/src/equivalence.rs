@@ -1,6 +1,6 @@
 //! Feed one packet sequence to the model and to the reference switch and say where they
-//! differ: verdict, answer bytes, switch counters, job counters, joined bitmaps, and every
-//! register of every slot version of every job.
+//! differ: verdict, answer bytes, switch counters, job counters, each job's run (session,
+//! lane shape, joined bitmap), and every register of every slot version of every job.
 //!
 //! It lives in the library, not in a test, so that the property tests here and the
 //! `model_vs_reference` fuzz target ([`fuzz`]) run the very same check.
@@ -63,6 +63,18 @@ pub enum Mismatch {
         /// The reference's.
         reference: Vec<u8>,
     },
+    /// Ending job `job`'s run from the control plane (`shutdown_run`) before packet
+    /// `packet` gave different answers.
+    Shutdown {
+        /// The job.
+        job: u16,
+        /// Before which packet.
+        packet: usize,
+        /// The model's verdict.
+        model: Option<CoreVerdict>,
+        /// The reference's.
+        reference: Option<CoreVerdict>,
+    },
     /// The model hit a register hazard on packet `packet`.
     Fault {
         /// Its index.
@@ -86,11 +98,11 @@ pub enum Mismatch {
         /// The reference's.
         reference: Box<JobCounters>,
     },
-    /// A job's state differs: the joined bitmap or a register of a slot version.
+    /// A job's state differs: its run or a register of a slot version.
     State {
         /// The job.
         job: u16,
-        /// The slot (job-relative), or `u16::MAX` for the joined bitmap.
+        /// The slot (job-relative), or `u16::MAX` for the run.
         slot: u16,
         /// The version.
         ver: u8,
@@ -203,7 +215,41 @@ impl<'a> Pair<'a> {
         Ok(())
     }
 
-    /// Compare job counters, joined bitmaps and every slot version of every job.
+    /// End job `id`'s run from the control plane in both switches (the reference's
+    /// `Switch::shutdown_run`); compare the verdicts and the Aborts.
+    pub fn shutdown_run(&mut self, id: u16) -> Result<(), Mismatch> {
+        let m = self
+            .model
+            .shutdown_run(id, &mut self.model_out)
+            .map(to_core);
+        let r = self.reference.shutdown_run(id, &mut self.reference_out);
+        let differs = |model, reference| Mismatch::Shutdown {
+            job: id,
+            packet: self.fed,
+            model,
+            reference,
+        };
+        match (m, r) {
+            (
+                Some(CoreVerdict::Multicast { len, .. }),
+                Some(CoreVerdict::Multicast { len: l, .. }),
+            ) if len == l => {
+                let (mb, rb) = (&self.model_out[..len], &self.reference_out[..len]);
+                if mb != rb {
+                    return Err(Mismatch::Bytes {
+                        packet: self.fed,
+                        model: mb.to_vec(),
+                        reference: rb.to_vec(),
+                    });
+                }
+                Ok(())
+            }
+            (None, None) => Ok(()),
+            (m, r) => Err(differs(m, r)),
+        }
+    }
+
+    /// Compare job counters, runs and every slot version of every job.
     pub fn compare_state(&self) -> Result<(), Mismatch> {
         for &id in &self.jobs {
             let (Some(m), Some(r)) = (self.model.job(id), self.reference.job(id)) else {
@@ -224,8 +270,13 @@ impl<'a> Pair<'a> {
                     field,
                 })
             };
-            if m.joined != word(r.joined()) {
-                return differs(u16::MAX, 0, "joined");
+            let run = [
+                (m.session == r.session(), "session"),
+                (m.lane_slots == r.lane_slots(), "lane_slots"),
+                (m.joined == word(r.joined()), "joined"),
+            ];
+            if let Some((_, field)) = run.into_iter().find(|(ok, _)| !ok) {
+                return differs(u16::MAX, 0, field);
             }
             for slot in 0..m.config.slot_count {
                 for ver in 0..2u8 {
@@ -235,8 +286,9 @@ impl<'a> Pair<'a> {
                     ) else {
                         return differs(slot, ver, "missing");
                     };
-                    let complete = ms.seq.used && ms.remaining == 0;
+                    let complete = ms.seq.used() && ms.remaining == 0;
                     let checks = [
+                        (rs.in_session(ms.seq.session) == ms.seq.used(), "session"),
                         (ms.seq.seq == rs.seq(), "seq"),
                         (ms.seen == word(rs.seen()), "seen"),
                         (ms.remaining == rs.remaining(), "remaining"),
@@ -282,8 +334,8 @@ pub fn run<'p>(setup: &Setup, packets: impl IntoIterator<Item = &'p [u8]>) -> Re
     pair.compare_state()
 }
 
-/// The set-up [`fuzz`] uses: job 7 of 3 ranks on slots 2..6 and job 9 of 1 rank on slot
-/// 0, in a pool of 8 slots.
+/// The set-up [`fuzz`] uses: job 7 of 3 ranks on slots 2..6 (key 0x77) and job 9 of 1 rank
+/// on slot 0 (key 0), in a pool of 8 slots.
 pub fn fuzz_setup() -> Setup {
     Setup {
         slots: 8,
@@ -294,12 +346,14 @@ pub fn fuzz_setup() -> Setup {
                 world: 3,
                 slot_lo: 2,
                 slot_count: 4,
+                key: 0x77,
             },
             JobConfig {
                 id: 9,
                 world: 1,
                 slot_lo: 0,
                 slot_count: 1,
+                key: 0,
             },
         ],
     }

@@ -102,6 +102,8 @@ pub struct DataHeader {
     pub exp: u8,
     /// Reserved bytes 17–19, as one number.
     pub reserved: u32,
+    /// The job run's session (§4.1).
+    pub session: u32,
 }
 
 /// The Join header after the prefix (protocol.md §3.2).
@@ -117,6 +119,10 @@ pub struct JoinHeader {
     pub count: u16,
     /// Reserved bytes 14–15.
     pub reserved: u16,
+    /// The worker process's nonce (non-zero): the session of the run it opens.
+    pub nonce: u32,
+    /// The job's credential.
+    pub key: u64,
 }
 
 /// The Probe header after the prefix (protocol.md §3.4).
@@ -130,6 +136,8 @@ pub struct ProbeHeader {
     pub reserved: u32,
     /// The use the worker waits for.
     pub seq: u32,
+    /// The job run's session.
+    pub session: u32,
 }
 
 /// The Abort header after the prefix (protocol.md §3.6).
@@ -143,6 +151,17 @@ pub struct AbortHeader {
     pub reserved: u32,
     /// Epoch.
     pub epoch: u32,
+    /// The job run's session.
+    pub session: u32,
+}
+
+/// The Leave header after the prefix (protocol.md §3.9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LeaveHeader {
+    /// Reserved bytes 6–7.
+    pub reserved: u16,
+    /// The job run's session.
+    pub session: u32,
 }
 
 /// The Status header after the prefix (protocol.md §3.7).
@@ -165,6 +184,8 @@ pub enum Body {
     Abort(AbortHeader),
     /// Type 0x15.
     Status(StatusHeader),
+    /// Type 0x17.
+    Leave(LeaveHeader),
     /// A type only the switch sends (0x02, 0x11, 0x13, 0x16): not parsed further.
     SwitchOnly,
     /// A type version 1 does not know: not parsed further.

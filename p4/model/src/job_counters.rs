@@ -29,9 +29,13 @@ pub enum JobEvent {
     Abort,
     /// A use that ended with an overflow.
     Overflow,
+    /// A run opened.
+    Run,
+    /// A message refused for a wrong key or session.
+    Unauthorized,
 }
 
-const EVENTS: usize = 10;
+const EVENTS: usize = 12;
 
 /// The counters.
 #[derive(Debug, Clone)]
@@ -53,6 +57,8 @@ impl JobCounters {
             "job_probes",
             "job_aborts",
             "job_overflows",
+            "job_runs",
+            "job_unauthorized",
         ];
         JobCounters {
             events: names.map(|n| Counter::new(n, jobs)),
@@ -78,6 +84,8 @@ impl JobCounters {
             probes: r(JobEvent::Probe),
             aborts: r(JobEvent::Abort),
             overflows: r(JobEvent::Overflow),
+            runs: r(JobEvent::Run),
+            unauthorized: r(JobEvent::Unauthorized),
         }
     }
 

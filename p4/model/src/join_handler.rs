@@ -1,40 +1,35 @@
-//! `join_handler.p4`: the rendezvous (protocol.md §3.2–3.3, §4 "Join").
+//! `join_handler.p4`: the checks of a Join (protocol.md §3.2–3.3, §4 "Join", §4.1).
 //!
-//! A Join is checked against the job table entry in the reference's order (rank, world
-//! size, slot range, count) and refused with an Abort naming the first mismatch; otherwise
-//! the rank's bit goes into register `joined` (one 64-bit cell per job table entry). The
-//! Join that fills the bitmap is answered by a multicast JoinReply with `COMPLETE`.
+//! A Join is checked against the job table entry in the reference's order — the job's key,
+//! rank, world size, slot range (the lane must lie in the job's slots and start at a
+//! multiple of its length), count — and refused with an Abort naming the first mismatch.
+//! A Join that passes goes on to the run tracker (`run_tracker.rs`), which opens or joins
+//! the job's run.
 //!
-//! A Status reads the register through [`JoinHandler::status`], the control's read (one
-//! access in the pass, as for a Join; on TNA the Join's `RegisterAction` with an empty mask).
+//! The handler is stateless. On BMv2 the alignment is `slot_lo % slot_count`; Tofino has no
+//! divider, so the TNA program looks the pair up in a table the control plane fills
+//! (`lane_alignment`).
 
 use switchml_core::wire::AbortReason;
 
 use crate::classifier::JobEntry;
 use crate::headers::JoinHeader;
-use crate::register::{Hazard, Pass, Register};
 
 /// What the join handler decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JoinDecision {
     /// Answer with an Abort: reason and detail.
     Refuse(AbortReason, u16),
-    /// Answer with a JoinReply.
-    Accept {
-        /// The joined bitmap after this Join.
-        joined: u64,
-        /// Every rank has joined.
-        complete: bool,
-        /// This Join made the job complete: multicast the reply.
-        completes: bool,
+    /// The Join of `rank` goes on to the run tracker.
+    Run {
+        /// The sender's rank.
+        rank: u16,
     },
 }
 
-/// The join handler: register `joined`, one cell per job table entry.
-#[derive(Debug, Clone)]
-pub struct JoinHandler {
-    joined: Register<u64>,
-}
+/// The join handler (stateless: the run's registers belong to the run tracker).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct JoinHandler;
 
 /// The bitmap of ranks `0..world`.
 pub fn full_mask(world: u16) -> u64 {
@@ -46,68 +41,93 @@ pub fn full_mask(world: u16) -> u64 {
 }
 
 impl JoinHandler {
-    /// Make the register for `jobs` job table entries.
-    pub fn new(jobs: usize) -> Self {
-        JoinHandler {
-            joined: Register::new("joined", jobs, 0),
-        }
-    }
-
-    /// Decide on a Join to `job` from a sender whose rank is `rank` if the worker table
-    /// knows it, on a switch that accepts up to `max_count` values.
+    /// Check a Join to `job` from a sender whose rank is `rank` if the worker table knows
+    /// it, on a switch that accepts up to `max_count` values.
     pub fn apply(
-        &mut self,
-        pass: &Pass,
         job: &JobEntry,
         rank: Option<u16>,
         h: &JoinHeader,
         max_count: u16,
-    ) -> Result<JoinDecision, Hazard> {
+    ) -> JoinDecision {
         let c = job.config;
+        if h.key != c.key {
+            return JoinDecision::Refuse(AbortReason::BadKey, 0);
+        }
         let Some(rank) = rank else {
-            return Ok(JoinDecision::Refuse(AbortReason::UnknownRank, c.world));
+            return JoinDecision::Refuse(AbortReason::UnknownRank, c.world);
         };
         let refusal = if h.world != c.world {
             Some((AbortReason::WorldMismatch, c.world))
         } else if h.slot_count == 0
             || u32::from(h.slot_lo) + u32::from(h.slot_count) > u32::from(c.slot_count)
+            || h.slot_lo % h.slot_count != 0
         {
             Some((AbortReason::SlotRange, c.slot_count))
-        } else if h.count > max_count {
+        } else if h.count == 0 || h.count > max_count {
             Some((AbortReason::CountTooLarge, max_count))
         } else {
             None
         };
-        if let Some((reason, detail)) = refusal {
-            return Ok(JoinDecision::Refuse(reason, detail));
+        match refusal {
+            Some((reason, detail)) => JoinDecision::Refuse(reason, detail),
+            None => JoinDecision::Run { rank },
         }
-        let bit = 1u64 << (rank & 63);
-        let full = full_mask(c.world);
-        let old = self.joined.execute(pass, usize::from(job.index), |cell| {
-            let old = *cell;
-            *cell |= bit;
-            old
-        })?;
-        let joined = old | bit;
-        Ok(JoinDecision::Accept {
-            joined,
-            complete: joined == full,
-            completes: old & bit == 0 && joined == full,
-        })
     }
+}
 
-    /// Read job table entry `index`'s joined bitmap for a Status.
-    pub fn status(&mut self, pass: &Pass, index: u16) -> Result<u64, Hazard> {
-        self.joined.execute(pass, usize::from(index), |cell| *cell)
-    }
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchml_core::switch::JobConfig;
 
-    /// Return the register.
-    pub fn register(&self) -> &Register<u64> {
-        &self.joined
-    }
-
-    /// Forget who joined job table entry `index` (control plane).
-    pub fn reset(&mut self, index: usize) {
-        self.joined.write(index, 0);
+    #[test]
+    fn joins_are_checked_in_the_reference_order() {
+        let job = JobEntry {
+            index: 0,
+            config: JobConfig {
+                id: 7,
+                world: 2,
+                slot_lo: 0,
+                slot_count: 12,
+                key: 0xAB,
+            },
+            group: 1,
+        };
+        let h = JoinHeader {
+            world: 2,
+            slot_lo: 4,
+            slot_count: 4,
+            count: 64,
+            reserved: 0,
+            nonce: 1,
+            key: 0xAB,
+        };
+        let check = |rank, h| JoinHandler::apply(&job, rank, &h, 256);
+        assert_eq!(check(Some(1), h), JoinDecision::Run { rank: 1 });
+        let refuse = JoinDecision::Refuse;
+        let bad_key = JoinHeader {
+            key: 0xAC,
+            world: 9,
+            ..h
+        };
+        assert_eq!(check(None, bad_key), refuse(AbortReason::BadKey, 0));
+        assert_eq!(check(None, h), refuse(AbortReason::UnknownRank, 2));
+        let world = JoinHeader { world: 3, ..h };
+        assert_eq!(check(Some(1), world), refuse(AbortReason::WorldMismatch, 2));
+        for (slot_lo, slot_count) in [(0, 0), (8, 8), (2, 4), (3, 2)] {
+            let range = JoinHeader {
+                slot_lo,
+                slot_count,
+                ..h
+            };
+            assert_eq!(check(Some(1), range), refuse(AbortReason::SlotRange, 12));
+        }
+        for count in [0, 257] {
+            let count = JoinHeader { count, ..h };
+            assert_eq!(
+                check(Some(1), count),
+                refuse(AbortReason::CountTooLarge, 256)
+            );
+        }
     }
 }

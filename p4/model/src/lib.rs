@@ -11,7 +11,8 @@
 //! - **Registers** ([`register`]): one read-modify-write per register per pass, checked;
 //!   state that needs more takes another pass.
 //! - **Passes**: [`VALUES_PER_PASS`] values per pass, so a packet of [`MAX_COUNT`] values
-//!   takes [`MAX_PASSES`] passes (recirculations), as on Tofino.
+//!   takes [`MAX_PASSES`] passes (recirculations), as on Tofino; a Join or Leave that ends
+//!   its job's run takes a second pass to clear the run's session ([`run_tracker`]).
 //! - **Tables** with typed entries ([`classifier`]) and a **packet replication engine**
 //!   ([`replication`]) feeding the egress rewrite ([`udp_sender`]).
 //!
@@ -50,6 +51,7 @@ pub mod processors;
 pub mod register;
 pub mod replication;
 pub mod reply_builder;
+pub mod run_tracker;
 pub mod status_handler;
 pub mod testbed;
 pub mod udp_sender;

@@ -10,14 +10,14 @@
 //! how the model serves as a `switchml_core::switch::Aggregator`.
 
 use switchml_core::wire::{
-    self, abort, data, join, probe, status, AbortPacket, DataPacket, JoinPacket, ProbePacket,
-    StatusPacket, SWITCH_PORT,
+    self, abort, data, join, leave, probe, status, AbortPacket, DataPacket, JoinPacket,
+    LeavePacket, ProbePacket, StatusPacket, SWITCH_PORT,
 };
 
 use crate::headers::{
-    AbortHeader, Body, DataHeader, Ethernet, Headers, Ipv4, JoinHeader, Prefix, ProbeHeader,
-    StatusHeader, Transport, Udp, ETHERNET_LEN, ETHERTYPE_IPV4, IPV4_LEN, IP_PROTO_UDP,
-    TRANSPORT_LEN, UDP_LEN,
+    AbortHeader, Body, DataHeader, Ethernet, Headers, Ipv4, JoinHeader, LeaveHeader, Prefix,
+    ProbeHeader, StatusHeader, Transport, Udp, ETHERNET_LEN, ETHERTYPE_IPV4, IPV4_LEN,
+    IP_PROTO_UDP, TRANSPORT_LEN, UDP_LEN,
 };
 
 /// Why the parser rejected a packet.
@@ -117,6 +117,7 @@ impl Parser {
             (wire::VERSION, 0x12) => (Body::Probe(probe_header(datagram)?), need(probe::LEN)?),
             (wire::VERSION, 0x14) => (Body::Abort(abort_header(datagram)?), need(abort::LEN)?),
             (wire::VERSION, 0x15) => (Body::Status(status_header(datagram)?), need(status::LEN)?),
+            (wire::VERSION, 0x17) => (Body::Leave(leave_header(datagram)?), need(leave::LEN)?),
             (wire::VERSION, 0x02 | 0x11 | 0x13 | 0x16) => (Body::SwitchOnly, wire::prefix::LEN),
             (wire::VERSION, _) => (Body::Unknown, wire::prefix::LEN),
             _ => (Body::OtherVersion, wire::prefix::LEN),
@@ -144,6 +145,7 @@ fn data_header(b: &[u8]) -> Result<DataHeader, ParserError> {
         seq: p.seq(),
         exp: p.exp(),
         reserved: u32::from(p.reserved_a()) << 16 | u32::from(p.reserved_b()),
+        session: p.session(),
     })
 }
 
@@ -158,6 +160,8 @@ fn join_header(b: &[u8]) -> Result<JoinHeader, ParserError> {
         slot_count: p.slot_count(),
         count: p.count(),
         reserved: p.reserved(),
+        nonce: p.nonce(),
+        key: p.key(),
     })
 }
 
@@ -171,6 +175,7 @@ fn probe_header(b: &[u8]) -> Result<ProbeHeader, ParserError> {
         ver: p.ver(),
         reserved: u32::from(p.reserved_a()) << 16 | u32::from(p.reserved_b()),
         seq: p.seq(),
+        session: p.session(),
     })
 }
 
@@ -184,6 +189,18 @@ fn abort_header(b: &[u8]) -> Result<AbortHeader, ParserError> {
         detail: p.detail(),
         reserved: u32::from(p.reserved_a()) << 16 | u32::from(p.reserved_b()),
         epoch: p.epoch(),
+        session: p.session(),
+    })
+}
+
+fn leave_header(b: &[u8]) -> Result<LeaveHeader, ParserError> {
+    if b.len() < leave::LEN {
+        return Err(ParserError::PacketTooShort);
+    }
+    let p = LeavePacket::new_unchecked(b);
+    Ok(LeaveHeader {
+        reserved: p.reserved(),
+        session: p.session(),
     })
 }
 
@@ -200,8 +217,9 @@ fn status_header(b: &[u8]) -> Result<StatusHeader, ParserError> {
 mod tests {
     use super::*;
 
-    const CONTRIBUTION: [u8; 24] = [
-        1, 1, 0, 7, 0, 2, 0, 5, 1, 2, 0, 1, 0, 0, 0, 9, 0x82, 0, 0, 0, 0, 0, 0, 42,
+    const CONTRIBUTION: [u8; 28] = [
+        1, 1, 0, 7, 0, 2, 0, 5, 1, 2, 0, 1, 0, 0, 0, 9, 0x82, 0, 0, 0, 0xA1, 0xB2, 0xC3, 0xD4, 0,
+        0, 0, 42,
     ];
 
     #[test]
@@ -212,13 +230,14 @@ mod tests {
             panic!("{:?}", h.body)
         };
         assert_eq!((d.slot, d.ver, d.flags, d.count, d.seq), (5, 1, 2, 1, 9));
+        assert_eq!(d.session, 0xA1B2_C3D4);
         assert_eq!(h.payload, [0, 0, 0, 42]);
     }
 
     #[test]
     fn short_headers_fail_and_other_types_stop_at_the_prefix() {
         assert_eq!(
-            Parser::parse_datagram(&CONTRIBUTION[..19]).err(),
+            Parser::parse_datagram(&CONTRIBUTION[..23]).err(),
             Some(ParserError::PacketTooShort)
         );
         assert_eq!(
@@ -239,6 +258,20 @@ mod tests {
         );
         let h = Parser::parse_datagram(&[1, 0x15, 0, 7, 0, 9, 0, 0]).unwrap();
         assert_eq!(h.body, Body::Status(StatusHeader { reserved: 0 }));
+        let leave = [1, 0x17, 0, 7, 0, 2, 0, 0, 1, 2, 3, 4];
+        let h = Parser::parse_datagram(&leave).unwrap();
+        let session = 0x0102_0304;
+        assert_eq!(
+            h.body,
+            Body::Leave(LeaveHeader {
+                reserved: 0,
+                session
+            })
+        );
+        assert_eq!(
+            Parser::parse_datagram(&leave[..11]).err(),
+            Some(ParserError::PacketTooShort)
+        );
     }
 
     fn frame(datagram: &[u8], udp_len: u16, pad: usize) -> Vec<u8> {
@@ -255,11 +288,11 @@ mod tests {
 
     #[test]
     fn frames_are_bounded_by_the_udp_length() {
-        let good = frame(&CONTRIBUTION, 32, 6);
+        let good = frame(&CONTRIBUTION, 36, 6);
         let h = Parser::parse_frame(&good).unwrap();
         assert_eq!(h.datagram, CONTRIBUTION);
         assert!(h.transport.is_some());
-        let long = frame(&CONTRIBUTION, 33, 0);
+        let long = frame(&CONTRIBUTION, 37, 0);
         assert_eq!(
             Parser::parse_frame(&long).err(),
             Some(ParserError::PacketTooShort)

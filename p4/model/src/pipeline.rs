@@ -2,19 +2,24 @@
 //! and egress.
 //!
 //! Every packet takes pass 0; a Contribution takes one more pass per further block of
-//! [`VALUES_PER_PASS`] values. The model runs a packet's passes back to back; the hardware
+//! [`VALUES_PER_PASS`] values, and a Join or Leave that ends its job's run one more pass to
+//! clear the run's session. The model runs a packet's passes back to back; the hardware
 //! would let other packets in between (see `p4/README.md`, known gaps).
 //!
 //! ```text
-//!  frame ─▶ Parser ─▶ Validator ─▶ Classifier ─┬─ Contribution: UseChecker ─▶ CountChecker
-//!                                              │   ─▶ BitmapChecker ─▶ WorkersCounter
-//!                                              │   ─▶ NextStepSelector ─▶ Exponents
-//!                                              │   ─▶ Processors (×passes) ─▶ OverflowFlag
-//!                                              ├─ Join: JoinHandler
-//!                                              ├─ Probe: ProbeHandler (+ read actions)
-//!                                              ├─ Status: StatusHandler (+ JoinHandler's
-//!                                              │   read action; counters: model only)
-//!                                              └─ Abort: pass on
+//!  frame ─▶ Parser ─▶ Validator ─▶ Classifier ─┬─ Contribution: RunTracker ─▶ UseChecker
+//!                                              │   ─▶ CountChecker ─▶ BitmapChecker
+//!                                              │   ─▶ WorkersCounter ─▶ NextStepSelector
+//!                                              │   ─▶ Exponents ─▶ Processors (×passes)
+//!                                              │   ─▶ OverflowFlag
+//!                                              ├─ Join: JoinHandler ─▶ RunTracker
+//!                                              │   (restart: + a pass to end the run)
+//!                                              ├─ Probe: RunTracker ─▶ ProbeHandler
+//!                                              │   (+ read actions)
+//!                                              ├─ Status: StatusHandler ─▶ RunTracker's
+//!                                              │   read action (counters: model only)
+//!                                              ├─ Abort: RunTracker (ends the run), pass on
+//!                                              └─ Leave: RunTracker (last one: + a pass)
 //!        ─▶ ReplyBuilder ─▶ DropCounters/JobCounters ─▶ Replication ─▶ UdpSender ─▶ out
 //! ```
 
@@ -27,9 +32,11 @@ use crate::count_checker::CountChecker;
 use crate::drop_counters::{DropCounters, Tally};
 use crate::exponents::Exponents;
 use crate::headers::TRANSPORT_LEN;
-use crate::headers::{AbortHeader, DataHeader, Headers, JoinHeader, Prefix, ProbeHeader};
+use crate::headers::{
+    AbortHeader, DataHeader, Headers, JoinHeader, LeaveHeader, Prefix, ProbeHeader,
+};
 use crate::job_counters::{JobCounters, JobEvent};
-use crate::join_handler::{JoinDecision, JoinHandler};
+use crate::join_handler::{full_mask, JoinDecision, JoinHandler};
 use crate::next_step_selector::{NextStepSelector, Outcome};
 use crate::overflow_flag::OverflowFlag;
 use crate::parser::{Parser, ParserError};
@@ -38,6 +45,7 @@ use crate::processors::Processors;
 use crate::register::{Hazard, PassClock};
 use crate::replication::{Replica, Replication};
 use crate::reply_builder::{ReplyBuilder, ResultFields};
+use crate::run_tracker::{JoinStep, LeaveStep, RunTracker};
 use crate::status_handler::{StatusDecision, StatusHandler};
 use crate::udp_sender::{SwitchAddr, UdpSender};
 use crate::use_checker::{Use, UseChecker};
@@ -115,7 +123,7 @@ pub struct Pipeline {
     pub(crate) exponents: Exponents,
     pub(crate) processors: Processors,
     pub(crate) overflow_flag: OverflowFlag,
-    pub(crate) join_handler: JoinHandler,
+    pub(crate) run_tracker: RunTracker,
     pub(crate) reply_builder: ReplyBuilder,
     pub(crate) drop_counters: DropCounters,
     pub(crate) job_counters: JobCounters,
@@ -139,7 +147,7 @@ impl Pipeline {
             exponents: Exponents::new(versions),
             processors: Processors::new(versions),
             overflow_flag: OverflowFlag::new(versions),
-            join_handler: JoinHandler::new(config.jobs),
+            run_tracker: RunTracker::new(config.jobs),
             reply_builder: ReplyBuilder::new(config.epoch),
             drop_counters: DropCounters::default(),
             job_counters: JobCounters::new(config.jobs),
@@ -265,8 +273,9 @@ impl Pipeline {
             Message::Contribution(d) => self.contribution(&h.prefix, &d, h.payload, class, out),
             Message::Join(j) => self.join(&h.prefix, &j, class, out),
             Message::Probe(p) => self.probe(&h.prefix, &p, class, out),
-            Message::Abort(a) => Ok(self.abort(&h.prefix, &a, class, h.datagram, out)),
+            Message::Abort(a) => self.abort(&h.prefix, &a, class, h.datagram, out),
             Message::Status(_) => self.status(&h.prefix, class, out),
+            Message::Leave(l) => self.leave(&h.prefix, &l, class),
         };
         match result {
             Ok(Verdict::Unicast { job, rank, len, .. }) => Verdict::Unicast {
@@ -280,12 +289,25 @@ impl Pipeline {
         }
     }
 
-    /// Answer `prefix`'s sender with an Abort.
-    fn refuse(&self, prefix: &Prefix, reason: AbortReason, detail: u16, out: &mut [u8]) -> Verdict {
+    /// Answer `prefix`'s sender with an Abort naming run `session` (or 0).
+    fn refuse(
+        &self,
+        prefix: &Prefix,
+        reason: AbortReason,
+        detail: u16,
+        session: u32,
+        out: &mut [u8],
+    ) -> Verdict {
         let len = self
             .reply_builder
-            .abort(out, prefix.job, prefix.rank, reason, detail);
+            .abort(out, prefix.job, prefix.rank, reason, detail, session);
         unicast(prefix, len)
+    }
+
+    /// A message with a wrong key or session: counted for its job, and dropped as `reason`.
+    fn unauthorized(&mut self, job: &JobEntry, reason: DropReason) -> Verdict {
+        self.job_counters.count(JobEvent::Unauthorized, job.index);
+        Verdict::Drop(reason)
     }
 
     /// protocol.md §4 steps 1–6, over as many passes as the values need.
@@ -300,6 +322,10 @@ impl Pipeline {
         let Some(job) = class.job else {
             return Ok(Verdict::Drop(DropReason::UnknownJob));
         };
+        let mut pass = self.clock.begin(0);
+        if !self.run_tracker.admit(&pass, job.index, d.session)? {
+            return Ok(self.unauthorized(&job, DropReason::BadSession));
+        }
         let c = job.config;
         let reject = if class.rank(prefix.rank).is_none() {
             Some(DropReason::UnknownRank)
@@ -320,8 +346,7 @@ impl Pipeline {
         let version = 2 * slot + usize::from(d.ver);
         let bit = 1u64 << (prefix.rank & 63);
 
-        let mut pass = self.clock.begin(0);
-        let use_ = self.use_checker.apply(&pass, version, d.seq)?;
+        let use_ = self.use_checker.apply(&pass, version, d.session, d.seq)?;
         if use_ == Use::Stale {
             self.job_counters.count(JobEvent::Stale, job.index);
             return Ok(Verdict::Drop(DropReason::Stale));
@@ -408,6 +433,7 @@ impl Pipeline {
         })
     }
 
+    /// A Join: the join handler's checks, then the run tracker (protocol.md §4.1).
     fn join(
         &mut self,
         prefix: &Prefix,
@@ -416,44 +442,72 @@ impl Pipeline {
         out: &mut [u8],
     ) -> Result<Verdict, Hazard> {
         let Some(job) = class.job else {
-            return Ok(self.refuse(prefix, AbortReason::UnknownJob, 0, out));
+            return Ok(self.refuse(prefix, AbortReason::UnknownJob, 0, 0, out));
+        };
+        let max_count = self.config.max_count;
+        let rank = match JoinHandler::apply(&job, class.rank(prefix.rank), j, max_count) {
+            JoinDecision::Refuse(reason, detail) => {
+                if reason == AbortReason::BadKey {
+                    self.job_counters.count(JobEvent::Unauthorized, job.index);
+                }
+                return Ok(self.refuse(prefix, reason, detail, 0, out));
+            }
+            JoinDecision::Run { rank } => rank,
         };
         let pass = self.clock.begin(0);
-        Ok(
-            match self.join_handler.apply(
-                &pass,
-                &job,
-                class.rank(prefix.rank),
-                j,
-                self.config.max_count,
-            )? {
-                JoinDecision::Refuse(reason, detail) => self.refuse(prefix, reason, detail, out),
-                JoinDecision::Accept {
-                    joined,
-                    complete,
-                    completes,
-                } => {
-                    self.job_counters.count(JobEvent::Join, job.index);
-                    let c = job.config;
-                    let to = if completes { RANK_ALL } else { prefix.rank };
-                    let len = self.reply_builder.join_reply(
-                        out,
-                        prefix.job,
-                        to,
-                        c.world,
-                        complete,
-                        self.config.max_count,
-                        c.slot_count,
-                        joined,
-                    );
-                    if completes {
-                        multicast(&job, len)
-                    } else {
-                        unicast(prefix, len)
-                    }
+        Ok(match self.run_tracker.join(&pass, &job, rank, j)? {
+            JoinStep::Member {
+                opened,
+                session,
+                joined,
+                was_complete,
+            } => {
+                if opened {
+                    self.job_counters.count(JobEvent::Run, job.index);
                 }
-            },
-        )
+                self.job_counters.count(JobEvent::Join, job.index);
+                let c = job.config;
+                let complete = joined == full_mask(c.world);
+                // The Join that completes the run tells every rank.
+                let to_all = complete && !was_complete;
+                let to = if to_all { RANK_ALL } else { prefix.rank };
+                let len = self.reply_builder.join_reply(
+                    out,
+                    prefix.job,
+                    to,
+                    c.world,
+                    complete,
+                    max_count,
+                    c.slot_count,
+                    session,
+                    joined,
+                );
+                if to_all {
+                    multicast(&job, len)
+                } else {
+                    unicast(prefix, len)
+                }
+            }
+            JoinStep::EndsRun { session } => {
+                // A new process of a rank of the complete run: a second pass ends the run,
+                // and every rank learns why. The new process's next Join opens the next.
+                let pass = self.clock.begin(1);
+                self.drop_counters.recirculated();
+                self.run_tracker.end(&pass, job.index, session)?;
+                self.job_counters.count(JobEvent::Abort, job.index);
+                let reason = AbortReason::RankRestarted;
+                let len = self
+                    .reply_builder
+                    .abort(out, prefix.job, RANK_ALL, reason, rank, session);
+                multicast(&job, len)
+            }
+            JoinStep::LaneMismatch(detail) => {
+                self.refuse(prefix, AbortReason::LaneMismatch, detail, 0, out)
+            }
+            JoinStep::ChunkMismatch(detail) => {
+                self.refuse(prefix, AbortReason::ChunkMismatch, detail, 0, out)
+            }
+        })
     }
 
     fn probe(
@@ -464,18 +518,22 @@ impl Pipeline {
         out: &mut [u8],
     ) -> Result<Verdict, Hazard> {
         let Some(job) = class.job else {
-            return Ok(self.refuse(prefix, AbortReason::UnknownJob, 0, out));
+            return Ok(self.refuse(prefix, AbortReason::UnknownJob, 0, p.session, out));
         };
-        let slot = match ProbeHandler::apply(&job, class.rank(prefix.rank), p) {
+        let pass = self.clock.begin(0);
+        let admitted = self.run_tracker.admit(&pass, job.index, p.session)?;
+        let slot = match ProbeHandler::apply(&job, admitted, class.rank(prefix.rank), p) {
             ProbeDecision::Refuse(reason, detail) => {
-                return Ok(self.refuse(prefix, reason, detail, out))
+                if reason == AbortReason::SessionEnded {
+                    self.job_counters.count(JobEvent::Unauthorized, job.index);
+                }
+                return Ok(self.refuse(prefix, reason, detail, p.session, out));
             }
             ProbeDecision::Read { slot } => slot,
         };
         self.job_counters.count(JobEvent::Probe, job.index);
         let version = 2 * slot + usize::from(p.ver);
-        let pass = self.clock.begin(0);
-        let seq = self.use_checker.probe(&pass, version)?;
+        let seq = self.use_checker.probe(&pass, version, p.session)?;
         let seen = self.bitmap_checker.probe(&pass, slot, p.ver)?;
         let remaining = self.workers_counter.probe(&pass, version)?;
         let len = self.reply_builder.probe_reply(
@@ -484,16 +542,13 @@ impl Pipeline {
             prefix.rank,
             p.slot,
             p.ver,
-            ProbeHandler::state(seq, remaining),
-            remaining,
-            seq.seq,
+            ProbeHandler::report(seq, remaining, seen),
             job.config.world,
-            seen,
         );
         Ok(unicast(prefix, len))
     }
 
-    /// A Status: who joined the job, and (model only) what was counted.
+    /// A Status: the job's run and who joined it, and (model only) what was counted.
     fn status(
         &mut self,
         prefix: &Prefix,
@@ -502,12 +557,12 @@ impl Pipeline {
     ) -> Result<Verdict, Hazard> {
         let job = match StatusHandler::apply(class.job) {
             StatusDecision::Refuse(reason, detail) => {
-                return Ok(self.refuse(prefix, reason, detail, out))
+                return Ok(self.refuse(prefix, reason, detail, 0, out))
             }
             StatusDecision::Read(job) => job,
         };
         let pass = self.clock.begin(0);
-        let joined = self.join_handler.status(&pass, job.index)?;
+        let run = self.run_tracker.status(&pass, job.index)?;
         // No P4 twin: the data plane cannot read its counters (status_handler.rs).
         let counters = StatusHandler::counters(
             &self.drop_counters.snapshot(),
@@ -519,33 +574,69 @@ impl Pipeline {
             prefix.job,
             prefix.rank,
             c.world,
-            StatusHandler::flags(joined, c.world),
+            StatusHandler::flags(run.joined, c.world, run.open),
             c.slot_count,
             counters,
-            joined,
+            run.joined,
         );
         Ok(unicast(prefix, len))
     }
 
-    /// A worker's Abort: pass it on to the job unchanged.
+    /// A worker's Abort: pass it on to the job unchanged; the run ends.
     fn abort(
         &mut self,
         prefix: &Prefix,
-        _a: &AbortHeader,
+        a: &AbortHeader,
         class: Classification,
         datagram: &[u8],
         out: &mut [u8],
-    ) -> Verdict {
+    ) -> Result<Verdict, Hazard> {
         let Some(job) = class.job else {
-            return Verdict::Drop(DropReason::UnknownJob);
+            return Ok(Verdict::Drop(DropReason::UnknownJob));
         };
-        if class.rank(prefix.rank).is_none() {
-            return Verdict::Drop(DropReason::UnknownRank);
+        let rank = class.rank(prefix.rank);
+        let pass = self.clock.begin(0);
+        if !self
+            .run_tracker
+            .abort(&pass, job.index, a.session, rank.is_some())?
+        {
+            return Ok(self.unauthorized(&job, DropReason::BadSession));
+        }
+        if rank.is_none() {
+            return Ok(Verdict::Drop(DropReason::UnknownRank));
         }
         self.job_counters.count(JobEvent::Abort, job.index);
         let len = datagram.len();
         out[..len].copy_from_slice(datagram);
-        multicast(&job, len)
+        Ok(multicast(&job, len))
+    }
+
+    /// A rank is done with the run; the last joined rank to leave ends it, in a second pass.
+    fn leave(
+        &mut self,
+        prefix: &Prefix,
+        l: &LeaveHeader,
+        class: Classification,
+    ) -> Result<Verdict, Hazard> {
+        let Some(job) = class.job else {
+            return Ok(Verdict::Drop(DropReason::UnknownJob));
+        };
+        let bit = class.rank(prefix.rank).map(|r| 1u64 << (r & 63));
+        let pass = self.clock.begin(0);
+        Ok(
+            match self.run_tracker.leave(&pass, job.index, l.session, bit)? {
+                LeaveStep::BadSession => self.unauthorized(&job, DropReason::BadSession),
+                LeaveStep::UnknownRank => Verdict::Drop(DropReason::UnknownRank),
+                LeaveStep::Left { ends } => {
+                    if ends {
+                        let pass = self.clock.begin(1);
+                        self.drop_counters.recirculated();
+                        self.run_tracker.end(&pass, job.index, l.session)?;
+                    }
+                    Verdict::Consumed
+                }
+            },
+        )
     }
 }
 

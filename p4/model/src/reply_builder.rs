@@ -9,11 +9,12 @@
 use switchml_core::ranks::bitmap_len;
 use switchml_core::wire::{
     AbortPacket, AbortReason, AbortRepr, DataKind, DataPacket, DataRepr, Flags, JoinFlags,
-    JoinReplyPacket, JoinReplyRepr, ProbeReplyPacket, ProbeReplyRepr, SlotState, StatusCounters,
-    StatusFlags, StatusReplyPacket, StatusReplyRepr,
+    JoinReplyPacket, JoinReplyRepr, ProbeReplyPacket, ProbeReplyRepr, StatusCounters, StatusFlags,
+    StatusReplyPacket, StatusReplyRepr,
 };
 
 use crate::headers::DataHeader;
+use crate::probe_handler::SlotReport;
 
 /// The answer builder; it knows the switch's epoch.
 #[derive(Debug, Clone, Copy)]
@@ -61,13 +62,14 @@ impl ReplyBuilder {
             count: f.count,
             seq: d.seq,
             exp: f.exp,
+            session: d.session,
         };
         let len = repr.buffer_len();
         repr.emit(&mut DataPacket::new_unchecked(&mut out[..len]));
         len
     }
 
-    /// Write a JoinReply; return its length.
+    /// Write a JoinReply of run `session`; return its length.
     #[allow(clippy::too_many_arguments)]
     pub fn join_reply(
         &self,
@@ -78,6 +80,7 @@ impl ReplyBuilder {
         complete: bool,
         max_count: u16,
         slot_count: u16,
+        session: u32,
         joined: u64,
     ) -> usize {
         let (bytes, n) = bitmap(joined, world);
@@ -93,6 +96,7 @@ impl ReplyBuilder {
             max_count,
             epoch: self.epoch,
             slot_count,
+            session,
             joined: &bytes[..n],
         };
         let len = repr.buffer_len();
@@ -109,21 +113,18 @@ impl ReplyBuilder {
         rank: u16,
         slot: u16,
         ver: u8,
-        state: SlotState,
-        remaining: u16,
-        seq: u32,
+        report: SlotReport,
         world: u16,
-        seen: u64,
     ) -> usize {
-        let (bytes, n) = bitmap(seen, world);
+        let (bytes, n) = bitmap(report.seen, world);
         let repr = ProbeReplyRepr {
             job,
             rank,
             slot,
             ver,
-            state,
-            remaining,
-            seq,
+            state: report.state,
+            remaining: report.remaining,
+            seq: report.seq,
             epoch: self.epoch,
             world,
             seen: &bytes[..n],
@@ -163,7 +164,7 @@ impl ReplyBuilder {
         len
     }
 
-    /// Write an Abort to `rank` of `job`; return its length.
+    /// Write an Abort to `rank` of `job` naming run `session` (or 0); return its length.
     pub fn abort(
         &self,
         out: &mut [u8],
@@ -171,6 +172,7 @@ impl ReplyBuilder {
         rank: u16,
         reason: AbortReason,
         detail: u16,
+        session: u32,
     ) -> usize {
         let repr = AbortRepr {
             job,
@@ -178,6 +180,7 @@ impl ReplyBuilder {
             reason,
             detail,
             epoch: self.epoch,
+            session,
         };
         let len = repr.buffer_len();
         repr.emit(&mut AbortPacket::new_unchecked(&mut out[..len]));

@@ -4,12 +4,13 @@
 //! field is only echoed. An unknown job is refused with Abort `UnknownJob`. A known job is
 //! answered, unicast, from what the data plane reads in one pass: the job table entry
 //! (world, slot count, the full mask that decides `ALL_JOINED`), the switch's epoch and the
-//! `joined` register, through the join handler's read action
-//! ([`JoinHandler::status`](crate::join_handler::JoinHandler::status)).
+//! run tracker's `session` and `joined` registers, through its read action
+//! ([`RunTracker::status`](crate::run_tracker::RunTracker::status)): `RUN_OPEN` and the
+//! bitmap of the current run (empty when none is open).
 //!
-//! **The twelve counters have no P4 twin.** A P4 data plane only increments its `counter`
+//! **The 29 counters have no P4 twin.** A P4 data plane only increments its `counter`
 //! externs; reading them is the control plane's business. So the P4 programs leave the
-//! StatusReply's 96 counter bytes zero, and the model fills them with
+//! StatusReply's 232 counter bytes zero, and the model fills them with
 //! [`StatusHandler::counters`] from the counters its control plane reads, so that it
 //! answers byte for byte as the reference switch does (`p4/README.md`, known gaps).
 
@@ -24,11 +25,11 @@ use crate::join_handler::full_mask;
 pub enum StatusDecision {
     /// Answer with an Abort: reason and detail.
     Refuse(AbortReason, u16),
-    /// Read the `joined` cell of this job and answer with a StatusReply.
+    /// Read this job's run and answer with a StatusReply.
     Read(JobEntry),
 }
 
-/// The status handler (stateless: `joined` belongs to the join handler).
+/// The status handler (stateless: the run's registers belong to the run tracker).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct StatusHandler;
 
@@ -41,13 +42,17 @@ impl StatusHandler {
         }
     }
 
-    /// Return the flags of a job of `world` ranks of which `joined` have joined.
-    pub fn flags(joined: u64, world: u16) -> StatusFlags {
+    /// Return the flags of a job of `world` ranks of which `joined` have joined the run,
+    /// if one is `open`.
+    pub fn flags(joined: u64, world: u16, open: bool) -> StatusFlags {
+        let mut flags = StatusFlags::default();
         if joined == full_mask(world) {
-            StatusFlags::ALL_JOINED
-        } else {
-            StatusFlags::default()
+            flags.0 |= StatusFlags::ALL_JOINED.0;
         }
+        if open {
+            flags.0 |= StatusFlags::RUN_OPEN.0;
+        }
+        flags
     }
 
     /// The model only, no P4 twin: the counters a StatusReply carries, from the switch-wide
@@ -66,6 +71,9 @@ impl StatusHandler {
             probes: job.probes,
             aborts: job.aborts,
             overflows: job.overflows,
+            runs: job.runs,
+            unauthorized: job.unauthorized,
+            drops: switch.dropped,
         }
     }
 }
@@ -88,6 +96,7 @@ mod tests {
                 world: 3,
                 slot_lo: 0,
                 slot_count: 4,
+                key: 0,
             },
             group: 2,
         };
@@ -96,9 +105,11 @@ mod tests {
 
     #[test]
     fn all_joined_needs_every_rank_of_the_world() {
-        assert_eq!(StatusHandler::flags(0b011, 3), StatusFlags::default());
-        assert_eq!(StatusHandler::flags(0b111, 3), StatusFlags::ALL_JOINED);
-        assert_eq!(StatusHandler::flags(u64::MAX, 64), StatusFlags::ALL_JOINED);
+        let open = StatusFlags(StatusFlags::RUN_OPEN.0);
+        assert_eq!(StatusHandler::flags(0, 3, false), StatusFlags::default());
+        assert_eq!(StatusHandler::flags(0b011, 3, true), open);
+        assert_eq!(StatusHandler::flags(0b111, 3, true), StatusFlags(0x03));
+        assert_eq!(StatusHandler::flags(u64::MAX, 64, true), StatusFlags(0x03));
     }
 
     #[test]
@@ -109,6 +120,7 @@ mod tests {
         };
         switch.dropped[0] = 2;
         switch.dropped[11] = 3;
+        switch.dropped[14] = 4;
         let job = JobCounters {
             contributions: 3,
             completions: 4,
@@ -120,8 +132,15 @@ mod tests {
             probes: 10,
             aborts: 11,
             overflows: 12,
+            runs: 13,
+            unauthorized: 14,
         };
         let c = StatusHandler::counters(&switch, &job).to_array();
-        assert_eq!(c, [1, 5, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+        let mut want = [0u64; StatusCounters::COUNT];
+        want[..14].copy_from_slice(&[1, 9, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
+        want[14] = 2;
+        want[14 + 11] = 3;
+        want[14 + 14] = 4;
+        assert_eq!(c, want);
     }
 }

@@ -38,21 +38,25 @@ pub const STRANGER: WorkerAddr = WorkerAddr {
     },
 };
 
-/// The jobs: ids 7, 1, 9 and 0x1234 of the vectors, on a pool of 40 slots.
+/// The jobs: ids 7, 1, 9 and 0x1234 of the vectors, on a pool of 40 slots, with their keys.
 pub fn jobs() -> [JobConfig; 4] {
-    let job = |id, world, slot_lo, slot_count| JobConfig {
+    let job = |id, world, slot_lo, slot_count, key| JobConfig {
         id,
         world,
         slot_lo,
         slot_count,
+        key,
     };
     [
-        job(7, 4, 0, 16),
-        job(1, 3, 16, 18),
-        job(9, 2, 34, 4),
-        job(0x1234, 2, 38, 2),
+        job(7, 4, 0, 16, KEY),
+        job(1, 3, 16, 18, KEY),
+        job(9, 2, 34, 4, KEY),
+        job(0x1234, 2, 38, 2, KEY),
     ]
 }
+
+/// The key of the test bed's jobs: the one the golden Join vectors carry.
+pub const KEY: u64 = 0x0123_4567_89AB_CDEF;
 
 /// The address of host `rank`.
 pub fn host(rank: u16) -> WorkerAddr {
@@ -163,12 +167,13 @@ pub fn cli_commands() -> String {
         let group = index + 1;
         let _ = writeln!(
             s,
-            "table_add job_table set_job {} => {} {} {} {group} {index} 0x{:016x}",
+            "table_add job_table set_job {} => {} {} {} {group} {index} 0x{:016x} 0x{:016x}",
             job.id,
             job.world,
             job.slot_lo,
             job.slot_count,
-            crate::join_handler::full_mask(job.world)
+            crate::join_handler::full_mask(job.world),
+            job.key
         );
         let _ = writeln!(s, "mc_mgrp_create {group}");
         for rank in 0..job.world {
@@ -210,7 +215,10 @@ mod tests {
     #[test]
     fn a_join_from_host_3_is_answered_on_port_3() {
         let mut p = pipeline();
-        let join = [1u8, 0x10, 0, 7, 0, 3, 0, 4, 0, 8, 0, 4, 1, 0, 0, 0];
+        let mut join = vec![
+            1u8, 0x10, 0, 7, 0, 3, 0, 4, 0, 8, 0, 4, 1, 0, 0, 0, 0, 0, 0, 9,
+        ];
+        join.extend_from_slice(&KEY.to_be_bytes());
         let (port, f) = frame(&join);
         let out = outputs(&mut p, port, &f);
         assert_eq!(out.len(), 1);

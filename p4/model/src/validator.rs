@@ -1,14 +1,15 @@
 //! `validator.p4`: the field checks a P4 parser cannot make, and the message class.
 //!
 //! A message is `Malformed` if its version is not 1, its length is not exactly what its
-//! header declares, a reserved field is not zero, or `ver` is above 1 (protocol.md §2–3);
+//! header declares, a reserved field is not zero, `ver` is above 1, or a Join's nonce is
+//! zero (protocol.md §2–3);
 //! types only the switch sends (Result, JoinReply, ProbeReply, StatusReply) are
 //! `UnexpectedType`, unknown types `UnknownType` (§4).
 
 use switchml_core::switch::DropReason;
 
 use crate::headers::{
-    AbortHeader, Body, DataHeader, Headers, JoinHeader, ProbeHeader, StatusHeader,
+    AbortHeader, Body, DataHeader, Headers, JoinHeader, LeaveHeader, ProbeHeader, StatusHeader,
 };
 
 /// A message the switch acts on.
@@ -24,6 +25,8 @@ pub enum Message {
     Abort(AbortHeader),
     /// A Status request from a tool.
     Status(StatusHeader),
+    /// A rank is done with the job's run.
+    Leave(LeaveHeader),
 }
 
 /// The validator (stateless).
@@ -42,10 +45,14 @@ impl Validator {
                 exact(4 * usize::from(d.count)) && d.ver <= 1 && d.reserved == 0,
                 Message::Contribution(d),
             ),
-            Body::Join(j) => (exact(0) && j.reserved == 0, Message::Join(j)),
+            Body::Join(j) => (
+                exact(0) && j.reserved == 0 && j.nonce != 0,
+                Message::Join(j),
+            ),
             Body::Probe(p) => (exact(0) && p.ver <= 1 && p.reserved == 0, Message::Probe(p)),
             Body::Abort(a) => (exact(0) && a.reserved == 0, Message::Abort(a)),
             Body::Status(q) => (exact(0) && q.reserved == 0, Message::Status(q)),
+            Body::Leave(l) => (exact(0) && l.reserved == 0, Message::Leave(l)),
         };
         if ok {
             Ok(message)
@@ -67,19 +74,28 @@ mod tests {
     #[test]
     fn lengths_reserved_fields_and_versions_are_checked() {
         let mut c = [
-            1u8, 1, 0, 7, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
+            1u8, 1, 0, 7, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 1,
         ];
         assert!(matches!(check(&c), Ok(Message::Contribution(_))));
-        assert_eq!(check(&c[..23]), Err(DropReason::Malformed));
+        assert_eq!(check(&c[..27]), Err(DropReason::Malformed));
         c[8] = 2;
         assert_eq!(check(&c), Err(DropReason::Malformed));
         c[8] = 0;
         c[19] = 1;
         assert_eq!(check(&c), Err(DropReason::Malformed));
-        let mut join = [1u8, 0x10, 0, 7, 0, 0, 0, 2, 0, 0, 0, 1, 0, 1, 0, 0];
+        let mut join = [
+            1u8, 0x10, 0, 7, 0, 0, 0, 2, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0,
+        ];
         assert!(matches!(check(&join), Ok(Message::Join(_))));
+        join[19] = 0;
+        assert_eq!(check(&join), Err(DropReason::Malformed), "nonce 0");
+        join[19] = 5;
         join[15] = 1;
         assert_eq!(check(&join), Err(DropReason::Malformed));
+        let mut leave = [1u8, 0x17, 0, 7, 0, 1, 0, 0, 0, 0, 0, 9];
+        assert!(matches!(check(&leave), Ok(Message::Leave(_))));
+        leave[7] = 1;
+        assert_eq!(check(&leave), Err(DropReason::Malformed));
         assert_eq!(check(&[2, 0x10, 0, 0, 0, 0]), Err(DropReason::Malformed));
         assert_eq!(
             check(&[1, 0x13, 0, 0, 0, 0]),

@@ -1,33 +1,42 @@
-//! The model against the reference switch on random packet sequences: valid contributions
-//! in full rounds and singly, duplicates, resends, reordering (every sequence is an
-//! arbitrary order), junk, mutated packets, foreign jobs, unregistered ranks, joins, probes,
-//! aborts, Status requests and switch-only types (StatusReplies among them). Every packet's verdict and answer bytes, the counters and
-//! at the end every register of every slot version must be identical.
+//! The model against the reference switch on random packet sequences: whole runs (every
+//! rank joins with the job's key; rounds of contributions; every rank leaves), valid
+//! contributions in full rounds and singly, duplicates, resends, reordering (every sequence
+//! is an arbitrary order), junk, mutated packets, foreign jobs, unregistered ranks, joins
+//! with right and wrong keys, shapes and fields, restarts (a rank of a complete run joins
+//! with a new nonce), probes, aborts, leaves, the control plane's `shutdown_run`, Status
+//! requests and switch-only types (StatusReplies among them). Sessions are mostly the job's
+//! current one (read from the reference as a worker would learn it from a JoinReply), else
+//! 0, an earlier run's or any number. Every packet's verdict and answer bytes, the counters
+//! and at the end each job's run and every register of every slot version must be
+//! identical.
 
 use proptest::prelude::*;
 use switchml_core::switch::JobConfig;
 use switchml_core::wire::{
     AbortPacket, AbortReason, AbortRepr, DataKind, DataPacket, DataRepr, Flags, JoinPacket,
-    JoinRepr, ProbePacket, ProbeRepr, StatusCounters, StatusFlags, StatusPacket, StatusReplyPacket,
-    StatusReplyRepr, StatusRepr,
+    JoinRepr, LeavePacket, LeaveRepr, ProbePacket, ProbeRepr, StatusCounters, StatusFlags,
+    StatusPacket, StatusReplyPacket, StatusReplyRepr, StatusRepr,
 };
-use switchml_p4model::equivalence::{self, Setup};
+use switchml_p4model::equivalence::{self, Mismatch, Pair, RefSlot, Setup};
 use switchml_tests::sim::Rng;
 
 /// Job ids the sequences use: three registered, one foreign.
 const JOB_IDS: [u16; 4] = [7, 9, 11, 8];
+/// Their keys (0 is a valid key; the foreign job's is never checked).
+const KEYS: [u64; 4] = [0x5EC2_E700_0000_0007, 0, u64::MAX, 8];
 
 fn setup(world: u16) -> Setup {
-    let job = |id, world, slot_lo, slot_count| JobConfig {
-        id,
+    let job = |i: usize, world, slot_lo, slot_count| JobConfig {
+        id: JOB_IDS[i],
         world,
         slot_lo,
         slot_count,
+        key: KEYS[i],
     };
     Setup {
         slots: 8,
         epoch: 0xE90C,
-        jobs: vec![job(7, world, 2, 4), job(9, 1, 0, 1), job(11, 64, 7, 1)],
+        jobs: vec![job(0, world, 2, 4), job(1, 1, 0, 1), job(2, 64, 7, 1)],
     }
 }
 
@@ -40,9 +49,54 @@ fn world_of(job: u16, world7: u16) -> u16 {
     }
 }
 
+fn slots_of(job: u16) -> u16 {
+    if job == 7 {
+        4
+    } else {
+        1
+    }
+}
+
+/// The nonce of process `generation` of `rank`: a rank's Joins with the same generation
+/// are resends; another generation is a restart.
+fn nonce(rank: u16, generation: u8) -> u32 {
+    1 + u32::from(generation) * 0x100 + u32::from(rank)
+}
+
+/// Which session a message carries.
+#[derive(Debug, Clone, Copy)]
+enum Session {
+    /// The job's current run's (0 when it has none).
+    Current,
+    /// None.
+    Zero,
+    /// A process nonce: the session of a run that process opened, now or earlier.
+    Nonce(u16, u8),
+    /// Any number.
+    Any(u32),
+}
+
+fn sessions() -> impl Strategy<Value = Session> {
+    prop_oneof![
+        12 => Just(Session::Current),
+        1 => Just(Session::Zero),
+        2 => (0u16..3, 0u8..3).prop_map(|(r, g)| Session::Nonce(r, g)),
+        1 => any::<u32>().prop_map(Session::Any),
+    ]
+}
+
 /// What one step of a sequence sends.
 #[derive(Debug, Clone)]
 enum Op {
+    /// Every rank of a job joins (key, shape and process generation shared), in a shuffled
+    /// order: opens a run, or restarts ranks of the current one.
+    JoinAll {
+        job: usize,
+        generation: u8,
+        half: bool,
+        count: u16,
+        seed: u64,
+    },
     /// All ranks of a job contribute to one use, in a shuffled order, maybe one missing.
     Round {
         job: usize,
@@ -51,6 +105,7 @@ enum Op {
         count: u16,
         seed: u64,
         skip: bool,
+        session: Session,
     },
     /// One contribution, any fields.
     Contribution {
@@ -61,14 +116,18 @@ enum Op {
         bad_ver: bool,
         count: u16,
         seed: u64,
+        session: Session,
     },
-    /// Send an earlier packet again (a duplicate or a resend).
+    /// Send an earlier packet again (a duplicate, a resend, or one of an ended run).
     Repeat(prop::sample::Index),
     /// An earlier packet with one byte changed.
     Mutate(prop::sample::Index, usize, u8),
+    /// One Join, any fields.
     Join {
         job: usize,
         rank: u16,
+        generation: u8,
+        key_ok: bool,
         world: u16,
         slot_lo: u16,
         slot_count: u16,
@@ -79,23 +138,28 @@ enum Op {
         rank: u16,
         slot: u16,
         ver: u8,
+        session: Session,
     },
     Abort {
         job: usize,
         rank: u16,
         reason: u8,
+        session: Session,
     },
-    /// A Status request (any rank: the switch only echoes it).
-    Status {
+    /// One rank is done with the run.
+    Leave {
         job: usize,
         rank: u16,
+        session: Session,
     },
+    /// Every rank of a job leaves its run, in a shuffled order.
+    LeaveAll { job: usize, seed: u64 },
+    /// The control plane ends a job's run (`shutdown_run`).
+    Shutdown(usize),
+    /// A Status request (any rank: the switch only echoes it).
+    Status { job: usize, rank: u16 },
     /// A StatusReply sent to the switch, which only sends them.
-    StatusReply {
-        job: usize,
-        world: u16,
-        joined: u64,
-    },
+    StatusReply { job: usize, world: u16, joined: u64 },
     /// Random bytes, sometimes with a plausible prefix of this type.
     Junk(Vec<u8>, Option<u8>),
 }
@@ -104,24 +168,38 @@ fn counts() -> impl Strategy<Value = u16> {
     prop::sample::select(vec![0u16, 1, 2, 3, 63, 64, 65, 128, 200, 256, 257])
 }
 
+fn jobs() -> impl Strategy<Value = usize> {
+    prop::sample::select(vec![0usize, 0, 0, 1, 2])
+}
+
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        6 => (prop::sample::select(vec![0usize, 0, 0, 1, 2]), 0u16..5, 0u32..6, counts(), any::<u64>(), prop::bool::weighted(0.2))
-            .prop_map(|(job, slot, use_, count, seed, skip)| Op::Round { job, slot, use_, count, seed, skip }),
-        4 => (0..4usize, 0u16..6, 0u16..5, 0u32..6, prop::bool::weighted(0.1), counts(), any::<u64>())
-            .prop_map(|(job, rank, slot, use_, bad_ver, count, seed)| {
-                Op::Contribution { job, rank, slot, use_, bad_ver, count, seed }
+        3 => (jobs(), 0u8..3, prop::bool::weighted(0.2), prop::sample::select(vec![1u16, 64, 256]), any::<u64>())
+            .prop_map(|(job, generation, half, count, seed)| Op::JoinAll { job, generation, half, count, seed }),
+        6 => (jobs(), 0u16..5, 0u32..6, counts(), any::<u64>(), prop::bool::weighted(0.2), sessions())
+            .prop_map(|(job, slot, use_, count, seed, skip, session)| {
+                Op::Round { job, slot, use_, count, seed, skip, session }
+            }),
+        3 => (0..4usize, 0u16..6, 0u16..5, 0u32..6, prop::bool::weighted(0.1), counts(), any::<u64>(), sessions())
+            .prop_map(|(job, rank, slot, use_, bad_ver, count, seed, session)| {
+                Op::Contribution { job, rank, slot, use_, bad_ver, count, seed, session }
             }),
         3 => any::<prop::sample::Index>().prop_map(Op::Repeat),
         1 => (any::<prop::sample::Index>(), 0usize..40, any::<u8>())
             .prop_map(|(i, at, b)| Op::Mutate(i, at, b)),
-        2 => (0..4usize, 0u16..6, 0u16..7, 0u16..3, 0u16..6, prop::sample::select(vec![1u16, 64, 256, 257]))
-            .prop_map(|(job, rank, world, slot_lo, slot_count, count)| {
-                Op::Join { job, rank, world, slot_lo, slot_count, count }
+        2 => (0..4usize, 0u16..6, 0u8..3, prop::bool::weighted(0.85), 0u16..7, 0u16..3, 0u16..6,
+              prop::sample::select(vec![0u16, 1, 64, 256, 257]))
+            .prop_map(|(job, rank, generation, key_ok, world, slot_lo, slot_count, count)| {
+                Op::Join { job, rank, generation, key_ok, world, slot_lo, slot_count, count }
             }),
-        1 => (0..4usize, 0u16..6, 0u16..6, 0u8..2)
-            .prop_map(|(job, rank, slot, ver)| Op::Probe { job, rank, slot, ver }),
-        1 => (0..4usize, 0u16..6, 0u8..9).prop_map(|(job, rank, reason)| Op::Abort { job, rank, reason }),
+        1 => (0..4usize, 0u16..6, 0u16..6, 0u8..2, sessions())
+            .prop_map(|(job, rank, slot, ver, session)| Op::Probe { job, rank, slot, ver, session }),
+        1 => (0..4usize, 0u16..6, 0u8..14, sessions())
+            .prop_map(|(job, rank, reason, session)| Op::Abort { job, rank, reason, session }),
+        1 => (0..4usize, 0u16..6, sessions())
+            .prop_map(|(job, rank, session)| Op::Leave { job, rank, session }),
+        1 => (jobs(), any::<u64>()).prop_map(|(job, seed)| Op::LeaveAll { job, seed }),
+        1 => (0..4usize).prop_map(Op::Shutdown),
         1 => (0..4usize, prop::sample::select(vec![0u16, 1, 5, 0xFFFF]))
             .prop_map(|(job, rank)| Op::Status { job, rank }),
         1 => (0..4usize, 1u16..=64, any::<u64>())
@@ -129,7 +207,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (
             prop::collection::vec(any::<u8>(), 0..40),
             prop::option::of(prop::sample::select(vec![
-                0x01u8, 0x02, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x77,
+                0x01u8, 0x02, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x77,
             ])),
         )
             .prop_map(|(b, t)| Op::Junk(b, t)),
@@ -146,6 +224,47 @@ fn values(seed: u64, n: usize) -> Vec<i32> {
             _ => rng.between(0, 2000) as i32 - 1000,
         })
         .collect()
+}
+
+/// `0..n` in an order drawn from `seed`.
+fn shuffled(n: u16, seed: u64) -> Vec<u16> {
+    let mut ranks: Vec<u16> = (0..n).collect();
+    let mut rng = Rng::new(seed);
+    for i in (1..ranks.len()).rev() {
+        ranks.swap(i, rng.between(0, i as u64) as usize);
+    }
+    ranks
+}
+
+fn join(
+    job: u16,
+    rank: u16,
+    world: u16,
+    lane: (u16, u16),
+    count: u16,
+    n: u32,
+    key: u64,
+) -> Vec<u8> {
+    let repr = JoinRepr {
+        job,
+        rank,
+        world,
+        slot_lo: lane.0,
+        slot_count: lane.1,
+        count,
+        nonce: n,
+        key,
+    };
+    let mut b = vec![0u8; repr.buffer_len()];
+    repr.emit(&mut JoinPacket::new_unchecked(&mut b[..]));
+    b
+}
+
+fn leave(job: u16, rank: u16, session: u32) -> Vec<u8> {
+    let repr = LeaveRepr { job, rank, session };
+    let mut b = vec![0u8; repr.buffer_len()];
+    repr.emit(&mut LeavePacket::new_unchecked(&mut b[..]));
+    b
 }
 
 struct Gen {
@@ -165,6 +284,7 @@ impl Gen {
         bad: bool,
         count: u16,
         seed: u64,
+        session: u32,
     ) -> Vec<u8> {
         let seq = self.base.wrapping_add(use_);
         let repr = DataRepr {
@@ -177,6 +297,7 @@ impl Gen {
             count,
             seq,
             exp: (seed >> 8) as u8,
+            session,
         };
         let mut b = vec![0u8; repr.buffer_len()];
         let mut p = DataPacket::new_unchecked(&mut b[..]);
@@ -191,11 +312,39 @@ impl Gen {
         b
     }
 
-    fn expand(&mut self, op: &Op) -> Vec<Vec<u8>> {
-        let last = |sent: &Vec<Vec<u8>>, i: &prop::sample::Index| {
-            (!sent.is_empty()).then(|| sent[i.index(sent.len())].clone())
+    /// The datagrams `op` sends, given the switches as they are now.
+    fn expand(&self, op: &Op, pair: &Pair<'_>) -> Vec<Vec<u8>> {
+        let current = |id: u16| pair.reference.job(id).map_or(0, |j| j.session());
+        let session = |id: u16, s: &Session| match *s {
+            Session::Current => current(id),
+            Session::Zero => 0,
+            Session::Nonce(rank, generation) => nonce(rank, generation),
+            Session::Any(s) => s,
+        };
+        let earlier = |i: &prop::sample::Index| {
+            (!self.sent.is_empty()).then(|| self.sent[i.index(self.sent.len())].clone())
         };
         match op {
+            Op::JoinAll {
+                job,
+                generation,
+                half,
+                count,
+                seed,
+            } => {
+                let id = JOB_IDS[*job];
+                let n = world_of(id, self.world7);
+                let slots = slots_of(id);
+                let lane = if *half {
+                    (slots / 2, slots / 2)
+                } else {
+                    (0, slots)
+                };
+                shuffled(n, *seed)
+                    .into_iter()
+                    .map(|r| join(id, r, n, lane, *count, nonce(r, *generation), KEYS[*job]))
+                    .collect()
+            }
             Op::Round {
                 job,
                 slot,
@@ -203,25 +352,22 @@ impl Gen {
                 count,
                 seed,
                 skip,
+                session: s,
             } => {
                 let id = JOB_IDS[*job];
                 let n = world_of(id, self.world7);
-                let slot = if *slot == 4 {
-                    4
-                } else {
-                    slot % if id == 7 { 4 } else { 1 }
-                };
-                let mut ranks: Vec<u16> = (0..n).collect();
-                let mut rng = Rng::new(*seed);
-                for i in (1..ranks.len()).rev() {
-                    ranks.swap(i, rng.between(0, i as u64) as usize);
-                }
+                let slot = if *slot == 4 { 4 } else { slot % slots_of(id) };
+                let mut ranks = shuffled(n, *seed);
                 if *skip {
                     ranks.pop();
                 }
+                let s = session(id, s);
                 ranks
                     .iter()
-                    .map(|&r| self.data(id, r, slot, *use_, false, *count, seed ^ u64::from(r)))
+                    .map(|&r| {
+                        let seed = seed ^ u64::from(r);
+                        self.data(id, r, slot, *use_, false, *count, seed, s)
+                    })
                     .collect()
             }
             Op::Contribution {
@@ -232,11 +378,14 @@ impl Gen {
                 bad_ver,
                 count,
                 seed,
+                session: s,
             } => {
-                vec![self.data(JOB_IDS[*job], *rank, *slot, *use_, *bad_ver, *count, *seed)]
+                let id = JOB_IDS[*job];
+                let s = session(id, s);
+                vec![self.data(id, *rank, *slot, *use_, *bad_ver, *count, *seed, s)]
             }
-            Op::Repeat(i) => last(&self.sent, i).into_iter().collect(),
-            Op::Mutate(i, at, byte) => last(&self.sent, i)
+            Op::Repeat(i) => earlier(i).into_iter().collect(),
+            Op::Mutate(i, at, byte) => earlier(i)
                 .map(|mut p| {
                     let k = at % p.len().max(1);
                     if let Some(b) = p.get_mut(k) {
@@ -249,6 +398,8 @@ impl Gen {
             Op::Join {
                 job,
                 rank,
+                generation,
+                key_ok,
                 world,
                 slot_lo,
                 slot_count,
@@ -260,47 +411,74 @@ impl Gen {
                 } else {
                     *world
                 };
-                let mut b = vec![0u8; 16];
-                JoinRepr {
-                    job: id,
-                    rank: *rank,
+                let key = if *key_ok { KEYS[*job] } else { KEYS[*job] ^ 1 };
+                let n = nonce(*rank, *generation);
+                vec![join(
+                    id,
+                    *rank,
                     world,
-                    slot_lo: *slot_lo,
-                    slot_count: *slot_count,
-                    count: *count,
-                }
-                .emit(&mut JoinPacket::new_unchecked(&mut b[..]));
-                vec![b]
+                    (*slot_lo, *slot_count),
+                    *count,
+                    n,
+                    key,
+                )]
             }
             Op::Probe {
                 job,
                 rank,
                 slot,
                 ver,
+                session: s,
             } => {
-                let mut b = vec![0u8; 16];
-                ProbeRepr {
-                    job: JOB_IDS[*job],
+                let id = JOB_IDS[*job];
+                let repr = ProbeRepr {
+                    job: id,
                     rank: *rank,
                     slot: *slot,
                     ver: *ver,
                     seq: self.base,
-                }
-                .emit(&mut ProbePacket::new_unchecked(&mut b[..]));
+                    session: session(id, s),
+                };
+                let mut b = vec![0u8; repr.buffer_len()];
+                repr.emit(&mut ProbePacket::new_unchecked(&mut b[..]));
                 vec![b]
             }
-            Op::Abort { job, rank, reason } => {
-                let mut b = vec![0u8; 16];
-                AbortRepr {
-                    job: JOB_IDS[*job],
+            Op::Abort {
+                job,
+                rank,
+                reason,
+                session: s,
+            } => {
+                let id = JOB_IDS[*job];
+                let repr = AbortRepr {
+                    job: id,
                     rank: *rank,
                     reason: AbortReason::from(*reason),
                     detail: 1,
                     epoch: 0,
-                }
-                .emit(&mut AbortPacket::new_unchecked(&mut b[..]));
+                    session: session(id, s),
+                };
+                let mut b = vec![0u8; repr.buffer_len()];
+                repr.emit(&mut AbortPacket::new_unchecked(&mut b[..]));
                 vec![b]
             }
+            Op::Leave {
+                job,
+                rank,
+                session: s,
+            } => {
+                let id = JOB_IDS[*job];
+                vec![leave(id, *rank, session(id, s))]
+            }
+            Op::LeaveAll { job, seed } => {
+                let id = JOB_IDS[*job];
+                let s = current(id);
+                shuffled(world_of(id, self.world7), *seed)
+                    .into_iter()
+                    .map(|r| leave(id, r, s))
+                    .collect()
+            }
+            Op::Shutdown(_) => Vec::new(),
             Op::Status { job, rank } => {
                 let mut b = vec![0u8; 8];
                 StatusRepr {
@@ -339,18 +517,49 @@ impl Gen {
     }
 }
 
-/// The datagrams a sequence of ops sends.
-fn sequence(world7: u16, wrap: bool, ops: &[Op]) -> Vec<Vec<u8>> {
+/// One step of a sequence, as the observer of [`check`] sees it.
+enum Step<'a> {
+    /// A datagram, after both switches processed it.
+    Packet(&'a [u8]),
+    /// The control plane ended a job's run (`ended`: it had one).
+    Shutdown { ended: bool },
+    /// The sequence is over and the final states agree.
+    End,
+}
+
+/// Run `ops` through both switches, comparing after every step and the whole state at the
+/// end; `observe` sees every step, then the end.
+fn check(
+    world7: u16,
+    wrap: bool,
+    ops: &[Op],
+    mut observe: impl FnMut(Step<'_>, &Pair<'_>),
+) -> Result<(), Mismatch> {
+    let setup = setup(world7);
+    let mut pool = vec![RefSlot::IDLE; setup.slots];
+    let mut pair = Pair::new(&setup, &mut pool)?;
     let mut g = Gen {
         world7,
         base: if wrap { u32::MAX - 2 } else { 0 },
         sent: Vec::new(),
     };
     for op in ops {
-        let packets = g.expand(op);
-        g.sent.extend(packets);
+        if let Op::Shutdown(job) = op {
+            let job = JOB_IDS[*job];
+            let ended = pair.reference.job(job).is_some_and(|j| j.has_run());
+            pair.shutdown_run(job)?;
+            observe(Step::Shutdown { ended }, &pair);
+            continue;
+        }
+        for p in g.expand(op, &pair) {
+            pair.feed(&p)?;
+            observe(Step::Packet(&p), &pair);
+            g.sent.push(p);
+        }
     }
-    g.sent
+    pair.compare_state()?;
+    observe(Step::End, &pair);
+    Ok(())
 }
 
 proptest! {
@@ -363,9 +572,7 @@ proptest! {
         wrap in any::<bool>(),
         ops in prop::collection::vec(op(), 1..48),
     ) {
-        let packets = sequence(world7, wrap, &ops);
-        let result = equivalence::run(&setup(world7), packets.iter().map(Vec::as_slice));
-        prop_assert_eq!(result, Ok(()));
+        prop_assert_eq!(check(world7, wrap, &ops, |_, _| {}), Ok(()));
     }
 }
 
@@ -377,15 +584,19 @@ fn the_fuzz_entry_accepts_any_bytes() {
         let data: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
         assert_eq!(equivalence::fuzz(&data), Ok(()));
     }
-    // A sequence that completes a use of job 9 (world 1): length-prefixed contributions.
-    let mut data = Vec::new();
+    // A sequence that opens a run of job 9 (world 1, key 0) and completes uses in it:
+    // length-prefixed packets.
+    let g = Gen {
+        world7: 3,
+        base: 0,
+        sent: Vec::new(),
+    };
+    let mut packets = vec![join(9, 0, 1, (0, 1), 3, 0x99, 0)];
     for seq in 0..4u32 {
-        let g = Gen {
-            world7: 3,
-            base: 0,
-            sent: Vec::new(),
-        };
-        let p = g.data(9, 0, 0, seq, false, 3, u64::from(seq));
+        packets.push(g.data(9, 0, 0, seq, false, 3, u64::from(seq), 0x99));
+    }
+    let mut data = Vec::new();
+    for p in packets {
         data.extend_from_slice(&(p.len() as u16).to_be_bytes());
         data.extend_from_slice(&p);
     }
@@ -394,14 +605,15 @@ fn the_fuzz_entry_accepts_any_bytes() {
 
 /// The generator reaches every outcome the property is about, so the property is not
 /// vacuous: completions, resends answered, every drop reason a datagram can earn, overflows,
-/// joins, probes, aborts, Status requests answered and refused, StatusReplies dropped and
-/// multi-pass packets.
+/// runs opened and ended in every way (a worker's Abort, a restart, the last Leave, the
+/// control plane), every Abort the switch writes, joins, probes, Status requests answered
+/// and refused, StatusReplies dropped and multi-pass packets.
 #[test]
 fn the_generated_sequences_reach_every_outcome() {
     use proptest::strategy::ValueTree;
     use proptest::test_runner::TestRunner;
+    use std::collections::BTreeSet;
     use switchml_core::switch::{Counters, DropReason, JobCounters, Verdict};
-    use switchml_p4model::equivalence::{Pair, RefSlot};
 
     let mut runner = TestRunner::deterministic();
     let strategy = (1u16..=5, any::<bool>(), prop::collection::vec(op(), 1..48));
@@ -409,14 +621,43 @@ fn the_generated_sequences_reach_every_outcome() {
     // Status requests answered, refused (Abort) and malformed; StatusReplies dropped.
     let (mut status_replies, mut status_refusals, mut status_malformed, mut replies_dropped) =
         (0, 0, 0, 0);
-    for _ in 0..200 {
+    // Abort reasons the switch wrote; runs ended by the last Leave and by the control plane.
+    let (mut reasons, mut left, mut shut) = (BTreeSet::new(), 0, 0);
+    for _ in 0..300 {
         let (world7, wrap, ops) = strategy.new_tree(&mut runner).unwrap().current();
-        let setup = setup(world7);
-        let mut pool = vec![RefSlot::IDLE; setup.slots];
-        let mut pair = Pair::new(&setup, &mut pool).unwrap();
-        for p in sequence(world7, wrap, &ops) {
-            pair.feed(&p).unwrap();
+        let result = check(world7, wrap, &ops, |step, pair| {
+            let p = match step {
+                Step::Packet(p) => p,
+                Step::Shutdown { ended } => {
+                    shut += usize::from(ended);
+                    return;
+                }
+                Step::End => {
+                    let c = pair.reference.counters();
+                    total.consumed += c.consumed;
+                    total.multicast += c.multicast;
+                    total.unicast += c.unicast;
+                    for (t, d) in total.dropped.iter_mut().zip(c.dropped) {
+                        *t += d;
+                    }
+                    for id in [7, 9] {
+                        let j = pair.reference.job(id).unwrap().counters();
+                        job.retransmit_replies += j.retransmit_replies;
+                        job.overflows += j.overflows;
+                        job.joins += j.joins;
+                        job.probes += j.probes;
+                        job.aborts += j.aborts;
+                        job.runs += j.runs;
+                        job.unauthorized += j.unauthorized;
+                    }
+                    recirculations += pair.model.recirculations();
+                    return;
+                }
+            };
             let (verdict, answer) = pair.last().unwrap();
+            if answer.get(1) == Some(&0x14) && p.get(1) != Some(&0x14) {
+                reasons.insert(answer[6]);
+            }
             match (p.get(..2), verdict, answer.get(1)) {
                 (Some([1, 0x15]), Verdict::Unicast { .. }, Some(0x16)) => status_replies += 1,
                 (Some([1, 0x15]), Verdict::Unicast { .. }, Some(0x14)) => status_refusals += 1,
@@ -424,35 +665,48 @@ fn the_generated_sequences_reach_every_outcome() {
                 (Some([1, 0x16]), Verdict::Drop(DropReason::UnexpectedType), _) => {
                     replies_dropped += 1
                 }
+                (Some([1, 0x17]), Verdict::Consumed, _) => {
+                    let job = u16::from_be_bytes([p[2], p[3]]);
+                    left += usize::from(!pair.reference.job(job).unwrap().has_run());
+                }
                 _ => {}
             }
-        }
-        let c = pair.reference.counters();
-        total.consumed += c.consumed;
-        total.multicast += c.multicast;
-        total.unicast += c.unicast;
-        for (t, d) in total.dropped.iter_mut().zip(c.dropped) {
-            *t += d;
-        }
-        let j = pair.reference.job(7).unwrap().counters();
-        job.retransmit_replies += j.retransmit_replies;
-        job.overflows += j.overflows;
-        job.joins += j.joins;
-        job.probes += j.probes;
-        job.aborts += j.aborts;
-        recirculations += pair.model.recirculations();
+        });
+        assert_eq!(result, Ok(()));
     }
     assert!(
         total.consumed > 0 && total.multicast > 0 && total.unicast > 0,
         "{total:?}"
     );
     for reason in DropReason::ALL {
-        if reason != DropReason::OutputTooSmall {
+        let adapters_only = [
+            DropReason::OutputTooSmall,
+            DropReason::Oversized,
+            DropReason::BadSource,
+        ];
+        if !adapters_only.contains(&reason) {
             assert!(total.drops(reason) > 0, "no {reason:?} drop in {total:?}");
         }
     }
     assert!(job.retransmit_replies > 0 && job.overflows > 0, "{job:?}");
     assert!(job.joins > 0 && job.probes > 0 && job.aborts > 0, "{job:?}");
+    assert!(job.runs > 0 && job.unauthorized > 0, "{job:?}");
+    for reason in [
+        AbortReason::UnknownJob,
+        AbortReason::UnknownRank,
+        AbortReason::WorldMismatch,
+        AbortReason::SlotRange,
+        AbortReason::CountTooLarge,
+        AbortReason::BadKey,
+        AbortReason::RankRestarted,
+        AbortReason::LaneMismatch,
+        AbortReason::ChunkMismatch,
+        AbortReason::SessionEnded,
+    ] {
+        assert!(reasons.contains(&u8::from(reason)), "no Abort {reason:?}");
+    }
+    assert!(left > 0, "no run ended by its last Leave");
+    assert!(shut > 0, "no run ended by the control plane");
     assert!(status_replies > 0, "no StatusReply answer");
     assert!(status_refusals > 0, "no Status refused");
     assert!(status_malformed > 0, "no malformed Status");

@@ -12,7 +12,7 @@ fn p4_dir() -> PathBuf {
 /// Every control of the programs: each is declared for both targets, in
 /// `p4/<target>/<control>.p4` or, when the two targets share it, in `p4/include/<control>.p4`,
 /// and has a Rust twin `p4/model/src/<control>.rs`.
-const CONTROLS: [&str; 19] = [
+const CONTROLS: [&str; 20] = [
     "parser",
     "validator",
     "classifier",
@@ -26,6 +26,7 @@ const CONTROLS: [&str; 19] = [
     "overflow_flag",
     "next_step_selector",
     "join_handler",
+    "run_tracker",
     "probe_handler",
     "status_handler",
     "reply_builder",

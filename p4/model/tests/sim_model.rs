@@ -8,7 +8,7 @@ use switchml_core::switch::{Aggregator, JobConfig};
 use switchml_core::worker::TensorId;
 use switchml_p4model::Pipeline;
 use switchml_tests::harness::{
-    self, f32_values, i32_values, lossy, reference_f32, sim_config, JOB,
+    self, f32_values, i32_values, lossy, reference_f32, sim_config, JOB, KEY,
 };
 use switchml_tests::sim::{lane_configs, Buf, Network, Rng, Sim};
 
@@ -28,6 +28,7 @@ fn model_sim(
         world,
         slot_lo: 0,
         slot_count: window * lanes,
+        key: KEY,
     };
     let model =
         Pipeline::with_rank_ports(usize::from(window * lanes), &[job], 1).expect("job fits");

@@ -1,0 +1,415 @@
+//! `run_tracker.p4`: each job's current *run* (protocol.md §4.1), the state that admits its
+//! ranks: the session, the lane shape the run agreed, who joined, who left, and each rank's
+//! process nonce.
+//!
+//! Registers, in stage order, one cell per job table entry unless said otherwise:
+//!
+//! - `session`: the run's session (the nonce of the Join that opened it); 0: no run. Every
+//!   Contribution, Probe, Abort and Leave is admitted only if it carries it.
+//! - `shape`: the run's lane shape {slot count, count}, written by the opening Join.
+//! - `nonce`: each rank's process nonce, cell `64 × entry + rank` (the job's base + rank).
+//! - `joined`, `left`: bitmaps of the ranks that joined and that left the run.
+//!
+//! A run is opened by a Join finding `session` zero, and ended by writing it zero: a
+//! worker's Abort, the control plane ([`Pipeline::shutdown_run`]), a new process of a rank
+//! of a complete run (restart), or the Leave of the last joined rank. Nothing else is
+//! reset: the opening Join overwrites `shape` and resets `joined` and `left` in the same
+//! pass; `nonce` cells matter only for ranks in `joined`; and a Status reads `joined` as
+//! empty while no run is open. Slot versions carry the session of their use
+//! (`use_checker.rs`), so the pool needs no reset either.
+//!
+//! A restart and the last Leave decide that the run ends only at `joined` and `left`, after
+//! the `session` stage: they take a second pass (a recirculation) whose one access of
+//! `session` ends the run ([`RunTracker::end`]).
+//!
+//! [`Pipeline::shutdown_run`]: crate::Pipeline::shutdown_run
+
+use crate::classifier::{JobEntry, MAX_WORLD};
+use crate::headers::JoinHeader;
+use crate::join_handler::full_mask;
+use crate::register::{Hazard, Pass, Register};
+
+/// A run's lane shape, agreed by the Join that opened it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Shape {
+    /// Slots per lane.
+    pub lane_slots: u16,
+    /// Values per chunk.
+    pub count: u16,
+}
+
+/// What a Join (that passed the join handler's checks) does to the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JoinStep {
+    /// The rank is (now) a member of the run: answer with a JoinReply.
+    Member {
+        /// This Join opened the run.
+        opened: bool,
+        /// The run's session.
+        session: u32,
+        /// The joined bitmap after this Join.
+        joined: u64,
+        /// Every rank had joined before this Join.
+        was_complete: bool,
+    },
+    /// A new process of a rank of the complete run: the run ends (in a second pass).
+    EndsRun {
+        /// The session of the run that ends.
+        session: u32,
+    },
+    /// The lane's slot count is not the run's (the agreed one given).
+    LaneMismatch(u16),
+    /// The chunk size is not the run's (the agreed one given).
+    ChunkMismatch(u16),
+}
+
+/// What a Leave does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaveStep {
+    /// Its session is not the run's.
+    BadSession,
+    /// The worker table does not know the sender as the rank it claims.
+    UnknownRank,
+    /// Recorded; `ends` if every joined rank has now left (the run ends in a second pass).
+    Left {
+        /// The run ends.
+        ends: bool,
+    },
+}
+
+/// What a Status reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunStatus {
+    /// A run is open.
+    pub open: bool,
+    /// Its joined bitmap (0 when no run is open).
+    pub joined: u64,
+}
+
+/// The run tracker: registers `session`, `shape`, `nonce`, `joined`, `left`.
+#[derive(Debug, Clone)]
+pub struct RunTracker {
+    session: Register<u32>,
+    shape: Register<Shape>,
+    nonce: Register<u32>,
+    joined: Register<u64>,
+    left: Register<u64>,
+}
+
+/// Whether a message carrying `session` belongs to the run whose session is `held`.
+fn admits(held: u32, session: u32) -> bool {
+    held != 0 && held == session
+}
+
+/// The `nonce` cell of `rank` of job table entry `index`: the job's base + rank.
+fn nonce_cell(index: u16, rank: u16) -> usize {
+    usize::from(index) * usize::from(MAX_WORLD) + usize::from(rank)
+}
+
+impl RunTracker {
+    /// Make the registers for `jobs` job table entries.
+    pub fn new(jobs: usize) -> Self {
+        RunTracker {
+            session: Register::new("session", jobs, 0),
+            shape: Register::new("shape", jobs, Shape::default()),
+            nonce: Register::new("nonce", jobs * usize::from(MAX_WORLD), 0),
+            joined: Register::new("joined", jobs, 0),
+            left: Register::new("left", jobs, 0),
+        }
+    }
+
+    /// Check that `session` is job table entry `index`'s run (a Contribution or a Probe).
+    pub fn admit(&mut self, pass: &Pass, index: u16, session: u32) -> Result<bool, Hazard> {
+        let j = usize::from(index);
+        self.session.execute(pass, j, |held| admits(*held, session))
+    }
+
+    /// A worker's Abort: check its session; end the run if it is admitted and its rank known.
+    pub fn abort(
+        &mut self,
+        pass: &Pass,
+        index: u16,
+        session: u32,
+        rank_known: bool,
+    ) -> Result<bool, Hazard> {
+        self.session.execute(pass, usize::from(index), |held| {
+            let admitted = admits(*held, session);
+            if admitted && rank_known {
+                *held = 0;
+            }
+            admitted
+        })
+    }
+
+    /// A Leave of the rank whose bit is `bit` (`None`: the worker table does not know it).
+    pub fn leave(
+        &mut self,
+        pass: &Pass,
+        index: u16,
+        session: u32,
+        bit: Option<u64>,
+    ) -> Result<LeaveStep, Hazard> {
+        let j = usize::from(index);
+        if !self.admit(pass, index, session)? {
+            return Ok(LeaveStep::BadSession);
+        }
+        let Some(bit) = bit else {
+            return Ok(LeaveStep::UnknownRank);
+        };
+        let joined = self.joined.execute(pass, j, |cell| *cell)?;
+        // Only a rank of the run can leave it.
+        let mask = joined & bit;
+        let left = self.left.execute(pass, j, |cell| {
+            *cell |= mask;
+            *cell
+        })?;
+        Ok(LeaveStep::Left {
+            ends: left == joined,
+        })
+    }
+
+    /// A Join of `rank` to `job` that passed the join handler's checks: open a run if there
+    /// is none, then check the shape and the rank's process (protocol.md §4.1).
+    pub fn join(
+        &mut self,
+        pass: &Pass,
+        job: &JobEntry,
+        rank: u16,
+        h: &JoinHeader,
+    ) -> Result<JoinStep, Hazard> {
+        let j = usize::from(job.index);
+        let held = self.session.execute(pass, j, |cell| {
+            let held = *cell;
+            if held == 0 {
+                *cell = h.nonce;
+            }
+            held
+        })?;
+        let opened = held == 0;
+        let session = if opened { h.nonce } else { held };
+        let given = Shape {
+            lane_slots: h.slot_count,
+            count: h.count,
+        };
+        let agreed = self.shape.execute(pass, j, |cell| {
+            if opened {
+                *cell = given;
+            }
+            *cell
+        })?;
+        // Only a Join of the run's shape changes the run.
+        let bit = 1u64 << (rank & 63);
+        let mask = if agreed == given { bit } else { 0 };
+        let old_nonce = self
+            .nonce
+            .execute(pass, nonce_cell(job.index, rank), |cell| {
+                let old = *cell;
+                if mask != 0 {
+                    *cell = h.nonce;
+                }
+                old
+            })?;
+        let old = self.joined.execute(pass, j, |cell| {
+            if opened {
+                *cell = 0;
+            }
+            let old = *cell;
+            *cell |= mask;
+            old
+        })?;
+        self.left.execute(pass, j, |cell| {
+            if opened {
+                *cell = 0;
+            }
+            *cell &= !mask;
+        })?;
+        let was_complete = old == full_mask(job.config.world);
+        Ok(if old & bit != 0 && old_nonce != h.nonce && was_complete {
+            JoinStep::EndsRun { session }
+        } else if agreed.lane_slots != h.slot_count {
+            JoinStep::LaneMismatch(agreed.lane_slots)
+        } else if agreed.count != h.count {
+            JoinStep::ChunkMismatch(agreed.count)
+        } else {
+            JoinStep::Member {
+                opened,
+                session,
+                joined: old | bit,
+                was_complete,
+            }
+        })
+    }
+
+    /// Read job table entry `index`'s run for a Status.
+    pub fn status(&mut self, pass: &Pass, index: u16) -> Result<RunStatus, Hazard> {
+        let j = usize::from(index);
+        let open = self.session.execute(pass, j, |cell| *cell != 0)?;
+        let joined = self.joined.execute(pass, j, |cell| *cell)?;
+        Ok(RunStatus {
+            open,
+            joined: if open { joined } else { 0 },
+        })
+    }
+
+    /// The second pass of a restart or of the last Leave: end the run `session` (if no
+    /// other packet has ended it in between).
+    pub fn end(&mut self, pass: &Pass, index: u16, session: u32) -> Result<(), Hazard> {
+        self.session.execute(pass, usize::from(index), |cell| {
+            if *cell == session {
+                *cell = 0;
+            }
+        })
+    }
+
+    /// Return entry `index`'s session (0: no run) (control plane).
+    pub fn session(&self, index: u16) -> u32 {
+        self.session.read(usize::from(index)).unwrap_or(0)
+    }
+
+    /// Return entry `index`'s run as the reference reports it: session, agreed lane slots
+    /// and joined bitmap, all 0 when no run is open (control plane).
+    pub fn report(&self, index: u16) -> (u32, u16, u64) {
+        let j = usize::from(index);
+        match self.session(index) {
+            0 => (0, 0, 0),
+            session => (
+                session,
+                self.shape.read(j).unwrap_or_default().lane_slots,
+                self.joined.read(j).unwrap_or(0),
+            ),
+        }
+    }
+
+    /// End entry `index`'s run (control plane).
+    pub fn close(&mut self, index: u16) {
+        self.session.write(usize::from(index), 0);
+    }
+
+    /// Forget entry `index`'s runs (control plane, when a job is added).
+    pub fn reset(&mut self, index: u16) {
+        let j = usize::from(index);
+        self.session.write(j, 0);
+        self.shape.write(j, Shape::default());
+        self.joined.write(j, 0);
+        self.left.write(j, 0);
+        for rank in 0..MAX_WORLD {
+            self.nonce.write(nonce_cell(index, rank), 0);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::register::PassClock;
+    use switchml_core::switch::JobConfig;
+
+    fn job(world: u16) -> JobEntry {
+        JobEntry {
+            index: 1,
+            config: JobConfig {
+                id: 7,
+                world,
+                slot_lo: 0,
+                slot_count: 8,
+                key: 0,
+            },
+            group: 2,
+        }
+    }
+
+    fn join(nonce: u32, slot_count: u16, count: u16) -> JoinHeader {
+        JoinHeader {
+            world: 2,
+            slot_lo: 0,
+            slot_count,
+            count,
+            reserved: 0,
+            nonce,
+            key: 0,
+        }
+    }
+
+    #[test]
+    fn the_first_join_opens_the_run_and_a_new_process_of_a_complete_run_ends_it() {
+        let (mut clock, mut r, job) = (PassClock::default(), RunTracker::new(2), job(2));
+        let mut at = |r: &mut RunTracker, rank, h| r.join(&clock.begin(0), &job, rank, &h);
+        let member = |opened, joined, was_complete| JoinStep::Member {
+            opened,
+            session: 5,
+            joined,
+            was_complete,
+        };
+        assert_eq!(at(&mut r, 1, join(5, 8, 64)), Ok(member(true, 0b10, false)));
+        assert_eq!(at(&mut r, 0, join(6, 4, 64)), Ok(JoinStep::LaneMismatch(8)));
+        assert_eq!(
+            at(&mut r, 0, join(6, 8, 32)),
+            Ok(JoinStep::ChunkMismatch(64))
+        );
+        assert_eq!(
+            at(&mut r, 0, join(6, 8, 64)),
+            Ok(member(false, 0b11, false))
+        );
+        assert_eq!(at(&mut r, 0, join(6, 8, 64)), Ok(member(false, 0b11, true)));
+        assert_eq!(r.report(1), (5, 8, 0b11));
+        assert_eq!(
+            at(&mut r, 0, join(9, 4, 64)),
+            Ok(JoinStep::EndsRun { session: 5 })
+        );
+        r.end(&clock.begin(1), 1, 5).unwrap();
+        assert_eq!(r.report(1), (0, 0, 0));
+        // The next Join opens the next run, with empty bitmaps.
+        let next = r.join(&clock.begin(0), &job, 0, &join(9, 4, 64));
+        let opened = JoinStep::Member {
+            opened: true,
+            session: 9,
+            joined: 0b01,
+            was_complete: false,
+        };
+        assert_eq!(next, Ok(opened));
+    }
+
+    #[test]
+    fn sessions_admit_aborts_end_and_the_last_leave_ends_the_run() {
+        let (mut clock, mut r, job) = (PassClock::default(), RunTracker::new(2), job(2));
+        assert_eq!(r.admit(&clock.begin(0), 1, 0), Ok(false), "no run");
+        for (rank, nonce) in [(0, 3), (1, 4)] {
+            r.join(&clock.begin(0), &job, rank, &join(nonce, 8, 64))
+                .unwrap();
+        }
+        assert_eq!(r.admit(&clock.begin(0), 1, 3), Ok(true));
+        assert_eq!(r.admit(&clock.begin(0), 1, 4), Ok(false));
+        let leave = |r: &mut RunTracker, pass: &Pass, s, bit| r.leave(pass, 1, s, bit);
+        assert_eq!(
+            leave(&mut r, &clock.begin(0), 4, Some(1)),
+            Ok(LeaveStep::BadSession)
+        );
+        assert_eq!(
+            leave(&mut r, &clock.begin(0), 3, None),
+            Ok(LeaveStep::UnknownRank)
+        );
+        let left = |ends| Ok(LeaveStep::Left { ends });
+        assert_eq!(leave(&mut r, &clock.begin(0), 3, Some(0b01)), left(false));
+        assert_eq!(leave(&mut r, &clock.begin(0), 3, Some(0b100)), left(false));
+        assert_eq!(leave(&mut r, &clock.begin(0), 3, Some(0b10)), left(true));
+        // An Abort of an unknown rank ends nothing; a known rank's does.
+        assert_eq!(r.abort(&clock.begin(0), 1, 3, false), Ok(true));
+        assert_eq!(r.session(1), 3);
+        assert_eq!(r.abort(&clock.begin(0), 1, 3, true), Ok(true));
+        assert_eq!(
+            r.status(&clock.begin(0), 1),
+            Ok(RunStatus {
+                open: false,
+                joined: 0
+            })
+        );
+    }
+
+    #[test]
+    fn every_register_runs_once_per_pass() {
+        let (mut clock, mut r, job) = (PassClock::default(), RunTracker::new(2), job(2));
+        let pass = clock.begin(0);
+        r.join(&pass, &job, 0, &join(3, 8, 64)).unwrap();
+        assert_eq!(r.admit(&pass, 1, 3), Err(Hazard::SecondAccess("session")));
+    }
+}

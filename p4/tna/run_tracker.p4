@@ -1,0 +1,215 @@
+// run_tracker.p4 (TNA): each job's current run (protocol.md §4.1), as p4/v1model/
+// run_tracker.p4 in TNA idioms. Rust twin: p4/model/src/run_tracker.rs (RunTracker).
+// Registers, in stage order: `session`, `shape` ({lane slots:16, count:16}), `nonce` (cell
+// 64 x entry + rank), then the model's 64-bit `joined` and `left` as two 32-bit registers
+// each (RunWord: ranks 0-31 and 32-63). One RegisterAction per register per pass; a
+// restart or the last Leave decides at `joined`/`left` that the run ends, after `session`,
+// so it recirculates and the next pass's `end_run` clears the session.
+#ifndef _SWITCHML_RUN_TRACKER_P4_
+#define _SWITCHML_RUN_TRACKER_P4_
+
+const bit<2> WORD_READ = 0;        // return the word
+const bit<2> WORD_JOIN_SET = 1;    // joined: reset if the run opened; return it; set `mask`
+const bit<2> WORD_JOIN_CLEAR = 2;  // left: reset if the run opened; clear `mask`
+const bit<2> WORD_LEAVE = 3;       // left: return it; set `mask`
+
+// One 32-bit bitmap word of every job.
+control RunWord(in bit<16> index, in bit<32> mask, in bit<2> mode, in bit<1> opened,
+                out bit<32> word) {
+    Register<bit<32>, bit<16>>(MAX_JOBS) bits;
+
+    RegisterAction<bit<32>, bit<16>, bit<32>>(bits) read_word = {
+        void apply(inout bit<32> value, out bit<32> rv) {
+            rv = value;
+        }
+    };
+
+    RegisterAction<bit<32>, bit<16>, bit<32>>(bits) join_set = {
+        void apply(inout bit<32> value, out bit<32> rv) {
+            if (opened == 1) {
+                rv = 0;
+                value = mask;
+            } else {
+                rv = value;
+                value = value | mask;
+            }
+        }
+    };
+
+    RegisterAction<bit<32>, bit<16>, bit<32>>(bits) join_clear = {
+        void apply(inout bit<32> value, out bit<32> rv) {
+            rv = 0;
+            if (opened == 1) {
+                value = 0;
+            } else {
+                value = value & ~mask;
+            }
+        }
+    };
+
+    RegisterAction<bit<32>, bit<16>, bit<32>>(bits) leave = {
+        void apply(inout bit<32> value, out bit<32> rv) {
+            rv = value;
+            value = value | mask;
+        }
+    };
+
+    apply {
+        if (mode == WORD_READ) {
+            word = read_word.execute(index);
+        } else if (mode == WORD_JOIN_SET) {
+            word = join_set.execute(index);
+        } else if (mode == WORD_JOIN_CLEAR) {
+            word = join_clear.execute(index);
+        } else {
+            word = leave.execute(index) | mask;
+        }
+    }
+}
+
+control RunTracker(inout headers_t hdr, inout metadata_t meta) {
+    Register<bit<32>, bit<16>>(MAX_JOBS) session;
+    Register<bit<32>, bit<16>>(MAX_JOBS) shape;
+    Register<bit<32>, bit<32>>(RUN_NONCES) nonce;
+    RunWord() joined_lo;
+    RunWord() joined_hi;
+    RunWord() left_lo;
+    RunWord() left_hi;
+
+    RegisterAction<bit<32>, bit<16>, bit<32>>(session) read_session = {
+        void apply(inout bit<32> value, out bit<32> held) {
+            held = value;
+        }
+    };
+
+    RegisterAction<bit<32>, bit<16>, bit<32>>(session) open_run = {
+        void apply(inout bit<32> value, out bit<32> held) {
+            held = value;
+            if (value == 0) {
+                value = meta.p_session;
+            }
+        }
+    };
+
+    // A worker's Abort of a known rank ends its run.
+    RegisterAction<bit<32>, bit<16>, bit<32>>(session) abort_run = {
+        void apply(inout bit<32> value, out bit<32> held) {
+            held = value;
+            if (value == meta.p_session && meta.rank_known == 1) {
+                value = 0;
+            }
+        }
+    };
+
+    RegisterAction<bit<32>, bit<16>, bit<32>>(session) end_run = {
+        void apply(inout bit<32> value, out bit<32> held) {
+            held = value;
+            if (value == meta.run_session) {
+                value = 0;
+            }
+        }
+    };
+
+    RegisterAction<bit<32>, bit<16>, bit<32>>(shape) agree = {
+        void apply(inout bit<32> value, out bit<32> agreed) {
+            if (meta.run_opened == 1) {
+                value = meta.join_shape;
+                agreed = meta.join_shape;
+            } else {
+                agreed = value;
+            }
+        }
+    };
+
+    RegisterAction<bit<32>, bit<32>, bit<32>>(nonce) swap_nonce = {
+        void apply(inout bit<32> value, out bit<32> old) {
+            old = value;
+            if (meta.shape_ok == 1) {
+                value = hdr.join.nonce;
+            }
+        }
+    };
+
+    apply {
+        bit<16> j = meta.job_index;
+        bit<32> held;
+        bit<32> lo;
+        bit<32> hi;
+        bit<32> left_lo_word;
+        bit<32> left_hi_word;
+        if (meta.pass != 0) {
+            held = end_run.execute(j);
+            if (meta.message == MSG_JOIN) {
+                meta.abort_reason = ABORT_RANK_RESTARTED;
+                meta.abort_detail = hdr.prefix.rank;
+                meta.abort_session = meta.run_session;
+            }
+        } else if (meta.message == MSG_STATUS) {
+            held = read_session.execute(j);
+            meta.run_open = (held != 0) ? 1w1 : 1w0;
+            joined_lo.apply(j, 0, WORD_READ, 0, lo);
+            joined_hi.apply(j, 0, WORD_READ, 0, hi);
+            meta.joined = (held == 0) ? 64w0 : hi ++ lo;
+        } else if (meta.message == MSG_JOIN) {
+            held = open_run.execute(j);
+            meta.run_opened = (held == 0) ? 1w1 : 1w0;
+            meta.run_session = (held == 0) ? meta.p_session : held;
+            meta.join_shape = hdr.join.slot_count ++ hdr.join.count;
+            bit<32> agreed = agree.execute(j);
+            meta.shape_ok = (agreed == meta.join_shape) ? 1w1 : 1w0;
+            // Only a Join of the run's shape changes the run.
+            bit<64> mask = (meta.shape_ok == 1) ? meta.rank_bit : 64w0;
+            bit<32> old_nonce = swap_nonce.execute(((bit<32>)j << 6) + (bit<32>)hdr.prefix.rank);
+            joined_lo.apply(j, mask[31:0], WORD_JOIN_SET, meta.run_opened, lo);
+            joined_hi.apply(j, mask[63:32], WORD_JOIN_SET, meta.run_opened, hi);
+            left_lo.apply(j, mask[31:0], WORD_JOIN_CLEAR, meta.run_opened, left_lo_word);
+            left_hi.apply(j, mask[63:32], WORD_JOIN_CLEAR, meta.run_opened, left_hi_word);
+            bit<64> old = hi ++ lo;
+            bit<1> was_complete = (old == meta.full_mask) ? 1w1 : 1w0;
+            if ((old & meta.rank_bit) != 0 && old_nonce != hdr.join.nonce
+                    && was_complete == 1) {
+                meta.run_end = 1;
+            } else if (agreed[31:16] != hdr.join.slot_count) {
+                meta.abort_reason = ABORT_LANE_MISMATCH;
+                meta.abort_detail = agreed[31:16];
+            } else if (agreed[15:0] != hdr.join.count) {
+                meta.abort_reason = ABORT_CHUNK_MISMATCH;
+                meta.abort_detail = agreed[15:0];
+            } else {
+                meta.joined = old | meta.rank_bit;
+                meta.join_complete = (meta.joined == meta.full_mask) ? 1w1 : 1w0;
+                if (meta.join_complete == 1 && was_complete == 0) {
+                    meta.join_completes = 1;
+                }
+            }
+        } else {
+            if (meta.message == MSG_ABORT) {
+                held = abort_run.execute(j);
+            } else {
+                held = read_session.execute(j);
+            }
+            meta.admitted = (held != 0 && held == meta.p_session) ? 1w1 : 1w0;
+            if (meta.admitted == 0) {
+                if (meta.message != MSG_PROBE) {
+                    meta.drop_reason = DROP_BAD_SESSION;
+                }
+            } else if (meta.message == MSG_ABORT || meta.message == MSG_LEAVE) {
+                if (meta.rank_known == 0) {
+                    meta.drop_reason = DROP_UNKNOWN_RANK;
+                } else if (meta.message == MSG_LEAVE) {
+                    // Only a rank of the run can leave it.
+                    joined_lo.apply(j, 0, WORD_READ, 0, lo);
+                    joined_hi.apply(j, 0, WORD_READ, 0, hi);
+                    left_lo.apply(j, lo & meta.rank_bit[31:0], WORD_LEAVE, 0, left_lo_word);
+                    left_hi.apply(j, hi & meta.rank_bit[63:32], WORD_LEAVE, 0, left_hi_word);
+                    if (left_lo_word == lo && left_hi_word == hi) {
+                        meta.run_end = 1;
+                        meta.run_session = held;
+                    }
+                }
+            }
+        }
+    }
+}
+
+#endif

@@ -1,0 +1,126 @@
+// run_tracker.p4 (v1model): each job's current run (protocol.md §4.1).
+// Rust twin: p4/model/src/run_tracker.rs (RunTracker). Registers, one cell per job table
+// entry: `session` (the run's session, the nonce of the Join that opened it; 0: no run),
+// `shape` ({lane slots:16, count:16}, agreed by the opening Join), `joined` and `left`
+// (bitmaps), and `nonce`, each rank's process nonce at cell 64 x entry + rank.
+//
+// Pass 0, every message of a known job (a Join only once join_handler.p4 passed it):
+// - Contribution, Probe, Abort, Leave: admitted only with the run's session (else
+//   BadSession; a Probe gets Abort SessionEnded from probe_handler.p4). An admitted Abort
+//   of a known rank ends the run; an admitted Leave marks its rank left, and if every
+//   joined rank has now left the run ends in a second pass (meta.run_end).
+// - Join: opens a run if there is none (resetting `shape`, `joined`, `left`); a rank of the
+//   complete run with a new nonce ends it in a second pass (Abort RankRestarted to every
+//   rank); otherwise the lane shape must be the run's, and the rank is recorded.
+// - Status: reads `session` and `joined` (empty while no run is open).
+// The second pass (meta.pass != 0) only ends the run, if no one ended it in between.
+// Each register is read and written at most once per pass.
+#ifndef _SWITCHML_RUN_TRACKER_P4_
+#define _SWITCHML_RUN_TRACKER_P4_
+
+control RunTracker(inout headers_t hdr, inout metadata_t meta) {
+    register<bit<32>>(MAX_JOBS) session;
+    register<bit<32>>(MAX_JOBS) shape;
+    register<bit<32>>(RUN_NONCES) nonce;
+    register<bit<64>>(MAX_JOBS) joined;
+    register<bit<64>>(MAX_JOBS) left;
+
+    apply {
+        bit<32> j = (bit<32>)meta.job_index;
+        bit<32> held;
+        session.read(held, j);
+        if (meta.pass != 0) {
+            if (held == meta.run_session) {
+                session.write(j, 0);
+            }
+            if (meta.message == MSG_JOIN) {
+                meta.abort_reason = ABORT_RANK_RESTARTED;
+                meta.abort_detail = hdr.prefix.rank;
+                meta.abort_session = meta.run_session;
+            }
+        } else if (meta.message == MSG_STATUS) {
+            meta.run_open = (held != 0) ? 1w1 : 1w0;
+            joined.read(meta.joined, j);
+            if (held == 0) {
+                meta.joined = 0;
+            }
+        } else if (meta.message == MSG_JOIN) {
+            meta.run_opened = (held == 0) ? 1w1 : 1w0;
+            meta.run_session = (held == 0) ? meta.p_session : held;
+            if (held == 0) {
+                session.write(j, meta.p_session);
+            }
+            bit<32> given = hdr.join.slot_count ++ hdr.join.count;
+            bit<32> agreed;
+            shape.read(agreed, j);
+            if (meta.run_opened == 1) {
+                agreed = given;
+                shape.write(j, agreed);
+            }
+            meta.shape_ok = (agreed == given) ? 1w1 : 1w0;
+            // Only a Join of the run's shape changes the run.
+            bit<64> mask = (meta.shape_ok == 1) ? meta.rank_bit : 64w0;
+            bit<32> n = (j << 6) + (bit<32>)hdr.prefix.rank;
+            bit<32> old_nonce;
+            nonce.read(old_nonce, n);
+            if (meta.shape_ok == 1) {
+                nonce.write(n, hdr.join.nonce);
+            }
+            bit<64> old;
+            joined.read(old, j);
+            if (meta.run_opened == 1) {
+                old = 0;
+            }
+            joined.write(j, old | mask);
+            bit<64> gone;
+            left.read(gone, j);
+            if (meta.run_opened == 1) {
+                gone = 0;
+            }
+            left.write(j, gone & ~mask);
+            bit<1> was_complete = (old == meta.full_mask) ? 1w1 : 1w0;
+            if ((old & meta.rank_bit) != 0 && old_nonce != hdr.join.nonce
+                    && was_complete == 1) {
+                meta.run_end = 1;
+            } else if (agreed[31:16] != hdr.join.slot_count) {
+                meta.abort_reason = ABORT_LANE_MISMATCH;
+                meta.abort_detail = agreed[31:16];
+            } else if (agreed[15:0] != hdr.join.count) {
+                meta.abort_reason = ABORT_CHUNK_MISMATCH;
+                meta.abort_detail = agreed[15:0];
+            } else {
+                meta.joined = old | meta.rank_bit;
+                meta.join_complete = (meta.joined == meta.full_mask) ? 1w1 : 1w0;
+                if (meta.join_complete == 1 && was_complete == 0) {
+                    meta.join_completes = 1;
+                }
+            }
+        } else {
+            meta.admitted = (held != 0 && held == meta.p_session) ? 1w1 : 1w0;
+            if (meta.admitted == 0) {
+                if (meta.message != MSG_PROBE) {
+                    meta.drop_reason = DROP_BAD_SESSION;
+                }
+            } else if (meta.message == MSG_ABORT || meta.message == MSG_LEAVE) {
+                if (meta.rank_known == 0) {
+                    meta.drop_reason = DROP_UNKNOWN_RANK;
+                } else if (meta.message == MSG_ABORT) {
+                    session.write(j, 0);
+                } else {
+                    bit<64> members;
+                    joined.read(members, j);
+                    bit<64> gone;
+                    left.read(gone, j);
+                    gone = gone | (members & meta.rank_bit);
+                    left.write(j, gone);
+                    if (gone == members) {
+                        meta.run_end = 1;
+                        meta.run_session = held;
+                    }
+                }
+            }
+        }
+    }
+}
+
+#endif
