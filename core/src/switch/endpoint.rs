@@ -348,15 +348,9 @@ mod tests {
         key: 9,
     };
 
-    fn dests(e: &TestEndpoint<'_>, t: &Transmit, from: u32) -> heapless::Vec<u32, 8> {
-        e.destinations(t, &from).copied().collect()
-    }
-
-    #[test]
-    fn lanes_are_learned_from_joins_and_results_go_to_the_lanes_of_their_slot() {
-        let mut pool = [Slot::IDLE; 4];
-        let mut e: TestEndpoint<'_> =
-            Endpoint::new(Switch::new(&mut pool, 1), Duration::from_secs(60));
+    /// An endpoint over `pool` serving job 7 (2 ranks, 4 slots, key 9).
+    fn endpoint(pool: &mut [Slot<8, 1>], idle_secs: u64) -> TestEndpoint<'_> {
+        let mut e = Endpoint::new(Switch::new(pool, 1), Duration::from_secs(idle_secs));
         let config = JobConfig {
             id: 7,
             world: 2,
@@ -365,6 +359,17 @@ mod tests {
             key: 9,
         };
         e.add_job(config, [None; 4]).unwrap();
+        e
+    }
+
+    fn dests(e: &TestEndpoint<'_>, t: &Transmit, from: u32) -> heapless::Vec<u32, 8> {
+        e.destinations(t, &from).copied().collect()
+    }
+
+    #[test]
+    fn lanes_are_learned_from_joins_and_results_go_to_the_lanes_of_their_slot() {
+        let mut pool = [Slot::IDLE; 4];
+        let mut e = endpoint(&mut pool, 60);
         let mut out = [0u8; OUT];
         let t0 = Instant::from_millis(0);
         // Rank 0 from addresses 10 (slots 0..2) and 11 (slots 2..4); rank 1 from 20 and 21.
@@ -404,16 +409,7 @@ mod tests {
     #[test]
     fn shutdown_tells_each_run_once() {
         let mut pool = [Slot::IDLE; 4];
-        let mut e: TestEndpoint<'_> =
-            Endpoint::new(Switch::new(&mut pool, 1), Duration::from_secs(1));
-        let config = JobConfig {
-            id: 7,
-            world: 2,
-            slot_lo: 0,
-            slot_count: 4,
-            key: 9,
-        };
-        e.add_job(config, [None; 4]).unwrap();
+        let mut e = endpoint(&mut pool, 1);
         let mut out = [0u8; OUT];
         e.handle(Instant::from_millis(0), 10, &join(0, 0, 5), &mut out);
         let t = e.shutdown(&mut out).unwrap();
