@@ -223,14 +223,23 @@ where
         };
         let lanes = job.into_iter().flat_map(|(r, session, slot, lane_slots)| {
             let table = r.storage.as_ref();
-            let per_rank = table.len() / usize::from(r.world.max(1));
-            // A Result goes to each rank's lane of its slot; a control message to all.
-            let lane = slot.map(|s| usize::from(s / lane_slots.max(1)));
-            table.iter().enumerate().filter_map(move |(i, e)| {
-                let (addr, s) = e.as_ref()?;
-                let wanted = lane.is_none_or(|l| i % per_rank.max(1) == l);
-                (wanted && *s == session).then_some(addr)
-            })
+            let per_rank = (table.len() / usize::from(r.world.max(1))).max(1);
+            // A Result goes to each rank's lane of its slot (one entry per rank, `world`
+            // lookups, not a scan of the table); a control message to every lane.
+            let (first, step) = match slot {
+                Some(s) => (usize::from(s / lane_slots.max(1)), per_rank),
+                None => (0, 1),
+            };
+            let entries = if first < per_rank {
+                table.get(first..)
+            } else {
+                None
+            };
+            entries
+                .unwrap_or_default()
+                .iter()
+                .step_by(step)
+                .filter_map(move |e| e.as_ref().filter(|(_, s)| *s == session).map(|(a, _)| a))
         });
         reply.into_iter().chain(lanes)
     }
