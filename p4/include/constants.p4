@@ -108,4 +108,12 @@ const bit<8> VERDICT_UNICAST     = 2;
 const bit<8> VERDICT_MULTICAST   = 3;
 const bit<8> VERDICT_RECIRCULATE = 4;
 
+// The session of a run opened by a Join of `nonce` after `runs` runs of its job: the nonce
+// plus the runs before, 1 where that wraps to 0, which means no run (protocol.md §4.1;
+// run_tracker.rs session_of in the model).
+bit<32> session_of(in bit<32> nonce, in bit<32> runs) {
+    bit<32> s = nonce + runs;
+    return (s == 0) ? 32w1 : s;
+}
+
 #endif

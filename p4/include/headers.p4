@@ -81,6 +81,7 @@ header sml_join_reply_h {
     bit<16> slot_count;
     bit<16> bitmap_len;
     bit<32> session;
+    bit<32> nonce;                             // of the Join it answers (the completing one's)
 }
 
 // Probe after the prefix (§3.4).
@@ -295,6 +296,7 @@ struct metadata_t {
     @field_list(1) bit<32> run_session;        // the run's session
     bit<1>  shape_ok;                          // this Join has the run's lane shape
     bit<32> join_shape;                        // TNA: the Join's {slot_count, count}
+    bit<32> join_neg_nonce;                    // TNA: 0 - the Join's nonce (open_run)
     bit<1>  run_end;                           // a second pass ends the run
     // probe_handler.p4
     bit<1>  in_session;                        // the slot version holds a use of this run

@@ -45,8 +45,10 @@ control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
             // The session stays: the Result echoes the Contribution's.
             meta.reply_len = 24 + (meta.held_count << 2);
         } else if (meta.abort_reason != 0) {
-            // A refused Join, Probe or Status: an Abort to the sender. A restart: an Abort to
-            // every rank of the run that ends, the restarted rank as detail.
+            // A refused Join, Probe or Status: an Abort to the sender, naming the Join's nonce
+            // or the Probe's session (join_handler.p4, probe_handler.p4; 0 for a Status). A
+            // restart: an Abort to every rank of the run that ends, the restarted rank as
+            // detail.
             hdr.join.setInvalid();
             hdr.probe.setInvalid();
             hdr.status.setInvalid();
@@ -63,6 +65,8 @@ control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
             hdr.abort.session = meta.abort_session;
             meta.reply_len = 20;
         } else if (meta.message == MSG_JOIN) {
+            // Every answer to a Join names its nonce: only the process that sent it takes it.
+            bit<32> nonce = hdr.join.nonce;
             hdr.join.setInvalid();
             hdr.join_reply.setValid();
             hdr.prefix.msg_type = TYPE_JOIN_REPLY;
@@ -77,8 +81,9 @@ control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
             hdr.join_reply.slot_count = meta.slot_count;
             hdr.join_reply.bitmap_len = bitmap_len;
             hdr.join_reply.session = meta.run_session;
+            hdr.join_reply.nonce = nonce;
             bitmap_bytes(meta.joined, bitmap_len);
-            meta.reply_len = 24 + bitmap_len;
+            meta.reply_len = 28 + bitmap_len;
         } else if (meta.message == MSG_PROBE) {
             hdr.probe_reply.setValid();
             hdr.prefix.msg_type = TYPE_PROBE_REPLY;

@@ -1,10 +1,18 @@
 // run_tracker.p4 (TNA): each job's current run (protocol.md §4.1), as p4/v1model/
 // run_tracker.p4 in TNA idioms. Rust twin: p4/model/src/run_tracker.rs (RunTracker).
-// Registers, in stage order: `session`, `shape` ({lane slots:16, count:16}), `nonce` (cell
-// 64 x entry + rank), then the model's 64-bit `joined` and `left` as two 32-bit registers
-// each (RunWord: ranks 0-31 and 32-63). One RegisterAction per register per pass; a
-// restart or the last Leave decides at `joined`/`left` that the run ends, after `session`,
-// so it recirculates and the next pass's `end_run` clears the session.
+// Registers, in stage order: `session` (a pair: the run's session, 0 for none, and the runs
+// the job opened), `shape` (a pair: {lane slots:16, count:16} and the runs again), `nonce`
+// (cell 64 x entry + rank), then the model's 64-bit `joined` and `left` as two 32-bit
+// registers each (RunWord: ranks 0-31 and 32-63). One RegisterAction per register per
+// pass; a restart or the last Leave decides at `joined`/`left` that the run ends, after
+// `session`, so it recirculates and the next pass's `end_run` clears the session.
+//
+// A run's session is session_of(its opener's nonce, the runs before) (protocol.md §4.1).
+// `open_run` writes it from the pair's own count, but a RegisterAction returns one word,
+// here the session held (0: this Join opens the run); so `shape` counts the runs too, and
+// `agree` returns the runs before an opening Join (whose shape is its own) or the agreed
+// shape to any other: the opening Join computes its session there. Both counts start at 0
+// when the job's entry is added, and a control-plane shutdown clears only the session.
 #ifndef _SWITCHML_RUN_TRACKER_P4_
 #define _SWITCHML_RUN_TRACKER_P4_
 
@@ -67,56 +75,76 @@ control RunWord(in bit<16> index, in bit<32> mask, in bit<2> mode, in bit<1> ope
     }
 }
 
+struct run_cell_t {
+    bit<32> session;
+    bit<32> runs;
+}
+
+struct shape_cell_t {
+    bit<32> shape;
+    bit<32> runs;
+}
+
 control RunTracker(inout headers_t hdr, inout metadata_t meta) {
-    Register<bit<32>, bit<16>>(MAX_JOBS) session;
-    Register<bit<32>, bit<16>>(MAX_JOBS) shape;
+    Register<run_cell_t, bit<16>>(MAX_JOBS) session;
+    Register<shape_cell_t, bit<16>>(MAX_JOBS) shape;
     Register<bit<32>, bit<32>>(RUN_NONCES) nonce;
     RunWord() joined_lo;
     RunWord() joined_hi;
     RunWord() left_lo;
     RunWord() left_hi;
 
-    RegisterAction<bit<32>, bit<16>, bit<32>>(session) read_session = {
-        void apply(inout bit<32> value, out bit<32> held) {
-            held = value;
+    RegisterAction<run_cell_t, bit<16>, bit<32>>(session) read_session = {
+        void apply(inout run_cell_t value, out bit<32> held) {
+            held = value.session;
         }
     };
 
-    RegisterAction<bit<32>, bit<16>, bit<32>>(session) open_run = {
-        void apply(inout bit<32> value, out bit<32> held) {
-            held = value;
-            if (value == 0) {
-                value = meta.p_session;
+    // Open a run if there is none: session_of(nonce, runs), without a second add (a sum of
+    // 0 is the runs equal to minus the nonce), and count it.
+    RegisterAction<run_cell_t, bit<16>, bit<32>>(session) open_run = {
+        void apply(inout run_cell_t value, out bit<32> held) {
+            held = value.session;
+            if (value.session == 0) {
+                if (value.runs == meta.join_neg_nonce) {
+                    value.session = 1;
+                } else {
+                    value.session = hdr.join.nonce + value.runs;
+                }
+                value.runs = value.runs + 1;
             }
         }
     };
 
     // A worker's Abort of a known rank ends its run.
-    RegisterAction<bit<32>, bit<16>, bit<32>>(session) abort_run = {
-        void apply(inout bit<32> value, out bit<32> held) {
-            held = value;
-            if (value == meta.p_session && meta.rank_known == 1) {
-                value = 0;
+    RegisterAction<run_cell_t, bit<16>, bit<32>>(session) abort_run = {
+        void apply(inout run_cell_t value, out bit<32> held) {
+            held = value.session;
+            if (value.session == meta.p_session && meta.rank_known == 1) {
+                value.session = 0;
             }
         }
     };
 
-    RegisterAction<bit<32>, bit<16>, bit<32>>(session) end_run = {
-        void apply(inout bit<32> value, out bit<32> held) {
-            held = value;
-            if (value == meta.run_session) {
-                value = 0;
+    RegisterAction<run_cell_t, bit<16>, bit<32>>(session) end_run = {
+        void apply(inout run_cell_t value, out bit<32> held) {
+            held = value.session;
+            if (value.session == meta.run_session) {
+                value.session = 0;
             }
         }
     };
 
-    RegisterAction<bit<32>, bit<16>, bit<32>>(shape) agree = {
-        void apply(inout bit<32> value, out bit<32> agreed) {
+    // The opening Join writes its shape and counts the run, and learns the runs before it;
+    // any other Join learns the agreed shape.
+    RegisterAction<shape_cell_t, bit<16>, bit<32>>(shape) agree = {
+        void apply(inout shape_cell_t value, out bit<32> read) {
             if (meta.run_opened == 1) {
-                value = meta.join_shape;
-                agreed = meta.join_shape;
+                read = value.runs;
+                value.shape = meta.join_shape;
+                value.runs = value.runs + 1;
             } else {
-                agreed = value;
+                read = value.shape;
             }
         }
     };
@@ -151,11 +179,17 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
             joined_hi.apply(j, 0, WORD_READ, 0, hi);
             meta.joined = (held == 0) ? 64w0 : hi ++ lo;
         } else if (meta.message == MSG_JOIN) {
+            meta.join_neg_nonce = 0 - hdr.join.nonce;
             held = open_run.execute(j);
             meta.run_opened = (held == 0) ? 1w1 : 1w0;
-            meta.run_session = (held == 0) ? meta.p_session : held;
+            meta.run_session = held;
             meta.join_shape = hdr.join.slot_count ++ hdr.join.count;
             bit<32> agreed = agree.execute(j);
+            if (meta.run_opened == 1) {
+                // `agree` returned the runs before this one.
+                meta.run_session = session_of(hdr.join.nonce, agreed);
+                agreed = meta.join_shape;
+            }
             meta.shape_ok = (agreed == meta.join_shape) ? 1w1 : 1w0;
             // Only a Join of the run's shape changes the run.
             bit<64> mask = (meta.shape_ok == 1) ? meta.rank_bit : 64w0;

@@ -15,6 +15,9 @@ control JoinHandler(inout headers_t hdr, inout metadata_t meta) {
                 aligned = 1;
             }
         }
+        // A refusal of this Join, here or in run_tracker.p4 (LaneMismatch, ChunkMismatch),
+        // names its nonce, so only the process that sent it takes it (protocol.md §3.6).
+        meta.abort_session = hdr.join.nonce;
         if (meta.job_hit == 0) {
             meta.abort_reason = ABORT_UNKNOWN_JOB;
             meta.abort_detail = 0;

@@ -1,17 +1,23 @@
 // run_tracker.p4 (v1model): each job's current run (protocol.md §4.1).
 // Rust twin: p4/model/src/run_tracker.rs (RunTracker). Registers, one cell per job table
-// entry: `session` (the run's session, the nonce of the Join that opened it; 0: no run),
-// `shape` ({lane slots:16, count:16}, agreed by the opening Join), `joined` and `left`
-// (bitmaps), and `nonce`, each rank's process nonce at cell 64 x entry + rank.
+// entry: `session` ({runs:32, session:32}: the runs the job opened, and the run's session,
+// session_of(its opener's nonce, the runs before); session 0: no run), `shape` ({runs:32,
+// lane slots:16, count:16}: the runs again, and the shape the opening Join agreed),
+// `joined` and `left` (bitmaps), and `nonce`, each rank's process nonce at cell
+// 64 x entry + rank. The opening Join counts the run in both `session` and `shape`: TNA's
+// `session` stage returns one word (the session held), so the opening Join learns the runs
+// before it, and from them the session it opened, at `shape`; this program keeps the same
+// layout so the two read alike.
 //
 // Pass 0, every message of a known job (a Join only once join_handler.p4 passed it):
 // - Contribution, Probe, Abort, Leave: admitted only with the run's session (else
 //   BadSession; a Probe gets Abort SessionEnded from probe_handler.p4). An admitted Abort
 //   of a known rank ends the run; an admitted Leave marks its rank left, and if every
 //   joined rank has now left the run ends in a second pass (meta.run_end).
-// - Join: opens a run if there is none (resetting `shape`, `joined`, `left`); a rank of the
-//   complete run with a new nonce ends it in a second pass (Abort RankRestarted to every
-//   rank); otherwise the lane shape must be the run's, and the rank is recorded.
+// - Join: opens a run if there is none (counting it, resetting `shape`, `joined`, `left`);
+//   a rank of the complete run with a new nonce ends it in a second pass (Abort
+//   RankRestarted to every rank); otherwise the lane shape must be the run's, and the rank
+//   is recorded.
 // - Status: reads `session` and `joined` (empty while no run is open).
 // The second pass (meta.pass != 0) only ends the run, if no one ended it in between.
 // Each register is read and written at most once per pass.
@@ -19,19 +25,23 @@
 #define _SWITCHML_RUN_TRACKER_P4_
 
 control RunTracker(inout headers_t hdr, inout metadata_t meta) {
-    register<bit<32>>(MAX_JOBS) session;
-    register<bit<32>>(MAX_JOBS) shape;
+    register<bit<64>>(MAX_JOBS) session;
+    register<bit<64>>(MAX_JOBS) shape;
     register<bit<32>>(RUN_NONCES) nonce;
     register<bit<64>>(MAX_JOBS) joined;
     register<bit<64>>(MAX_JOBS) left;
 
     apply {
         bit<32> j = (bit<32>)meta.job_index;
-        bit<32> held;
-        session.read(held, j);
+        bit<64> cell;
+        session.read(cell, j);
+        bit<32> runs = cell[63:32];
+        bit<32> held = cell[31:0];
+        // Ending a run clears the session and keeps the count of runs.
+        bit<64> ended = runs ++ 32w0;
         if (meta.pass != 0) {
             if (held == meta.run_session) {
-                session.write(j, 0);
+                session.write(j, ended);
             }
             if (meta.message == MSG_JOIN) {
                 meta.abort_reason = ABORT_RANK_RESTARTED;
@@ -46,16 +56,20 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
             }
         } else if (meta.message == MSG_JOIN) {
             meta.run_opened = (held == 0) ? 1w1 : 1w0;
-            meta.run_session = (held == 0) ? meta.p_session : held;
+            meta.run_session = held;
             if (held == 0) {
-                session.write(j, meta.p_session);
+                session.write(j, (runs + 1) ++ session_of(hdr.join.nonce, runs));
             }
             bit<32> given = hdr.join.slot_count ++ hdr.join.count;
-            bit<32> agreed;
-            shape.read(agreed, j);
+            bit<64> shape_cell;
+            shape.read(shape_cell, j);
+            bit<32> agreed = shape_cell[31:0];
             if (meta.run_opened == 1) {
+                // The runs before this one, counted here too: the session it opened.
+                bit<32> runs_before = shape_cell[63:32];
+                meta.run_session = session_of(hdr.join.nonce, runs_before);
                 agreed = given;
-                shape.write(j, agreed);
+                shape.write(j, (runs_before + 1) ++ agreed);
             }
             meta.shape_ok = (agreed == given) ? 1w1 : 1w0;
             // Only a Join of the run's shape changes the run.
@@ -105,7 +119,7 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
                 if (meta.rank_known == 0) {
                     meta.drop_reason = DROP_UNKNOWN_RANK;
                 } else if (meta.message == MSG_ABORT) {
-                    session.write(j, 0);
+                    session.write(j, ended);
                 } else {
                     bit<64> members;
                     joined.read(members, j);

@@ -207,6 +207,8 @@ pub fn inputs() -> Vec<(&'static str, &'static str, Vec<Vec<u8>>)> {
     result[1] = 0x02;
     let lane = (0, 8, 8);
     let restarted = nonce(1, 1);
+    // The second run, which the restarted process opens: its nonce plus the run before.
+    let second = restarted + 1;
     vec![
         ("three_ranks_complete", "Every rank joins; three contributions to slot 1 use 0; the last multicasts the sum and the max exponent",
          joined(vec![contribution(0, 1, 0, 130, s, &[1, 2, 3, 4]), contribution(2, 1, 0, 140, s, &[10, 20, 30, 40]),
@@ -242,14 +244,21 @@ pub fn inputs() -> Vec<(&'static str, &'static str, Vec<Vec<u8>>)> {
          vec![join_with(0, 3, lane, nonce(0, 0), KEY ^ 1), join_with(0, 3, lane, nonce(0, 0), KEY ^ (1 << 63)),
               join_with(0, 3, lane, nonce(0, 0), 0), c(0, 1, 0, &[1]), status(7),
               join(0, 3, 0, 8, 8), c(0, 1, 0, &[1]), status(7)]),
-        ("rank_restarted", "Rank 1 joins again as a new process after the run completed: the run ends (rank_restarted, multicast); its next Join opens a new run in which the old session is dropped",
+        ("rank_restarted", "Rank 1 joins again as a new process after the run completed: the run ends (rank_restarted, multicast); its next Join opens a new run (session: its nonce plus the one run before) in which the old session and the bare nonce are dropped",
          joined(vec![c(0, 1, 0, &[1]), c(1, 1, 0, &[2]), c(2, 1, 0, &[3]),
               join_with(1, 3, lane, restarted, KEY), c(0, 1, 1, &[4]),
               join_with(1, 3, lane, restarted, KEY), join_with(1, 3, lane, nonce(1, 2), KEY),
               join_with(0, 3, lane, nonce(0, 1), KEY), join_with(2, 3, lane, nonce(2, 1), KEY),
-              contribution(0, 1, 0, 0, s, &[1]), contribution(0, 1, 0, 0, restarted, &[5]),
-              contribution(1, 1, 0, 0, restarted, &[6]), contribution(2, 1, 0, 0, restarted, &[7]),
+              contribution(0, 1, 0, 0, s, &[1]), contribution(0, 1, 0, 0, restarted, &[1]),
+              contribution(0, 1, 0, 0, second, &[5]),
+              contribution(1, 1, 0, 0, second, &[6]), contribution(2, 1, 0, 0, second, &[7]),
               status(7)])),
+        ("same_processes_run_twice", "The same three processes run the job, leave, and join again: the new run's session is the opener's nonce plus the one run before, so the old run's uses of slot 1 read as idle and its session is dropped",
+         joined(vec![c(0, 1, 0, &[1]), c(1, 1, 0, &[2]), c(2, 1, 0, &[3]),
+              leave(0, s), leave(1, s), leave(2, s)].into_iter().chain(join_all())
+              .chain([contribution(0, 1, 0, 0, s + 1, &[4]), c(1, 1, 0, &[5]),
+                  contribution(1, 1, 0, 0, s + 1, &[5]), contribution(2, 1, 0, 0, s + 1, &[6]),
+                  status(7)]).collect())),
         ("leave_ends_run", "Ranks leave one by one; the results stay served until the last Leave ends the run; then its session is dropped and a new Join opens a new run",
          joined(vec![c(0, 2, 0, &[1]), c(1, 2, 0, &[2]), c(2, 2, 0, &[3]),
               leave(0, s), leave(1, s), leave(1, s), c(2, 2, 0, &[3]), leave(2, s),

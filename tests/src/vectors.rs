@@ -247,6 +247,7 @@ pub fn describe(msg: &Message) -> BTreeMap<String, String> {
             ("epoch", r.epoch.to_string()),
             ("slot_count", r.slot_count.to_string()),
             ("session", r.session.to_string()),
+            ("nonce", r.nonce.to_string()),
             ("joined", hex(r.joined)),
         ]),
         Message::Probe(r) => f.extend([

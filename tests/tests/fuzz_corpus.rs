@@ -146,6 +146,7 @@ fn worker_never_hangs_with_a_use_outstanding() {
         WorkerOp::JoinReply {
             world: 0,
             complete: true,
+            foreign: false,
             max_count: 4,
             epoch: 0,
             rank: 1,

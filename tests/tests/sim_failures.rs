@@ -398,7 +398,9 @@ fn a_rank_that_missed_the_restart_abort_learns_that_its_session_ended() {
     sim.drive(STEPS, |s| failure(s, 2).is_some()).unwrap();
     assert_eq!(failure(&sim, 2), refused(AbortReason::SessionEnded, 0));
     let job = sim.switch.job(JOB).unwrap();
-    let new = sim.nonce(1);
+    // The second run: its session is the opener's nonce plus the one run before.
+    assert_eq!(job.counters().runs, 2);
+    let new = sim.nonce(1).wrapping_add(1);
     assert_eq!(
         job.session(),
         new,
@@ -409,15 +411,14 @@ fn a_rank_that_missed_the_restart_abort_learns_that_its_session_ended() {
     assert_eq!(failure(&sim, 1), None, "the new process is still joining");
 }
 
-/// A JoinReply does not say which Join it answers, so a new process of a rank takes one of
-/// the run it replaces: here the COMPLETE multicast of the old run, in flight when rank 0
-/// restarts, reaches the new process (its lane's address is the old one's). It runs in
-/// the old session, its own Join ends that run as a restart, and the Abort fails it too:
-/// the process that was to start the next run fails with "a rank of the job restarted".
-/// The fix belongs to the protocol (a JoinReply that names the nonce it answers, or a
-/// worker that takes a session only from an answer to its own Join).
+/// A new process of a rank must not take a JoinReply of the run it replaces: here the
+/// COMPLETE multicast of the old run, in flight when rank 0 restarts, reaches the new
+/// process (its lane's address is the old one's). It used to run in the old session, its
+/// own Join ended that run as a restart, and the Abort failed it too. A JoinReply now names
+/// the nonce of the Join it answers (protocol.md §3.3), and the new process ignores the old
+/// run's: its Join ends the old run (rank 1 fails, told rank 0 restarted), and it waits
+/// for the next.
 #[test]
-#[ignore = "protocol bug: a new process takes a JoinReply of the run it replaces"]
 fn a_new_process_is_not_misled_by_a_join_reply_of_the_old_run() {
     let mut sim = harness::sim(2, 1, 4, 64, Network::PERFECT, 16);
     // The run is complete at the switch; its COMPLETE multicast is on the way.
@@ -430,14 +431,12 @@ fn a_new_process_is_not_misled_by_a_join_reply_of_the_old_run() {
     assert_eq!(failure(&sim, 0), None, "the new process of rank 0 failed");
 }
 
-/// A run's session is the nonce of the Join that opened it, so the same processes running
-/// the job again (a second communicator of the same process, with the same nonce) open a run
-/// with the session of the one before; the slots still hold that session's uses, the new
-/// run's use 0 is older than what they hold, and every Contribution is dropped as stale: the
-/// ranks stall, each named missing. The fix belongs to the protocol (a session the switch
-/// never reuses, e.g. chosen by the switch and given in the JoinReply).
+/// The same processes running the job again (a second communicator of the same process,
+/// with the same nonce) used to open a run with the session of the one before: the slots
+/// still held that session's uses, the new run's use 0 was older than what they held, and
+/// every Contribution was dropped as stale. A run's session is now its opener's nonce plus
+/// the job's runs before (protocol.md §4.1), so the second run has a session of its own.
 #[test]
-#[ignore = "protocol bug: a second run of the same processes reuses the session"]
 fn the_same_processes_can_run_the_job_twice() {
     let mut sim = harness::sim(2, 1, 2, 4, Network::PERFECT, 17);
     let mut rng = Rng::new(18);
@@ -466,16 +465,16 @@ fn the_same_processes_can_run_the_job_twice() {
             "the Leaves end the run"
         );
     }
+    assert_eq!(sim.switch.job(JOB).unwrap().counters().runs, 2);
 }
 
-/// An Abort that answers a Join carries session 0, and a joining worker takes an Abort of
-/// session 0 as its own: a forger that sends a Join with a wrong key under a joining
-/// worker's address (the switch answers to the source) makes that worker fail with
-/// BadKey, without knowing anything but the job id. The same holds for a Probe of session
-/// 0 (SessionEnded). The fix belongs to the protocol (a refusal that echoes the nonce of
-/// the Join it refuses, taken only if it is the worker's own).
+/// A forger that sends a Join with a wrong key under a joining worker's address (the switch
+/// answers to the source) used to make that worker fail with BadKey, knowing nothing but
+/// the job id: the refusal carried session 0, which a joining worker took as its own. A
+/// refusal of a Join now names that Join's nonce, and a worker takes an Abort only of its
+/// own nonce or session, never 0 (protocol.md §3.6), so the forged Join's refusal — and
+/// a forged Probe's, of session 0 — leave it joining.
 #[test]
-#[ignore = "protocol bug: a spoofed Join fails a joining worker"]
 fn a_spoofed_join_does_not_fail_a_joining_worker() {
     let mut sim = harness::sim(2, 1, 2, 4, Network::PERFECT, 19);
     // Rank 1 starts late: rank 0 is joining, waiting for it.
@@ -493,10 +492,26 @@ fn a_spoofed_join_does_not_fail_a_joining_worker() {
         nonce: 99,
         key: !KEY,
     };
-    let msg = switchml_core::wire::Message::Join(forged);
-    let mut bytes = vec![0u8; msg.buffer_len()];
-    msg.emit(&mut bytes).unwrap();
-    sim.inject(0, &bytes);
+    let probe = switchml_core::wire::ProbeRepr {
+        job: JOB,
+        rank: 0,
+        slot: 0,
+        ver: 0,
+        seq: 0,
+        session: 0,
+    };
+    use switchml_core::wire::Message;
+    for msg in [Message::Join(forged), Message::Probe(probe)] {
+        let mut bytes = vec![0u8; msg.buffer_len()];
+        msg.emit(&mut bytes).unwrap();
+        sim.inject(0, &bytes);
+    }
+    for _ in 0..5 {
+        sim.step();
+    }
+    assert_eq!(failure(&sim, 0), None, "refusals of the forgeries");
+    let refused = sim.switch.job(JOB).unwrap().counters().unauthorized;
+    assert_eq!(refused, 2, "the switch refused both");
     sim.nodes[1].alive = true;
     let mut rng = Rng::new(20);
     let mut id = TensorId(0);

@@ -144,10 +144,10 @@ def bitmap(ranks, world):
     return bytes(b)
 
 
-def join_reply(job, rank, world, flags, max_count, epoch, slot_count, session, joined):
+def join_reply(job, rank, world, flags, max_count, epoch, slot_count, session, nonce, joined):
     b = prefix(TYPES["join_reply"], job, rank)
     b += struct.pack(
-        ">HBBHIHHI", world, flags, 0, max_count, epoch, slot_count, len(joined), session
+        ">HBBHIHHII", world, flags, 0, max_count, epoch, slot_count, len(joined), session, nonce
     )
     b += joined
     fields = [
@@ -160,6 +160,7 @@ def join_reply(job, rank, world, flags, max_count, epoch, slot_count, session, j
         ("epoch", epoch),
         ("slot_count", slot_count),
         ("session", session),
+        ("nonce", nonce),
         ("joined", "0x" + joined.hex()),
     ]
     return fields, b
@@ -277,6 +278,8 @@ emit("# ---- Contribution (0x01) and Result (0x02) ----")
 emit()
 
 SESSION = 0x0A0B0C0D
+# The nonce of the Join the JoinReplies and the Join refusals answer.
+JOIN_NONCE = 0x1234ABCD
 
 f, b = data("contribution", 7, 3, 5, 1, 0x02, 9, 130, SESSION, [1, -2])
 vector(
@@ -363,7 +366,7 @@ vector(
 emit("# ---- Join (0x10) and JoinReply (0x11) ----")
 emit()
 
-f, b = join(7, 3, 4, 8, 4, 256, 0x1234ABCD, 0x0123456789ABCDEF)
+f, b = join(7, 3, 4, 8, 4, 256, JOIN_NONCE, 0x0123456789ABCDEF)
 vector(
     "join",
     "Join from rank 3 of job 7: a world of 4, the lane drives slots 8..12 with k = 256;"
@@ -385,29 +388,35 @@ vector(
     f, b, 28,
 )
 
-f, b = join_reply(7, 1, 4, 0x00, 1024, 0x01020304, 16, SESSION, bitmap([0, 1], 4))
+f, b = join_reply(
+    7, 1, 4, 0x00, 1024, 0x01020304, 16, SESSION, JOIN_NONCE, bitmap([0, 1], 4)
+)
 vector(
     "join_reply_partial",
-    "JoinReply to rank 1 of job 7: ranks 0 and 1 of 4 have joined session 0x0a0b0c0d,"
-    " max_count 1024, epoch 0x01020304, 16 slots",
-    f, b, 24,
-)
-
-f, b = join_reply(7, RANK_ALL, 12, 0x01, 1024, 0x01020304, 16, SESSION, bitmap(range(12), 12))
-vector(
-    "join_reply_complete",
-    "JoinReply with COMPLETE, multicast to every rank of job 7: all 12 ranks joined"
-    " (2-byte bitmap)",
-    f, b, 24,
+    "JoinReply to rank 1 of job 7, answering its Join of nonce 0x1234abcd: ranks 0 and 1 of"
+    " 4 have joined session 0x0a0b0c0d, max_count 1024, epoch 0x01020304, 16 slots",
+    f, b, 28,
 )
 
 f, b = join_reply(
-    2, 1023, 1024, 0x01, 16370, 0xFFFFFFFF, 65535, 0xFFFFFFFF, bitmap(range(1024), 1024)
+    7, RANK_ALL, 12, 0x01, 1024, 0x01020304, 16, SESSION, JOIN_NONCE, bitmap(range(12), 12)
+)
+vector(
+    "join_reply_complete",
+    "JoinReply with COMPLETE, multicast to every rank of job 7: all 12 ranks joined"
+    " (2-byte bitmap); the completing Join's nonce 0x1234abcd",
+    f, b, 28,
+)
+
+f, b = join_reply(
+    2, 1023, 1024, 0x01, 16370, 0xFFFFFFFF, 65535, 0xFFFFFFFF, 0xFFFFFFFF,
+    bitmap(range(1024), 1024),
 )
 vector(
     "join_reply_world_1024",
-    "JoinReply with COMPLETE to rank 1023 of job 2: the largest world, a 128-byte bitmap",
-    f, b, 24,
+    "JoinReply with COMPLETE to rank 1023 of job 2: the largest world, a 128-byte bitmap,"
+    " the largest session and nonce",
+    f, b, 28,
 )
 
 emit("# ---- Probe (0x12) and ProbeReply (0x13) ----")
@@ -450,20 +459,22 @@ vector(
 emit("# ---- Abort (0x14) ----")
 emit()
 
-# reason: (rank, detail, epoch, session, what it answers)
+# reason: (rank, detail, epoch, session, what it answers). A refusal of a Join names the
+# Join's nonce in its session field (protocol.md §3.6).
 ABORTS = {
-    1: (1, 0, 0xDEADBEEF, 0, "a Join for a job the switch does not know"),
-    2: (1, 8, 0xDEADBEEF, 0, "a Join from a rank not below the world of 8"),
-    3: (1, 8, 0xDEADBEEF, 0, "a Join with another world than the registered 8"),
-    4: (1, 64, 0xDEADBEEF, 0, "a Join with a slot range outside the job's 64 slots"),
-    5: (1, 1024, 0xDEADBEEF, 0, "a Join with a chunk size over max_count 1024"),
+    1: (1, 0, 0xDEADBEEF, JOIN_NONCE, "a Join for a job the switch does not know"),
+    2: (1, 8, 0xDEADBEEF, JOIN_NONCE, "a Join from a rank not below the world of 8"),
+    3: (1, 8, 0xDEADBEEF, JOIN_NONCE, "a Join with another world than the registered 8"),
+    4: (1, 64, 0xDEADBEEF, JOIN_NONCE, "a Join with a slot range outside the job's 64 slots"),
+    5: (1, 1024, 0xDEADBEEF, JOIN_NONCE, "a Join with a chunk size over max_count 1024"),
     6: (RANK_ALL, 0, 0xDEADBEEF, SESSION, "nothing: the switch stops, multicast to the run"),
     7: (5, 3, 0, SESSION, "nothing: rank 5 gave up waiting for rank 3, in its session"),
-    8: (1, 0, 0xDEADBEEF, 0, "a Join whose key is not the job's"),
+    8: (1, 0, 0xDEADBEEF, JOIN_NONCE, "a Join whose key is not the job's"),
     9: (RANK_ALL, 2, 0xDEADBEEF, SESSION,
         "a Join of rank 2 as a new process: the run it ended, multicast"),
-    10: (1, 4, 0xDEADBEEF, 0, "a Join whose lane is not the 4 slots the run agreed"),
-    11: (1, 256, 0xDEADBEEF, 0, "a Join whose chunk size is not the 256 the run agreed"),
+    10: (1, 4, 0xDEADBEEF, JOIN_NONCE, "a Join whose lane is not the 4 slots the run agreed"),
+    11: (1, 256, 0xDEADBEEF, JOIN_NONCE,
+         "a Join whose chunk size is not the 256 the run agreed"),
     12: (1, 0, 0xDEADBEEF, SESSION, "a Probe of a session that is not the job's run"),
 }
 for reason, name in REASONS.items():
@@ -543,11 +554,13 @@ emit("# ---- Invalid ----")
 emit()
 
 _, contribution = data("contribution", 7, 3, 5, 1, 0x02, 9, 130, SESSION, [1, -2])
-_, join_b = join(7, 3, 4, 8, 4, 256, 0x1234ABCD, 0x0123456789ABCDEF)
-_, jr = join_reply(7, RANK_ALL, 12, 0x01, 1024, 0x01020304, 16, SESSION, bitmap(range(12), 12))
+_, join_b = join(7, 3, 4, 8, 4, 256, JOIN_NONCE, 0x0123456789ABCDEF)
+_, jr = join_reply(
+    7, RANK_ALL, 12, 0x01, 1024, 0x01020304, 16, SESSION, JOIN_NONCE, bitmap(range(12), 12)
+)
 _, probe_b = probe(7, 2, 5, 1, 9, SESSION)
 _, pr = probe_reply(7, 2, 5, 1, 1, 3, 9, 42, 12, seen)
-_, abort_b = abort(7, 1, 3, 8, 0xDEADBEEF, 0)
+_, abort_b = abort(7, 1, 3, 8, 0xDEADBEEF, JOIN_NONCE)
 _, leave_b = leave(7, 2, 0x01020304)
 _, status_b = status(7, 1)
 
@@ -593,10 +606,16 @@ invalid("join_reserved", "A Join with reserved byte 15 set", "reserved", with_by
 invalid("join_nonce_0", "A Join with nonce 0: every process has a non-zero nonce",
         "field nonce", join_b[:16] + b"\x00" * 4 + join_b[20:])
 invalid("join_reply_bitmap_short", "A JoinReply that declares 2 bitmap bytes and carries 1",
-        "truncated", jr[:25])
+        "truncated", jr[:29])
+invalid(
+    "join_reply_before_nonce",
+    "A JoinReply of the layout before the nonce field: 24 bytes and its 2-byte bitmap",
+    "truncated",
+    jr[:24] + jr[28:],
+)
 invalid("join_reply_bitmap_long", "A JoinReply with a byte after its 2-byte bitmap", "trailing",
         jr + b"\x00")
-big = bytearray(jr[:24])
+big = bytearray(jr[:28])
 big[6:8] = struct.pack(">H", 1032)
 big[18:20] = struct.pack(">H", 129)
 invalid(

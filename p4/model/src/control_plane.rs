@@ -156,7 +156,8 @@ impl Pipeline {
     /// `Switch::shutdown_run` does: write the Abort `Shutdown` its ranks get into `out` (a
     /// bare datagram, for the controller to send to the job's multicast group) and return
     /// the multicast verdict, or `None` if the job has no run or `out` is too short. The
-    /// controller writes register `session` and sends the Abort through the CPU port.
+    /// controller writes the session half of register `session` (its count of runs stays)
+    /// and sends the Abort through the CPU port.
     pub fn shutdown_run(&mut self, id: u16, out: &mut [u8]) -> Option<Verdict> {
         let entry = self.classifier.job(id)?;
         let session = self.run_tracker.session(entry.index);

@@ -289,7 +289,8 @@ impl Pipeline {
         }
     }
 
-    /// Answer `prefix`'s sender with an Abort naming run `session` (or 0).
+    /// Answer `prefix`'s sender with an Abort naming `session`: the refused message's (a
+    /// Join's nonce), or 0 for a Status.
     fn refuse(
         &self,
         prefix: &Prefix,
@@ -442,7 +443,7 @@ impl Pipeline {
         out: &mut [u8],
     ) -> Result<Verdict, Hazard> {
         let Some(job) = class.job else {
-            return Ok(self.refuse(prefix, AbortReason::UnknownJob, 0, 0, out));
+            return Ok(self.refuse(prefix, AbortReason::UnknownJob, 0, j.nonce, out));
         };
         let max_count = self.config.max_count;
         let rank = match JoinHandler::apply(&job, class.rank(prefix.rank), j, max_count) {
@@ -450,7 +451,7 @@ impl Pipeline {
                 if reason == AbortReason::BadKey {
                     self.job_counters.count(JobEvent::Unauthorized, job.index);
                 }
-                return Ok(self.refuse(prefix, reason, detail, 0, out));
+                return Ok(self.refuse(prefix, reason, detail, j.nonce, out));
             }
             JoinDecision::Run { rank } => rank,
         };
@@ -480,6 +481,7 @@ impl Pipeline {
                     max_count,
                     c.slot_count,
                     session,
+                    j.nonce,
                     joined,
                 );
                 if to_all {
@@ -502,10 +504,10 @@ impl Pipeline {
                 multicast(&job, len)
             }
             JoinStep::LaneMismatch(detail) => {
-                self.refuse(prefix, AbortReason::LaneMismatch, detail, 0, out)
+                self.refuse(prefix, AbortReason::LaneMismatch, detail, j.nonce, out)
             }
             JoinStep::ChunkMismatch(detail) => {
-                self.refuse(prefix, AbortReason::ChunkMismatch, detail, 0, out)
+                self.refuse(prefix, AbortReason::ChunkMismatch, detail, j.nonce, out)
             }
         })
     }

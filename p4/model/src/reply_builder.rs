@@ -69,7 +69,7 @@ impl ReplyBuilder {
         len
     }
 
-    /// Write a JoinReply of run `session`; return its length.
+    /// Write a JoinReply of run `session` answering the Join of `nonce`; return its length.
     #[allow(clippy::too_many_arguments)]
     pub fn join_reply(
         &self,
@@ -81,6 +81,7 @@ impl ReplyBuilder {
         max_count: u16,
         slot_count: u16,
         session: u32,
+        nonce: u32,
         joined: u64,
     ) -> usize {
         let (bytes, n) = bitmap(joined, world);
@@ -97,6 +98,7 @@ impl ReplyBuilder {
             epoch: self.epoch,
             slot_count,
             session,
+            nonce,
             joined: &bytes[..n],
         };
         let len = repr.buffer_len();

@@ -4,9 +4,14 @@
 //!
 //! Registers, in stage order, one cell per job table entry unless said otherwise:
 //!
-//! - `session`: the run's session (the nonce of the Join that opened it); 0: no run. Every
-//!   Contribution, Probe, Abort and Leave is admitted only if it carries it.
-//! - `shape`: the run's lane shape {slot count, count}, written by the opening Join.
+//! - `session`: {the run's session, the runs the job opened}; session 0: no run. Every
+//!   Contribution, Probe, Abort and Leave is admitted only if it carries the session. The
+//!   Join that opens a run writes its session, the Join's nonce plus the runs before
+//!   ([`session_of`]), and counts the run.
+//! - `shape`: {the run's lane shape, the runs the job opened}: the opening Join writes its
+//!   shape and counts the run here too. The `session` stage returns one value, the session
+//!   held; this copy of the count is how the opening Join learns the runs before it, and
+//!   so the session it opened, one stage later.
 //! - `nonce`: each rank's process nonce, cell `64 × entry + rank` (the job's base + rank).
 //! - `joined`, `left`: bitmaps of the ranks that joined and that left the run.
 //!
@@ -86,11 +91,47 @@ pub struct RunStatus {
     pub joined: u64,
 }
 
+/// `session`'s cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RunCell {
+    /// The run's session; 0: no run.
+    pub session: u32,
+    /// The runs the job opened (wrapping).
+    pub runs: u32,
+}
+
+/// `shape`'s cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ShapeCell {
+    /// The run's lane shape.
+    pub shape: Shape,
+    /// The runs the job opened (wrapping), as in `session`.
+    pub runs: u32,
+}
+
+/// What the `shape` stage returns: one value, as a register action does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ShapeRead {
+    /// This Join opened the run (its shape is the run's): the runs before it.
+    Opened { runs_before: u32 },
+    /// The run's agreed shape.
+    Agreed(Shape),
+}
+
+/// The session of a run opened by a Join with `nonce` after `runs_before` runs of its job:
+/// `nonce + runs_before` (mod 2³²), 1 where that is 0 (protocol.md §4.1).
+pub fn session_of(nonce: u32, runs_before: u32) -> u32 {
+    match nonce.wrapping_add(runs_before) {
+        0 => 1,
+        s => s,
+    }
+}
+
 /// The run tracker: registers `session`, `shape`, `nonce`, `joined`, `left`.
 #[derive(Debug, Clone)]
 pub struct RunTracker {
-    session: Register<u32>,
-    shape: Register<Shape>,
+    session: Register<RunCell>,
+    shape: Register<ShapeCell>,
     nonce: Register<u32>,
     joined: Register<u64>,
     left: Register<u64>,
@@ -110,8 +151,8 @@ impl RunTracker {
     /// Make the registers for `jobs` job table entries.
     pub fn new(jobs: usize) -> Self {
         RunTracker {
-            session: Register::new("session", jobs, 0),
-            shape: Register::new("shape", jobs, Shape::default()),
+            session: Register::new("session", jobs, RunCell::default()),
+            shape: Register::new("shape", jobs, ShapeCell::default()),
             nonce: Register::new("nonce", jobs * usize::from(MAX_WORLD), 0),
             joined: Register::new("joined", jobs, 0),
             left: Register::new("left", jobs, 0),
@@ -121,7 +162,8 @@ impl RunTracker {
     /// Check that `session` is job table entry `index`'s run (a Contribution or a Probe).
     pub fn admit(&mut self, pass: &Pass, index: u16, session: u32) -> Result<bool, Hazard> {
         let j = usize::from(index);
-        self.session.execute(pass, j, |held| admits(*held, session))
+        self.session
+            .execute(pass, j, |cell| admits(cell.session, session))
     }
 
     /// A worker's Abort: check its session; end the run if it is admitted and its rank known.
@@ -132,10 +174,10 @@ impl RunTracker {
         session: u32,
         rank_known: bool,
     ) -> Result<bool, Hazard> {
-        self.session.execute(pass, usize::from(index), |held| {
-            let admitted = admits(*held, session);
+        self.session.execute(pass, usize::from(index), |cell| {
+            let admitted = admits(cell.session, session);
             if admitted && rank_known {
-                *held = 0;
+                cell.session = 0;
             }
             admitted
         })
@@ -179,24 +221,32 @@ impl RunTracker {
     ) -> Result<JoinStep, Hazard> {
         let j = usize::from(job.index);
         let held = self.session.execute(pass, j, |cell| {
-            let held = *cell;
+            let held = cell.session;
             if held == 0 {
-                *cell = h.nonce;
+                cell.session = session_of(h.nonce, cell.runs);
+                cell.runs = cell.runs.wrapping_add(1);
             }
             held
         })?;
         let opened = held == 0;
-        let session = if opened { h.nonce } else { held };
         let given = Shape {
             lane_slots: h.slot_count,
             count: h.count,
         };
-        let agreed = self.shape.execute(pass, j, |cell| {
+        let read = self.shape.execute(pass, j, |cell| {
             if opened {
-                *cell = given;
+                let runs_before = cell.runs;
+                cell.shape = given;
+                cell.runs = runs_before.wrapping_add(1);
+                ShapeRead::Opened { runs_before }
+            } else {
+                ShapeRead::Agreed(cell.shape)
             }
-            *cell
         })?;
+        let (agreed, session) = match read {
+            ShapeRead::Opened { runs_before } => (given, session_of(h.nonce, runs_before)),
+            ShapeRead::Agreed(shape) => (shape, held),
+        };
         // Only a Join of the run's shape changes the run.
         let bit = 1u64 << (rank & 63);
         let mask = if agreed == given { bit } else { 0 };
@@ -243,7 +293,7 @@ impl RunTracker {
     /// Read job table entry `index`'s run for a Status.
     pub fn status(&mut self, pass: &Pass, index: u16) -> Result<RunStatus, Hazard> {
         let j = usize::from(index);
-        let open = self.session.execute(pass, j, |cell| *cell != 0)?;
+        let open = self.session.execute(pass, j, |cell| cell.session != 0)?;
         let joined = self.joined.execute(pass, j, |cell| *cell)?;
         Ok(RunStatus {
             open,
@@ -255,15 +305,17 @@ impl RunTracker {
     /// other packet has ended it in between).
     pub fn end(&mut self, pass: &Pass, index: u16, session: u32) -> Result<(), Hazard> {
         self.session.execute(pass, usize::from(index), |cell| {
-            if *cell == session {
-                *cell = 0;
+            if cell.session == session {
+                cell.session = 0;
             }
         })
     }
 
     /// Return entry `index`'s session (0: no run) (control plane).
     pub fn session(&self, index: u16) -> u32 {
-        self.session.read(usize::from(index)).unwrap_or(0)
+        self.session
+            .read(usize::from(index))
+            .map_or(0, |cell| cell.session)
     }
 
     /// Return entry `index`'s run as the reference reports it: session, agreed lane slots
@@ -274,22 +326,24 @@ impl RunTracker {
             0 => (0, 0, 0),
             session => (
                 session,
-                self.shape.read(j).unwrap_or_default().lane_slots,
+                self.shape.read(j).unwrap_or_default().shape.lane_slots,
                 self.joined.read(j).unwrap_or(0),
             ),
         }
     }
 
-    /// End entry `index`'s run (control plane).
+    /// End entry `index`'s run (control plane); the count of runs stays.
     pub fn close(&mut self, index: u16) {
-        self.session.write(usize::from(index), 0);
+        let j = usize::from(index);
+        let runs = self.session.read(j).unwrap_or_default().runs;
+        self.session.write(j, RunCell { session: 0, runs });
     }
 
     /// Forget entry `index`'s runs (control plane, when a job is added).
     pub fn reset(&mut self, index: u16) {
         let j = usize::from(index);
-        self.session.write(j, 0);
-        self.shape.write(j, Shape::default());
+        self.session.write(j, RunCell::default());
+        self.shape.write(j, ShapeCell::default());
         self.joined.write(j, 0);
         self.left.write(j, 0);
         for rank in 0..MAX_WORLD {
@@ -358,15 +412,39 @@ mod tests {
         );
         r.end(&clock.begin(1), 1, 5).unwrap();
         assert_eq!(r.report(1), (0, 0, 0));
-        // The next Join opens the next run, with empty bitmaps.
+        // The next Join opens the next run, with empty bitmaps: its session is the nonce
+        // plus the one run before.
         let next = r.join(&clock.begin(0), &job, 0, &join(9, 4, 64));
         let opened = JoinStep::Member {
             opened: true,
-            session: 9,
+            session: 10,
             joined: 0b01,
             was_complete: false,
         };
         assert_eq!(next, Ok(opened));
+    }
+
+    #[test]
+    fn the_same_process_opening_the_next_run_gets_a_new_session() {
+        let (mut clock, mut r, job) = (PassClock::default(), RunTracker::new(2), job(1));
+        let mut sessions = Vec::new();
+        for _ in 0..3 {
+            let step = r.join(&clock.begin(0), &job, 0, &join(u32::MAX, 8, 64));
+            let Ok(JoinStep::Member { session, .. }) = step else {
+                panic!("{step:?}");
+            };
+            assert_eq!(r.session(1), session, "written and returned alike");
+            sessions.push(session);
+            r.close(1);
+        }
+        // u32::MAX + 1 wraps to 0, which means no run: 1 instead.
+        assert_eq!(sessions, [u32::MAX, 1, 1]);
+        r.reset(1);
+        let step = r.join(&clock.begin(0), &job, 0, &join(7, 8, 64));
+        assert!(
+            matches!(step, Ok(JoinStep::Member { session: 7, .. })),
+            "{step:?}"
+        );
     }
 
     #[test]

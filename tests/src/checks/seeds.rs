@@ -8,7 +8,7 @@
 //! checks them on every run; the fuzzer grows the corpus from there.
 
 use crate::checks::input::Output;
-use crate::checks::switch::{self, SwitchOp, NONCES};
+use crate::checks::switch::{self, session_of, SwitchOp, NONCES};
 use crate::checks::worker::{self, Setup, TensorSpec, WorkerOp};
 use crate::scenarios;
 use crate::vectors::{load, WIRE};
@@ -64,7 +64,8 @@ fn join(rank: u16, nonce: u32, key: u8) -> SwitchOp {
 }
 
 /// Every rank of the 3-rank test job joins with its key, rank `r` as process
-/// `NONCES[(r + first) % 3]`: the run's session is `NONCES[first]`.
+/// `NONCES[(r + first) % 3]`: rank 0's Join, `NONCES[first]`'s, opens the run when there is
+/// none.
 pub fn join_all(first: usize) -> Vec<SwitchOp> {
     (0..3u16)
         .map(|r| join(r, NONCES[(usize::from(r) + first) % 3], 0))
@@ -152,7 +153,7 @@ pub fn switch() -> Seeds {
     // Every rank joins with the key, then two uses of every slot version, with a
     // duplicate, a resend after completion, a stale copy and a probe; the 1-rank job runs
     // too; an Abort ends the run, and its session no longer counts.
-    let session = NONCES[0];
+    let session = session_of(NONCES[0], 0);
     let mut round = join_all(0);
     for seq in 0..3u32 {
         for slot in 0..3 {
@@ -182,7 +183,7 @@ pub fn switch() -> Seeds {
         nonce: NONCES[2],
         key: 0,
     });
-    round.push(contribute(1, 0, 1, 0, NONCES[2], &[5, 6]));
+    round.push(contribute(1, 0, 1, 0, session_of(NONCES[2], 0), &[5, 6]));
     round.push(SwitchOp::Abort {
         job: 0,
         rank: 2,
@@ -195,7 +196,9 @@ pub fn switch() -> Seeds {
     round.push(contribute(0, 1, 0, 0, session, &[]));
     // A run's whole life: wrong keys, a rank replaced before the run is complete, uses,
     // every rank leaving, a new run on the same slots (a new session: no reset needed),
-    // a rank restarted in the complete run, and its next Join opening the next run.
+    // a rank restarted in the complete run, its next Join opening the next run, and the
+    // same processes running the job once more (sessions: the opener's nonce plus the
+    // runs before).
     let mut life = vec![
         join(0, NONCES[0], 1),
         join(0, NONCES[0], 2),
@@ -203,22 +206,41 @@ pub fn switch() -> Seeds {
     ];
     life.extend(join_all(0));
     life.insert(4, join(1, NONCES[2], 0));
+    let first = session_of(NONCES[0], 0);
     for rank in 0..3 {
-        life.push(contribute(0, rank, 0, 0, NONCES[0], &[1, 2, 3, 4]));
+        life.push(contribute(0, rank, 0, 0, first, &[1, 2, 3, 4]));
     }
-    life.extend((0..3).map(|rank| leave(rank, NONCES[0])));
-    life.push(contribute(0, 0, 0, 1, NONCES[0], &[1, 2, 3, 4]));
+    life.extend((0..3).map(|rank| leave(rank, first)));
+    life.push(contribute(0, 0, 0, 1, first, &[1, 2, 3, 4]));
     life.extend(join_all(1));
+    let second = session_of(NONCES[1], 1);
     for rank in 0..3 {
-        life.push(contribute(0, rank, 0, 0, NONCES[1], &[5, 6, 7, 8]));
+        life.push(contribute(0, rank, 0, 0, second, &[5, 6, 7, 8]));
     }
     life.push(join(2, NONCES[0], 0));
-    life.push(contribute(0, 0, 0, 1, NONCES[1], &[1, 1, 1, 1]));
+    life.push(contribute(0, 0, 0, 1, second, &[1, 1, 1, 1]));
     life.push(join(2, NONCES[0], 0));
     life.push(join(0, NONCES[1], 0));
     life.push(join(1, NONCES[2], 0));
+    let third = session_of(NONCES[0], 2);
     for rank in 0..3 {
-        life.push(contribute(0, rank, 0, 0, NONCES[0], &[9, 9, 9, 9]));
+        life.push(contribute(0, rank, 0, 0, third, &[9, 9, 9, 9]));
+    }
+    life.extend((0..3).map(|rank| leave(rank, third)));
+    life.extend([
+        join(2, NONCES[0], 0),
+        join(0, NONCES[1], 0),
+        join(1, NONCES[2], 0),
+    ]);
+    for rank in 0..3 {
+        life.push(contribute(
+            0,
+            rank,
+            0,
+            1,
+            session_of(NONCES[0], 3),
+            &[3, 2, 1, 0],
+        ));
     }
     // Use numbers across the 32-bit wrap.
     let mut wrap = join_all(2);
@@ -226,7 +248,8 @@ pub fn switch() -> Seeds {
         [0xFFFF_FFFE, 0xFFFF_FFFF, 0, 1, 0x7FFF_FFFF, 0x8000_0000]
             .into_iter()
             .flat_map(|seq| {
-                (0..3).map(move |rank| contribute(0, rank, 1, seq, NONCES[2], &[1, 2]))
+                (0..3)
+                    .map(move |rank| contribute(0, rank, 1, seq, session_of(NONCES[2], 0), &[1, 2]))
             }),
     );
     vec![
@@ -238,7 +261,9 @@ pub fn switch() -> Seeds {
     ]
 }
 
-/// Worker sequences: a job that completes, one that stalls and is probed, one refused.
+/// Worker sequences: a job that completes, one that stalls and is probed, one refused, one
+/// that ignores another run and leaves, one whose run ends under it, one that replaced
+/// another process of its rank.
 pub fn worker() -> Seeds {
     let setup = Setup {
         world: 2,
@@ -263,6 +288,7 @@ pub fn worker() -> Seeds {
     let join = WorkerOp::JoinReply {
         world: 0,
         complete: true,
+        foreign: false,
         max_count: 256,
         epoch: 0,
         rank: 1,
@@ -296,14 +322,18 @@ pub fn worker() -> Seeds {
         bitmap: vec![2],
     });
     stall.push(WorkerOp::Wait(2000));
+    // A refusal that names nothing (ignored: anyone can provoke one), then one that names
+    // the lane's nonce.
+    let refusal = |session: u8| WorkerOp::Abort {
+        reason: 3,
+        rank: 0,
+        detail: 4,
+        epoch: 0,
+        session,
+    };
     let refused = vec![
-        WorkerOp::Abort {
-            reason: 3,
-            rank: 0,
-            detail: 4,
-            epoch: 0,
-            session: 1,
-        },
+        refusal(1),
+        refusal(2),
         WorkerOp::Replay(0),
         WorkerOp::Raw(vec![1, 2, 0, 7, 0xFF, 0xFF]),
     ];
@@ -314,6 +344,7 @@ pub fn worker() -> Seeds {
         WorkerOp::JoinReply {
             world: 0,
             complete: false,
+            foreign: false,
             max_count: 256,
             epoch: 0,
             rank: 0,
@@ -344,6 +375,32 @@ pub fn worker() -> Seeds {
         epoch: 0,
         session: 0,
     });
+    // A process that replaced another of its rank: the old run's answers (another nonce)
+    // and an Abort of no session leave it joining; its own answer puts it in a run, whose
+    // COMPLETE (the completing Join is another rank's) starts it.
+    let other = |complete: bool, session: u8| WorkerOp::JoinReply {
+        world: 0,
+        complete,
+        foreign: true,
+        max_count: 256,
+        epoch: 0,
+        rank: 1,
+        session,
+        bitmap: vec![3],
+    };
+    let mut replaced = vec![other(true, 7), other(false, 0), refusal(1)];
+    replaced.push(WorkerOp::JoinReply {
+        world: 0,
+        complete: false,
+        foreign: false,
+        max_count: 256,
+        epoch: 0,
+        rank: 1,
+        session: 0,
+        bitmap: vec![2],
+    });
+    replaced.push(other(true, 0));
+    replaced.extend((0..12).map(|i| answer(i % 3, 0xFF, 0)));
     vec![
         (
             "complete".into(),
@@ -355,6 +412,10 @@ pub fn worker() -> Seeds {
             worker::encode(&setup, &tensors[..1], &refused),
         ),
         ("leave".into(), worker::encode(&setup, &tensors, &leave)),
+        (
+            "replaced".into(),
+            worker::encode(&setup, &tensors, &replaced),
+        ),
         (
             "rank_restarted".into(),
             worker::encode(&setup, &tensors, &restarted),

@@ -20,11 +20,13 @@
 //! - **only the run's messages count**: a Contribution, Probe, Abort or Leave whose session
 //!   is not the job's current run changes nothing (dropped as `BadSession`, or a Probe told
 //!   `SessionEnded`); a Join without the job's key opens no run (`BadKey`); a run opens
-//!   with the session of its first Join and ends on a worker's Abort, on the Leave of the
-//!   last rank that joined, or when a rank of the complete run joins as a new process
-//!   (`RankRestarted`, multicast); a use of an earlier run counts as idle;
+//!   with the session of its first Join's nonce plus the job's runs before, and ends on a
+//!   worker's Abort, on the Leave of the last rank that joined, or when a rank of the
+//!   complete run joins as a new process (`RankRestarted`, multicast); a use of an earlier
+//!   run counts as idle;
 //! - **the right decisions**: every datagram gets the verdict §4 prescribes (drops by the
-//!   right reason, Join/Probe/Status answers and refusals with the right fields);
+//!   right reason, Join/Probe/Status answers and refusals with the right fields: an answer
+//!   to a Join names its nonce, a refusal in its session field);
 //! - **counters add up**: `received = consumed + multicast + unicast + drops`, each
 //!   switch-wide and per-job counter equals the checker's own tally;
 //! - **state within bounds**: `remaining ≤ world`, `seen ⊆ 0..world` and `seen` only holds
@@ -36,8 +38,8 @@ mod model;
 mod ops;
 
 pub use ops::{
-    datagram, decode_ops, encode_ops, job_id, key_of, play, Step, SwitchOp, JOB_IDS, K, KEYS,
-    NONCES, SESSIONS,
+    datagram, decode_ops, encode_ops, job_id, key_of, play, session_of, Step, SwitchOp, JOB_IDS, K,
+    KEYS, NONCES, RUNS, SESSIONS,
 };
 
 use std::collections::BTreeSet;

@@ -27,10 +27,12 @@
 //! - Contributions only after a JoinReply with COMPLETE arrived, no Join after data began,
 //!   nothing but one Abort after a failure, `Joined` and `Failed` at most once;
 //! - **the run's session and the job's credential** (protocol.md §4.1): every Join carries
-//!   the configured key and nonce; every Contribution, Probe, Abort and Leave carries the
-//!   session of the last JoinReply the lane took while joining; a Result of another session
-//!   is never accepted, and an Abort of another session (or of none, once running) never
-//!   fails the lane;
+//!   the configured key and nonce; while joining the lane takes a JoinReply only if it names
+//!   the lane's nonce or is the COMPLETE of the session it already took (any other leaves
+//!   it joining, counted as ignored, its epoch unread); every Contribution, Probe, Abort and
+//!   Leave carries the session of the last JoinReply it took; a Result of another session
+//!   is never accepted, and an Abort fails the lane only if it names the lane's non-zero
+//!   session or, while joining, its nonce — never session 0;
 //! - **leaving**: `leave` takes effect only on a running, idle lane, which then sends one
 //!   Leave and nothing else, ever;
 //! - **timers never in the past**: after `handle_timeout(now)`, `poll_timeout()` is later
@@ -70,6 +72,8 @@ pub const KEY: u64 = 0x9E37_79B9_7F4A_7C15;
 pub const NONCE: u32 = 0x2545_F491;
 /// The session of the well-formed JoinReplies (a fuzzed one flips some of its bits).
 pub const SESSION: u32 = 0xC0FF_EE01;
+/// The nonce of another process's Join, which a foreign JoinReply answers.
+pub const OTHER_NONCE: u32 = NONCE ^ 0x8000_0001;
 
 type TestWorker = switchml_core::worker::Worker<Buf, SLOTS, QUEUE>;
 
@@ -635,6 +639,7 @@ impl Checker {
             WorkerOp::JoinReply {
                 world,
                 complete,
+                foreign,
                 max_count,
                 epoch,
                 rank,
@@ -658,6 +663,7 @@ impl Checker {
                     epoch: EPOCH ^ u32::from(*epoch),
                     slot_count: self.config.slot_lo + self.config.window,
                     session: SESSION ^ u32::from(*session),
+                    nonce: if *foreign { OTHER_NONCE } else { NONCE },
                     joined: bitmap,
                 };
                 self.feed(&Message::JoinReply(r));
@@ -700,6 +706,7 @@ impl Checker {
                     session: match session {
                         0 => self.session,
                         1 => 0,
+                        2 => NONCE,
                         s => self.session ^ u32::from(*s),
                     },
                 };
@@ -767,6 +774,7 @@ impl Checker {
 
     fn feed_bytes(&mut self, bytes: &[u8]) {
         let before = self.worker.stats().results;
+        let ignored_before = self.worker.stats().ignored;
         let failed_before = self.worker.failure().is_some();
         let joining = !failed_before && !self.left && !self.worker.is_running();
         self.worker.handle_packet(self.now, bytes);
@@ -775,7 +783,8 @@ impl Checker {
         let msg = Message::parse(bytes);
         let me = |job: u16, rank: u16| job == JOB && (rank == self.config.rank || rank == RANK_ALL);
         if let (true, Ok(Message::Abort(a))) = (failed, &msg) {
-            let admitted = a.session == self.session || (joining && a.session == 0);
+            let admitted =
+                (a.session != 0 && a.session == self.session) || (joining && a.session == NONCE);
             assert!(
                 a.job == JOB && admitted,
                 "failed on an Abort of another run: {a:?} (the lane's session {:#x}, joining: {joining})",
@@ -783,12 +792,22 @@ impl Checker {
             );
         }
         let epoch = match &msg {
-            Ok(Message::JoinReply(r)) if me(r.job, r.rank) => {
+            Ok(Message::JoinReply(r)) if me(r.job, r.rank) && joining => {
+                // An answer to its own Join, or the completion of the run it took from one.
+                let completes_mine = r.flags.contains(JoinFlags::COMPLETE)
+                    && self.session != 0
+                    && r.session == self.session;
+                if r.nonce != NONCE && !completes_mine {
+                    let ignored = self.worker.stats().ignored;
+                    assert_eq!(ignored, ignored_before + 1, "took another's {r:?}");
+                    assert!(!failed && !self.worker.is_running(), "took another's {r:?}");
+                    return;
+                }
                 if r.flags.contains(JoinFlags::COMPLETE) {
                     self.complete_join_fed = true;
                 }
-                // Taken while joining unless it failed the lane (epoch, world, max_count).
-                if joining && !failed {
+                // Taken unless it failed the lane (epoch, world, max_count).
+                if !failed {
                     self.session = r.session;
                 }
                 Some(r.epoch)

@@ -12,6 +12,7 @@ use switchml_core::wire::{
 };
 
 use super::model::RunModel;
+use super::ops::session_of;
 use super::{Checker, EPOCH, K};
 
 /// Write `ranks` as a wire bitmap for a world of `world`.
@@ -59,7 +60,8 @@ impl Checker<'_> {
     }
 
     pub(super) fn join(&mut self, j: &JoinRepr, verdict: Verdict, reply: &[u8]) {
-        let to = (j.job, j.rank, 0);
+        // Every answer to a Join names its nonce: a refusal in its session field.
+        let to = (j.job, j.rank, j.nonce);
         let Some(ji) = self.find(j.job) else {
             return self.refused(to, &[(AbortReason::UnknownJob, 0)], verdict, reply);
         };
@@ -88,9 +90,10 @@ impl Checker<'_> {
         }
         let world = job.world;
         let run = job.run.get_or_insert_with(|| {
+            let runs_before = job.counters.runs;
             job.counters.runs += 1;
             RunModel {
-                session: j.nonce,
+                session: session_of(j.nonce, runs_before),
                 lane_slots: j.slot_count,
                 count: j.count,
                 joined: Default::default(),
@@ -147,6 +150,8 @@ impl Checker<'_> {
             epoch: EPOCH,
             slot_count: job.slot_count,
             session,
+            // The completing Join's nonce in the multicast too.
+            nonce: j.nonce,
             joined: &joined,
         };
         assert_eq!(Message::parse(reply), Ok(Message::JoinReply(want)), "{j:?}");

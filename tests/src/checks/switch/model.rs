@@ -96,7 +96,7 @@ impl UseModel {
 /// A job's current run.
 #[derive(Debug, Clone)]
 pub struct RunModel {
-    /// The session: the nonce of the Join that opened the run.
+    /// The session: the nonce of the Join that opened the run plus the job's runs before.
     pub session: u32,
     /// Slots per lane, from the opening Join.
     pub lane_slots: u16,

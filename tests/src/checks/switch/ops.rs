@@ -3,12 +3,13 @@
 //!
 //! The domains are small on purpose — 3 job ids (one unknown), ranks up to one past the
 //! world, slots up to one past the job's range, use numbers near 0 or near a wrap-around,
-//! counts up to one past `K`, 3 process nonces, sessions that are 0 or one of the nonces,
-//! keys that are the job's or one bit off — so that random sequences open runs, collide on
-//! the same slot version and use, and restart ranks all the time. A run's session is the
-//! nonce of the Join that opened it (protocol.md §4.1), so a message of the small session
-//! domain often names the job's current run. [`SwitchOp::Replay`] sends an earlier datagram
-//! again byte for byte: the network's duplicates and the workers' retransmissions.
+//! counts up to one past `K`, 3 process nonces, sessions that are 0 or those of a job's first
+//! [`RUNS`] runs, keys that are the job's or one bit off — so that random sequences open
+//! runs, collide on the same slot version and use, and restart ranks all the time. A run's
+//! session is the nonce of the Join that opened it plus the job's runs before
+//! (protocol.md §4.1), so a message of the small session domain often names the job's
+//! current run, or its previous one. [`SwitchOp::Replay`] sends an earlier datagram again
+//! byte for byte: the network's duplicates and the workers' retransmissions.
 
 use switchml_core::wire::{
     AbortReason, AbortRepr, DataKind, DataRepr, Flags, JoinRepr, LeaveRepr, Message, ProbeRepr,
@@ -28,8 +29,29 @@ pub const KEYS: [u64; 3] = [0x0123_4567_89AB_CDEF, 0xFEDC_BA98_7654_3210, 0];
 /// The process nonces Joins carry: the smallest, the top bit alone, the largest.
 pub const NONCES: [u32; 3] = [1, 0x8000_0000, 0xFFFF_FFFF];
 
-/// The sessions messages carry: no run, or the run one of [`NONCES`] opened.
-pub const SESSIONS: [u32; 4] = [0, NONCES[0], NONCES[1], NONCES[2]];
+/// How many runs of a job [`SESSIONS`] can name.
+pub const RUNS: usize = 4;
+
+/// The sessions messages carry: no run, or a run one of [`NONCES`] opened after 0 to
+/// `RUNS - 1` runs of its job (nonce-major: `1 + RUNS·n + r`).
+pub const SESSIONS: [u32; 1 + NONCES.len() * RUNS] = {
+    let mut s = [0; 1 + NONCES.len() * RUNS];
+    let mut i = 0;
+    while i < NONCES.len() * RUNS {
+        s[1 + i] = session_of(NONCES[i / RUNS], (i % RUNS) as u64);
+        i += 1;
+    }
+    s
+};
+
+/// The session of a run opened by a Join with `nonce` after `runs_before` runs of its job:
+/// the nonce plus the runs before, wrapping, and 1 where that is 0 (protocol.md §4.1).
+pub const fn session_of(nonce: u32, runs_before: u64) -> u32 {
+    match nonce.wrapping_add(runs_before as u32) {
+        0 => 1,
+        s => s,
+    }
+}
 
 /// One step of a switch sequence.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -140,7 +162,7 @@ fn seq(input: &mut Input) -> u32 {
     }
 }
 
-/// A session: 0 or one of the nonces.
+/// A session: 0 or one of [`SESSIONS`].
 fn session(input: &mut Input) -> u32 {
     SESSIONS[input.below(SESSIONS.len())]
 }

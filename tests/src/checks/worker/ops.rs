@@ -82,6 +82,9 @@ pub enum WorkerOp {
         world: u8,
         /// The COMPLETE flag.
         complete: bool,
+        /// It answers another process's Join: its nonce is not the lane's. Shares a byte with
+        /// `complete` (0xFF: neither, 0xFE: both, 0xFD: only this, else only `complete`).
+        foreign: bool,
         /// The switch's `max_count`.
         max_count: u16,
         /// 0 the epoch, else another.
@@ -116,8 +119,8 @@ pub enum WorkerOp {
         detail: u16,
         /// 0 the epoch, else another.
         epoch: u8,
-        /// Session selector: 0 the lane's session, 1 no session (0), else the lane's with
-        /// these bits flipped.
+        /// Session selector: 0 the lane's session, 1 no session (0), 2 the lane's nonce (a
+        /// refusal of its Join), else the lane's session with these bits flipped.
         session: u8,
     },
     /// The application is done with the job: `Worker::leave`.
@@ -168,15 +171,25 @@ pub fn decode(bytes: &[u8]) -> (Setup, Vec<TensorSpec>, Vec<WorkerOp>) {
                 rank: input.u8(),
                 session: input.u8(),
             },
-            7 => WorkerOp::JoinReply {
-                world: input.u8(),
-                complete: input.u8() != 0xFF,
-                max_count: input.u16(),
-                epoch: input.u8(),
-                rank: input.u8(),
-                session: input.u8(),
-                bitmap: input.bytes(3).to_vec(),
-            },
+            7 => {
+                let world = input.u8();
+                let (complete, foreign) = match input.u8() {
+                    0xFF => (false, false),
+                    0xFE => (true, true),
+                    0xFD => (false, true),
+                    _ => (true, false),
+                };
+                WorkerOp::JoinReply {
+                    world,
+                    complete,
+                    foreign,
+                    max_count: input.u16(),
+                    epoch: input.u8(),
+                    rank: input.u8(),
+                    session: input.u8(),
+                    bitmap: input.bytes(3).to_vec(),
+                }
+            }
             8 => WorkerOp::ProbeReply {
                 state: input.u8(),
                 remaining: input.u16(),
@@ -261,13 +274,20 @@ pub fn encode(setup: &Setup, tensors: &[TensorSpec], ops: &[WorkerOp]) -> Vec<u8
             WorkerOp::JoinReply {
                 world,
                 complete,
+                foreign,
                 max_count,
                 epoch,
                 rank,
                 session,
                 bitmap,
             } => {
-                out.u8(7).u8(*world).u8(if *complete { 0 } else { 0xFF });
+                let kind = match (complete, foreign) {
+                    (false, false) => 0xFF,
+                    (true, true) => 0xFE,
+                    (false, true) => 0xFD,
+                    (true, false) => 0,
+                };
+                out.u8(7).u8(*world).u8(kind);
                 out.u16(*max_count).u8(*epoch).u8(*rank).u8(*session);
                 out.bytes(bitmap);
             }
@@ -363,11 +383,32 @@ mod tests {
             WorkerOp::JoinReply {
                 world: 0,
                 complete: true,
+                foreign: false,
                 max_count: 256,
                 epoch: 0,
                 rank: 1,
                 session: 0,
                 bitmap: vec![7],
+            },
+            WorkerOp::JoinReply {
+                world: 2,
+                complete: false,
+                foreign: true,
+                max_count: 0,
+                epoch: 1,
+                rank: 0,
+                session: 9,
+                bitmap: vec![],
+            },
+            WorkerOp::JoinReply {
+                world: 0,
+                complete: true,
+                foreign: true,
+                max_count: 4,
+                epoch: 0,
+                rank: 0,
+                session: 0,
+                bitmap: vec![1],
             },
             WorkerOp::ProbeReply {
                 state: 1,
