@@ -205,6 +205,36 @@ fn doctor_reports_joined_ranks_refusals_and_closed_ports() {
     assert_eq!(v["reachable"], false);
 }
 
+/// Issue 10, defect 8: the Status reply, and so `doctor`, left out the drops the daemon
+/// counted itself (datagrams too long for any message, forged sources).
+#[test]
+fn doctor_reports_every_drop_class_the_daemon_counts() {
+    let (sw, addr) = switch("5:2:32");
+    let junk = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    for _ in 0..3 {
+        junk.send_to(&[0u8; 9000], &addr).unwrap();
+    }
+    junk.send_to(&[0xEE; 5], &addr).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (_, out, _) = run(&[
+            "doctor", "--switch", &addr, "--job", "5", "--probes", "1", "--json",
+        ]);
+        let v: serde_json::Value = serde_json::from_str(out.trim()).expect("json");
+        let c = &v["counters"];
+        if c["oversized"] == 3 && c["malformed"] == 1 {
+            for class in ["bad_source", "bad_session", "unknown_job", "stale"] {
+                assert!(c[class].is_u64(), "doctor omits {class}: {c}");
+            }
+            assert!(c["switch_dropped"].as_u64() >= Some(4), "{c}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "drops never showed: {v}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(sw);
+}
+
 #[test]
 fn demo_verifies_floats_and_integers_with_loss() {
     let (code, out, err) = run(&[
