@@ -1,5 +1,6 @@
 //! How a communicator is set up: in code, from the environment a launcher sets (`RANK`,
-//! `WORLD_SIZE`, `SWITCHML_SWITCH` or `MASTER_ADDR`, `SWITCHML_JOB`), or from a TOML file.
+//! `WORLD_SIZE`, `SWITCHML_SWITCH` or `MASTER_ADDR`, `SWITCHML_JOB`, `SWITCHML_JOB_KEY`), or
+//! from a TOML file.
 //!
 //! Every rank of a job must use the same `lanes`, `window` and `count`: they fix which
 //! slots each part of a tensor travels on (protocol.md §6). The defaults are the same
@@ -83,8 +84,9 @@ impl CommConfig {
     }
 
     /// Read `RANK`, `WORLD_SIZE`, `SWITCHML_SWITCH` (host:port; else `MASTER_ADDR` with
-    /// `SWITCHML_PORT`, default 48864) and `SWITCHML_JOB` (default 0); `SWITCHML_CONFIG`
-    /// names an optional TOML file read first, which the variables override.
+    /// `SWITCHML_PORT`, default 48864), `SWITCHML_JOB` (default 0) and `SWITCHML_JOB_KEY`
+    /// (the job's key in hex, default 0); `SWITCHML_CONFIG` names an optional TOML file
+    /// read first, which the variables override.
     pub fn from_env() -> Result<CommConfig, Error> {
         Self::from_vars(|name| std::env::var(name).ok())
     }
@@ -134,7 +136,7 @@ impl CommConfig {
 
     /// Read a TOML file: `rank`, `world_size`, `switch` ("host:port"), `job`, and optional
     /// `lanes`, `window`, `count`, `rto_ms`, `max_rto_ms`, `retries`, `join_timeout_ms`,
-    /// `coalesce_us`.
+    /// `coalesce_us`, `key` (the job's key in hex).
     pub fn from_file(path: &Path) -> Result<CommConfig, Error> {
         let file = read_file(path)?;
         let missing =
@@ -255,7 +257,13 @@ impl ConfigFile {
 fn read_file(path: &Path) -> Result<ConfigFile, Error> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::Config(format!("cannot read {}: {e}", path.display())))?;
-    toml::from_str(&text).map_err(|e| Error::Config(format!("{}: {e}", path.display())))
+    let file: ConfigFile =
+        toml::from_str(&text).map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
+    if let Some(k) = &file.key {
+        crate::daemon::parse_key(k)
+            .map_err(|e| Error::Config(format!("{}: key {k:?}: {e}", path.display())))?;
+    }
+    Ok(file)
 }
 
 /// Resolve `host:port`, naming the setting it came from when it fails.
@@ -315,6 +323,34 @@ mod tests {
         ]))
         .unwrap_err();
         assert!(e.to_string().contains("rank 2 is not in 0..2"), "{e}");
+    }
+
+    #[test]
+    fn the_job_key_comes_from_the_environment_or_the_file_and_must_be_hex() {
+        let base = [
+            ("RANK", "0"),
+            ("WORLD_SIZE", "2"),
+            ("SWITCHML_SWITCH", "127.0.0.1:1"),
+        ];
+        let with = |key: &str| {
+            let mut v = base.to_vec();
+            v.push(("SWITCHML_JOB_KEY", key));
+            CommConfig::from_vars(vars(&v))
+        };
+        assert_eq!(CommConfig::from_vars(vars(&base)).unwrap().key, 0);
+        assert_eq!(with("0x00c0ffee").unwrap().key, 0xC0FFEE);
+        let e = with("not-hex").unwrap_err();
+        assert!(e.to_string().contains("SWITCHML_JOB_KEY"), "{e}");
+        let dir = std::env::temp_dir().join(format!("switchml-key-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("worker.toml");
+        let file = "rank = 0\nworld_size = 2\nswitch = \"127.0.0.1:1\"\n";
+        std::fs::write(&path, format!("{file}key = \"beef\"\n")).unwrap();
+        assert_eq!(CommConfig::from_file(&path).unwrap().key, 0xBEEF);
+        std::fs::write(&path, format!("{file}key = \"xyz\"\n")).unwrap();
+        let e = CommConfig::from_file(&path).unwrap_err();
+        assert!(e.to_string().contains("key \"xyz\""), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
