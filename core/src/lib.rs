@@ -15,16 +15,20 @@
 //!   int32 tensors.
 //! - [`switch`]: the reference aggregator: a pool of slots × 2 shadow versions, seen
 //!   bitmaps, countdowns, max exponents, a job table for several jobs at once, drop counters
-//!   by reason, probe answers. The P4 programs and their software model follow it.
+//!   by reason, probe answers, and who may take part: each job's key, its runs and their
+//!   sessions (protocol.md §4.1). The P4 programs and their software model follow it. Its
+//!   sans-IO front, [`switch::Endpoint`], adds what every switch adapter needs: each lane's
+//!   address learned from accepted Joins, where an answer goes, and idle runs released.
 //! - [`worker`]: the sans-IO worker state machine (quinn-proto style): `submit` tensors,
 //!   feed it packets and timeouts, poll it for datagrams, timers and events. It streams
 //!   chunks through a window of slots, primes exponents, retransmits with backoff, and names
 //!   the slot and the missing ranks when a peer never contributes.
 //! - [`time`]: our own microsecond `Instant` and `Duration`.
 //!
-//! What this crate does **not** do: sockets, threads, clocks, address learning, multicast
-//! replication or job set-up policy. Those live in the adapters (`adapters/`), which call
-//! into this crate and never re-implement protocol logic.
+//! What this crate does **not** do: sockets, threads, clocks, sending the copies of a
+//! multicast (the endpoint says where they go), or job set-up policy. Those live in the
+//! adapters (`adapters/`), which call into this crate and never re-implement protocol
+//! logic.
 //!
 //! ## Features
 //!
