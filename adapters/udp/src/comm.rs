@@ -307,21 +307,14 @@ fn check_finite<T: Element>(data: &mut [T]) -> Result<(), Error> {
         .map_err(|e| Error::NonFinite { index: e.index })
 }
 
-/// Open lane `lane`'s socket (connected to the switch, buffers sized for its window) and
-/// start its thread.
-/// A random non-zero nonce, from the standard library's OS-seeded hasher keys.
+/// A random non-zero nonce: the OS-seeded random value the switch side uses for keys.
 fn fresh_nonce() -> u32 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    let n = h.finish();
+    let n = crate::running_switch::fresh_key();
     ((n >> 32) as u32 ^ n as u32).max(1)
 }
 
+/// Open lane `lane`'s socket (connected to the switch, buffers sized for its window) and
+/// start its thread.
 fn start_lane(
     config: &CommConfig,
     lane: u16,

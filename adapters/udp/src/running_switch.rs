@@ -221,7 +221,8 @@ fn serve(
     result
 }
 
-/// A random job key, for a switch and workers started together (the demo, benchmarks).
+/// A random value from the standard library's OS-seeded hasher keys: a job key for a switch
+/// and workers started together (the demo, benchmarks), a communicator's nonce.
 pub fn fresh_key() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();

@@ -11,7 +11,7 @@
 //! is tagged with the session it was learned in, so a new run never routes to an old one.
 //! No address is a credential here: admission is the key and the session (§4.1).
 
-use super::{Aggregator, DropReason, JobConfig, JobError, Switch, Verdict};
+use super::{DropReason, JobConfig, JobError, Switch, Verdict};
 use crate::time::{Duration, Instant};
 use crate::wire::{self, AbortPacket, DataPacket, JoinPacket, JoinReplyPacket, MessageType};
 
@@ -294,14 +294,6 @@ where
             }),
             _ => None,
         }
-    }
-}
-
-impl<A, S, const K: usize, const WORDS: usize, const JOBS: usize> Aggregator
-    for Endpoint<'_, A, S, K, WORDS, JOBS>
-{
-    fn process(&mut self, packet: &[u8], out: &mut [u8]) -> Verdict {
-        self.switch.process(packet, out)
     }
 }
 
