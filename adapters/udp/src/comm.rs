@@ -189,14 +189,7 @@ impl Communicator {
         let submission = Submission::new(self.lanes.len(), None);
         // SAFETY: `data` is borrowed mutably for this whole call, and the call does not
         // return before `wait(None)` has seen every part dropped.
-        let parts = unsafe {
-            split(
-                data,
-                self.lanes.len(),
-                usize::from(self.config.count),
-                &submission,
-            )
-        };
+        let parts = unsafe { split(data, self.config.layout(), &submission) };
         self.dispatch(parts, op);
         submission
             .wait(None)
@@ -219,14 +212,7 @@ impl Communicator {
         let submission = Submission::new(lanes, Some(Box::new(data)));
         // SAFETY: the submission owns the vector until every part is back (and forever if
         // the handle is leaked), and nothing else touches it meanwhile.
-        let parts = unsafe {
-            split(
-                &mut *ptr_data,
-                lanes,
-                usize::from(self.config.count),
-                &submission,
-            )
-        };
+        let parts = unsafe { split(&mut *ptr_data, self.config.layout(), &submission) };
         self.dispatch(parts, op);
         Pending {
             submission,

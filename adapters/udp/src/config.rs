@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use switchml_core::time::Duration as CoreDuration;
 use switchml_core::wire::SWITCH_PORT;
-use switchml_core::worker::Config as LaneConfig;
+use switchml_core::worker::{Config as LaneConfig, LaneLayout};
 
 use crate::clock::to_core;
 use crate::error::Error;
@@ -191,7 +191,16 @@ impl CommConfig {
 
     /// Return the number of job slots this configuration drives.
     pub fn slots(&self) -> u32 {
-        u32::from(self.lanes) * u32::from(self.window)
+        self.layout().job_slots()
+    }
+
+    /// Return the lane layout (protocol.md §6) every rank of the job must share.
+    pub fn layout(&self) -> LaneLayout {
+        LaneLayout {
+            lanes: self.lanes,
+            lane_slots: self.window,
+            count: self.count,
+        }
     }
 
     /// Return the core configuration of lane `lane` of the worker process `nonce`.
@@ -199,7 +208,8 @@ impl CommConfig {
         LaneConfig {
             key: self.key,
             nonce,
-            slot_lo: lane * self.window,
+            // `validate` bounds lanes × window by the 16-bit slot space.
+            slot_lo: self.layout().slot_lo(lane).unwrap_or(0),
             window: self.window,
             count: self.count,
             rto: to_core(self.rto),

@@ -11,11 +11,13 @@
 //! blocking call does not return before every part is back.
 
 use std::any::Any;
+use std::ops::Range;
 use std::ptr::NonNull;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use switchml_core::quant::{Elements, Tensor};
+use switchml_core::worker::LaneLayout;
 
 use crate::error::Error;
 
@@ -207,29 +209,20 @@ impl Drop for Part {
     }
 }
 
-/// Where part `i` of `parts` starts and ends in a tensor of `len` elements: contiguous
-/// ranges of whole chunks of `count`, the same at every rank.
-pub(crate) fn part_range(len: usize, parts: usize, count: usize, i: usize) -> (usize, usize) {
-    let chunks = len.div_ceil(count.max(1));
-    let per = chunks.div_ceil(parts.max(1)) * count.max(1);
-    let lo = (i * per).min(len);
-    (lo, ((i + 1) * per).min(len))
-}
-
-/// Split `data` into `parts` parts reporting to `submission`.
+/// Split `data` into one part per lane of `layout` (protocol.md §6), reporting to
+/// `submission`.
 ///
 /// # Safety
 /// The caller must keep `data` alive and untouched until `submission` has every part back.
 pub(crate) unsafe fn split<T: Element>(
     data: &mut [T],
-    parts: usize,
-    count: usize,
+    layout: LaneLayout,
     submission: &Arc<Submission>,
 ) -> Vec<Part> {
     let base = data.as_mut_ptr();
-    (0..parts)
-        .map(|i| {
-            let (lo, hi) = part_range(data.len(), parts, count, i);
+    (0..layout.lanes)
+        .map(|lane| {
+            let Range { start: lo, end: hi } = layout.elements(data.len(), lane);
             Part {
                 // SAFETY: `lo <= len`, so the pointer is in bounds or one past the end, and
                 // it is non-null because `base` comes from a slice.
@@ -249,20 +242,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parts_are_contiguous_whole_chunks_covering_the_tensor() {
-        assert_eq!(part_range(1000, 2, 256, 0), (0, 512));
-        assert_eq!(part_range(1000, 2, 256, 1), (512, 1000));
-        assert_eq!(part_range(10, 4, 256, 0), (0, 10));
-        assert_eq!(part_range(10, 4, 256, 3), (10, 10));
-        assert_eq!(part_range(0, 3, 256, 2), (0, 0));
-    }
-
-    #[test]
     fn a_submission_waits_for_every_part_and_keeps_the_first_error() {
         let mut data = vec![1.0f32; 600];
         let s = Submission::new(3, None);
         // SAFETY: `data` outlives the parts, which are all dropped below.
-        let mut parts = unsafe { split(&mut data, 3, 100, &s) };
+        let mut parts = unsafe {
+            split(
+                &mut data,
+                LaneLayout {
+                    lanes: 3,
+                    lane_slots: 4,
+                    count: 100,
+                },
+                &s,
+            )
+        };
         assert_eq!(
             parts.iter().map(Part::len).collect::<Vec<_>>(),
             [200, 200, 200]

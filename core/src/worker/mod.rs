@@ -26,6 +26,7 @@
 
 mod control;
 mod event;
+mod lanes;
 mod rtt;
 mod slots;
 mod tensors;
@@ -34,6 +35,7 @@ mod timer;
 pub use event::{
     Event, StallReport, Stats, SubmitError, SubmitErrorKind, TensorError, TensorId, WorkerError,
 };
+pub use lanes::LaneLayout;
 
 use crate::quant::{ElementType, Op, Tensor};
 use crate::ranks::{WorldSet, MAX_WORLD};
