@@ -91,14 +91,14 @@ fn join() -> impl Strategy<Value = JoinRepr> {
 /// A JoinReply with an empty `joined` and the bitmap to put there.
 fn join_reply() -> impl Strategy<Value = (JoinReplyRepr<'static>, Vec<u8>)> {
     (
-        any::<[u16; 5]>(),
+        any::<[u16; 7]>(),
         any::<u8>(),
         any::<[u32; 3]>(),
         vec(any::<u8>(), 0..=MAX_BITMAP_LEN),
     )
         .prop_map(
             |(
-                [job, rank, world, max_count, slot_count],
+                [job, rank, world, max_count, slot_count, lane_slots, count],
                 flags,
                 [epoch, session, nonce],
                 bitmap,
@@ -113,6 +113,8 @@ fn join_reply() -> impl Strategy<Value = (JoinReplyRepr<'static>, Vec<u8>)> {
                     slot_count,
                     session,
                     nonce,
+                    lane_slots,
+                    count,
                     joined: &[],
                 };
                 (repr, bitmap)

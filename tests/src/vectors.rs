@@ -248,6 +248,8 @@ pub fn describe(msg: &Message) -> BTreeMap<String, String> {
             ("slot_count", r.slot_count.to_string()),
             ("session", r.session.to_string()),
             ("nonce", r.nonce.to_string()),
+            ("lane_slots", r.lane_slots.to_string()),
+            ("count", r.count.to_string()),
             ("joined", hex(r.joined)),
         ]),
         Message::Probe(r) => f.extend([

@@ -144,10 +144,14 @@ def bitmap(ranks, world):
     return bytes(b)
 
 
-def join_reply(job, rank, world, flags, max_count, epoch, slot_count, session, nonce, joined):
+def join_reply(
+    job, rank, world, flags, max_count, epoch, slot_count, session, nonce, lane_slots, count, joined
+):
     b = prefix(TYPES["join_reply"], job, rank)
     b += struct.pack(
-        ">HBBHIHHII", world, flags, 0, max_count, epoch, slot_count, len(joined), session, nonce
+        ">HBBHIHHIIHH",
+        world, flags, 0, max_count, epoch, slot_count, len(joined), session, nonce,
+        lane_slots, count,
     )
     b += joined
     fields = [
@@ -161,6 +165,8 @@ def join_reply(job, rank, world, flags, max_count, epoch, slot_count, session, n
         ("slot_count", slot_count),
         ("session", session),
         ("nonce", nonce),
+        ("lane_slots", lane_slots),
+        ("count", count),
         ("joined", "0x" + joined.hex()),
     ]
     return fields, b
@@ -359,7 +365,8 @@ vector(
 f, b = data("contribution", 9, 1, 3, 0, 0x86, 4, 0, SESSION, [42])
 vector(
     "contribution_unknown_flags",
-    "Contribution with RETRANSMIT and the unknown flag bits 0x84, which are kept as they are",
+    "Contribution with RETRANSMIT and the unknown flag bits 0x84, which a parser keeps"
+    " (a switch copies none of them into its Result)",
     f, b, 24,
 )
 
@@ -389,34 +396,36 @@ vector(
 )
 
 f, b = join_reply(
-    7, 1, 4, 0x00, 1024, 0x01020304, 16, SESSION, JOIN_NONCE, bitmap([0, 1], 4)
+    7, 1, 4, 0x00, 1024, 0x01020304, 16, SESSION, JOIN_NONCE, 4, 256, bitmap([0, 1], 4)
 )
 vector(
     "join_reply_partial",
     "JoinReply to rank 1 of job 7, answering its Join of nonce 0x1234abcd: ranks 0 and 1 of"
-    " 4 have joined session 0x0a0b0c0d, max_count 1024, epoch 0x01020304, 16 slots",
-    f, b, 28,
+    " 4 have joined session 0x0a0b0c0d, max_count 1024, epoch 0x01020304, 16 slots; the run"
+    " agreed lanes of 4 slots and chunks of 256 values",
+    f, b, 32,
 )
 
 f, b = join_reply(
-    7, RANK_ALL, 12, 0x01, 1024, 0x01020304, 16, SESSION, JOIN_NONCE, bitmap(range(12), 12)
+    7, RANK_ALL, 12, 0x01, 1024, 0x01020304, 16, SESSION, JOIN_NONCE, 4, 256,
+    bitmap(range(12), 12),
 )
 vector(
     "join_reply_complete",
     "JoinReply with COMPLETE, multicast to every rank of job 7: all 12 ranks joined"
     " (2-byte bitmap); the completing Join's nonce 0x1234abcd",
-    f, b, 28,
+    f, b, 32,
 )
 
 f, b = join_reply(
-    2, 1023, 1024, 0x01, 16370, 0xFFFFFFFF, 65535, 0xFFFFFFFF, 0xFFFFFFFF,
+    2, 1023, 1024, 0x01, 16370, 0xFFFFFFFF, 65535, 0xFFFFFFFF, 0xFFFFFFFF, 65535, 16370,
     bitmap(range(1024), 1024),
 )
 vector(
     "join_reply_world_1024",
     "JoinReply with COMPLETE to rank 1023 of job 2: the largest world, a 128-byte bitmap,"
-    " the largest session and nonce",
-    f, b, 28,
+    " the largest session and nonce, one lane of 65535 slots and chunks of 16370",
+    f, b, 32,
 )
 
 emit("# ---- Probe (0x12) and ProbeReply (0x13) ----")
@@ -556,7 +565,8 @@ emit()
 _, contribution = data("contribution", 7, 3, 5, 1, 0x02, 9, 130, SESSION, [1, -2])
 _, join_b = join(7, 3, 4, 8, 4, 256, JOIN_NONCE, 0x0123456789ABCDEF)
 _, jr = join_reply(
-    7, RANK_ALL, 12, 0x01, 1024, 0x01020304, 16, SESSION, JOIN_NONCE, bitmap(range(12), 12)
+    7, RANK_ALL, 12, 0x01, 1024, 0x01020304, 16, SESSION, JOIN_NONCE, 4, 256,
+    bitmap(range(12), 12),
 )
 _, probe_b = probe(7, 2, 5, 1, 9, SESSION)
 _, pr = probe_reply(7, 2, 5, 1, 1, 3, 9, 42, 12, seen)
@@ -606,16 +616,16 @@ invalid("join_reserved", "A Join with reserved byte 15 set", "reserved", with_by
 invalid("join_nonce_0", "A Join with nonce 0: every process has a non-zero nonce",
         "field nonce", join_b[:16] + b"\x00" * 4 + join_b[20:])
 invalid("join_reply_bitmap_short", "A JoinReply that declares 2 bitmap bytes and carries 1",
-        "truncated", jr[:29])
+        "truncated", jr[:33])
 invalid(
-    "join_reply_before_nonce",
-    "A JoinReply of the layout before the nonce field: 24 bytes and its 2-byte bitmap",
+    "join_reply_before_shape",
+    "A JoinReply of the layout before the lane shape fields: 28 bytes and its 2-byte bitmap",
     "truncated",
-    jr[:24] + jr[28:],
+    jr[:28] + jr[32:],
 )
 invalid("join_reply_bitmap_long", "A JoinReply with a byte after its 2-byte bitmap", "trailing",
         jr + b"\x00")
-big = bytearray(jr[:28])
+big = bytearray(jr[:32])
 big[6:8] = struct.pack(">H", 1032)
 big[18:20] = struct.pack(">H", 129)
 invalid(

@@ -159,6 +159,8 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
             slot_count: c.slot_count,
             session: job.run.session,
             nonce: j.nonce,
+            lane_slots: job.run.lane_slots,
+            count: job.run.count,
             joined: &bitmap[..blen],
         };
         let len = repr.buffer_len();

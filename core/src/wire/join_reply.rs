@@ -3,7 +3,8 @@
 //! ```text
 //!  0: version | 1: type | 2-3: job | 4-5: rank | 6-7: world | 8: flags | 9: reserved
 //! 10-11: max_count | 12-15: epoch | 16-17: slot_count | 18-19: bitmap_len
-//! 20-23: session | 24-27: nonce | 28-: joined bitmap (bitmap_len bytes)
+//! 20-23: session | 24-27: nonce | 28-29: lane_slots | 30-31: count
+//! 32-: joined bitmap (bitmap_len bytes)
 //! ```
 
 use super::{
@@ -33,8 +34,12 @@ pub mod field {
     pub const SESSION: Range<usize> = BITMAP_LEN.end..BITMAP_LEN.end + 4;
     /// The nonce of the Join this answers (the completing Join's, for the multicast).
     pub const NONCE: Range<usize> = SESSION.end..SESSION.end + 4;
+    /// The run's agreed slots per lane.
+    pub const LANE_SLOTS: Range<usize> = NONCE.end..NONCE.end + 2;
+    /// The run's agreed chunk size.
+    pub const COUNT: Range<usize> = LANE_SLOTS.end..LANE_SLOTS.end + 2;
     /// The joined bitmap.
-    pub const BITMAP: usize = NONCE.end;
+    pub const BITMAP: usize = COUNT.end;
 }
 
 /// Length of the fixed part, before the bitmap.
@@ -121,6 +126,16 @@ impl<T: AsRef<[u8]>> JoinReplyPacket<T> {
         get_u32(self.buffer.as_ref(), field::NONCE)
     }
 
+    /// Return the lane_slots field.
+    pub fn lane_slots(&self) -> u16 {
+        get_u16(self.buffer.as_ref(), field::LANE_SLOTS)
+    }
+
+    /// Return the count field.
+    pub fn count(&self) -> u16 {
+        get_u16(self.buffer.as_ref(), field::COUNT)
+    }
+
     /// Return the joined bitmap: `bitmap_len` bytes after the fixed part.
     pub fn bitmap(&self) -> &[u8] {
         &self.buffer.as_ref()[HEADER_LEN..HEADER_LEN + self.bitmap_len() as usize]
@@ -168,6 +183,16 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> JoinReplyPacket<T> {
         put_u32(self.buffer.as_mut(), field::NONCE, v);
     }
 
+    /// Set the lane_slots field.
+    pub fn set_lane_slots(&mut self, v: u16) {
+        put_u16(self.buffer.as_mut(), field::LANE_SLOTS, v);
+    }
+
+    /// Set the count field.
+    pub fn set_count(&mut self, v: u16) {
+        put_u16(self.buffer.as_mut(), field::COUNT, v);
+    }
+
     /// Return the joined bitmap mutably: `bitmap_len` bytes after the fixed part.
     pub fn bitmap_mut(&mut self) -> &mut [u8] {
         let end = HEADER_LEN + self.bitmap_len() as usize;
@@ -198,6 +223,10 @@ pub struct JoinReplyRepr<'a> {
     /// The nonce of the Join this answers (the completing Join's, for the multicast): a
     /// worker takes a session only from an answer to its own Join.
     pub nonce: u32,
+    /// The run's agreed slots per lane (the first Join of the run proposed it, §4.1).
+    pub lane_slots: u16,
+    /// The run's agreed chunk size `k` (the first Join of the run proposed it, §4.1).
+    pub count: u16,
     /// The joined bitmap, `ceil(world/8)` bytes, at most [`MAX_BITMAP_LEN`].
     pub joined: &'a [u8],
 }
@@ -233,6 +262,8 @@ impl<'a> JoinReplyRepr<'a> {
             slot_count: packet.slot_count(),
             session: packet.session(),
             nonce: packet.nonce(),
+            lane_slots: packet.lane_slots(),
+            count: packet.count(),
             joined: &bytes[HEADER_LEN..HEADER_LEN + bitmap_len],
         })
     }
@@ -259,6 +290,8 @@ impl<'a> JoinReplyRepr<'a> {
         put_u16(b, field::BITMAP_LEN, self.joined.len() as u16);
         put_u32(b, field::SESSION, self.session);
         put_u32(b, field::NONCE, self.nonce);
+        put_u16(b, field::LANE_SLOTS, self.lane_slots);
+        put_u16(b, field::COUNT, self.count);
         b[HEADER_LEN..HEADER_LEN + self.joined.len()].copy_from_slice(self.joined);
     }
 }
@@ -268,10 +301,12 @@ mod tests {
     use super::*;
 
     // Job 7, multicast, world 10, COMPLETE, max_count 1024, epoch 0x01020304, 16 slots,
-    // session 0xCAFEF00D, answering nonce 0x11223344, every rank joined: bitmap ff 03.
-    const BYTES: [u8; 30] = [
+    // session 0xCAFEF00D, answering nonce 0x11223344, lanes of 8 slots, chunks of 256, every
+    // rank joined: bitmap ff 03.
+    const BYTES: [u8; 34] = [
         0x01, 0x11, 0x00, 0x07, 0xFF, 0xFF, 0x00, 0x0A, 0x01, 0x00, 0x04, 0x00, 0x01, 0x02, 0x03,
-        0x04, 0x00, 0x10, 0x00, 0x02, 0xCA, 0xFE, 0xF0, 0x0D, 0x11, 0x22, 0x33, 0x44, 0xFF, 0x03,
+        0x04, 0x00, 0x10, 0x00, 0x02, 0xCA, 0xFE, 0xF0, 0x0D, 0x11, 0x22, 0x33, 0x44, 0x00, 0x08,
+        0x01, 0x00, 0xFF, 0x03,
     ];
     const REPR: JoinReplyRepr<'static> = JoinReplyRepr {
         job: 7,
@@ -283,6 +318,8 @@ mod tests {
         slot_count: 16,
         session: 0xCAFE_F00D,
         nonce: 0x1122_3344,
+        lane_slots: 8,
+        count: 256,
         joined: &[0xFF, 0x03],
     };
 
@@ -297,8 +334,8 @@ mod tests {
 
     #[test]
     fn encode_to_known_bytes() {
-        let mut buf = [0xAAu8; 30];
-        assert_eq!(REPR.buffer_len(), 30);
+        let mut buf = [0xAAu8; 34];
+        assert_eq!(REPR.buffer_len(), 34);
         REPR.emit(&mut JoinReplyPacket::new_unchecked(&mut buf[..]));
         assert_eq!(buf, BYTES);
     }
@@ -318,10 +355,10 @@ mod tests {
     #[test]
     fn reject_impossible_lengths_and_fields() {
         let check = |b: &[u8]| JoinReplyPacket::new_checked(b).err();
-        assert_eq!(check(&BYTES[..27]), Some(Error::Truncated));
-        assert_eq!(check(&BYTES[..29]), Some(Error::Truncated));
-        let mut long = [0u8; 31];
-        long[..30].copy_from_slice(&BYTES);
+        assert_eq!(check(&BYTES[..31]), Some(Error::Truncated));
+        assert_eq!(check(&BYTES[..33]), Some(Error::Truncated));
+        let mut long = [0u8; 35];
+        long[..34].copy_from_slice(&BYTES);
         assert_eq!(check(&long), Some(Error::TrailingBytes));
         fn parse(b: &[u8]) -> Result<JoinReplyRepr<'_>> {
             JoinReplyRepr::parse(&JoinReplyPacket::new_unchecked(b))
@@ -344,6 +381,6 @@ mod tests {
 
     #[test]
     fn header_len_is_derived_from_the_fields() {
-        assert_eq!(HEADER_LEN, 28);
+        assert_eq!(HEADER_LEN, 32);
     }
 }

@@ -348,6 +348,8 @@ mod tests {
             epoch: 0,
             slot_count: 1,
             session: 0,
+            lane_slots: 1,
+            count: 64,
             nonce: 0,
             joined: &big,
         });

@@ -64,6 +64,19 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             });
             return;
         }
+        // The run's agreed lane shape (§4.1): the switch refuses a Join of another shape, so
+        // an answer naming this Join's nonce with another shape is a broken switch.
+        let shape = if r.lane_slots != self.config.window {
+            Some((AbortReason::LaneMismatch, r.lane_slots))
+        } else if r.count != self.config.count {
+            Some((AbortReason::ChunkMismatch, r.count))
+        } else {
+            None
+        };
+        if let Some((reason, detail)) = shape {
+            self.fail(WorkerError::Refused { reason, detail });
+            return;
+        }
         // The run this lane is in; a run replaced while joining gives the newer one.
         self.session = r.session;
         self.joined = Some(WorldSet::from_bitmap(r.joined));

@@ -457,7 +457,7 @@ fn a_joining_worker_takes_only_answers_to_its_own_join() {
     let mut buf = [0u8; 64];
     assert!(w.poll_transmit(ms(0), &mut buf).is_some(), "a Join");
     let reply = |nonce: u32, session: u32, complete: bool| {
-        let mut b = [0u8; 29];
+        let mut b = [0u8; 33];
         crate::wire::JoinReplyRepr {
             job: 3,
             rank: if complete { 0xFFFF } else { 0 },
@@ -472,6 +472,8 @@ fn a_joining_worker_takes_only_answers_to_its_own_join() {
             slot_count: 4,
             session,
             nonce,
+            lane_slots: cfg.window,
+            count: cfg.count,
             joined: &[0b11],
         }
         .emit(&mut JoinReplyPacket::new_unchecked(&mut b[..]));
@@ -512,4 +514,24 @@ fn a_joining_worker_takes_only_answers_to_its_own_join() {
             ..
         })
     ));
+    // An answer to its own Join that names another lane shape than this lane's: the lane
+    // cannot work in that run, and says which field and the run's value.
+    for (field, reason) in [
+        (28, AbortReason::LaneMismatch),
+        (30, AbortReason::ChunkMismatch),
+    ] {
+        let mut w = TestWorker::new(cfg).unwrap();
+        let _ = w.poll_transmit(ms(0), &mut buf);
+        let mut b = reply(5, 88, true);
+        b[field..field + 2].copy_from_slice(&999u16.to_be_bytes());
+        w.handle_packet(ms(1), &b);
+        assert!(!w.is_running());
+        assert_eq!(
+            w.failure().copied(),
+            Some(WorkerError::Refused {
+                reason,
+                detail: 999
+            })
+        );
+    }
 }

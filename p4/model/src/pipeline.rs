@@ -45,7 +45,7 @@ use crate::processors::Processors;
 use crate::register::{Hazard, PassClock};
 use crate::replication::{Replica, Replication};
 use crate::reply_builder::{ReplyBuilder, ResultFields};
-use crate::run_tracker::{JoinStep, LeaveStep, RunTracker};
+use crate::run_tracker::{JoinStep, LeaveStep, RunTracker, Shape};
 use crate::status_handler::{StatusDecision, StatusHandler};
 use crate::udp_sender::{SwitchAddr, UdpSender};
 use crate::use_checker::{Use, UseChecker};
@@ -482,6 +482,10 @@ impl Pipeline {
                     c.slot_count,
                     session,
                     j.nonce,
+                    Shape {
+                        lane_slots: j.slot_count,
+                        count: j.count,
+                    },
                     joined,
                 );
                 if to_all {

@@ -15,6 +15,7 @@ use switchml_core::wire::{
 
 use crate::headers::DataHeader;
 use crate::probe_handler::SlotReport;
+use crate::run_tracker::Shape;
 
 /// The answer builder; it knows the switch's epoch.
 #[derive(Debug, Clone, Copy)]
@@ -69,7 +70,9 @@ impl ReplyBuilder {
         len
     }
 
-    /// Write a JoinReply of run `session` answering the Join of `nonce`; return its length.
+    /// Write a JoinReply of run `session` answering the Join of `nonce`, whose lane shape
+    /// (`lane_slots`, `count`) is the run's (the run tracker refused any other); return its
+    /// length.
     #[allow(clippy::too_many_arguments)]
     pub fn join_reply(
         &self,
@@ -82,6 +85,7 @@ impl ReplyBuilder {
         slot_count: u16,
         session: u32,
         nonce: u32,
+        shape: Shape,
         joined: u64,
     ) -> usize {
         let (bytes, n) = bitmap(joined, world);
@@ -99,6 +103,8 @@ impl ReplyBuilder {
             slot_count,
             session,
             nonce,
+            lane_slots: shape.lane_slots,
+            count: shape.count,
             joined: &bytes[..n],
         };
         let len = repr.buffer_len();

@@ -664,6 +664,8 @@ impl Checker {
                     slot_count: self.config.slot_lo + self.config.window,
                     session: SESSION ^ u32::from(*session),
                     nonce: if *foreign { OTHER_NONCE } else { NONCE },
+                    lane_slots: self.config.window,
+                    count: self.config.count,
                     joined: bitmap,
                 };
                 self.feed(&Message::JoinReply(r));

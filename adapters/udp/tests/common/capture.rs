@@ -58,6 +58,8 @@ pub fn lane_stream(
         session,
         // The recording lane's nonce is the session: it opened the run.
         nonce: session,
+        lane_slots: config.window,
+        count: config.count,
         joined: &joined,
     };
     while let Some(n) = w.poll_transmit(now, &mut buf) {

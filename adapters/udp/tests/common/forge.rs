@@ -376,6 +376,8 @@ impl Forger {
                 slot_count: t.slots,
                 session: self.session(),
                 nonce: self.rng.next() as u32,
+                lane_slots: t.slots,
+                count: 64,
                 joined: &bitmap,
             })),
             2 => bytes_of(&Message::ProbeReply(ProbeReplyRepr {

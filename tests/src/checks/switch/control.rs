@@ -152,6 +152,8 @@ impl Checker<'_> {
             session,
             // The completing Join's nonce in the multicast too.
             nonce: j.nonce,
+            lane_slots: run.lane_slots,
+            count: run.count,
             joined: &joined,
         };
         assert_eq!(Message::parse(reply), Ok(Message::JoinReply(want)), "{j:?}");
