@@ -82,6 +82,8 @@ header sml_join_reply_h {
     bit<16> bitmap_len;
     bit<32> session;
     bit<32> nonce;                             // of the Join it answers (the completing one's)
+    bit<16> lane_slots;                        // the run's agreed lane shape: the Join's,
+    bit<16> count;                             // since the run tracker refused any other
 }
 
 // Probe after the prefix (§3.4).

@@ -67,6 +67,8 @@ control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
         } else if (meta.message == MSG_JOIN) {
             // Every answer to a Join names its nonce: only the process that sent it takes it.
             bit<32> nonce = hdr.join.nonce;
+            bit<16> lane_slots = hdr.join.slot_count;
+            bit<16> count = hdr.join.count;
             hdr.join.setInvalid();
             hdr.join_reply.setValid();
             hdr.prefix.msg_type = TYPE_JOIN_REPLY;
@@ -82,8 +84,10 @@ control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
             hdr.join_reply.bitmap_len = bitmap_len;
             hdr.join_reply.session = meta.run_session;
             hdr.join_reply.nonce = nonce;
+            hdr.join_reply.lane_slots = lane_slots;
+            hdr.join_reply.count = count;
             bitmap_bytes(meta.joined, bitmap_len);
-            meta.reply_len = 28 + bitmap_len;
+            meta.reply_len = 32 + bitmap_len;
         } else if (meta.message == MSG_PROBE) {
             hdr.probe_reply.setValid();
             hdr.prefix.msg_type = TYPE_PROBE_REPLY;
