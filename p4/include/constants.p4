@@ -1,24 +1,28 @@
 // switchml-rs P4: constants shared by the v1model and TNA programs (docs/protocol.md).
-// Their Rust twins: switchml_p4model::{VALUES_PER_PASS, MAX_PASSES, MAX_COUNT} and
+// Their Rust twins: switchml_p4model::{VALUES_PER_PASS, MAX_BLOCKS, MAX_PASSES, MAX_COUNT} and
 // switchml_core::switch::DropReason::ALL (the drop counter index order).
 #ifndef _SWITCHML_CONSTANTS_P4_
 #define _SWITCHML_CONSTANTS_P4_
 
-#define VALUES_PER_PASS 64
-#define MAX_PASSES 4
-#define POOL_SLOTS 8192
-#define POOL_VERSIONS 16384                       // POOL_SLOTS x 2 versions
-#define POOL_VALUE_CELLS 65536                    // POOL_VERSIONS x MAX_PASSES
+// Sizes: what fits one Tofino 1 pipe (p4/README.md, "Resources").
+#define VALUES_PER_PASS 16                        // the value registers of one pass
+#define VALUE_SHIFT 4                             // log2(VALUES_PER_PASS)
+#define MAX_BLOCKS 16                             // blocks of VALUES_PER_PASS in MAX_COUNT
+#define BLOCK_BITS 4                              // log2(MAX_BLOCKS)
+#define MAX_PASSES 31                             // 2 x MAX_BLOCKS - 1: consume, harvest
+#define POOL_SLOTS 1024
+#define POOL_VERSIONS 2048                        // POOL_SLOTS x 2 versions
+#define POOL_VALUE_CELLS 32768                    // POOL_VERSIONS x MAX_BLOCKS
 #define MAX_JOBS 64
 #define MAX_WORKERS 1024
 #define RUN_NONCES 4096                           // MAX_JOBS x 64 ranks (run_tracker.p4)
-#define LANE_ALIGNMENTS 81920                     // TNA: aligned lanes of POOL_SLOTS
+#define LANE_ALIGNMENTS 7262                      // TNA: aligned lanes of POOL_SLOTS
 
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
 const bit<8>  IP_PROTO_UDP = 17;
 const bit<16> SWITCHML_PORT = 0xBEE0;             // 48864, protocol.md §1
 const bit<8>  PROTOCOL_VERSION = 1;
-const bit<16> MAX_COUNT = 256;                    // VALUES_PER_PASS x MAX_PASSES; the
+const bit<16> MAX_COUNT = 256;                    // VALUES_PER_PASS x MAX_BLOCKS; the
                                                   // switch_config table's max_count may be lower
 const bit<16> RANK_ALL = 0xFFFF;
 

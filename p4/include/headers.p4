@@ -55,7 +55,8 @@ header sml_data_h {
     bit<32> session;                           // the job run's (§4.1); echoed in the Result
 }
 
-// One int32 value; four stacks of 64 carry up to 256.
+// One int32 value. The parser extracts one block of VALUES_PER_PASS at a time (`values`):
+// the block a pass handles is at the front of the packet's values (next_step_selector.p4).
 header value_h {
     bit<32> v;
 }
@@ -192,6 +193,8 @@ header sml_bridge_h {
     bit<8>  update;
     bit<8>  exp;
     bit<8>  lanes;
+    bit<8>  blocks;
+    bit<8>  parse_lanes;
     bit<5>  pad;
     bit<1>  overflow;
     bit<1>  last;
@@ -236,10 +239,7 @@ struct headers_t {
     sml_status_reply_h status_reply;
     sml_status_counters_h status_counters;
     bitmap_byte_h[8]  bitmap;
-    value_h[VALUES_PER_PASS] block0;
-    value_h[VALUES_PER_PASS] block1;
-    value_h[VALUES_PER_PASS] block2;
-    value_h[VALUES_PER_PASS] block3;
+    value_h[VALUES_PER_PASS] values;           // the block of values this pass handles
 }
 
 // Ingress metadata. Fields marked @field_list(1) survive a recirculation (v1model); the TNA
@@ -247,14 +247,22 @@ struct headers_t {
 struct metadata_t {
     bit<1>  switchml;                          // a datagram to the switchml port
     bit<1>  parser_failed;                     // a header ran past the packet
-    bit<16> values_left;                       // parser loop counter
+    bit<16> values_left;                       // v1model parser: values of the packet left
+    bit<8>  values_parsed;                     // v1model parser: values of this block
     @field_list(1) bit<8>  message;            // MSG_*
     bit<32> p_session;                         // the message's session (a Join's: its nonce)
+    bit<32> p_seq;                             // a Contribution's use number
+    bit<8>  p_ver;                             // a Contribution's or a Probe's slot version
     drop_reason_t drop_reason;
     bit<8>  verdict;                           // VERDICT_*
     @field_list(1) bit<8>  pass;
     @field_list(1) bit<8>  passes;
-    @field_list(1) bit<8>  last_value_pass;      // takes the overflow flag
+    @field_list(1) bit<8>  last_value_pass;    // consumes the last block; takes exp, overflow
+    @field_list(1) bit<8>  blocks;             // blocks of the use's values
+    @field_list(1) bit<8>  parse_lanes;        // values the next pass's parser extracts
+    bit<8>  block;                             // the block this pass handles
+    bit<1>  harvest;                           // this pass reads its block back
+    bit<1>  keep_values;                       // the block stays in the packet
     // classifier.p4
     bit<1>  job_hit;
     @field_list(1) bit<16> world;

@@ -2,16 +2,37 @@
 // Rust twin: p4/model/src/next_step_selector.rs (NextStepSelector). In the reference's
 // order (protocol.md §4 steps 2-6): a complete use answers the sender with the stored
 // result (RETRANSMIT), then duplicates and count mismatches drop, anything else is
-// aggregated. One pass per block of VALUES_PER_PASS values to load, add or read.
+// aggregated. The passes, as the original SwitchML's consume and harvest passes: pass
+// b < blocks loads, adds or reads block b, the block at the front of the packet's values,
+// and drops it from the packet unless it is the last (so block b + 1 is at the front of
+// the next pass); a packet that answers then reads blocks blocks-2 .. 0 back, each put in
+// front of those already in the packet. Only one block is ever in the header vector.
 #ifndef _SWITCHML_NEXT_STEP_SELECTOR_P4_
 #define _SWITCHML_NEXT_STEP_SELECTOR_P4_
 
+// The values of block `b` of a use of `count` values.
+bit<8> lanes_of(in bit<16> count, in bit<8> b) {
+    bit<16> done = (bit<16>)b << VALUE_SHIFT;
+    bit<8> lanes = 0;
+    if (count >= done + VALUES_PER_PASS) {
+        lanes = VALUES_PER_PASS;
+    } else if (count > done) {
+        lanes = (bit<8>)(count - done);
+    }
+    return lanes;
+}
+
 control NextStepSelector(inout headers_t hdr, inout metadata_t meta) {
     apply {
+        bit<1> answers = 0;
+        if (meta.outcome == OUTCOME_RETRANSMIT || meta.last == 1) {
+            answers = 1;
+        }
         if (meta.pass == 0) {
             if (meta.complete == 1) {
                 meta.outcome = OUTCOME_RETRANSMIT;
                 meta.update = UPDATE_READ;
+                answers = 1;
             } else if (meta.seen == 1) {
                 meta.outcome = OUTCOME_DUPLICATE;
                 meta.drop_reason = DROP_DUPLICATE;
@@ -22,25 +43,42 @@ control NextStepSelector(inout headers_t hdr, inout metadata_t meta) {
                 meta.outcome = OUTCOME_AGGREGATE;
                 meta.update = (meta.begin == 1) ? UPDATE_LOAD : UPDATE_ADD;
                 meta.last = (meta.remaining == 0) ? 1w1 : 1w0;
+                answers = meta.last;
             }
-            // Blocks of the use's count, at least one pass.
-            bit<16> blocks = (meta.held_count + (VALUES_PER_PASS - 1)) >> 6;
-            meta.passes = (bit<8>)blocks;
+            // Blocks of the use's count; one pass each, and one per block but the last
+            // to harvest when the packet answers; at least one pass.
+            meta.blocks = (bit<8>)((meta.held_count + (VALUES_PER_PASS - 1)) >> VALUE_SHIFT);
             meta.last_value_pass = 0;
-            if (meta.passes == 0) {
-                meta.passes = 1;
-            } else {
-                meta.last_value_pass = meta.passes - 1;
+            meta.passes = 1;
+            if (meta.blocks != 0) {
+                meta.last_value_pass = meta.blocks - 1;
+                meta.passes = meta.blocks;
+                if (answers == 1) {
+                    meta.passes = meta.blocks + meta.blocks - 1;
+                }
             }
         }
-        // Lanes of this pass's block that hold values of the use.
-        bit<16> done = (bit<16>)meta.pass << 6;
-        if (meta.held_count >= done + VALUES_PER_PASS) {
-            meta.lanes = VALUES_PER_PASS;
-        } else if (meta.held_count > done) {
-            meta.lanes = (bit<8>)(meta.held_count - done);
-        } else {
-            meta.lanes = 0;
+        // This pass's block: block `pass` while consuming, then the earlier ones backwards.
+        // (A use of no values has no block: no lanes.)
+        meta.block = meta.pass;
+        meta.harvest = 0;
+        if (meta.pass >= meta.blocks) {
+            meta.block = meta.blocks + meta.blocks - 2 - meta.pass;
+            meta.harvest = 1;
+        }
+        meta.lanes = 0;
+        if (meta.blocks != 0) {
+            meta.lanes = lanes_of(meta.held_count, meta.block);
+        }
+        // The block stays in the packet in the passes that build the answer.
+        meta.keep_values = 0;
+        if (answers == 1 && meta.pass + 1 >= meta.blocks) {
+            meta.keep_values = 1;
+        }
+        // What the next pass's parser extracts: the next block while consuming.
+        meta.parse_lanes = 0;
+        if (meta.pass + 1 < meta.blocks) {
+            meta.parse_lanes = lanes_of(meta.held_count, meta.pass + 1);
         }
         if (meta.drop_reason != DROP_NONE) {
             meta.verdict = VERDICT_DROP;

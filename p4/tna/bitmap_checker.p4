@@ -13,9 +13,6 @@
 #ifndef _SWITCHML_BITMAP_CHECKER_P4_
 #define _SWITCHML_BITMAP_CHECKER_P4_
 
-const bit<1> SEEN_CHECK = 0;
-const bit<1> SEEN_PROBE = 1;
-
 struct seen_pair_t {
     bit<32> v0;
     bit<32> v1;
@@ -23,7 +20,7 @@ struct seen_pair_t {
 
 // One word register: ranks 32·half .. 32·half+31 of both versions. The check actions
 // output 1 when the rank was seen in v.
-control SeenWord(inout metadata_t meta, in bit<32> mask, in bit<8> ver, in bit<1> mode,
+control SeenWord(inout metadata_t meta, in bit<32> mask, in bit<1> probe,
                  out bit<8> flags, out bit<32> word) {
     Register<seen_pair_t, bit<32>>(POOL_SLOTS) seen;
 
@@ -70,13 +67,13 @@ control SeenWord(inout metadata_t meta, in bit<32> mask, in bit<8> ver, in bit<1
     apply {
         flags = 0;
         word = 0;
-        if (mode == SEEN_PROBE) {
-            if (ver == 0) {
+        if (probe == 1) {
+            if (meta.p_ver == 0) {
                 word = read_v0.execute(meta.pool_slot);
             } else {
                 word = read_v1.execute(meta.pool_slot);
             }
-        } else if (ver == 0) {
+        } else if (meta.p_ver == 0) {
             flags = check_v0.execute(meta.pool_slot);
         } else {
             flags = check_v1.execute(meta.pool_slot);
@@ -84,7 +81,7 @@ control SeenWord(inout metadata_t meta, in bit<32> mask, in bit<8> ver, in bit<1
     }
 }
 
-control BitmapChecker(inout metadata_t meta, in bit<8> ver, in bit<1> mode) {
+control BitmapChecker(inout metadata_t meta, in bit<1> probe) {
     SeenWord() seen_lo;
     SeenWord() seen_hi;
 
@@ -93,10 +90,10 @@ control BitmapChecker(inout metadata_t meta, in bit<8> ver, in bit<1> mode) {
         bit<8> hi_flags;
         bit<32> lo_word;
         bit<32> hi_word;
-        seen_lo.apply(meta, meta.rank_bit[31:0], ver, mode, lo_flags, lo_word);
-        seen_hi.apply(meta, meta.rank_bit[63:32], ver, mode, hi_flags, hi_word);
+        seen_lo.apply(meta, meta.rank_bit[31:0], probe, lo_flags, lo_word);
+        seen_hi.apply(meta, meta.rank_bit[63:32], probe, hi_flags, hi_word);
         bit<8> f = lo_flags | hi_flags;
-        if (mode == SEEN_PROBE) {
+        if (probe == 1) {
             meta.seen_word = hi_word ++ lo_word;
         } else {
             meta.seen = f[0:0];

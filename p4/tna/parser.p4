@@ -1,8 +1,11 @@
 // parser.p4 (TNA): the ingress parser and the egress parser.
 // Rust twin: p4/model/src/parser.rs (Parser). As on v1model, plus: a packet from the
-// recirculation port starts with the bridge header (sml_bridge_h). Values are extracted
-// block by block: full blocks loop on the stack's lastIndex, the partial last block on a
-// ParserCounter set to count mod 64 (Tofino's parser counter is 8 bits wide).
+// recirculation port starts with the bridge header (sml_bridge_h), and every metadata
+// field is written here first (Tofino does not zero metadata). Values: one block of at
+// most VALUES_PER_PASS, counted by a ParserCounter (8 bits wide on Tofino): pass 0 takes
+// the first block of the packet's count, a recirculated pass the block pass 0 planned
+// (bridge.parse_lanes; 0 when it harvests). The rest stays in the payload; only one block
+// is in the header vector (next_step_selector.p4).
 #ifndef _SWITCHML_PARSER_P4_
 #define _SWITCHML_PARSER_P4_
 
@@ -13,17 +16,107 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
     state start {
         packet.extract(ig_intr_md);
         packet.advance(PORT_METADATA_SIZE);
-        // Metadata starts zeroed (@pa_auto_init_metadata in switchml.p4).
+        // Every field of metadata_t (p4/model/tests/p4_files.rs checks the list).
+        meta.switchml = 0;
+        meta.parser_failed = 0;
+        meta.values_left = 0;
+        meta.values_parsed = 0;
+        meta.message = MSG_NONE;
+        meta.p_session = 0;
+        meta.p_seq = 0;
+        meta.p_ver = 0;
+        meta.drop_reason = DROP_NONE;
+        meta.verdict = VERDICT_DROP;
+        meta.pass = 0;
+        meta.passes = 0;
+        meta.last_value_pass = 0;
+        meta.blocks = 0;
+        meta.parse_lanes = 0;
+        meta.block = 0;
+        meta.harvest = 0;
+        meta.keep_values = 0;
+        meta.job_hit = 0;
+        meta.world = 0;
+        meta.full_mask = 0;
+        meta.slot_lo = 0;
+        meta.slot_count = 0;
+        meta.group = 0;
+        meta.job_index = 0;
+        meta.job_key = 0;
+        meta.worker_hit = 0;
+        meta.worker_rank = 0;
+        meta.rank_known = 0;
+        meta.rank_bit = 0;
+        meta.pool_slot = 0;
+        meta.version_index = 0;
+        meta.value_index = 0;
+        meta.begin = 0;
+        meta.stale = 0;
+        meta.held_count = 0;
+        meta.count_ok = 0;
+        meta.seen = 0;
+        meta.complete = 0;
+        meta.counted = 0;
+        meta.remaining = 0;
+        meta.outcome = OUTCOME_NONE;
+        meta.last = 0;
+        meta.update = UPDATE_NONE;
+        meta.lanes = 0;
+        meta.exp = 0;
+        meta.packet_overflow = 0;
+        meta.recirculated = 0;
+        meta.ingress_port = 0;
+        meta.overflow = 0;
+        meta.admitted = 0;
+        meta.run_open = 0;
+        meta.run_opened = 0;
+        meta.run_session = 0;
+        meta.shape_ok = 0;
+        meta.join_shape = 0;
+        meta.join_neg_nonce = 0;
+        meta.run_end = 0;
+        meta.in_session = 0;
+        meta.held_seq = 0;
+        meta.seen_word = 0;
+        meta.joined = 0;
+        meta.join_complete = 0;
+        meta.join_completes = 0;
+        meta.abort_reason = 0;
+        meta.abort_detail = 0;
+        meta.abort_session = 0;
+        meta.reply_len = 0;
+        meta.switch_mac = 0;
+        meta.switch_ip = 0;
+        meta.epoch = 0;
+        meta.max_count = 0;
         transition select(ig_intr_md.ingress_port) {
             RECIRCULATION_PORT: parse_bridge;
             default: parse_ethernet;
         }
     }
 
+    // A later pass: a Contribution (its next block, or nothing when it harvests), or a
+    // Join or Leave that ends its job's run. The packet is the one pass 0 admitted.
     state parse_bridge {
         packet.extract(hdr.bridge);
         meta.recirculated = 1;
-        transition parse_ethernet;
+        meta.switchml = 1;
+        packet.extract(hdr.ethernet);
+        packet.extract(hdr.ipv4);
+        packet.extract(hdr.udp);
+        packet.extract(hdr.prefix);
+        transition select(hdr.bridge.message) {
+            MSG_CONTRIBUTION: parse_planned_block;
+            MSG_JOIN: parse_join;
+            MSG_LEAVE: parse_leave;
+            default: accept;
+        }
+    }
+
+    state parse_planned_block {
+        packet.extract(hdr.data);
+        values_left.set(hdr.bridge.parse_lanes);
+        transition parse_values;
     }
 
     state parse_ethernet {
@@ -69,135 +162,32 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
         packet.extract(hdr.data);
         transition select(hdr.data.count) {
             0: accept;
-            1 .. 63: part_block0;
-            64: full_block0_last;
-            default: full_block0;
+            1 .. (VALUES_PER_PASS - 1): part_block;
+            default: full_block;
         }
     }
 
-    // Block 0.
-    state full_block0 {
-        packet.extract(hdr.block0.next);
-        transition select(hdr.block0.lastIndex) {
-            63: after_block0;
-            default: full_block0;
-        }
+    state part_block {
+        values_left.set(hdr.data.count[7:0]);
+        transition parse_values;
     }
-    state full_block0_last {
-        packet.extract(hdr.block0.next);
-        transition select(hdr.block0.lastIndex) {
-            63: accept;
-            default: full_block0_last;
-        }
+
+    state full_block {
+        values_left.set((bit<8>)VALUES_PER_PASS);
+        transition parse_values;
     }
-    state part_block0 {
-        values_left.set(hdr.data.count[5:0]);
-        transition part_block0_loop;
-    }
-    state part_block0_loop {
-        packet.extract(hdr.block0.next);
-        values_left.decrement(1);
+
+    state parse_values {
         transition select(values_left.is_zero()) {
             true: accept;
-            false: part_block0_loop;
-        }
-    }
-    state after_block0 {
-        transition select(hdr.data.count) {
-            65 .. 127: part_block1;
-            128: full_block1_last;
-            default: full_block1;
+            false: parse_value;
         }
     }
 
-    // Block 1.
-    state full_block1 {
-        packet.extract(hdr.block1.next);
-        transition select(hdr.block1.lastIndex) {
-            63: after_block1;
-            default: full_block1;
-        }
-    }
-    state full_block1_last {
-        packet.extract(hdr.block1.next);
-        transition select(hdr.block1.lastIndex) {
-            63: accept;
-            default: full_block1_last;
-        }
-    }
-    state part_block1 {
-        values_left.set(hdr.data.count[5:0]);
-        transition part_block1_loop;
-    }
-    state part_block1_loop {
-        packet.extract(hdr.block1.next);
+    state parse_value {
+        packet.extract(hdr.values.next);
         values_left.decrement(1);
-        transition select(values_left.is_zero()) {
-            true: accept;
-            false: part_block1_loop;
-        }
-    }
-    state after_block1 {
-        transition select(hdr.data.count) {
-            129 .. 191: part_block2;
-            192: full_block2_last;
-            default: full_block2;
-        }
-    }
-
-    // Block 2.
-    state full_block2 {
-        packet.extract(hdr.block2.next);
-        transition select(hdr.block2.lastIndex) {
-            63: after_block2;
-            default: full_block2;
-        }
-    }
-    state full_block2_last {
-        packet.extract(hdr.block2.next);
-        transition select(hdr.block2.lastIndex) {
-            63: accept;
-            default: full_block2_last;
-        }
-    }
-    state part_block2 {
-        values_left.set(hdr.data.count[5:0]);
-        transition part_block2_loop;
-    }
-    state part_block2_loop {
-        packet.extract(hdr.block2.next);
-        values_left.decrement(1);
-        transition select(values_left.is_zero()) {
-            true: accept;
-            false: part_block2_loop;
-        }
-    }
-    state after_block2 {
-        transition select(hdr.data.count) {
-            193 .. 255: part_block3;
-            default: full_block3;
-        }
-    }
-
-    // Block 3: a count above 256 leaves the rest in the payload (CountTooLarge).
-    state full_block3 {
-        packet.extract(hdr.block3.next);
-        transition select(hdr.block3.lastIndex) {
-            63: accept;
-            default: full_block3;
-        }
-    }
-    state part_block3 {
-        values_left.set(hdr.data.count[5:0]);
-        transition part_block3_loop;
-    }
-    state part_block3_loop {
-        packet.extract(hdr.block3.next);
-        values_left.decrement(1);
-        transition select(values_left.is_zero()) {
-            true: accept;
-            false: part_block3_loop;
-        }
+        transition parse_values;
     }
 
     state parse_join {

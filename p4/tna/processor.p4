@@ -1,22 +1,26 @@
 // processor.p4 (TNA): one value register and its three RegisterActions; processors.p4
-// (generated) has 64. Rust twin: p4/model/src/processor.rs (Processor). The action
-// returns the new value; overflow follows from old = new - x, so one output suffices.
+// (generated) has VALUES_PER_PASS. Rust twin: p4/model/src/processor.rs (Processor). The
+// cell is the slot version's for the block this pass handles (next_step_selector.p4; a
+// harvest pass reads). The action returns the new value; overflow follows from
+// old = new - x, so one output suffices. The addend is copied out of the header only when
+// the header is valid, so no action reads a field of an invalid header.
 #ifndef _SWITCHML_PROCESSOR_P4_
 #define _SWITCHML_PROCESSOR_P4_
 
 control Processor(inout value_h value, inout metadata_t meta, in bit<8> lane) {
     Register<bit<32>, bit<32>>(POOL_VALUE_CELLS) cells;
+    bit<32> addend = 0;
 
     RegisterAction<bit<32>, bit<32>, bit<32>>(cells) load = {
         void apply(inout bit<32> held, out bit<32> sum) {
-            held = value.v;
+            held = addend;
             sum = held;
         }
     };
 
     RegisterAction<bit<32>, bit<32>, bit<32>>(cells) add = {
         void apply(inout bit<32> held, out bit<32> sum) {
-            held = held + value.v;
+            held = held + addend;
             sum = held;
         }
     };
@@ -29,22 +33,28 @@ control Processor(inout value_h value, inout metadata_t meta, in bit<8> lane) {
 
     apply {
         if (lane < meta.lanes) {
-            bit<32> index = (meta.version_index << 2) | (bit<32>)meta.pass[1:0];
-            bit<32> x = value.v;
+            bit<32> index = (meta.version_index << BLOCK_BITS) | (bit<32>)meta.block[3:0];
+            if (value.isValid()) {
+                addend = value.v;
+            }
             bit<32> sum;
-            if (meta.update == UPDATE_LOAD) {
+            if (meta.harvest == 0 && meta.update == UPDATE_LOAD) {
                 sum = load.execute(index);
-            } else if (meta.update == UPDATE_ADD) {
+            } else if (meta.harvest == 0 && meta.update == UPDATE_ADD) {
                 sum = add.execute(index);
-                bit<32> old = sum - x;
-                if (((old ^ sum) & (x ^ sum))[31:31] == 1) {
+                bit<32> old = sum - addend;
+                if (((old ^ sum) & (addend ^ sum))[31:31] == 1) {
                     meta.packet_overflow = 1;
                 }
             } else {
                 sum = read.execute(index);
             }
-            value.setValid();
-            value.v = sum;
+            if (meta.keep_values == 1) {
+                value.setValid();
+                value.v = sum;
+            } else {
+                value.setInvalid();
+            }
         } else {
             value.setInvalid();
         }

@@ -160,11 +160,20 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
 
     apply {
         bit<16> j = meta.job_index;
-        bit<32> held;
-        bit<32> lo;
-        bit<32> hi;
-        bit<32> left_lo_word;
-        bit<32> left_hi_word;
+        bit<32> held = 0;
+        bit<32> agreed = 0;
+        bit<32> old_nonce = 0;
+        bit<32> lo = 0;
+        bit<32> hi = 0;
+        bit<32> left_lo_word = 0;
+        bit<32> left_hi_word = 0;
+        // The bitmap words are applied from one place below, after the session; each
+        // message picks what they do.
+        bit<1> joined_on = 0;
+        bit<1> left_on = 0;
+        bit<2> joined_mode = WORD_READ;
+        bit<2> left_mode = WORD_READ;
+        bit<64> mask = 0;
         if (meta.pass != 0) {
             held = end_run.execute(j);
             if (meta.message == MSG_JOIN) {
@@ -175,16 +184,14 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
         } else if (meta.message == MSG_STATUS) {
             held = read_session.execute(j);
             meta.run_open = (held != 0) ? 1w1 : 1w0;
-            joined_lo.apply(j, 0, WORD_READ, 0, lo);
-            joined_hi.apply(j, 0, WORD_READ, 0, hi);
-            meta.joined = (held == 0) ? 64w0 : hi ++ lo;
+            joined_on = 1;
         } else if (meta.message == MSG_JOIN) {
             meta.join_neg_nonce = 0 - hdr.join.nonce;
             held = open_run.execute(j);
             meta.run_opened = (held == 0) ? 1w1 : 1w0;
             meta.run_session = held;
             meta.join_shape = hdr.join.slot_count ++ hdr.join.count;
-            bit<32> agreed = agree.execute(j);
+            agreed = agree.execute(j);
             if (meta.run_opened == 1) {
                 // `agree` returned the runs before this one.
                 meta.run_session = session_of(hdr.join.nonce, agreed);
@@ -192,12 +199,54 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
             }
             meta.shape_ok = (agreed == meta.join_shape) ? 1w1 : 1w0;
             // Only a Join of the run's shape changes the run.
-            bit<64> mask = (meta.shape_ok == 1) ? meta.rank_bit : 64w0;
-            bit<32> old_nonce = swap_nonce.execute(((bit<32>)j << 6) + (bit<32>)hdr.prefix.rank);
-            joined_lo.apply(j, mask[31:0], WORD_JOIN_SET, meta.run_opened, lo);
-            joined_hi.apply(j, mask[63:32], WORD_JOIN_SET, meta.run_opened, hi);
-            left_lo.apply(j, mask[31:0], WORD_JOIN_CLEAR, meta.run_opened, left_lo_word);
-            left_hi.apply(j, mask[63:32], WORD_JOIN_CLEAR, meta.run_opened, left_hi_word);
+            if (meta.shape_ok == 1) {
+                mask = meta.rank_bit;
+            }
+            old_nonce = swap_nonce.execute(((bit<32>)j << 6) + (bit<32>)hdr.prefix.rank);
+            joined_on = 1;
+            left_on = 1;
+            joined_mode = WORD_JOIN_SET;
+            left_mode = WORD_JOIN_CLEAR;
+        } else {
+            if (meta.message == MSG_ABORT) {
+                held = abort_run.execute(j);
+            } else {
+                held = read_session.execute(j);
+            }
+            meta.admitted = (held != 0 && held == meta.p_session) ? 1w1 : 1w0;
+            if (meta.admitted == 0) {
+                if (meta.message != MSG_PROBE) {
+                    meta.drop_reason = DROP_BAD_SESSION;
+                }
+            } else if (meta.message == MSG_ABORT || meta.message == MSG_LEAVE) {
+                if (meta.rank_known == 0) {
+                    meta.drop_reason = DROP_UNKNOWN_RANK;
+                } else if (meta.message == MSG_LEAVE) {
+                    // Only a rank of the run can leave it.
+                    joined_on = 1;
+                    left_on = 1;
+                    left_mode = WORD_LEAVE;
+                }
+            }
+        }
+
+        if (joined_on == 1) {
+            joined_lo.apply(j, mask[31:0], joined_mode, meta.run_opened, lo);
+            joined_hi.apply(j, mask[63:32], joined_mode, meta.run_opened, hi);
+        }
+        if (left_mode == WORD_LEAVE) {
+            mask = (hi ++ lo) & meta.rank_bit;
+        }
+        if (left_on == 1) {
+            left_lo.apply(j, mask[31:0], left_mode, meta.run_opened, left_lo_word);
+            left_hi.apply(j, mask[63:32], left_mode, meta.run_opened, left_hi_word);
+        }
+
+        if (meta.pass != 0) {
+            // The run ended above.
+        } else if (meta.message == MSG_STATUS) {
+            meta.joined = (held == 0) ? 64w0 : hi ++ lo;
+        } else if (meta.message == MSG_JOIN) {
             bit<64> old = hi ++ lo;
             bit<1> was_complete = (old == meta.full_mask) ? 1w1 : 1w0;
             if ((old & meta.rank_bit) != 0 && old_nonce != hdr.join.nonce
@@ -216,31 +265,10 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
                     meta.join_completes = 1;
                 }
             }
-        } else {
-            if (meta.message == MSG_ABORT) {
-                held = abort_run.execute(j);
-            } else {
-                held = read_session.execute(j);
-            }
-            meta.admitted = (held != 0 && held == meta.p_session) ? 1w1 : 1w0;
-            if (meta.admitted == 0) {
-                if (meta.message != MSG_PROBE) {
-                    meta.drop_reason = DROP_BAD_SESSION;
-                }
-            } else if (meta.message == MSG_ABORT || meta.message == MSG_LEAVE) {
-                if (meta.rank_known == 0) {
-                    meta.drop_reason = DROP_UNKNOWN_RANK;
-                } else if (meta.message == MSG_LEAVE) {
-                    // Only a rank of the run can leave it.
-                    joined_lo.apply(j, 0, WORD_READ, 0, lo);
-                    joined_hi.apply(j, 0, WORD_READ, 0, hi);
-                    left_lo.apply(j, lo & meta.rank_bit[31:0], WORD_LEAVE, 0, left_lo_word);
-                    left_hi.apply(j, hi & meta.rank_bit[63:32], WORD_LEAVE, 0, left_hi_word);
-                    if (left_lo_word == lo && left_hi_word == hi) {
-                        meta.run_end = 1;
-                        meta.run_session = held;
-                    }
-                }
+        } else if (left_mode == WORD_LEAVE) {
+            if (left_lo_word == lo && left_hi_word == hi) {
+                meta.run_end = 1;
+                meta.run_session = held;
             }
         }
     }

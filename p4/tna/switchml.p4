@@ -3,7 +3,8 @@
 // manager's intrinsic metadata). Rust twin of this orchestration:
 // p4/model/src/pipeline.rs (Pipeline). Compile (SDE):
 //   bf-p4c --std p4-16 --target tofino --arch tna -I ../include -o build switchml.p4
-// Unverified: no P4 compiler ran on this file (see p4/README.md, known gaps).
+// Every control, and so every register, is applied from one place, at most once per pass;
+// the resources it needs per stage are in p4/README.md ("Resources").
 #include <core.p4>
 #include <tna.p4>
 
@@ -43,7 +44,6 @@ struct egress_metadata_t {
 #include "job_counters.p4"
 #include "udp_sender.p4"
 
-@pa_auto_init_metadata
 control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                         in ingress_intrinsic_metadata_t ig_intr_md,
                         in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
@@ -82,120 +82,128 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
     }
 
     apply {
-        meta.drop_reason = DROP_NONE;
-        if (meta.switchml == 0) {
-            drop_counters.apply(meta);
-            ig_dprsr_md.drop_ctl = 1;
-            exit;
-        }
-        switch_config.apply();
-        if (meta.recirculated == 0) {
-            // Pass 0: everything but the later value blocks and the end of a run.
-            meta.ingress_port = ig_intr_md.ingress_port;
-            meta.parser_failed = (ig_prsr_md.parser_err != 0) ? 1w1 : 1w0;
-            validator.apply(hdr, meta);
-            if (meta.message != MSG_NONE) {
-                classifier.apply(hdr, meta);
+        // Not switchml traffic is only counted (ignored) and dropped: its verdict stays
+        // VERDICT_DROP, as the parser wrote it.
+        if (meta.switchml == 1) {
+            switch_config.apply();
+            if (meta.recirculated == 0) {
+                // Pass 0: everything but the later value blocks and the end of a run.
+                meta.ingress_port = ig_intr_md.ingress_port;
+                meta.parser_failed = (ig_prsr_md.parser_err != 0) ? 1w1 : 1w0;
+                validator.apply(hdr, meta);
+                if (meta.message != MSG_NONE) {
+                    classifier.apply(hdr, meta);
+                }
+                if (meta.message == MSG_JOIN) {
+                    join_handler.apply(hdr, meta);
+                } else if (meta.message == MSG_STATUS) {
+                    status_handler.apply(hdr, meta);
+                }
+            } else {
+                // A later pass: what pass 0 decided comes in the bridge header. A Contribution's
+                // next block of values, or the pass that ends the run of a restarted rank's Join
+                // or of the last Leave.
+                meta.message = hdr.bridge.message;
+                meta.run_session = hdr.bridge.run_session;
+                meta.pass = hdr.bridge.pass + 1;
+                meta.passes = hdr.bridge.passes;
+                meta.last_value_pass = hdr.bridge.last_value_pass;
+                meta.blocks = hdr.bridge.blocks;
+                meta.parse_lanes = hdr.bridge.parse_lanes;
+                meta.outcome = hdr.bridge.outcome;
+                meta.update = hdr.bridge.update;
+                meta.exp = hdr.bridge.exp;
+                meta.last = hdr.bridge.last;
+                meta.packet_overflow = hdr.bridge.packet_overflow;
+                meta.overflow = hdr.bridge.overflow;
+                meta.ingress_port = hdr.bridge.ingress_port;
+                meta.world = hdr.bridge.world;
+                meta.group = hdr.bridge.group;
+                meta.job_index = hdr.bridge.job_index;
+                meta.job_hit = 1;
+                meta.held_count = hdr.bridge.held_count;
+                meta.pool_slot = hdr.bridge.pool_slot;
+                meta.version_index = hdr.bridge.version_index;
+                meta.rank_bit = hdr.bridge.rank_bit;
+                hdr.bridge.setInvalid();
             }
-            if (meta.message == MSG_JOIN) {
-                join_handler.apply(hdr, meta);
-            } else if (meta.message == MSG_STATUS) {
-                status_handler.apply(hdr, meta);
+            // Every message of a known job meets its run in pass 0 (a refused Join does not);
+            // the later pass of a Join or a Leave ends it.
+            if ((meta.recirculated == 0 && meta.message != MSG_NONE && meta.job_hit == 1
+                        && meta.abort_reason == 0)
+                    || (meta.recirculated == 1 && meta.message != MSG_CONTRIBUTION)) {
+                run_tracker.apply(hdr, meta);
             }
-        } else {
-            // A later pass: what pass 0 decided comes in the bridge header. A Contribution's
-            // next block of values, or the pass that ends the run of a restarted rank's Join
-            // or of the last Leave.
-            meta.message = hdr.bridge.message;
-            meta.run_session = hdr.bridge.run_session;
-            meta.pass = hdr.bridge.pass + 1;
-            meta.passes = hdr.bridge.passes;
-            meta.last_value_pass = hdr.bridge.last_value_pass;
-            meta.outcome = hdr.bridge.outcome;
-            meta.update = hdr.bridge.update;
-            meta.exp = hdr.bridge.exp;
-            meta.last = hdr.bridge.last;
-            meta.packet_overflow = hdr.bridge.packet_overflow;
-            meta.overflow = hdr.bridge.overflow;
-            meta.ingress_port = hdr.bridge.ingress_port;
-            meta.world = hdr.bridge.world;
-            meta.group = hdr.bridge.group;
-            meta.job_index = hdr.bridge.job_index;
-            meta.job_hit = 1;
-            meta.held_count = hdr.bridge.held_count;
-            meta.pool_slot = hdr.bridge.pool_slot;
-            meta.version_index = hdr.bridge.version_index;
-            meta.rank_bit = hdr.bridge.rank_bit;
-            hdr.bridge.setInvalid();
-        }
-        // Every message of a known job meets its run in pass 0 (a refused Join does not);
-        // the later pass of a Join or a Leave ends it.
-        if ((meta.recirculated == 0 && meta.message != MSG_NONE && meta.job_hit == 1
-                    && meta.abort_reason == 0)
-                || (meta.recirculated == 1 && meta.message != MSG_CONTRIBUTION)) {
-            run_tracker.apply(hdr, meta);
-        }
-        if (meta.recirculated == 0) {
-            if (meta.message == MSG_CONTRIBUTION && meta.drop_reason == DROP_NONE) {
-                use_checker.apply(meta, hdr.data.seq, 0);
-                if (meta.stale == 0) {
-                    count_checker.apply(meta, hdr.data.count);
-                    bitmap_checker.apply(meta, hdr.data.ver, SEEN_CHECK);
-                    workers_counter.apply(meta, 0);
-                    next_step_selector.apply(hdr, meta);
-                    if (meta.update != UPDATE_NONE) {
+            // The slot's registers, each applied from here only: a Contribution's checks or a
+            // Probe's reads, in pass 0.
+            bit<1> check = 0;
+            bit<1> read = 0;
+            if (meta.recirculated == 0) {
+                if (meta.message == MSG_CONTRIBUTION && meta.drop_reason == DROP_NONE) {
+                    check = 1;
+                    meta.p_seq = hdr.data.seq;
+                    meta.p_ver = hdr.data.ver;
+                } else if (meta.message == MSG_PROBE) {
+                    probe_handler.apply(hdr, meta, read);
+                    meta.p_ver = hdr.probe.ver;
+                } else if ((meta.message == MSG_ABORT || meta.message == MSG_LEAVE)
+                        && meta.job_hit == 0) {
+                    meta.drop_reason = DROP_UNKNOWN_JOB;
+                }
+            }
+            if (check == 1 || read == 1) {
+                use_checker.apply(meta, read);
+            }
+            if (check == 1 && meta.stale == 0) {
+                count_checker.apply(meta, hdr.data.count);
+            }
+            if ((check == 1 && meta.stale == 0) || read == 1) {
+                bitmap_checker.apply(meta, read);
+                workers_counter.apply(meta, read);
+            }
+            // A Contribution's fate and its passes over the values (next_step_selector.p4):
+            // pass 0 after the checks, and every later pass. The exponent and the overflow
+            // flag come after the value registers, in the pass that consumes the last block.
+            if ((check == 1 && meta.stale == 0)
+                    || (meta.recirculated == 1 && meta.message == MSG_CONTRIBUTION)) {
+                next_step_selector.apply(hdr, meta);
+                if (meta.update != UPDATE_NONE) {
+                    processors.apply(hdr, meta);
+                    if (meta.pass == meta.last_value_pass) {
                         exponents.apply(meta, hdr.data.exp);
-                        processors.apply(hdr, meta);
-                        if (meta.last_value_pass == 0) {
-                            overflow_flag.apply(meta);
-                        }
+                        overflow_flag.apply(meta);
                     }
                 }
-            } else if (meta.message == MSG_PROBE) {
-                bit<1> read;
-                probe_handler.apply(hdr, meta, read);
-                if (read == 1) {
-                    use_checker.apply(meta, 0, 1);
-                    bitmap_checker.apply(meta, hdr.probe.ver, SEEN_PROBE);
-                    workers_counter.apply(meta, 1);
-                }
-            } else if ((meta.message == MSG_ABORT || meta.message == MSG_LEAVE)
-                    && meta.job_hit == 0) {
-                meta.drop_reason = DROP_UNKNOWN_JOB;
             }
-        } else if (meta.message == MSG_CONTRIBUTION) {
-            next_step_selector.apply(hdr, meta);
-            processors.apply(hdr, meta);
-            if (meta.pass == meta.last_value_pass) {
-                overflow_flag.apply(meta);
-            }
-        }
 
-        if (meta.message == MSG_CONTRIBUTION && meta.drop_reason == DROP_NONE
-                && meta.stale == 0) {
-            // next_step_selector.p4 already chose this pass's verdict.
-        } else if (meta.drop_reason != DROP_NONE) {
-            meta.verdict = VERDICT_DROP;
-        } else if (meta.run_end == 1) {
-            meta.verdict = VERDICT_RECIRCULATE;
-        } else if (meta.abort_reason == ABORT_RANK_RESTARTED) {
-            meta.verdict = VERDICT_MULTICAST;
-        } else if (meta.abort_reason != 0) {
-            meta.verdict = VERDICT_UNICAST;
-        } else if (meta.message == MSG_JOIN && meta.join_completes == 1) {
-            meta.verdict = VERDICT_MULTICAST;
-        } else if (meta.message == MSG_ABORT) {
-            meta.verdict = VERDICT_MULTICAST;
-        } else if (meta.message == MSG_LEAVE) {
-            meta.verdict = VERDICT_CONSUME;
-        } else {
-            meta.verdict = VERDICT_UNICAST;
-        }
-        if (meta.verdict == VERDICT_UNICAST || meta.verdict == VERDICT_MULTICAST) {
-            reply_builder.apply(hdr, meta);
+            if (meta.message == MSG_CONTRIBUTION && meta.drop_reason == DROP_NONE
+                    && meta.stale == 0) {
+                // next_step_selector.p4 already chose this pass's verdict.
+            } else if (meta.drop_reason != DROP_NONE) {
+                meta.verdict = VERDICT_DROP;
+            } else if (meta.run_end == 1) {
+                meta.verdict = VERDICT_RECIRCULATE;
+            } else if (meta.abort_reason == ABORT_RANK_RESTARTED) {
+                meta.verdict = VERDICT_MULTICAST;
+            } else if (meta.abort_reason != 0) {
+                meta.verdict = VERDICT_UNICAST;
+            } else if (meta.message == MSG_JOIN && meta.join_completes == 1) {
+                meta.verdict = VERDICT_MULTICAST;
+            } else if (meta.message == MSG_ABORT) {
+                meta.verdict = VERDICT_MULTICAST;
+            } else if (meta.message == MSG_LEAVE) {
+                meta.verdict = VERDICT_CONSUME;
+            } else {
+                meta.verdict = VERDICT_UNICAST;
+            }
+            if (meta.verdict == VERDICT_UNICAST || meta.verdict == VERDICT_MULTICAST) {
+                reply_builder.apply(hdr, meta);
+            }
         }
         drop_counters.apply(meta);
-        job_counters.apply(meta);
+        if (meta.switchml == 1) {
+            job_counters.apply(meta);
+        }
 
         hdr.egress_bridge.setValid();
         hdr.egress_bridge.pad = 0;
@@ -219,6 +227,8 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
             hdr.bridge.update = meta.update;
             hdr.bridge.exp = meta.exp;
             hdr.bridge.lanes = meta.lanes;
+            hdr.bridge.blocks = meta.blocks;
+            hdr.bridge.parse_lanes = meta.parse_lanes;
             hdr.bridge.pad = 0;
             hdr.bridge.last = meta.last;
             hdr.bridge.packet_overflow = meta.packet_overflow;

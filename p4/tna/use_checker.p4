@@ -11,7 +11,7 @@ const bit<8> USE_BEGIN = 0;
 const bit<8> USE_CURRENT = 1;
 const bit<8> USE_STALE = 2;
 
-control UseChecker(inout metadata_t meta, in bit<32> p_seq, in bit<1> probe) {
+control UseChecker(inout metadata_t meta, in bit<1> probe) {
     Register<bit<32>, bit<32>>(POOL_VERSIONS) seq;
     Register<bit<32>, bit<32>>(POOL_VERSIONS) use_session;   // the run of the use held
 
@@ -37,10 +37,10 @@ control UseChecker(inout metadata_t meta, in bit<32> p_seq, in bit<1> probe) {
 
     RegisterAction<bit<32>, bit<32>, bit<8>>(seq) check_use = {
         void apply(inout bit<32> value, out bit<8> use) {
-            if (meta.in_session == 0 || (int<32>)(p_seq - value) > 0) {
-                value = p_seq;
+            if (meta.in_session == 0 || (int<32>)(meta.p_seq - value) > 0) {
+                value = meta.p_seq;
                 use = USE_BEGIN;
-            } else if (value == p_seq) {
+            } else if (value == meta.p_seq) {
                 use = USE_CURRENT;
             } else {
                 use = USE_STALE;

@@ -11,19 +11,16 @@
 #ifndef _SWITCHML_BITMAP_CHECKER_P4_
 #define _SWITCHML_BITMAP_CHECKER_P4_
 
-const bit<1> SEEN_CHECK = 0;
-const bit<1> SEEN_PROBE = 1;
-
-control BitmapChecker(inout metadata_t meta, in bit<8> ver, in bit<1> mode) {
+control BitmapChecker(inout metadata_t meta, in bit<1> probe) {
     register<bit<128>>(POOL_SLOTS) seen;
 
     apply {
         bit<128> cell;
         seen.read(cell, meta.pool_slot);
-        bit<64> mine = (ver == 0) ? cell[63:0] : cell[127:64];
-        bit<64> other = (ver == 0) ? cell[127:64] : cell[63:0];
+        bit<64> mine = (meta.p_ver == 0) ? cell[63:0] : cell[127:64];
+        bit<64> other = (meta.p_ver == 0) ? cell[127:64] : cell[63:0];
         bit<1> write = 0;
-        if (mode == SEEN_PROBE) {
+        if (probe == 1) {
             meta.seen_word = mine;
         } else {
             if (meta.begin == 1) {
@@ -37,7 +34,7 @@ control BitmapChecker(inout metadata_t meta, in bit<8> ver, in bit<1> mode) {
             }
         }
         if (write == 1) {
-            seen.write(meta.pool_slot, (ver == 0) ? (other ++ mine) : (mine ++ other));
+            seen.write(meta.pool_slot, (meta.p_ver == 0) ? (other ++ mine) : (mine ++ other));
         }
     }
 }

@@ -9,7 +9,7 @@ control DropCounters(in metadata_t meta) {
     counter(3, CounterType.packets) outcomes;          // consumed, multicast, unicast
     counter(DROP_CLASSES, CounterType.packets) drops;
     counter(1, CounterType.packets) ignored;
-    counter(1, CounterType.packets) recirculations;    // one per further block of values
+    counter(1, CounterType.packets) recirculations;    // one per later pass
 
     apply {
         if (meta.switchml == 0) {

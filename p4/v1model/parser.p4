@@ -1,8 +1,8 @@
 // parser.p4 (v1model): Ethernet -> IPv4 -> UDP to 0xBEE0 -> prefix -> the header its type
-// selects -> up to 4 x 64 values. Rust twin: p4/model/src/parser.rs (Parser).
+// selects -> one block of values. Rust twin: p4/model/src/parser.rs (Parser).
 // A header that runs past the packet sets standard_metadata.parser_error; the ingress turns
-// that into meta.parser_failed and the validator into a Malformed drop. Values beyond 256
-// stay in the payload (the count check drops such a packet as CountTooLarge).
+// that into meta.parser_failed and the validator into a Malformed drop. A count above 256
+// is dropped as CountTooLarge in pass 0.
 #ifndef _SWITCHML_PARSER_P4_
 #define _SWITCHML_PARSER_P4_
 
@@ -47,53 +47,38 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, inout metadata_t meta
         }
     }
 
+    // The values: one block of at most VALUES_PER_PASS, counted with metadata (BMv2 takes
+    // only fields as select keys). Pass 0 takes the first block of the packet's count; a
+    // recirculated pass the block pass 0 planned (meta.parse_lanes, preserved), 0 when it
+    // harvests. Further values stay in the payload for later passes.
     state parse_data {
         packet.extract(hdr.data);
+        meta.values_parsed = 0;
         meta.values_left = hdr.data.count;
-        transition select(hdr.data.count) {
-            0: accept;
-            default: parse_block0;
+        transition select(standard_metadata.instance_type) {
+            PKT_INSTANCE_TYPE_INGRESS_RECIRC: parse_planned_block;
+            default: parse_values;
         }
     }
 
-    state parse_block0 {
-        packet.extract(hdr.block0.next);
-        meta.values_left = meta.values_left - 1;
-        transition select(meta.values_left, hdr.block0.lastIndex) {
+    state parse_planned_block {
+        meta.values_left = (bit<16>)meta.parse_lanes;
+        transition parse_values;
+    }
+
+    state parse_values {
+        transition select(meta.values_left, meta.values_parsed) {
             (0, _): accept;
-            (_, 63): parse_block1;
-            default: parse_block0;
+            (_, VALUES_PER_PASS): accept;
+            default: parse_value;
         }
     }
 
-    state parse_block1 {
-        packet.extract(hdr.block1.next);
+    state parse_value {
+        packet.extract(hdr.values.next);
         meta.values_left = meta.values_left - 1;
-        transition select(meta.values_left, hdr.block1.lastIndex) {
-            (0, _): accept;
-            (_, 63): parse_block2;
-            default: parse_block1;
-        }
-    }
-
-    state parse_block2 {
-        packet.extract(hdr.block2.next);
-        meta.values_left = meta.values_left - 1;
-        transition select(meta.values_left, hdr.block2.lastIndex) {
-            (0, _): accept;
-            (_, 63): parse_block3;
-            default: parse_block2;
-        }
-    }
-
-    state parse_block3 {
-        packet.extract(hdr.block3.next);
-        meta.values_left = meta.values_left - 1;
-        transition select(meta.values_left, hdr.block3.lastIndex) {
-            (0, _): accept;
-            (_, 63): accept;
-            default: parse_block3;
-        }
+        meta.values_parsed = meta.values_parsed + 1;
+        transition parse_values;
     }
 
     state parse_join {

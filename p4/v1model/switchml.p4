@@ -2,11 +2,14 @@
 // Rust twin of the ingress/egress orchestration: p4/model/src/pipeline.rs (Pipeline);
 // every control is in its own file, twin named in its header. Compile:
 //   p4c-bm2-ss --std p4-16 -I ../include -o switchml.json switchml.p4
-// Unverified: no P4 compiler ran on this file (see p4/README.md).
+// Every control, and so every register, is applied from one place, at most once per pass
+// (p4/README.md, "What is known about the programs").
 #include <core.p4>
 #include <v1model.p4>
 
 #include "../include/headers.p4"
+
+const bit<32> PKT_INSTANCE_TYPE_INGRESS_RECIRC = 4;
 #include "parser.p4"
 #include "../include/validator.p4"
 #include "../include/classifier.p4"
@@ -26,8 +29,6 @@
 #include "drop_counters.p4"
 #include "job_counters.p4"
 #include "udp_sender.p4"
-
-const bit<32> PKT_INSTANCE_TYPE_INGRESS_RECIRC = 4;
 
 control SwitchmlVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
     apply { }
@@ -68,103 +69,110 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
     }
 
     apply {
-        if (meta.switchml == 0) {
-            drop_counters.apply(meta);
-            mark_to_drop(standard_metadata);
-            return;
-        }
-        switch_config.apply();
-        bit<1> first = (standard_metadata.instance_type != PKT_INSTANCE_TYPE_INGRESS_RECIRC)
-            ? 1w1 : 1w0;
-        if (first == 1) {
-            // Pass 0: everything but the later value blocks and the end of a run.
-            meta.pass = 0;
-            meta.drop_reason = DROP_NONE;
-            meta.parser_failed = (standard_metadata.parser_error != error.NoError) ? 1w1 : 1w0;
-            validator.apply(hdr, meta);
-            if (meta.message != MSG_NONE) {
-                classifier.apply(hdr, meta);
+        // Not switchml traffic is only counted (ignored) and dropped.
+        meta.verdict = VERDICT_DROP;
+        if (meta.switchml == 1) {
+            switch_config.apply();
+            bit<1> first = (standard_metadata.instance_type != PKT_INSTANCE_TYPE_INGRESS_RECIRC)
+                ? 1w1 : 1w0;
+            if (first == 1) {
+                // Pass 0: everything but the later blocks of values and the end of a run.
+                meta.pass = 0;
+                meta.drop_reason = DROP_NONE;
+                meta.outcome = OUTCOME_NONE;
+                meta.parser_failed = (standard_metadata.parser_error != error.NoError) ? 1w1 : 1w0;
+                validator.apply(hdr, meta);
+                if (meta.message != MSG_NONE) {
+                    classifier.apply(hdr, meta);
+                }
+                if (meta.message == MSG_JOIN) {
+                    join_handler.apply(hdr, meta);
+                } else if (meta.message == MSG_STATUS) {
+                    status_handler.apply(hdr, meta);
+                }
+            } else {
+                // A later pass: a Contribution's next block of values, or the pass that ends
+                // the run of a restarted rank's Join or of the last Leave.
+                meta.pass = meta.pass + 1;
+                meta.job_hit = 1;
+                meta.drop_reason = DROP_NONE;
             }
-            if (meta.message == MSG_JOIN) {
-                join_handler.apply(hdr, meta);
-            } else if (meta.message == MSG_STATUS) {
-                status_handler.apply(hdr, meta);
+            // Every message of a known job meets its run in pass 0 (a refused Join does not);
+            // the later pass of a Join or a Leave ends it.
+            if ((first == 1 && meta.message != MSG_NONE && meta.job_hit == 1
+                        && meta.abort_reason == 0)
+                    || (first == 0 && meta.message != MSG_CONTRIBUTION)) {
+                run_tracker.apply(hdr, meta);
             }
-        } else {
-            // A later pass: a Contribution's next block of values, or the pass that ends
-            // the run of a restarted rank's Join or of the last Leave.
-            meta.pass = meta.pass + 1;
-            meta.job_hit = 1;
-            meta.drop_reason = DROP_NONE;
-        }
-        // Every message of a known job meets its run in pass 0 (a refused Join does not);
-        // the later pass of a Join or a Leave ends it.
-        if ((first == 1 && meta.message != MSG_NONE && meta.job_hit == 1
-                    && meta.abort_reason == 0)
-                || (first == 0 && meta.message != MSG_CONTRIBUTION)) {
-            run_tracker.apply(hdr, meta);
-        }
-        if (first == 1) {
-            if (meta.message == MSG_CONTRIBUTION && meta.drop_reason == DROP_NONE) {
-                use_checker.apply(meta, hdr.data.seq, 0);
-                if (meta.stale == 0) {
-                    count_checker.apply(meta, hdr.data.count);
-                    bitmap_checker.apply(meta, hdr.data.ver, SEEN_CHECK);
-                    workers_counter.apply(meta, 0);
-                    next_step_selector.apply(hdr, meta);
-                    if (meta.update != UPDATE_NONE) {
+            // The slot's registers, each applied from here only: a Contribution's checks or a
+            // Probe's reads, in pass 0.
+            bit<1> check = 0;
+            bit<1> read = 0;
+            if (first == 1) {
+                if (meta.message == MSG_CONTRIBUTION && meta.drop_reason == DROP_NONE) {
+                    check = 1;
+                    meta.p_seq = hdr.data.seq;
+                    meta.p_ver = hdr.data.ver;
+                } else if (meta.message == MSG_PROBE) {
+                    probe_handler.apply(hdr, meta, read);
+                    meta.p_ver = hdr.probe.ver;
+                } else if ((meta.message == MSG_ABORT || meta.message == MSG_LEAVE)
+                        && meta.job_hit == 0) {
+                    meta.drop_reason = DROP_UNKNOWN_JOB;
+                }
+            }
+            if (check == 1 || read == 1) {
+                use_checker.apply(meta, read);
+            }
+            if (check == 1 && meta.stale == 0) {
+                count_checker.apply(meta, hdr.data.count);
+            }
+            if ((check == 1 && meta.stale == 0) || read == 1) {
+                bitmap_checker.apply(meta, read);
+                workers_counter.apply(meta, read);
+            }
+            // A Contribution's fate and its passes over the values (next_step_selector.p4):
+            // pass 0 after the checks, and every later pass.
+            if ((check == 1 && meta.stale == 0)
+                    || (first == 0 && meta.message == MSG_CONTRIBUTION)) {
+                next_step_selector.apply(hdr, meta);
+                if (meta.update != UPDATE_NONE) {
+                    processors.apply(hdr, meta);
+                    if (meta.pass == meta.last_value_pass) {
                         exponents.apply(meta, hdr.data.exp);
-                        processors.apply(hdr, meta);
-                        if (meta.last_value_pass == 0) {
-                            overflow_flag.apply(meta);
-                        }
+                        overflow_flag.apply(meta);
                     }
                 }
-            } else if (meta.message == MSG_PROBE) {
-                bit<1> read;
-                probe_handler.apply(hdr, meta, read);
-                if (read == 1) {
-                    use_checker.apply(meta, 0, 1);
-                    bitmap_checker.apply(meta, hdr.probe.ver, SEEN_PROBE);
-                    workers_counter.apply(meta, 1);
-                }
-            } else if ((meta.message == MSG_ABORT || meta.message == MSG_LEAVE)
-                    && meta.job_hit == 0) {
-                meta.drop_reason = DROP_UNKNOWN_JOB;
             }
-        } else if (meta.message == MSG_CONTRIBUTION) {
-            next_step_selector.apply(hdr, meta);
-            processors.apply(hdr, meta);
-            if (meta.pass == meta.last_value_pass) {
-                overflow_flag.apply(meta);
-            }
-        }
 
-        if (meta.message == MSG_CONTRIBUTION && meta.drop_reason == DROP_NONE
-                && meta.stale == 0) {
-            // next_step_selector.p4 already chose this pass's verdict.
-        } else if (meta.drop_reason != DROP_NONE) {
-            meta.verdict = VERDICT_DROP;
-        } else if (meta.run_end == 1) {
-            meta.verdict = VERDICT_RECIRCULATE;
-        } else if (meta.abort_reason == ABORT_RANK_RESTARTED) {
-            meta.verdict = VERDICT_MULTICAST;
-        } else if (meta.abort_reason != 0) {
-            meta.verdict = VERDICT_UNICAST;
-        } else if (meta.message == MSG_JOIN && meta.join_completes == 1) {
-            meta.verdict = VERDICT_MULTICAST;
-        } else if (meta.message == MSG_ABORT) {
-            meta.verdict = VERDICT_MULTICAST;
-        } else if (meta.message == MSG_LEAVE) {
-            meta.verdict = VERDICT_CONSUME;
-        } else {
-            meta.verdict = VERDICT_UNICAST;
-        }
-        if (meta.verdict == VERDICT_UNICAST || meta.verdict == VERDICT_MULTICAST) {
-            reply_builder.apply(hdr, meta);
+            if (meta.message == MSG_CONTRIBUTION && meta.drop_reason == DROP_NONE
+                    && meta.stale == 0) {
+                // next_step_selector.p4 already chose this pass's verdict.
+            } else if (meta.drop_reason != DROP_NONE) {
+                meta.verdict = VERDICT_DROP;
+            } else if (meta.run_end == 1) {
+                meta.verdict = VERDICT_RECIRCULATE;
+            } else if (meta.abort_reason == ABORT_RANK_RESTARTED) {
+                meta.verdict = VERDICT_MULTICAST;
+            } else if (meta.abort_reason != 0) {
+                meta.verdict = VERDICT_UNICAST;
+            } else if (meta.message == MSG_JOIN && meta.join_completes == 1) {
+                meta.verdict = VERDICT_MULTICAST;
+            } else if (meta.message == MSG_ABORT) {
+                meta.verdict = VERDICT_MULTICAST;
+            } else if (meta.message == MSG_LEAVE) {
+                meta.verdict = VERDICT_CONSUME;
+            } else {
+                meta.verdict = VERDICT_UNICAST;
+            }
+            if (meta.verdict == VERDICT_UNICAST || meta.verdict == VERDICT_MULTICAST) {
+                reply_builder.apply(hdr, meta);
+            }
         }
         drop_counters.apply(meta);
-        job_counters.apply(meta);
+        if (meta.switchml == 1) {
+            job_counters.apply(meta);
+        }
 
         if (meta.verdict == VERDICT_DROP || meta.verdict == VERDICT_CONSUME) {
             mark_to_drop(standard_metadata);
@@ -218,10 +226,7 @@ control SwitchmlDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.status_reply);
         packet.emit(hdr.status_counters);
         packet.emit(hdr.bitmap);
-        packet.emit(hdr.block0);
-        packet.emit(hdr.block1);
-        packet.emit(hdr.block2);
-        packet.emit(hdr.block3);
+        packet.emit(hdr.values);
     }
 }
 

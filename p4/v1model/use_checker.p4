@@ -7,7 +7,7 @@
 #ifndef _SWITCHML_USE_CHECKER_P4_
 #define _SWITCHML_USE_CHECKER_P4_
 
-control UseChecker(inout metadata_t meta, in bit<32> p_seq, in bit<1> probe) {
+control UseChecker(inout metadata_t meta, in bit<1> probe) {
     register<bit<64>>(POOL_VERSIONS) seq;
 
     apply {
@@ -19,11 +19,11 @@ control UseChecker(inout metadata_t meta, in bit<32> p_seq, in bit<1> probe) {
             meta.in_session = same;
             meta.held_seq = held;
         } else {
-            bit<32> diff = p_seq - held;
+            bit<32> diff = meta.p_seq - held;
             if (same == 0 || (diff != 0 && diff[31:31] == 0)) {
                 meta.begin = 1;
-                seq.write(meta.version_index, meta.p_session ++ p_seq);
-            } else if (p_seq != held) {
+                seq.write(meta.version_index, meta.p_session ++ meta.p_seq);
+            } else if (meta.p_seq != held) {
                 meta.stale = 1;
                 meta.drop_reason = DROP_STALE;
             }

@@ -10,7 +10,7 @@ use crate::classifier::{Source, WorkerAddr, WorkerEntry, WorkerError};
 use crate::pipeline::{Config, Pipeline, Verdict};
 use crate::replication::Replica;
 use crate::use_checker::SeqCell;
-use crate::{MAX_COUNT, MAX_PASSES, VALUES_PER_PASS};
+use crate::{MAX_BLOCKS, MAX_COUNT, VALUES_PER_PASS};
 
 /// A job as the control plane sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,7 +212,7 @@ impl Pipeline {
         let mut values = [0i32; MAX_COUNT as usize];
         for (i, value) in values.iter_mut().enumerate() {
             let lane = self.processors.lane(i % VALUES_PER_PASS)?;
-            *value = lane.register().read(v * MAX_PASSES + i / VALUES_PER_PASS)?;
+            *value = lane.register().read(v * MAX_BLOCKS + i / VALUES_PER_PASS)?;
         }
         Some(SlotVersionState {
             seq: self.use_checker.register().read(v)?,

@@ -10,9 +10,13 @@
 //!
 //! - **Registers** ([`register`]): one read-modify-write per register per pass, checked;
 //!   state that needs more takes another pass.
-//! - **Passes**: [`VALUES_PER_PASS`] values per pass, so a packet of [`MAX_COUNT`] values
-//!   takes [`MAX_PASSES`] passes (recirculations), as on Tofino; a Join or Leave that ends
-//!   its job's run takes a second pass to clear the run's session ([`run_tracker`]).
+//! - **Passes**: [`VALUES_PER_PASS`] values per pass, the block the packet carries at its
+//!   front, as on Tofino where only that block fits the packet header vector. A packet of
+//!   [`MAX_COUNT`] values is [`MAX_BLOCKS`] blocks: one pass each to load, add or read them
+//!   ("consume", each block leaving the packet once its registers hold it), then, if the
+//!   packet answers, one pass each to read the earlier blocks back ("harvest"), up to
+//!   [`MAX_PASSES`] in all ([`next_step_selector`]). A Join or Leave that ends its job's run
+//!   takes a second pass to clear the run's session ([`run_tracker`]).
 //! - **Tables** with typed entries ([`classifier`]) and a **packet replication engine**
 //!   ([`replication`]) feeding the egress rewrite ([`udp_sender`]).
 //!
@@ -65,9 +69,14 @@ pub use pipeline::{Config, Pipeline, Verdict, FRAME_OUT_LEN, OUT_LEN};
 pub use replication::Replica;
 pub use udp_sender::SwitchAddr;
 
-/// Values each pass handles: the value registers of one pipeline pass.
-pub const VALUES_PER_PASS: usize = 64;
-/// Passes a packet of [`MAX_COUNT`] values takes.
-pub const MAX_PASSES: usize = 4;
+/// Values each pass handles: the value registers of one pipeline pass (16 fit one
+/// Tofino 1 pipe with the other registers; `p4/README.md`, resources).
+pub const VALUES_PER_PASS: usize = 16;
+/// Blocks of [`VALUES_PER_PASS`] values in a packet of [`MAX_COUNT`] values; each value
+/// register holds one cell per slot version and block.
+pub const MAX_BLOCKS: usize = 16;
+/// Passes a packet of [`MAX_COUNT`] values takes when it answers: every block consumed,
+/// then every block but the last harvested.
+pub const MAX_PASSES: usize = 2 * MAX_BLOCKS - 1;
 /// The largest count the switch accepts (`max_count` in JoinReplies).
-pub const MAX_COUNT: u16 = (VALUES_PER_PASS * MAX_PASSES) as u16;
+pub const MAX_COUNT: u16 = (VALUES_PER_PASS * MAX_BLOCKS) as u16;

@@ -3,8 +3,14 @@
 //! From the use check, the bitmap and the countdown it picks the reference's outcome in
 //! the reference's order (protocol.md §4 steps 2–6): a completed use answers the sender
 //! with the stored result, then duplicates and count mismatches drop, and anything else is
-//! aggregated. It then plans the passes: one per block of
-//! [`VALUES_PER_PASS`](crate::VALUES_PER_PASS) values to load, add or read.
+//! aggregated. It then plans the passes over the blocks of
+//! [`VALUES_PER_PASS`](crate::VALUES_PER_PASS) values, as the original SwitchML's consume
+//! and harvest passes do: only the block at the front of the packet is in the header
+//! vector, so pass `b < blocks` loads, adds or reads block `b` ("consume") and, unless it
+//! is the last block, drops it from the packet, which brings block `b + 1` to the front
+//! for the next pass. A packet that answers (a Retransmit, or the Aggregate that completes
+//! the use) then reads the earlier blocks back, last first, each put in front of the
+//! blocks already in the packet ("harvest"): `2 · blocks − 1` passes in all.
 
 use crate::processor::Update;
 use crate::use_checker::Use;
@@ -39,6 +45,14 @@ impl Outcome {
             Outcome::Duplicate | Outcome::CountMismatch => None,
         }
     }
+
+    /// Return whether the packet is answered with the use's values (and so harvests).
+    pub fn answers(self) -> bool {
+        matches!(
+            self,
+            Outcome::Retransmit | Outcome::Aggregate { last: true, .. }
+        )
+    }
 }
 
 /// The next step selector (stateless).
@@ -67,9 +81,35 @@ impl NextStepSelector {
         usize::from(count).div_ceil(VALUES_PER_PASS)
     }
 
-    /// Return the passes a use of `count` values needs: one per block, at least one.
-    pub fn passes(count: u16) -> usize {
-        Self::blocks(count).max(1)
+    /// Return the passes a packet of a use of `count` values takes: one per block to
+    /// consume, at least one, and when it `answers`, one per earlier block to harvest.
+    pub fn passes(count: u16, answers: bool) -> usize {
+        let blocks = Self::blocks(count);
+        if answers && blocks > 1 {
+            2 * blocks - 1
+        } else {
+            blocks.max(1)
+        }
+    }
+
+    /// Return the block of values pass `pass` handles, if any, and whether it harvests
+    /// (reads back) rather than consumes it: block `pass` while consuming, then the blocks
+    /// before the last, last first.
+    pub fn block(count: u16, pass: usize) -> Option<(usize, bool)> {
+        let blocks = Self::blocks(count);
+        if pass < blocks {
+            Some((pass, false))
+        } else if pass + 2 <= 2 * blocks {
+            Some((2 * blocks - 2 - pass, true))
+        } else {
+            None
+        }
+    }
+
+    /// Return the pass that takes the use's exponent and overflow flag: the one that
+    /// consumes the last block (pass 0 when there is none).
+    pub fn last_value_pass(count: u16) -> usize {
+        Self::blocks(count).saturating_sub(1)
     }
 }
 
@@ -79,11 +119,23 @@ mod tests {
 
     #[test]
     fn passes_cover_the_blocks() {
-        assert_eq!(NextStepSelector::passes(0), 1);
-        assert_eq!(NextStepSelector::passes(3), 1);
-        assert_eq!(NextStepSelector::passes(64), 1);
-        assert_eq!(NextStepSelector::passes(65), 2);
-        assert_eq!(NextStepSelector::passes(200), 4);
-        assert_eq!(NextStepSelector::passes(256), 4);
+        use crate::{MAX_COUNT, MAX_PASSES, VALUES_PER_PASS};
+        let v = VALUES_PER_PASS as u16;
+        for answers in [false, true] {
+            assert_eq!(NextStepSelector::passes(0, answers), 1);
+            assert_eq!(NextStepSelector::passes(3, answers), 1);
+            assert_eq!(NextStepSelector::passes(v, answers), 1);
+        }
+        assert_eq!(NextStepSelector::passes(v + 1, false), 2);
+        assert_eq!(NextStepSelector::passes(v + 1, true), 3);
+        assert_eq!(NextStepSelector::passes(MAX_COUNT, true), MAX_PASSES);
+        assert_eq!(NextStepSelector::block(0, 0), None);
+        // Three blocks, answered: consume 0, 1, 2, then harvest 1, 0.
+        let plan: Vec<_> = (0..NextStepSelector::passes(3 * v, true))
+            .map(|p| NextStepSelector::block(3 * v, p))
+            .collect();
+        let expected = [(0, false), (1, false), (2, false), (1, true), (0, true)];
+        assert_eq!(plan, expected.map(Some));
+        assert_eq!(NextStepSelector::last_value_pass(3 * v), 2);
     }
 }

@@ -2,16 +2,17 @@
 //! and egress.
 //!
 //! Every packet takes pass 0; a Contribution takes one more pass per further block of
-//! [`VALUES_PER_PASS`] values, and a Join or Leave that ends its job's run one more pass to
-//! clear the run's session. The model runs a packet's passes back to back; the hardware
+//! [`VALUES_PER_PASS`] values, and if it answers, one more per block but the last to read
+//! the values back (next_step_selector.rs); a Join or Leave that ends its job's run takes
+//! one more pass to clear the run's session. The model runs a packet's passes back to back; the hardware
 //! would let other packets in between (see `p4/README.md`, known gaps).
 //!
 //! ```text
 //!  frame ─▶ Parser ─▶ Validator ─▶ Classifier ─┬─ Contribution: RunTracker ─▶ UseChecker
 //!                                              │   ─▶ CountChecker ─▶ BitmapChecker
 //!                                              │   ─▶ WorkersCounter ─▶ NextStepSelector
-//!                                              │   ─▶ Exponents ─▶ Processors (×passes)
-//!                                              │   ─▶ OverflowFlag
+//!                                              │   ─▶ Processors (one block per pass)
+//!                                              │   ─▶ Exponents, OverflowFlag (last block)
 //!                                              ├─ Join: JoinHandler ─▶ RunTracker
 //!                                              │   (restart: + a pass to end the run)
 //!                                              ├─ Probe: RunTracker ─▶ ProbeHandler
@@ -41,6 +42,7 @@ use crate::next_step_selector::{NextStepSelector, Outcome};
 use crate::overflow_flag::OverflowFlag;
 use crate::parser::{Parser, ParserError};
 use crate::probe_handler::{ProbeDecision, ProbeHandler};
+use crate::processor::Update;
 use crate::processors::Processors;
 use crate::register::{Hazard, PassClock};
 use crate::replication::{Replica, Replication};
@@ -370,29 +372,33 @@ impl Pipeline {
             self.job_counters.count(event, job.index);
             return Ok(Verdict::Drop(reason));
         };
-        let exp = self.exponents.apply(&pass, version, update, d.exp)?;
 
-        let blocks = NextStepSelector::blocks(count);
-        let passes = NextStepSelector::passes(count);
+        // The passes over the blocks (next_step_selector.rs): consume each, then harvest
+        // the earlier ones if the packet answers; the pass that consumes the last block
+        // also takes the exponent and the overflow flag.
+        let passes = NextStepSelector::passes(count, outcome.answers());
+        let last_value_pass = NextStepSelector::last_value_pass(count);
         let values = out
             .get_mut(switchml_core::wire::data::HEADER_LEN..)
             .unwrap_or_default();
-        let (mut packet_overflow, mut overflow) = (false, false);
+        let (mut packet_overflow, mut overflow, mut exp) = (false, false, 0);
         for p in 0..passes {
             if p > 0 {
                 pass = self.clock.begin(p as u8);
                 self.drop_counters.recirculated();
             }
-            if p < blocks {
-                let lo = p * VALUES_PER_PASS;
+            if let Some((block, harvest)) = NextStepSelector::block(count, p) {
+                let lo = block * VALUES_PER_PASS;
                 let n = (usize::from(count) - lo).min(VALUES_PER_PASS);
                 let input = payload.get(4 * lo..).unwrap_or_default();
                 let output = values.get_mut(4 * lo..).unwrap_or_default();
+                let update = if harvest { Update::Read } else { update };
                 packet_overflow |= self
                     .processors
-                    .apply(&pass, version, p, n, update, input, output)?;
+                    .apply(&pass, version, block, n, update, input, output)?;
             }
-            if p + 1 == passes {
+            if p == last_value_pass {
+                exp = self.exponents.apply(&pass, version, update, d.exp)?;
                 overflow = self
                     .overflow_flag
                     .apply(&pass, version, update, packet_overflow)?;

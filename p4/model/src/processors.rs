@@ -2,12 +2,14 @@
 //! pass, applied to one block of the packet's values.
 //!
 //! P4 has no loops, so the program spells out every processor; here they are an array.
-//! Block `b` of a packet (values `64·b ..`) is handled in pass `b`, against the cells of
-//! index `version · MAX_PASSES + b`, so every processor's register runs once per pass.
+//! Each pass handles one block `b` of the packet's values (values `VALUES_PER_PASS · b ..`,
+//! which pass is chosen by [`NextStepSelector`](crate::next_step_selector)), against the
+//! cells of index `version · MAX_BLOCKS + b`; every processor is applied once per pass, to
+//! lane `i` of the block, so its register runs once per pass.
 
 use crate::processor::{Processor, Update};
 use crate::register::{Hazard, Pass};
-use crate::{MAX_PASSES, VALUES_PER_PASS};
+use crate::{MAX_BLOCKS, VALUES_PER_PASS};
 
 /// The processors of one pass.
 #[derive(Debug, Clone)]
@@ -20,7 +22,7 @@ impl Processors {
     pub fn new(versions: usize) -> Self {
         Processors {
             lanes: (0..VALUES_PER_PASS)
-                .map(|_| Processor::new(versions * MAX_PASSES))
+                .map(|_| Processor::new(versions * MAX_BLOCKS))
                 .collect(),
         }
     }
@@ -39,7 +41,7 @@ impl Processors {
         input: &[u8],
         output: &mut [u8],
     ) -> Result<bool, Hazard> {
-        let index = version * MAX_PASSES + block;
+        let index = version * MAX_BLOCKS + block;
         let mut overflow = false;
         let outputs = output.chunks_exact_mut(4);
         for (i, (lane, out)) in self.lanes.iter_mut().zip(outputs).take(n).enumerate() {
@@ -62,8 +64,8 @@ impl Processors {
     /// Zero every block of `version` (control plane).
     pub fn reset(&mut self, version: usize) {
         for lane in self.lanes.iter_mut() {
-            for block in 0..MAX_PASSES {
-                lane.reset(version * MAX_PASSES + block);
+            for block in 0..MAX_BLOCKS {
+                lane.reset(version * MAX_BLOCKS + block);
             }
         }
     }

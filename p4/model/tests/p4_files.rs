@@ -84,3 +84,82 @@ fn every_control_exists_for_both_targets_and_has_a_rust_twin() {
         }
     }
 }
+
+/// The `.p4` files of `dir` under `p4/`, with their text.
+fn p4_sources(dir: &str) -> Vec<(PathBuf, String)> {
+    let mut files: Vec<_> = std::fs::read_dir(p4_dir().join(dir))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "p4"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            (p, text)
+        })
+        .collect()
+}
+
+/// BMv2 names the fields of the metadata copies p4c makes for a control applied from two
+/// places wrongly, and a Tofino stage runs a register once per pass: every instance
+/// (`Type() name;`) is applied from one place.
+#[test]
+fn every_control_instance_is_applied_from_one_place() {
+    for dir in ["include", "v1model", "tna"] {
+        for (path, text) in p4_sources(dir) {
+            for line in text.lines() {
+                let line = line.trim();
+                let Some((ty, rest)) = line.split_once("() ") else {
+                    continue;
+                };
+                let Some(name) = rest.strip_suffix(';') else {
+                    continue;
+                };
+                if ty.contains(' ') || name.contains(' ') {
+                    continue;
+                }
+                let calls = text.matches(&format!("{name}.apply(")).count();
+                assert!(
+                    calls <= 1,
+                    "{}: {name} applied {calls} times",
+                    path.display()
+                );
+            }
+        }
+    }
+}
+
+/// BMv2 takes only fields as parser select keys: no `lastIndex`.
+#[test]
+fn no_parser_selects_on_a_stack_index() {
+    for dir in ["v1model", "tna"] {
+        let text = std::fs::read_to_string(p4_dir().join(dir).join("parser.p4")).unwrap();
+        assert!(!text.contains("lastIndex"), "p4/{dir}/parser.p4");
+    }
+}
+
+/// Tofino does not zero metadata: the TNA parser writes every field of `metadata_t`.
+#[test]
+fn the_tna_parser_writes_every_metadata_field() {
+    let headers = std::fs::read_to_string(p4_dir().join("include/headers.p4")).unwrap();
+    let parser = std::fs::read_to_string(p4_dir().join("tna/parser.p4")).unwrap();
+    let start = headers.find("struct metadata_t {").unwrap();
+    let body = &headers[start..];
+    let body = &body[..body.find("\n}").unwrap()];
+    let mut fields = 0;
+    for line in body.lines().skip(1) {
+        let code = line.split("//").next().unwrap().trim();
+        let Some(decl) = code.strip_suffix(';') else {
+            continue;
+        };
+        let field = decl.rsplit(' ').next().unwrap();
+        assert!(
+            parser.contains(&format!("meta.{field} = ")),
+            "p4/tna/parser.p4 leaves meta.{field} unwritten"
+        );
+        fields += 1;
+    }
+    assert!(fields > 50, "{fields}");
+}
