@@ -29,10 +29,14 @@ control NextStepSelector(inout headers_t hdr, inout metadata_t meta) {
             answers = 1;
         }
         if (meta.pass == 0) {
-            if (meta.complete == 1) {
+            if (meta.complete == 1 && meta.count_ok == 1) {
                 meta.outcome = OUTCOME_RETRANSMIT;
                 meta.update = UPDATE_READ;
                 answers = 1;
+            } else if (meta.complete == 1) {
+                // Another count than the use's is no resend: not answered (§4 step 2).
+                meta.outcome = OUTCOME_COUNT_MISMATCH;
+                meta.drop_reason = DROP_COUNT_MISMATCH;
             } else if (meta.seen == 1) {
                 meta.outcome = OUTCOME_DUPLICATE;
                 meta.drop_reason = DROP_DUPLICATE;

@@ -370,8 +370,13 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
             job.counters.stale += 1;
             return Verdict::Drop(DropReason::Stale);
         }
-        // 2. Completed use: the sender lost the result.
+        // 2. Completed use: the sender lost the result. A resend carries the use's count;
+        // another count is no resend, and is not answered with the stored values.
         if sv.remaining == 0 {
+            if p.count != sv.count {
+                job.counters.rejected += 1;
+                return Verdict::Drop(DropReason::CountMismatch);
+            }
             job.counters.retransmit_replies += 1;
             let len = emit_result(sv, &p, p.rank, Flags::RETRANSMIT, out);
             return Verdict::Unicast {

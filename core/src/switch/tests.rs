@@ -176,6 +176,26 @@ fn retransmission_to_completed_use_gets_the_stored_result_unicast() {
 }
 
 #[test]
+fn a_resend_of_another_count_to_a_completed_use_is_not_answered() {
+    let mut pool = pool();
+    let mut s = switch(&mut pool);
+    let mut out = [0u8; OUT];
+    let n = data_len(2);
+    for r in 0..3 {
+        send(&mut s, &contribution(r, 2, 4, 0, &[1, 2])[..n], &mut out);
+    }
+    // One value where the use holds two: a short datagram must not draw the long answer.
+    let short = data_len(1);
+    let v = send(&mut s, &contribution(1, 2, 4, 0, &[1])[..short], &mut out);
+    assert_eq!(v, Verdict::Drop(DropReason::CountMismatch));
+    let job = s.job(7).unwrap().counters();
+    assert_eq!((job.retransmit_replies, job.rejected), (0, 1));
+    // The same count still gets the stored result.
+    let v = send(&mut s, &contribution(1, 2, 4, 0, &[1, 2])[..n], &mut out);
+    assert!(matches!(v, Verdict::Unicast { rank: 1, .. }));
+}
+
+#[test]
 fn next_use_overwrites_and_leaves_the_other_version_alone() {
     let mut pool = pool();
     let mut s = switch(&mut pool);

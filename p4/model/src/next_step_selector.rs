@@ -1,8 +1,8 @@
 //! `next_step_selector.p4`: what becomes of a Contribution, and how many passes it takes.
 //!
 //! From the use check, the bitmap and the countdown it picks the reference's outcome in
-//! the reference's order (protocol.md §4 steps 2–6): a completed use answers the sender
-//! with the stored result, then duplicates and count mismatches drop, and anything else is
+//! the reference's order (protocol.md §4 steps 2–6): a completed use answers a sender of
+//! its count with the stored result, then duplicates and count mismatches drop, and anything else is
 //! aggregated. It then plans the passes over the blocks of
 //! [`VALUES_PER_PASS`](crate::VALUES_PER_PASS) values, as the original SwitchML's consume
 //! and harvest passes do: only the block at the front of the packet is in the header
@@ -60,10 +60,13 @@ impl Outcome {
 pub struct NextStepSelector;
 
 impl NextStepSelector {
-    /// Decide the outcome of a current or beginning use; `seen`: the rank's bit was set.
-    pub fn outcome(use_: Use, seen: bool, countdown: Countdown) -> Outcome {
-        if countdown.complete {
+    /// Decide the outcome of a current or beginning use; `seen`: the rank's bit was set;
+    /// `count_ok`: the packet's count is the use's.
+    pub fn outcome(use_: Use, seen: bool, count_ok: bool, countdown: Countdown) -> Outcome {
+        if countdown.complete && count_ok {
             Outcome::Retransmit
+        } else if countdown.complete {
+            Outcome::CountMismatch
         } else if seen {
             Outcome::Duplicate
         } else if !countdown.counted {

@@ -363,7 +363,7 @@ impl Pipeline {
         let countdown = self
             .workers_counter
             .apply(&pass, version, begin, c.world, seen, count_ok)?;
-        let outcome = NextStepSelector::outcome(use_, seen, countdown);
+        let outcome = NextStepSelector::outcome(use_, seen, count_ok, countdown);
         let Some(update) = outcome.update() else {
             let (event, reason) = match outcome {
                 Outcome::Duplicate => (JobEvent::Duplicate, DropReason::Duplicate),

@@ -275,8 +275,11 @@ impl Checker<'_> {
         let complete = current.ranks.len() == usize::from(world);
         let want = if p.seq != current.seq {
             Outcome::Drop(DropReason::Stale)
-        } else if complete {
+        } else if complete && p.count == current.count {
             Outcome::Resend
+        } else if complete {
+            // Another count is no resend: a short datagram never draws the stored values.
+            Outcome::Drop(DropReason::CountMismatch)
         } else if current.has(p.rank) {
             Outcome::Drop(DropReason::Duplicate)
         } else if p.count != current.count {
