@@ -1,27 +1,44 @@
 #!/usr/bin/env python3
-"""Send each vector's frame into BMv2 and compare what comes out with the model.
+"""Send each vector's frame into BMv2 and compare every frame that comes out with the model.
 
 usage: replay.py EXPECTED HOST_IF...   (run inside the replay namespace, as root)
 
-EXPECTED is the output of `cargo run -p switchml-p4model --bin expected`:
+EXPECTED is written by `cargo run -p switchml-p4model --bin expected` (the wire vectors) or
+`expected --scenarios DIR` (one file per switch scenario):
     [name]
     in <port> <hex frame>
     out <port> <hex frame>      (zero or more)
 HOST_IF i is the host end of switch port i. Standard library only (AF_PACKET sockets).
-Vectors go one at a time, in file order, so switch state carries over as in the model.
-Replicas may leave in any order: outputs are compared as sorted lists of (port, frame).
+
+The first vector is `[liveness]`: a Status for a job no bed has, which any running switch
+answers. Without that answer nothing else is sent and the run fails (status 3): a switch
+that did not load must never pass. Then vectors go one at a time, in file order, so switch
+state carries over as in the model; after each, frames are collected on every port until
+the ports stay quiet for QUIET seconds. Every frame counts: one the model does not send
+(on any port), one it sends that BMv2 does not, and one whose bytes differ are failures.
+Replicas may leave in any order: frames are compared as multisets of (port, frame).
 A StatusReply's 29 counters are zero on BMv2 (the data plane cannot read its counters;
 p4/README.md, known gaps), so the model's are zeroed before comparing.
+
+Exit status: 0 every vector agrees; 1 some vector differs; 3 no switch answered (the
+liveness check failed, or no vector that expects a frame got one); 2 usage.
 """
+import collections
+import os
 import select
 import socket
 import sys
 import time
 
-QUIET = 0.3  # seconds without a frame after which a vector's answers are complete
+# Seconds without a frame after which a vector's answers are complete (REPLAY_QUIET: for the
+# tests' fake switch, which answers at once).
+QUIET = float(os.environ.get("REPLAY_QUIET", "0.3"))
 DATAGRAM = 14 + 20 + 8  # Ethernet, IPv4, UDP
 STATUS_REPLY = 0x16
 COUNTERS = range(DATAGRAM + 20, DATAGRAM + 252)  # protocol.md §3.8: 29 u64
+LIVENESS = "liveness"
+
+AGREE, DIFFER, USAGE, NO_SWITCH = 0, 1, 2, 3
 
 
 def as_p4_sends(frame):
@@ -31,55 +48,119 @@ def as_p4_sends(frame):
     return frame
 
 
-def load(path):
+def load(text):
+    """The vectors of an EXPECTED file: dicts with name, in (port, frame), out [(port, frame)]."""
     vectors, v = [], None
-    for line in open(path):
+    for n, line in enumerate(text.splitlines(), 1):
         line = line.strip()
+        if not line or line.startswith("#"):
+            continue
         if line.startswith("["):
-            v = {"name": line[1:-1], "out": []}
+            v = {"name": line[1:-1], "in": None, "out": []}
             vectors.append(v)
-        elif line.startswith("in "):
-            _, port, frame = line.split()
-            v["in"] = (int(port), bytes.fromhex(frame))
-        elif line.startswith("out "):
-            _, port, frame = line.split()
-            v["out"].append((int(port), as_p4_sends(bytes.fromhex(frame))))
+            continue
+        kind, port, frame = line.split()
+        if v is None or kind not in ("in", "out"):
+            raise ValueError(f"line {n}: unexpected {line[:40]!r}")
+        item = (int(port), as_p4_sends(bytes.fromhex(frame)))
+        if kind == "in":
+            v["in"] = item
+        else:
+            v["out"].append(item)
+    for v in vectors:
+        if v["in"] is None:
+            raise ValueError(f"[{v['name']}] has no `in` line")
     return vectors
 
 
-def main():
-    if len(sys.argv) < 3:
+def diff(expected, got):
+    """Lines naming every frame missing from `got`, extra in it, or differing; [] if equal.
+
+    Both are lists of (port, frame); order does not matter, multiplicity does.
+    """
+    want, have = collections.Counter(expected), collections.Counter(got)
+    missing = sorted((want - have).elements())
+    extra = sorted((have - want).elements())
+    lines = []
+    for port, frame in missing:
+        lines.append(f"  missing: model out {port} {frame.hex()}")
+    for port, frame in extra:
+        lines.append(f"  extra:   bmv2  out {port} {frame.hex()}")
+    return lines
+
+
+def verdict(results):
+    """Judge a run: `results` is [(vector, got)] in the order sent. Returns (status, report).
+
+    A run fails with NO_SWITCH when the first vector is the liveness check and it was not
+    answered exactly, or when some vector expects a frame and not one such vector got any:
+    a switch that never answers must not pass on the vectors that expect nothing.
+    """
+    report = []
+    if not results:
+        return NO_SWITCH, ["no vectors were replayed"]
+    first, got = results[0]
+    if first["name"] == LIVENESS and diff(first["out"], got):
+        report.append("the switch did not answer the liveness check (a Status for an unknown job):")
+        report += diff(first["out"], got)
+        return NO_SWITCH, report
+    answering = [(v, g) for v, g in results if v["out"] and v["name"] != LIVENESS]
+    if answering and not any(g for _, g in answering):
+        report.append(f"no answer at all: {len(answering)} vectors expect frames and none got one")
+        return NO_SWITCH, report
+    failed = 0
+    for v, g in results:
+        lines = diff(v["out"], g)
+        if lines:
+            failed += 1
+            report.append(f"[{v['name']}] differs")
+            report += lines
+    report.append(f"{len(results) - failed} passed, {failed} failed")
+    return (DIFFER if failed else AGREE), report
+
+
+def capture(socks, port, frame, quiet=QUIET):
+    """Send `frame` out of socks[port]; return [(port, frame)] received until quiet."""
+    socks[port].send(frame)
+    got, deadline = [], time.time() + quiet
+    while time.time() < deadline:
+        ready, _, _ = select.select(socks, [], [], max(0.0, deadline - time.time()))
+        for s in ready:
+            data, addr = s.recvfrom(65535)
+            if addr[2] == socket.PACKET_OUTGOING:
+                continue  # our own transmission
+            got.append((socks.index(s), data))
+            deadline = time.time() + quiet
+    return got
+
+
+def replay(vectors, exchange):
+    """Send every vector through `exchange(port, frame) -> [(port, frame)]`, in order; stop
+    after a failed liveness check. Returns [(vector, got)] for `verdict`."""
+    results = []
+    for v in vectors:
+        results.append((v, exchange(*v["in"])))
+        if v["name"] == LIVENESS and diff(v["out"], results[-1][1]):
+            break  # verdict says why; nothing else is worth sending
+    return results
+
+
+def main(argv):
+    if len(argv) < 3:
         print(__doc__, file=sys.stderr)
-        return 2
-    vectors = load(sys.argv[1])
+        return USAGE
+    with open(argv[1]) as f:
+        vectors = load(f.read())
     socks = []
-    for ifname in sys.argv[2:]:
+    for ifname in argv[2:]:
         s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
         s.bind((ifname, 0))
         socks.append(s)
-    failures = 0
-    for v in vectors:
-        port, frame = v["in"]
-        socks[port].send(frame)
-        got, deadline = [], time.time() + QUIET
-        while time.time() < deadline:
-            ready, _, _ = select.select(socks, [], [], max(0.0, deadline - time.time()))
-            for s in ready:
-                data, addr = s.recvfrom(65535)
-                if addr[2] == socket.PACKET_OUTGOING:
-                    continue  # our own transmission
-                got.append((socks.index(s), data))
-                deadline = time.time() + QUIET
-        if sorted(got) != sorted(v["out"]):
-            failures += 1
-            print(f"[{v['name']}] differs", file=sys.stderr)
-            for p, f in sorted(v["out"]):
-                print(f"  model out {p} {f.hex()}", file=sys.stderr)
-            for p, f in sorted(got):
-                print(f"  bmv2  out {p} {f.hex()}", file=sys.stderr)
-    print(f"{len(vectors) - failures} passed, {failures} failed")
-    return 1 if failures else 0
+    status, report = verdict(replay(vectors, lambda port, frame: capture(socks, port, frame)))
+    for line in report:
+        print(line, file=sys.stderr if status else sys.stdout)
+    return status
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv))

@@ -17,6 +17,9 @@
 //!
 //! Every `in:` is followed by exactly one `out:`. The switch of every scenario has 16 slots
 //! of `max_count` values, 64 ranks per job and starts empty but for the `setup` job.
+//! `max_count` is [`MAX_COUNT`] (8) but in the `multi_pass_*` scenarios, whose switch holds
+//! [`LARGE_MAX_COUNT`] (256) values a slot, so that a Contribution of more than 64 values
+//! takes more than one pass of a P4 pipeline (p4/README.md, "The pipeline").
 
 use switchml_core::switch::{DropReason, JobConfig, Slot, Switch, Verdict};
 use switchml_core::wire::{
@@ -27,8 +30,11 @@ use switchml_core::wire::{
 /// The committed scenarios.
 pub const SWITCH: &str = include_str!("../vectors/switch.txt");
 
-/// Values per slot in every scenario switch.
+/// Values per slot in the scenario switches (`max_count=8` on their `setup:` line).
 pub const MAX_COUNT: usize = 8;
+/// Values per slot in the `multi_pass_*` scenarios: what a P4 value register holds, 64 values
+/// a pass over 4 passes.
+pub const LARGE_MAX_COUNT: usize = 256;
 /// Slots in every scenario switch.
 pub const POOL: usize = 16;
 
@@ -56,24 +62,53 @@ pub struct Scenario {
     pub job: JobConfig,
     /// The switch's epoch.
     pub epoch: u32,
+    /// Values per slot: [`MAX_COUNT`] or [`LARGE_MAX_COUNT`].
+    pub max_count: u16,
     /// Datagrams in, and what comes out of each.
     pub steps: Vec<(Vec<u8>, Outcome)>,
 }
 
-/// The reference switch type the scenarios are rendered with.
-pub type ScenarioSwitch = Switch<'static, MAX_COUNT, 1, 2>;
+/// The reference switch a scenario is rendered with: `max_count` is a const generic of the
+/// reference, so one type per size.
+pub enum ScenarioSwitch {
+    /// [`MAX_COUNT`] values a slot.
+    Small(Switch<'static, MAX_COUNT, 1, 2>),
+    /// [`LARGE_MAX_COUNT`] values a slot.
+    Large(Switch<'static, LARGE_MAX_COUNT, 1, 2>),
+}
 
 /// A fresh reference switch set up for `s`.
+///
+/// # Panics
+/// If `s.max_count` is neither [`MAX_COUNT`] nor [`LARGE_MAX_COUNT`].
 pub fn switch_for(s: &Scenario) -> ScenarioSwitch {
-    let pool = Box::leak(vec![Slot::IDLE; POOL].into_boxed_slice());
-    let mut sw = Switch::new(pool, s.epoch);
-    sw.add_job(s.job).expect("scenario job fits");
-    sw
+    match usize::from(s.max_count) {
+        MAX_COUNT => {
+            let pool = Box::leak(vec![Slot::IDLE; POOL].into_boxed_slice());
+            let mut sw = Switch::new(pool, s.epoch);
+            sw.add_job(s.job).expect("scenario job fits");
+            ScenarioSwitch::Small(sw)
+        }
+        LARGE_MAX_COUNT => {
+            let pool = Box::leak(vec![Slot::IDLE; POOL].into_boxed_slice());
+            let mut sw = Switch::new(pool, s.epoch);
+            sw.add_job(s.job).expect("scenario job fits");
+            ScenarioSwitch::Large(sw)
+        }
+        other => panic!("[{}] max_count {other}: no such scenario switch", s.name),
+    }
 }
 
 /// Run one datagram through `sw` and describe the outcome.
 pub fn outcome(sw: &mut ScenarioSwitch, bytes: &[u8]) -> Outcome {
-    let mut out = vec![0u8; ScenarioSwitch::OUT_LEN];
+    match sw {
+        ScenarioSwitch::Small(sw) => outcome_of(sw, bytes),
+        ScenarioSwitch::Large(sw) => outcome_of(sw, bytes),
+    }
+}
+
+fn outcome_of<const K: usize>(sw: &mut Switch<'static, K, 1, 2>, bytes: &[u8]) -> Outcome {
+    let mut out = vec![0u8; Switch::<'static, K, 1, 2>::OUT_LEN];
     match sw.process(bytes, &mut out) {
         Verdict::Consumed => Outcome::Consumed,
         Verdict::Drop(r) => Outcome::Drop(r.name().to_string()),
@@ -274,11 +309,57 @@ pub fn inputs() -> Vec<(&'static str, &'static str, Vec<Vec<u8>>)> {
     ]
 }
 
+/// `k` values of rank `rank`: distinct in every position and rank, both signs, readable.
+fn ramp(rank: u16, k: usize) -> Vec<i32> {
+    (0..k as i32)
+        .map(|i| {
+            let v = 1000 * i + i32::from(rank) + 1;
+            if i % 2 == 0 {
+                v
+            } else {
+                -v
+            }
+        })
+        .collect()
+}
+
+/// The scenarios whose Contributions carry more than 64 values, on a switch of
+/// [`LARGE_MAX_COUNT`] values a slot: a P4 pipeline adds 64 values a pass and recirculates
+/// for the next 64, so their Results (multicast, and unicast to a resend) are built over 2 to
+/// 4 passes, the overflow flag in the last one.
+#[rustfmt::skip]
+pub fn multi_pass_inputs() -> Vec<(&'static str, &'static str, Vec<Vec<u8>>)> {
+    let s = SESSION;
+    let chunk = LARGE_MAX_COUNT as u16;
+    let join_large = || -> Vec<Vec<u8>> { (0..3).map(|r| join(r, 3, 0, 8, chunk)).collect() };
+    let with = |steps: Vec<Vec<u8>>| join_large().into_iter().chain(steps).collect();
+    let c = |rank, slot, seq, exp, values: &[i32]| contribution(rank, slot, seq, exp, s, values);
+    let mut overflow: Vec<Vec<i32>> = (0..3).map(|r| ramp(r, 256)).collect();
+    overflow[0][255] = i32::MAX;
+    overflow[1][255] = 1;
+    overflow[2][255] = 1;
+    vec![
+        ("multi_pass_k65", "Chunks of 256 agreed; three ranks contribute 65 values to slot 1: the sum takes 2 passes of 64 and is multicast",
+         with(vec![c(0, 1, 0, 130, &ramp(0, 65)), c(1, 1, 0, 131, &ramp(1, 65)), c(2, 1, 0, 129, &ramp(2, 65))])),
+        ("multi_pass_k100", "100 values to slot 2 (2 passes): a duplicate before completion is dropped, the multicast Result carries all 100 sums, a resend after it is answered by unicast from the stored 100",
+         with(vec![c(0, 2, 0, 128, &ramp(0, 100)), c(0, 2, 0, 128, &ramp(0, 100)), c(1, 2, 0, 140, &ramp(1, 100)),
+              c(2, 2, 0, 135, &ramp(2, 100)), c(1, 2, 0, 140, &ramp(1, 100))])),
+        ("multi_pass_k256", "256 values to slot 3 (4 passes), the last value overflowing int32: the Result wraps it and carries OVERFLOW, set in the last pass; a resend is answered with all 256; the next use of the slot starts clean",
+         with(vec![c(2, 3, 0, 133, &overflow[2]), c(0, 3, 0, 134, &overflow[0]), c(1, 3, 0, 132, &overflow[1]),
+              c(0, 3, 0, 134, &overflow[0]),
+              c(0, 3, 1, 128, &ramp(0, 256)), c(1, 3, 1, 128, &ramp(1, 256)), c(2, 3, 1, 128, &ramp(2, 256))])),
+    ]
+}
+
 /// Every scenario, with outcomes from the reference switch.
 pub fn all() -> Vec<Scenario> {
-    inputs()
+    let small = inputs().into_iter().map(|i| (i, MAX_COUNT));
+    let large = multi_pass_inputs()
         .into_iter()
-        .map(|(name, meaning, ins)| {
+        .map(|i| (i, LARGE_MAX_COUNT));
+    small
+        .chain(large)
+        .map(|((name, meaning, ins), max_count)| {
             let mut s = Scenario {
                 name: name.into(),
                 meaning: meaning.into(),
@@ -290,6 +371,7 @@ pub fn all() -> Vec<Scenario> {
                     key: KEY,
                 },
                 epoch: 0xDEAD_BEEF,
+                max_count: max_count as u16,
                 steps: Vec::new(),
             };
             let mut sw = switch_for(&s);
@@ -321,8 +403,8 @@ pub fn render(scenarios: &[Scenario]) -> String {
     for s in scenarios {
         let j = s.job;
         t += &format!(
-            "\n[{}]\nmeaning: {}\nsetup: job={} world={} slot_lo={} slot_count={} key={} max_count={MAX_COUNT} epoch={}\n",
-            s.name, s.meaning, j.id, j.world, j.slot_lo, j.slot_count, j.key, s.epoch
+            "\n[{}]\nmeaning: {}\nsetup: job={} world={} slot_lo={} slot_count={} key={} max_count={} epoch={}\n",
+            s.name, s.meaning, j.id, j.world, j.slot_lo, j.slot_count, j.key, s.max_count, s.epoch
         );
         for (input, out) in &s.steps {
             t += &format!("in: {}\n", hex(input));
@@ -365,6 +447,7 @@ pub fn load(text: &str) -> Result<Vec<Scenario>, String> {
                     key: 0,
                 },
                 epoch: 0,
+                max_count: MAX_COUNT as u16,
                 steps: Vec::new(),
             });
             continue;
@@ -392,7 +475,7 @@ pub fn load(text: &str) -> Result<Vec<Scenario>, String> {
                         "slot_count" => s.job.slot_count = v as u16,
                         "key" => s.job.key = v,
                         "epoch" => s.epoch = v as u32,
-                        "max_count" => {}
+                        "max_count" => s.max_count = v as u16,
                         _ => return Err(err(format!("unknown setup key `{k}`"))),
                     }
                 }

@@ -65,3 +65,36 @@ fn loader_errors_name_the_line() {
         .unwrap_err()
         .starts_with("line 1"));
 }
+
+/// The `multi_pass_*` scenarios make results of more than one pass visible: multicast
+/// Results of 65, 100 and 256 values (one with OVERFLOW), and unicast answers to resends of
+/// more than 64.
+#[test]
+fn multi_pass_results_are_in_the_expected_output() {
+    use switchml_core::wire::{Flags, Message};
+    let loaded = scenarios::load(scenarios::SWITCH).unwrap();
+    let results = |multicast: bool| -> Vec<(u16, bool)> {
+        loaded
+            .iter()
+            .filter(|s| s.name.starts_with("multi_pass_"))
+            .flat_map(|s| s.steps.iter().map(|(_, o)| o))
+            .filter_map(|o| match (o, multicast) {
+                (Outcome::Multicast(b), true) | (Outcome::Unicast(_, b), false) => {
+                    match Message::parse(b).ok()? {
+                        Message::Data(d, _) if d.count > 64 => {
+                            Some((d.count, d.flags.contains(Flags::OVERFLOW)))
+                        }
+                        _ => None,
+                    }
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    let multicast = results(true);
+    for k in [65, 100, 256] {
+        assert!(multicast.iter().any(|&(c, _)| c == k), "no Result of {k}");
+    }
+    assert!(multicast.contains(&(256, true)), "{multicast:?}");
+    assert!(results(false).len() >= 2);
+}

@@ -4,6 +4,11 @@
 //! reports whether the switch answers at all (and if not, whether the port is closed or the
 //! packets vanish), the round-trip time, the switch's epoch, and for the job: its world
 //! size, which ranks joined and which are missing, and its counters.
+//!
+//! A P4 switch answers the same Status, but its StatusReply's counters are zeros (its data
+//! plane cannot read them). With `--bmv2-cli 'simple_switch_CLI --thrift-port 9090'` the
+//! doctor reads them through BMv2's control plane instead ([`bmv2`]) and prints them under
+//! the same names.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
@@ -28,8 +33,18 @@ enum Answer {
     Abort(String, u32),
 }
 
-/// Run the doctor; return 0 if the switch answered and knows the job.
-pub fn doctor(switch: &str, job: u16, probes: u32, json_out: bool) -> i32 {
+/// What the data plane answered, and what the control plane read.
+struct Findings<'a> {
+    rtts: &'a [Duration],
+    answer: Option<&'a Answer>,
+    refused: bool,
+    /// Counters read through the control plane (`--bmv2-cli`), or why they could not be.
+    control: Option<Result<Vec<(&'static str, u64)>, String>>,
+}
+
+/// Run the doctor; return 0 if the switch answered and knows the job (and, with
+/// `bmv2_cli`, its counters could be read).
+pub fn doctor(switch: &str, job: u16, probes: u32, json_out: bool, bmv2_cli: Option<&str>) -> i32 {
     let addr = match switchml_udp::config::resolve("--switch", switch) {
         Ok(a) => a,
         Err(e) => return report_error(json_out, &e.to_string()),
@@ -74,7 +89,14 @@ pub fn doctor(switch: &str, job: u16, probes: u32, json_out: bool) -> i32 {
             }
         }
     }
-    print_report(addr, job, probes, &rtts, answer.as_ref(), refused, json_out)
+    let control = bmv2_cli.map(|cli| bmv2::read_counters(cli, job).map(|c| counter_list(&c)));
+    let findings = Findings {
+        rtts: &rtts,
+        answer: answer.as_ref(),
+        refused,
+        control,
+    };
+    print_report(addr, job, probes, &findings, json_out)
 }
 
 fn open(addr: SocketAddr) -> std::io::Result<UdpSocket> {
@@ -132,15 +154,9 @@ fn counter_list(c: &switchml_core::wire::StatusCounters) -> Vec<(&'static str, u
     list
 }
 
-fn print_report(
-    addr: SocketAddr,
-    job: u16,
-    probes: u32,
-    rtts: &[Duration],
-    answer: Option<&Answer>,
-    refused: bool,
-    json_out: bool,
-) -> i32 {
+fn print_report(addr: SocketAddr, job: u16, probes: u32, f: &Findings, json_out: bool) -> i32 {
+    let (rtts, answer, refused) = (f.rtts, f.answer, f.refused);
+    let control = f.control.as_ref();
     let us = |d: &Duration| d.as_secs_f64() * 1e6;
     let rtt = (!rtts.is_empty()).then(|| {
         let min = rtts.iter().min().map_or(0.0, us);
@@ -158,7 +174,14 @@ fn print_report(
             joined.complement_within(*world)
         ),
     };
-    let ok = matches!(answer, Some(Answer::Status { .. }));
+    let ok = matches!(answer, Some(Answer::Status { .. })) && !matches!(control, Some(Err(_)));
+    // A StatusReply whose counters are all zero is a P4 switch's: the reference counts at
+    // least the Status itself.
+    let p4_zeros = matches!(answer, Some(Answer::Status { counters, .. })
+        if counters.iter().all(|&(_, n)| n == 0));
+    let note = (p4_zeros && control.is_none()).then_some(
+        "the counters are all zero: a P4 switch cannot put them in a StatusReply; on BMv2 read them with --bmv2-cli 'simple_switch_CLI --thrift-port PORT'",
+    );
     if json_out {
         let mut v = json!({
             "switch": addr.to_string(),
@@ -185,17 +208,25 @@ fn print_report(
                 v["all_joined"] = json!(all_joined);
                 v["joined"] = json!(joined.iter().collect::<Vec<_>>());
                 v["missing"] = json!(joined.complement_within(*world).iter().collect::<Vec<_>>());
-                let c: serde_json::Map<String, Value> = counters
-                    .iter()
-                    .map(|(k, n)| (k.to_string(), json!(n)))
-                    .collect();
-                v["counters"] = Value::Object(c);
+                v["counters"] = counter_map(counters);
+                v["counters_source"] = json!("status_reply");
             }
             Some(Answer::Abort(reason, epoch)) => {
                 v["epoch"] = json!(epoch);
                 v["refused"] = json!(reason);
             }
             None => {}
+        }
+        match control {
+            Some(Ok(counters)) => {
+                v["counters"] = counter_map(counters);
+                v["counters_source"] = json!("bmv2_cli");
+            }
+            Some(Err(e)) => v["control_error"] = json!(e),
+            None => {}
+        }
+        if let Some(note) = note {
+            v["note"] = json!(note);
         }
         println!("{v}");
     } else {
@@ -221,15 +252,40 @@ fn print_report(
                     "  joined: [{joined}]  missing: [{}]",
                     joined.complement_within(*world)
                 );
-                let line: Vec<String> = counters.iter().map(|(k, n)| format!("{k} {n}")).collect();
-                println!("  counters: {}", line.join(", "));
+                if control.is_none() {
+                    println!("  counters: {}", counter_line(counters));
+                }
             }
             Some(Answer::Abort(_, epoch)) => println!("  epoch {epoch:#010x}"),
             None => {}
         }
+        match control {
+            Some(Ok(counters)) => println!(
+                "  counters (read by simple_switch_CLI): {}",
+                counter_line(counters)
+            ),
+            Some(Err(e)) => println!("  counters: NOT read from the control plane: {e}"),
+            None => {}
+        }
         println!("  diagnosis: {diagnosis}");
+        if let Some(note) = note {
+            println!("  note: {note}");
+        }
     }
     i32::from(!ok)
+}
+
+fn counter_line(counters: &[(&str, u64)]) -> String {
+    let line: Vec<String> = counters.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    line.join(", ")
+}
+
+fn counter_map(counters: &[(&str, u64)]) -> Value {
+    let c: serde_json::Map<String, Value> = counters
+        .iter()
+        .map(|(k, n)| (k.to_string(), json!(n)))
+        .collect();
+    Value::Object(c)
 }
 
 fn report_error(json_out: bool, e: &str) -> i32 {
@@ -239,4 +295,290 @@ fn report_error(json_out: bool, e: &str) -> i32 {
         eprintln!("error: {e}");
     }
     2
+}
+
+/// Reading a BMv2 switch's counters through its control plane, `simple_switch_CLI`.
+///
+/// A P4 data plane cannot read its `counter`s, so a StatusReply from the v1model program
+/// carries zeros (p4/README.md, "Status"); the Thrift CLI that comes with `simple_switch`
+/// can. The names are those of `p4/v1model/drop_counters.p4` and `job_counters.p4`, given
+/// as bare names, which the CLI resolves as unique suffixes of the full names
+/// (`SwitchmlIngress.drop_counters.received`). The job's counters are read at its job table
+/// entry, found with `table_dump_entry_from_key job_table JOB`.
+mod bmv2 {
+    use std::collections::HashMap;
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+
+    use switchml_core::switch::DropReason;
+    use switchml_core::wire::StatusCounters;
+
+    /// The switch-wide counter of datagrams received (one cell).
+    pub const RECEIVED: &str = "received";
+    /// The switch-wide drops, one cell per class of `DropReason::ALL`.
+    pub const DROPS: &str = "drops";
+    /// The per-job counters, in StatusReply order (`job_counters.p4`).
+    pub const JOB_COUNTERS: [&str; 12] = [
+        "job_contributions",
+        "job_completions",
+        "job_retransmit_replies",
+        "job_duplicates",
+        "job_stale",
+        "job_rejected",
+        "job_joins",
+        "job_probes",
+        "job_aborts",
+        "job_overflows",
+        "job_runs",
+        "job_unauthorized",
+    ];
+    /// `set_job`'s parameter that is the job table entry (`classifier.p4`: world, slot_lo,
+    /// slot_count, group, job_index, …).
+    pub const JOB_INDEX_PARAM: usize = 4;
+
+    /// Run `cli` (a shell command line) with `commands` on its stdin; return its stdout.
+    pub fn run(cli: &str, commands: &str) -> Result<String, String> {
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(cli)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot run `{cli}`: {e}"))?;
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin
+                .write_all(commands.as_bytes())
+                .map_err(|e| format!("`{cli}`: {e}"))?;
+        }
+        let out = child
+            .wait_with_output()
+            .map_err(|e| format!("`{cli}`: {e}"))?;
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        if let Some(line) = refusal(&stdout) {
+            return Err(format!("`{cli}`: {line}"));
+        }
+        if !out.status.success() {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            return Err(format!(
+                "`{cli}` failed ({}): {}",
+                out.status,
+                stderr.trim()
+            ));
+        }
+        Ok(stdout)
+    }
+
+    /// Strip the CLI's prompts (`RuntimeCmd: `, once per command read) from a line.
+    fn unprompted(line: &str) -> &str {
+        let mut l = line.trim();
+        while let Some(rest) = l.strip_prefix("RuntimeCmd:") {
+            l = rest.trim_start();
+        }
+        l
+    }
+
+    /// The first line saying the CLI could not do what it was asked, if any.
+    pub fn refusal(output: &str) -> Option<&str> {
+        output.lines().map(unprompted).find(|l| {
+            ["Error", "Invalid", "Could not connect"]
+                .iter()
+                .any(|p| l.starts_with(p))
+        })
+    }
+
+    /// The values in `counter_read` and `register_read` answers, by (name, index): a
+    /// counter's packets (`name[i]= (B bytes, P packets)`, or before BMv2 1.15
+    /// `name[i]=  BmCounterValue(packets=P, bytes=B)`), a register's value (`name[i]= V`).
+    pub fn reads(output: &str) -> HashMap<(String, u32), u64> {
+        output
+            .lines()
+            .map(unprompted)
+            .filter_map(|l| {
+                let (cell, value) = l.split_once("]=")?;
+                let (name, index) = cell.split_once('[')?;
+                Some(((name.to_string(), index.parse().ok()?), value_of(value)?))
+            })
+            .collect()
+    }
+
+    fn value_of(text: &str) -> Option<u64> {
+        let text = text.trim();
+        let number = |s: &str| s.trim_matches(|c: char| !c.is_ascii_digit()).parse().ok();
+        if let Some(rest) = text.split_once("packets=") {
+            return number(rest.1.split(',').next()?);
+        }
+        if let Some((before, _)) = text.split_once(" packets") {
+            return number(before.rsplit(' ').next()?);
+        }
+        text.parse().ok()
+    }
+
+    /// The job table entry of `job` in a `table_dump_entry_from_key` answer.
+    pub fn job_index(output: &str, job: u16) -> Result<u32, String> {
+        let entry = output
+            .lines()
+            .map(unprompted)
+            .find_map(|l| l.strip_prefix("Action entry:"))
+            .ok_or_else(|| format!("job {job} has no job_table entry on the switch"))?;
+        let params = entry
+            .split_once(" - ")
+            .map_or("", |(_, p)| p)
+            .split(',')
+            .map(str::trim)
+            .collect::<Vec<_>>();
+        params
+            .get(JOB_INDEX_PARAM)
+            .and_then(|p| u32::from_str_radix(p, 16).ok())
+            .ok_or_else(|| format!("job {job}: no job_index in `{entry}`"))
+    }
+
+    /// The commands that read every counter a StatusReply carries for job table entry `index`.
+    pub fn counter_commands(index: u32) -> String {
+        let mut c = format!("counter_read {RECEIVED} 0\n");
+        for i in 0..DropReason::ALL.len() {
+            c += &format!("counter_read {DROPS} {i}\n");
+        }
+        for name in JOB_COUNTERS {
+            c += &format!("counter_read {name} {index}\n");
+        }
+        c
+    }
+
+    /// The StatusReply's counters from the reads of [`counter_commands`].
+    pub fn counters(
+        reads: &HashMap<(String, u32), u64>,
+        index: u32,
+    ) -> Result<StatusCounters, String> {
+        let read = |name: &str, i: u32| {
+            reads
+                .get(&(name.to_string(), i))
+                .copied()
+                .ok_or_else(|| format!("no answer to `counter_read {name} {i}`"))
+        };
+        let mut drops = [0u64; DropReason::ALL.len()];
+        for (i, d) in drops.iter_mut().enumerate() {
+            *d = read(DROPS, i as u32)?;
+        }
+        let mut job = [0u64; 12];
+        for (value, name) in job.iter_mut().zip(JOB_COUNTERS) {
+            *value = read(name, index)?;
+        }
+        let [contributions, completions, retransmit_replies, duplicates, stale, rejected, joins, probes, aborts, overflows, runs, unauthorized] =
+            job;
+        Ok(StatusCounters {
+            received: read(RECEIVED, 0)?,
+            dropped: drops.iter().sum(),
+            contributions,
+            completions,
+            retransmit_replies,
+            duplicates,
+            stale,
+            rejected,
+            joins,
+            probes,
+            aborts,
+            overflows,
+            runs,
+            unauthorized,
+            drops,
+        })
+    }
+
+    /// Read job `job`'s StatusReply counters from the switch that `cli` controls.
+    pub fn read_counters(cli: &str, job: u16) -> Result<StatusCounters, String> {
+        let dump = run(cli, &format!("table_dump_entry_from_key job_table {job}\n"))?;
+        let index = job_index(&dump, job)?;
+        let out = run(cli, &counter_commands(index))?;
+        counters(&reads(&out), index)
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        /// simple_switch_CLI's answers as they appear on its stdout, commands piped in.
+        const DUMP: &str = "Obtaining JSON from switch...\nDone\nControl utility for runtime P4 table manipulation\nRuntimeCmd: Dumping entry 0x1\nMatch key:\n* prefix.job           : EXACT     0009\nAction entry: SwitchmlIngress.classifier.set_job - 02, 22, 04, 03, 02, 03, 0123456789abcdef\nRuntimeCmd: \n";
+
+        /// The names read are the programs': a rename there must show up here.
+        #[test]
+        fn the_names_are_the_v1model_programs() {
+            let drop_p4 = include_str!("../../../p4/v1model/drop_counters.p4");
+            let job_p4 = include_str!("../../../p4/v1model/job_counters.p4");
+            let declared = |p4: &str, name: &str| {
+                p4.lines().any(|l| {
+                    l.trim_start().starts_with("counter(")
+                        && l.split(';')
+                            .next()
+                            .is_some_and(|d| d.ends_with(&format!(" {name}")))
+                })
+            };
+            assert!(declared(drop_p4, RECEIVED) && declared(drop_p4, DROPS));
+            for name in JOB_COUNTERS {
+                assert!(
+                    declared(job_p4, name),
+                    "{name} is not a counter of job_counters.p4"
+                );
+            }
+            let classifier = include_str!("../../../p4/include/classifier.p4");
+            let params = classifier
+                .split_once("action set_job(")
+                .and_then(|(_, rest)| rest.split_once(')'))
+                .map(|(params, _)| params.split(',').map(str::trim).collect::<Vec<_>>())
+                .expect("classifier.p4 has set_job");
+            assert!(
+                params[JOB_INDEX_PARAM].ends_with(" job_index"),
+                "{params:?}"
+            );
+        }
+
+        #[test]
+        fn both_counter_formats_and_registers_are_read() {
+            let out = "RuntimeCmd: drops[3]= (540 bytes, 9 packets)\n\
+                       RuntimeCmd: RuntimeCmd: job_joins[2]=  BmCounterValue(packets=4, bytes=240)\n\
+                       RuntimeCmd: session[2]= 286331153\n\
+                       RuntimeCmd: \n";
+            let r = reads(out);
+            assert_eq!(r[&("drops".to_string(), 3)], 9);
+            assert_eq!(r[&("job_joins".to_string(), 2)], 4);
+            assert_eq!(r[&("session".to_string(), 2)], 286_331_153);
+            assert_eq!(r.len(), 3);
+        }
+
+        #[test]
+        fn the_job_index_is_set_jobs_fifth_parameter() {
+            assert_eq!(job_index(DUMP, 9), Ok(2));
+            let missing = "RuntimeCmd: Invalid table operation (BAD_MATCH_KEY)\n";
+            assert!(job_index(missing, 9)
+                .unwrap_err()
+                .contains("no job_table entry"));
+        }
+
+        #[test]
+        fn refusals_are_found_behind_prompts() {
+            assert_eq!(
+                refusal("RuntimeCmd: Error: Invalid counter name (drop)\n"),
+                Some("Error: Invalid counter name (drop)")
+            );
+            assert!(refusal("Could not connect to thrift client on port 9090\n").is_some());
+            assert_eq!(refusal(DUMP), None);
+        }
+
+        #[test]
+        fn counters_come_out_in_status_reply_order_with_dropped_summed() {
+            let mut out = String::from("RuntimeCmd: received[0]= (0 bytes, 100 packets)\n");
+            for i in 0..DropReason::ALL.len() {
+                out += &format!("RuntimeCmd: drops[{i}]= (0 bytes, {i} packets)\n");
+            }
+            for (n, name) in JOB_COUNTERS.iter().enumerate() {
+                out += &format!("RuntimeCmd: {name}[2]= (0 bytes, {} packets)\n", 10 + n);
+            }
+            let c = counters(&reads(&out), 2).unwrap();
+            assert_eq!((c.received, c.dropped), (100, (0..15).sum()));
+            assert_eq!((c.contributions, c.unauthorized), (10, 21));
+            assert_eq!(c.drops[14], 14);
+            let short = "RuntimeCmd: received[0]= (0 bytes, 1 packets)\n";
+            assert!(counters(&reads(short), 2).unwrap_err().contains("drops 0"));
+        }
+    }
 }

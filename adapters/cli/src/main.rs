@@ -133,6 +133,10 @@ enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// Read the counters from a BMv2 switch's control plane with this command (its
+        /// StatusReply carries zeros), e.g. 'simple_switch_CLI --thrift-port 9090'.
+        #[arg(long, value_name = "COMMAND")]
+        bmv2_cli: Option<String>,
     },
     /// Loopback throughput for 2 and 4 workers, 1M to 64M elements, against Gloo.
     Bench {
@@ -327,7 +331,8 @@ fn main() {
             job,
             probes,
             json,
-        } => doctor::doctor(&switch, job, probes, json),
+            bmv2_cli,
+        } => doctor::doctor(&switch, job, probes, json, bmv2_cli.as_deref()),
         Command::Bench {
             workers,
             sizes,

@@ -3,6 +3,11 @@
 //! carry each vector, and the `simple_switch_CLI` commands that load the same tables into
 //! the v1model program (`p4/replay/commands.txt` is [`cli_commands`], checked by a test).
 //!
+//! Each golden switch scenario (`tests/vectors/switch.txt`) gets a bed of its own on the same
+//! hosts ([`scenario_pipeline`], [`scenario_cli_commands`]): its one job, its epoch and
+//! `max_count`, ranks at hosts 0, 1, 2. [`scenario_frames`] runs a scenario through it and
+//! checks every answer against the file before handing the frames to the BMv2 replay.
+//!
 //! ```text
 //!   host r = 10.0.0.(r+1), UDP port 40000+r, MAC 02:00:00:00:00:(r+1), switch port r
 //!   switch = 10.0.0.254, MAC 02:00:00:00:00:fe, UDP port 0xBEE0
@@ -12,6 +17,7 @@ use std::fmt::Write as _;
 
 use switchml_core::switch::JobConfig;
 use switchml_core::wire::SWITCH_PORT;
+use switchml_tests::scenarios::{Outcome, Scenario, POOL};
 
 use crate::classifier::{Source, WorkerAddr};
 use crate::headers::{ETHERTYPE_IPV4, IP_PROTO_UDP, TRANSPORT_LEN};
@@ -83,16 +89,95 @@ fn empty() -> Pipeline {
     })
 }
 
-/// The model set up as the test bed: every rank of every job at its host.
-pub fn pipeline() -> Pipeline {
-    let mut p = empty();
-    for job in jobs() {
+/// Register `jobs` on `p`, every rank at its host.
+fn with_hosts(mut p: Pipeline, jobs: &[JobConfig]) -> Pipeline {
+    for &job in jobs {
         p.add_job(job).ok();
         for rank in 0..job.world {
             p.add_worker(job.id, rank, host(rank)).ok();
         }
     }
     p
+}
+
+/// The model set up as the test bed: every rank of every job at its host.
+pub fn pipeline() -> Pipeline {
+    with_hosts(empty(), &jobs())
+}
+
+/// The model set up as scenario `s`'s bed: the scenarios' pool of [`POOL`] slots of
+/// `s.max_count` values, `s.epoch`, the job with its ranks at their hosts.
+pub fn scenario_pipeline(s: &Scenario) -> Pipeline {
+    let p = Pipeline::new(Config {
+        slots: POOL,
+        jobs: 1,
+        workers: usize::from(s.job.world),
+        epoch: s.epoch,
+        max_count: s.max_count,
+        switch: SWITCH,
+    });
+    with_hosts(p, &[s.job])
+}
+
+/// The frame the BMv2 replay sends first on every bed to see that the switch answers: a
+/// Status for job 0xFFFF, which no bed has, from the [`STRANGER`] on port 0. Its answer (an
+/// Abort `UnknownJob`) depends on the epoch only, and the counters it moves are not compared.
+pub fn liveness_frame() -> (u16, Vec<u8>) {
+    frame(&[1, 0x15, 0xFF, 0xFF, 0xFF, 0xFF, 0, 0])
+}
+
+/// One datagram of a scenario on its bed: where it enters, and every frame the model sends
+/// for it with its egress port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FramedStep {
+    /// `scenario/step`.
+    pub name: String,
+    /// The ingress port.
+    pub port: u16,
+    /// The frame in.
+    pub frame: Vec<u8>,
+    /// The frames out, in replica order.
+    pub out: Vec<(u16, Vec<u8>)>,
+}
+
+/// Run scenario `s` on its bed ([`scenario_pipeline`]) as framed traffic, and check every
+/// step against the file: the drop reason, or a frame to the ingress port carrying the
+/// file's unicast bytes, or one frame to each rank's port carrying the file's multicast
+/// bytes. Returns the steps, or the first difference.
+pub fn scenario_frames(s: &Scenario) -> Result<Vec<FramedStep>, String> {
+    let mut p = scenario_pipeline(s);
+    let mut steps = Vec::new();
+    for (i, (datagram, expect)) in s.steps.iter().enumerate() {
+        let name = format!("{}/{i}", s.name);
+        let (port, frame) = frame(datagram);
+        let (verdict, out) = verdict_and_outputs(&mut p, port, &frame);
+        let payloads_are = |b: &[u8]| out.iter().all(|(_, f)| f.get(TRANSPORT_LEN..) == Some(b));
+        let ports: Vec<u16> = out.iter().map(|&(port, _)| port).collect();
+        let ok = match (expect, verdict) {
+            (Outcome::Consumed, Verdict::Consumed) => out.is_empty(),
+            (Outcome::Drop(want), Verdict::Drop(r)) => out.is_empty() && r.name() == want,
+            (Outcome::Unicast(want, b), Verdict::Unicast { rank, .. }) => {
+                rank == *want && ports == [port] && payloads_are(b)
+            }
+            (Outcome::Multicast(b), Verdict::Multicast { .. }) => {
+                let ranks: Vec<u16> = (0..s.job.world).map(|r| host(r).port).collect();
+                ports == ranks && payloads_are(b)
+            }
+            _ => false,
+        };
+        if !ok {
+            return Err(format!(
+                "[{name}] the framed model gives {verdict:?} to ports {ports:?}, the file says {expect:?}"
+            ));
+        }
+        steps.push(FramedStep {
+            name,
+            port,
+            frame,
+            out,
+        });
+    }
+    Ok(steps)
 }
 
 /// The same jobs for bare datagrams: ranks at their rank ports (the `Aggregator` mapping).
@@ -131,8 +216,18 @@ pub fn frame(datagram: &[u8]) -> (u16, Vec<u8>) {
 
 /// Run one frame through `p`; return the frames it sends, with their egress ports.
 pub fn outputs(p: &mut Pipeline, port: u16, frame: &[u8]) -> Vec<(u16, Vec<u8>)> {
+    verdict_and_outputs(p, port, frame).1
+}
+
+/// Run one frame through `p`; return its verdict and the frames it sends.
+fn verdict_and_outputs(
+    p: &mut Pipeline,
+    port: u16,
+    frame: &[u8],
+) -> (Verdict, Vec<(u16, Vec<u8>)>) {
     let mut out = vec![0u8; FRAME_OUT_LEN];
-    match p.process(port, frame, &mut out) {
+    let verdict = p.process(port, frame, &mut out);
+    let frames = match verdict {
         Verdict::Unicast { port, len, .. } => vec![(port, out[..len].to_vec())],
         Verdict::Multicast { group, len, .. } => {
             let mut replica = vec![0u8; FRAME_OUT_LEN];
@@ -145,7 +240,8 @@ pub fn outputs(p: &mut Pipeline, port: u16, frame: &[u8]) -> Vec<(u16, Vec<u8>)>
                 .collect()
         }
         _ => Vec::new(),
-    }
+    };
+    (verdict, frames)
 }
 
 fn mac(m: [u8; 6]) -> String {
@@ -158,12 +254,34 @@ fn ip(a: [u8; 4]) -> String {
 
 /// The `simple_switch_CLI` commands that load the test bed into `p4/v1model/switchml.p4`.
 pub fn cli_commands() -> String {
-    let mut s = String::from(
+    commands(
         "# Generated by `cargo run -p switchml-p4model --bin expected -- --cli`; do not edit.\n",
-    );
+        &jobs(),
+        EPOCH,
+        MAX_COUNT,
+    )
+}
+
+/// The `simple_switch_CLI` commands that load scenario `s`'s bed ([`scenario_pipeline`]).
+pub fn scenario_cli_commands(s: &Scenario) -> String {
+    commands(
+        &format!(
+            "# The bed of scenario {}, from tests/vectors/switch.txt.\n",
+            s.name
+        ),
+        &[s.job],
+        s.epoch,
+        s.max_count,
+    )
+}
+
+/// The commands that load `jobs` (table entries 0, 1, …, multicast groups 1, 2, …, every
+/// rank at its host) and the switch's `epoch` and `max_count`.
+fn commands(header: &str, jobs: &[JobConfig], epoch: u32, max_count: u16) -> String {
+    let mut s = String::from(header);
     let mut node = 0;
     let mut rid = 1u16;
-    for (index, job) in jobs().into_iter().enumerate() {
+    for (index, &job) in jobs.iter().enumerate() {
         let group = index + 1;
         let _ = writeln!(
             s,
@@ -201,7 +319,7 @@ pub fn cli_commands() -> String {
     }
     let _ = writeln!(
         s,
-        "table_set_default switch_config set_switch_config {} {} {EPOCH} {MAX_COUNT}",
+        "table_set_default switch_config set_switch_config {} {} {epoch} {max_count}",
         mac(SWITCH.mac),
         ip(SWITCH.ip)
     );

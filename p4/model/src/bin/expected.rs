@@ -1,55 +1,116 @@
-//! Print what the model sends for each golden vector on the replay test bed
-//! (`switchml_p4model::testbed`), for `p4/replay/replay.sh` to compare with BMv2.
+//! Print what the model sends on the replay test beds (`switchml_p4model::testbed`), for
+//! `p4/replay/replay.sh` to compare with BMv2.
 //!
 //! ```text
-//! expected [VECTORS]        # default tests/vectors/wire.txt; writes to stdout:
-//!   [name]
+//! expected [VECTORS]          # default tests/vectors/wire.txt; writes to stdout:
+//!   [liveness]                #   first: the liveness check (testbed::liveness_frame)
 //!   in <port> <hex frame>
-//!   out <port> <hex frame>  # zero or more, in replica order
-//! expected --cli            # the simple_switch_CLI commands of the test bed
+//!   out <port> <hex frame>    #   zero or more, in replica order
+//!   [name] ...                #   then every vector
+//! expected --cli              # the simple_switch_CLI commands of the test bed
+//! expected --scenarios DIR [SWITCH]
+//!                             # default tests/vectors/switch.txt; for scenario number NN:
+//!                             #   DIR/NN-name.commands  the commands of its bed
+//!                             #   DIR/NN-name.expected  liveness, then its steps, as above
 //! ```
 //!
 //! Vectors run in file order through one switch, so state carries over as it does on BMv2.
+//! Each scenario runs on a fresh bed, and its frames are checked against the file's outcomes
+//! (`testbed::scenario_frames`) before they are written: a scenario the model gets wrong
+//! stops the run with exit status 1.
 
+use std::fmt::Write as _;
+use std::path::Path;
 use std::process::ExitCode;
 
-use switchml_p4model::testbed;
-use switchml_tests::vectors;
+use switchml_p4model::{testbed, Pipeline};
+use switchml_tests::{scenarios, vectors};
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-fn main() -> ExitCode {
-    let arg = std::env::args().nth(1);
-    if arg.as_deref() == Some("--cli") {
-        print!("{}", testbed::cli_commands());
-        return ExitCode::SUCCESS;
+/// One vector in the output format.
+fn entry(text: &mut String, name: &str, port: u16, frame: &[u8], out: &[(u16, Vec<u8>)]) {
+    let _ = writeln!(text, "[{name}]\nin {port} {}", hex(frame));
+    for (port, f) in out {
+        let _ = writeln!(text, "out {port} {}", hex(f));
     }
-    let text = match arg {
-        Some(path) => match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) => {
-                eprintln!("expected: {path}: {e}");
-                return ExitCode::FAILURE;
-            }
-        },
+}
+
+/// The liveness entry, answered by a throwaway copy of the bed so that the bed's state (its
+/// counters) is untouched.
+fn liveness(text: &mut String, mut bed: Pipeline) {
+    let (port, frame) = testbed::liveness_frame();
+    let out = testbed::outputs(&mut bed, port, &frame);
+    entry(text, "liveness", port, &frame, &out);
+}
+
+fn read(path: &str) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))
+}
+
+fn wire(path: Option<&str>) -> Result<String, String> {
+    let text = match path {
+        Some(p) => read(p)?,
         None => vectors::WIRE.to_string(),
     };
-    let vectors = match vectors::load(&text) {
-        Ok(v) => v,
-        Err(e) => {
-            eprintln!("expected: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    let vectors = vectors::load(&text)?;
+    let mut s = String::new();
+    liveness(&mut s, testbed::pipeline());
     let mut p = testbed::pipeline();
     for v in vectors {
         let (port, frame) = testbed::frame(&v.bytes);
-        println!("[{}]\nin {port} {}", v.name, hex(&frame));
-        for (port, out) in testbed::outputs(&mut p, port, &frame) {
-            println!("out {port} {}", hex(&out));
+        let out = testbed::outputs(&mut p, port, &frame);
+        entry(&mut s, &v.name, port, &frame, &out);
+    }
+    Ok(s)
+}
+
+fn scenario_files(dir: &str, path: Option<&str>) -> Result<(), String> {
+    let text = match path {
+        Some(p) => read(p)?,
+        None => scenarios::SWITCH.to_string(),
+    };
+    let all = scenarios::load(&text)?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("{dir}: {e}"))?;
+    for (n, s) in all.iter().enumerate() {
+        let steps = testbed::scenario_frames(s)?;
+        let mut expected = String::new();
+        liveness(&mut expected, testbed::scenario_pipeline(s));
+        for step in &steps {
+            entry(&mut expected, &step.name, step.port, &step.frame, &step.out);
+        }
+        let stem = Path::new(dir).join(format!("{n:02}-{}", s.name));
+        for (ext, body) in [
+            ("commands", testbed::scenario_cli_commands(s)),
+            ("expected", expected),
+        ] {
+            let file = stem.with_extension(ext);
+            std::fs::write(&file, body).map_err(|e| format!("{}: {e}", file.display()))?;
         }
     }
-    ExitCode::SUCCESS
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("--cli") => {
+            print!("{}", testbed::cli_commands());
+            Ok(())
+        }
+        Some("--scenarios") => match args.get(1) {
+            Some(dir) => scenario_files(dir, args.get(2).map(String::as_str)),
+            None => Err("usage: expected --scenarios DIR [SWITCH_TXT]".into()),
+        },
+        path => wire(path).map(|s| print!("{s}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("expected: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }

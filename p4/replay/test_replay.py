@@ -1,0 +1,237 @@
+"""Tests of the BMv2 replay that need no switch: replay.py's verdict against fake switch
+runs, replay.sh's skip path, and (as root, where network namespaces work) the whole of
+replay.sh with the fakes in fakes/ standing in for p4c-bm2-ss, simple_switch and
+simple_switch_CLI.
+
+    python3 -m unittest discover -s p4/replay -p 'test_*.py'
+"""
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+import replay
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# Frames are opaque to the verdict; short stand-ins keep the tests readable.
+PING, PONG = bytes.fromhex("0101"), bytes.fromhex("0202")
+RESULT = bytes.fromhex("0303")
+
+EXPECTED = """
+[liveness]
+in 0 0001
+out 0 00aa
+[join]
+in 1 0011
+out 1 0111
+[consumed]
+in 2 0022
+[multicast]
+in 0 0033
+out 0 0333
+out 1 0333
+out 2 0333
+[dropped]
+in 3 0044
+"""
+
+
+def vectors():
+    return replay.load(EXPECTED)
+
+
+def model_run():
+    """What a switch that behaves exactly like the model sends: each vector's `out`."""
+    return [(v, list(v["out"])) for v in vectors()]
+
+
+def with_got(name, got):
+    """The model's run with vector `name` answered by `got` instead."""
+    return [(v, got if v["name"] == name else g) for v, g in model_run()]
+
+
+class Verdict(unittest.TestCase):
+    def test_a_run_equal_to_the_model_passes(self):
+        status, report = replay.verdict(model_run())
+        self.assertEqual(status, replay.AGREE, report)
+        self.assertEqual(report[-1], "5 passed, 0 failed")
+
+    def test_replicas_in_another_order_pass(self):
+        v = vectors()[3]
+        status, _ = replay.verdict(with_got("multicast", list(reversed(v["out"]))))
+        self.assertEqual(status, replay.AGREE)
+
+    def test_a_switch_that_sends_nothing_fails_even_where_nothing_is_expected(self):
+        status, report = replay.verdict([(v, []) for v in vectors()])
+        self.assertEqual(status, replay.NO_SWITCH)
+        self.assertIn("liveness", report[0])
+
+    def test_nothing_at_all_fails_without_a_liveness_vector(self):
+        run = [(v, []) for v in vectors() if v["name"] != "liveness"]
+        status, report = replay.verdict(run)
+        self.assertEqual(status, replay.NO_SWITCH)
+        self.assertIn("none got one", report[0])
+
+    def test_a_live_switch_that_answers_nothing_else_fails(self):
+        run = [(v, g if v["name"] == "liveness" else []) for v, g in model_run()]
+        status, _ = replay.verdict(run)
+        self.assertEqual(status, replay.NO_SWITCH)
+
+    def test_an_empty_run_fails(self):
+        self.assertEqual(replay.verdict([])[0], replay.NO_SWITCH)
+
+    def test_a_wrong_liveness_answer_fails(self):
+        status, _ = replay.verdict(with_got("liveness", [(0, bytes.fromhex("00ab"))]))
+        self.assertEqual(status, replay.NO_SWITCH)
+
+    def test_a_missing_replica_fails(self):
+        v = vectors()[3]
+        status, report = replay.verdict(with_got("multicast", v["out"][:2]))
+        self.assertEqual(status, replay.DIFFER)
+        self.assertIn("[multicast] differs", report)
+        self.assertTrue(any(line.startswith("  missing: model out 2 ") for line in report))
+        self.assertEqual(report[-1], "4 passed, 1 failed")
+
+    def test_an_extra_frame_where_nothing_is_expected_fails(self):
+        status, report = replay.verdict(with_got("dropped", [(3, PING)]))
+        self.assertEqual(status, replay.DIFFER)
+        self.assertIn("  extra:   bmv2  out 3 0101", report)
+
+    def test_a_duplicate_frame_fails(self):
+        v = vectors()[1]
+        status, _ = replay.verdict(with_got("join", v["out"] * 2))
+        self.assertEqual(status, replay.DIFFER)
+
+    def test_a_frame_on_another_port_fails(self):
+        status, report = replay.verdict(with_got("join", [(2, bytes.fromhex("0111"))]))
+        self.assertEqual(status, replay.DIFFER)
+        self.assertIn("  missing: model out 1 0111", report)
+        self.assertIn("  extra:   bmv2  out 2 0111", report)
+
+    def test_different_bytes_fail(self):
+        status, _ = replay.verdict(with_got("join", [(1, bytes.fromhex("0112"))]))
+        self.assertEqual(status, replay.DIFFER)
+
+
+class FakeSwitch(unittest.TestCase):
+    """replay.replay with fake switches in place of the AF_PACKET exchange."""
+
+    def test_a_dead_switch_gets_only_the_liveness_frame_and_fails(self):
+        sent = []
+
+        def dead(port, frame):
+            sent.append((port, frame))
+            return []
+
+        status, _ = replay.verdict(replay.replay(vectors(), dead))
+        self.assertEqual(status, replay.NO_SWITCH)
+        self.assertEqual(sent, [vectors()[0]["in"]])
+
+    def test_a_switch_that_answers_like_the_model_passes(self):
+        answers = {v["in"]: v["out"] for v in vectors()}
+        status, report = replay.verdict(replay.replay(vectors(), lambda p, f: answers[(p, f)]))
+        self.assertEqual(status, replay.AGREE, report)
+
+    def test_a_switch_that_echoes_every_frame_fails(self):
+        status, _ = replay.verdict(replay.replay(vectors(), lambda p, f: [(p, f)]))
+        self.assertEqual(status, replay.NO_SWITCH)  # the liveness answer is wrong
+
+
+class Frames(unittest.TestCase):
+    def test_diff_is_empty_only_for_equal_multisets(self):
+        self.assertEqual(replay.diff([(0, PING), (1, PONG)], [(1, PONG), (0, PING)]), [])
+        self.assertEqual(len(replay.diff([(0, PING)], [(0, PING), (0, PING)])), 1)
+        self.assertEqual(len(replay.diff([(0, RESULT)], [])), 1)
+
+    def test_status_reply_counters_are_zeroed(self):
+        header = bytes(replay.DATAGRAM)
+        reply = header + bytes([1, replay.STATUS_REPLY]) + bytes(18) + b"\x07" * 232 + b"tail"
+        zeroed = replay.as_p4_sends(reply)
+        self.assertEqual(len(zeroed), len(reply))
+        self.assertEqual(zeroed[replay.COUNTERS.start:replay.COUNTERS.stop], bytes(232))
+        self.assertTrue(zeroed.endswith(b"tail"))
+        other = header + bytes([1, 0x02]) + b"\x07" * 300
+        self.assertEqual(replay.as_p4_sends(other), other)
+
+    def test_load_rejects_a_vector_without_input(self):
+        with self.assertRaises(ValueError):
+            replay.load("[a]\nout 0 00\n")
+        with self.assertRaises(ValueError):
+            replay.load("in 0 00\n")
+
+
+class SkipPath(unittest.TestCase):
+    def test_without_the_tools_replay_sh_skips_with_77_and_says_so(self):
+        with tempfile.TemporaryDirectory() as empty:
+            run = subprocess.run(
+                ["/bin/bash", os.path.join(HERE, "replay.sh")],
+                env={"PATH": empty, "TMPDIR": empty},
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            self.assertEqual(os.listdir(empty), [], "the skip path wrote something")
+        self.assertEqual(run.returncode, 77, run.stderr)
+        self.assertIn("SKIP", run.stderr)
+        self.assertIn("p4c-bm2-ss", run.stderr)
+        self.assertIn("simple_switch", run.stderr)
+        self.assertIn("nothing was checked", run.stderr)
+        self.assertEqual(run.stdout, "")
+
+
+def namespaces_work():
+    """Root, the tools replay.sh needs besides BMv2, and permission to make a namespace."""
+    if os.geteuid() != 0 or not all(shutil.which(t) for t in ("ip", "cargo")):
+        return False
+    probe = "switchml-replay-probe"
+    made = subprocess.run(["ip", "netns", "add", probe], capture_output=True).returncode == 0
+    if made:
+        subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+    return made
+
+
+@unittest.skipUnless(namespaces_work(), "needs root, ip, cargo and network namespaces")
+class FakeBmv2(unittest.TestCase):
+    """replay.sh end to end: namespace, veths, every bed, replay.py on AF_PACKET sockets."""
+
+    def run_replay(self, mode):
+        env = dict(os.environ)
+        env.update(
+            PATH=os.path.join(HERE, "fakes") + os.pathsep + env["PATH"],
+            FAKE_SWITCH_MODE=mode,
+            REPLAY_QUIET="0.05",
+        )
+        run = subprocess.run(
+            [os.path.join(HERE, "replay.sh")], env=env, capture_output=True, text=True,
+            timeout=600,
+        )
+        logs = run.stdout.splitlines()[0].removeprefix("replay.sh: logs in ")
+        self.assertTrue(os.path.isdir(logs), run.stdout)
+        self.addCleanup(shutil.rmtree, logs, True)
+        return run, logs
+
+    def test_a_switch_that_never_answers_fails_with_3_and_keeps_its_log(self):
+        run, logs = self.run_replay("dead")
+        self.assertEqual(run.returncode, 3, run.stderr)
+        self.assertIn("did not answer the liveness check", run.stderr)
+        self.assertIn(f"logs kept in {logs}", run.stderr)
+        self.assertTrue(os.path.isfile(os.path.join(logs, "wire.switch.log")))
+        self.assertNotIn("passed", run.stdout)
+
+    def test_one_wrong_multicast_fails_its_bed_and_only_it(self):
+        run, logs = self.run_replay("wrong")
+        self.assertEqual(run.returncode, 1, run.stderr)
+        self.assertIn("[scenario-17-multi_pass_k256] DIFFERS", run.stdout)
+        self.assertEqual(run.stdout.count("DIFFERS"), 1, run.stdout)
+        self.assertRegex(run.stdout, r"\[wire\] \d+ passed, 0 failed")
+        self.assertRegex(run.stdout, r"\[scenario-16-multi_pass_k100\] \d+ passed, 0 failed")
+        with open(os.path.join(logs, "scenario-17-multi_pass_k256.replay.log")) as f:
+            report = f.read()
+        self.assertIn("missing: model out 2 ", report)
+        self.assertIn("extra:   bmv2  out 2 ", report)
+
+
+if __name__ == "__main__":
+    unittest.main()
