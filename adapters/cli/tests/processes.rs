@@ -295,6 +295,33 @@ fn demo_verifies_f16_and_bf16_sums_and_averages() {
     }
 }
 
+/// The lanes log through `log`: nothing by default, their joins when asked.
+#[test]
+fn lanes_are_quiet_by_default_and_log_their_joins_when_asked() {
+    let demo = |rust_log: Option<&str>| {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["demo", "--workers", "2", "--elements", "10k", "--json"]);
+        match rust_log {
+            Some(level) => cmd.env("RUST_LOG", level),
+            None => cmd.env_remove("RUST_LOG"),
+        };
+        let out = cmd.output().expect("run switchml");
+        assert_eq!(out.status.code(), Some(0));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let quiet = demo(None);
+    assert!(quiet.trim().is_empty(), "{quiet}");
+    let told = demo(Some("switchml_udp=info"));
+    for rank in 0..2 {
+        for lane in 0..2 {
+            let line = format!("job 1 rank {rank} lane {lane}: joined");
+            assert!(told.contains(&line), "no {line:?} in {told}");
+        }
+    }
+    let debug = demo(Some("switchml_udp::lane_log=debug"));
+    assert!(debug.contains("lane 1: left after 1 tensors"), "{debug}");
+}
+
 #[test]
 fn a_worker_reports_its_timed_region_and_cpu_in_json() {
     let (sw, addr) = switch("3:2:32");

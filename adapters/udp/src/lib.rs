@@ -29,6 +29,8 @@ pub mod daemon;
 pub mod daemon_log;
 pub mod error;
 pub mod lane;
+mod lane_log;
+mod log_limit;
 pub mod loss;
 pub mod part;
 pub mod running_switch;
