@@ -72,7 +72,7 @@ pub fn run_local(
     progress: &ProgressBar,
 ) -> Result<LocalRun, String> {
     // A fresh key per run: only this process's ranks can join its switch.
-    let key = switchml_udp::running_switch::fresh_key();
+    let key = switchml_udp::fresh_key();
     let slots = u16::try_from(tuned.slots())
         .map_err(|_| format!("{} slots are more than a job can have", tuned.slots()))?;
     let sw = RunningSwitch::start(&SwitchConfig {

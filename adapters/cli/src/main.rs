@@ -351,8 +351,7 @@ fn main() {
         }
         Command::Job { admin, request } => {
             let request = request.join(" ");
-            match switchml_udp::admin::request(&admin, &request, std::time::Duration::from_secs(5))
-            {
+            match switchml_udp::admin_request(&admin, &request, std::time::Duration::from_secs(5)) {
                 Ok(reply) => {
                     println!("{}", reply.strip_prefix("ok ").unwrap_or(&reply));
                     0

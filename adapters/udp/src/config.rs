@@ -91,7 +91,7 @@ impl CommConfig {
     }
 
     /// Read the environment a launcher sets, and the TOML file `SWITCHML_CONFIG` names if
-    /// any, over the defaults: see [`Settings`](crate::Settings) for the names and the
+    /// any, over the defaults: see [`Settings`] for the names and the
     /// order (the environment wins over the file). `RANK`, `WORLD_SIZE` and the switch's
     /// address (`SWITCHML_SWITCH`, or `MASTER_ADDR` with `SWITCHML_PORT`, default 48864)
     /// must be set somewhere.

@@ -30,7 +30,7 @@ mod sealed {
     impl Sealed for half::bf16 {}
 }
 
-/// An element type the communicator reduces: `f32`, [`f16`] and [`bf16`] (quantized per
+/// An element type the communicator reduces: `f32`, [`f16`](struct@f16) and [`bf16`] (quantized per
 /// block through f32, protocol.md §5) or `i32` (summed exactly).
 pub trait Element: Copy + Send + Sync + 'static + sealed::Sealed {
     /// Which kind.
@@ -195,13 +195,9 @@ impl Part {
     }
 
     /// Return the number of elements.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.len
-    }
-
-    /// Return whether the part is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 }
 
