@@ -185,19 +185,20 @@ fn worker_help() -> String {
 /// Where a worker joins: flags, a TOML file, or the environment (RANK, WORLD_SIZE, ...).
 #[derive(Args, Debug, Clone)]
 struct JoinArgs {
-    /// The switch, host:port (else SWITCHML_SWITCH or MASTER_ADDR).
+    /// The switch, host:port (else SWITCHML_SWITCH or MASTER_ADDR, else the file).
     #[arg(long)]
     switch: Option<String>,
-    /// The job id (else SWITCHML_JOB, or 0).
+    /// The job id (else SWITCHML_JOB, else the file, else 0).
     #[arg(long)]
     job: Option<u16>,
-    /// This worker's rank (else RANK).
+    /// This worker's rank (else RANK, else the file).
     #[arg(long)]
     rank: Option<u16>,
-    /// The number of ranks (else WORLD_SIZE).
+    /// The number of ranks (else WORLD_SIZE, else the file).
     #[arg(long)]
     world: Option<u16>,
-    /// A TOML configuration file (see `CommConfig::from_file`).
+    /// A TOML file of settings, below flags and environment (else SWITCHML_CONFIG; keys as
+    /// in `switchml_udp::Settings::from_file`).
     #[arg(long)]
     config: Option<PathBuf>,
 }
