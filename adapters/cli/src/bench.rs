@@ -47,6 +47,13 @@ pub fn bench(
     json_out: bool,
 ) -> i32 {
     let iterations = iterations.max(1);
+    let tuned = match crate::demo::local_config(1, tuning) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
     let progress = if json_out {
         ProgressBar::hidden()
     } else {
@@ -72,7 +79,7 @@ pub fn bench(
                 verify: false,
             };
             let hidden = ProgressBar::hidden();
-            match run_local(p, &w, tuning, 0.0, &hidden) {
+            match run_local(p, &w, &tuned, 0.0, &hidden) {
                 Ok(r) if r.problem.is_none() => ours.push(Some((
                     Point {
                         seconds: r.elapsed.as_secs_f64(),

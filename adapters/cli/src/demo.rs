@@ -9,11 +9,17 @@ use serde_json::json;
 use switchml_udp::{CommConfig, Communicator, JobSpec, Op, RunningSwitch, SwitchConfig};
 
 use crate::report::{counters_json, counters_text, si};
-use crate::run::{run_rank, Dtype, Input, RankRun, Workload};
+use crate::run::{run_rank, Dtype, Input, RankRun, Values, Workload};
 use crate::Tuning;
 
 /// The job id the demo and bench use.
 pub const JOB: u16 = 1;
+
+/// Where the demo's switch listens: any free port on loopback.
+const LOOPBACK: std::net::SocketAddr = std::net::SocketAddr::V4(std::net::SocketAddrV4::new(
+    std::net::Ipv4Addr::LOCALHOST,
+    0,
+));
 
 /// What a local run measured.
 #[derive(Debug, Clone)]
@@ -50,27 +56,36 @@ impl LocalRun {
     }
 }
 
-/// Start a switch and `workers` ranks in this process and run `w`.
+/// The lanes, window, count and timeouts of a local run: the flags in `tuning` over the
+/// environment and its file over the library's defaults.
+pub fn local_config(workers: u16, tuning: &Tuning) -> Result<CommConfig, String> {
+    tuning.apply(CommConfig::new(0, workers.max(1), LOOPBACK, JOB))
+}
+
+/// Start a switch and `workers` ranks in this process and run `w`, each rank set up as
+/// `tuned` says (its rank, world, switch, job and key are the run's own).
 pub fn run_local(
     workers: u16,
     w: &Workload,
-    tuning: &Tuning,
+    tuned: &CommConfig,
     drop_rate: f64,
     progress: &ProgressBar,
 ) -> Result<LocalRun, String> {
     // A fresh key per run: only this process's ranks can join its switch.
-    let key = switchml_udp::running_switch::fresh_key();
+    let key = switchml_udp::fresh_key();
+    let slots = u16::try_from(tuned.slots())
+        .map_err(|_| format!("{} slots are more than a job can have", tuned.slots()))?;
     let sw = RunningSwitch::start(&SwitchConfig {
-        bind: "127.0.0.1:0".parse().expect("literal address"),
+        bind: LOOPBACK,
         jobs: vec![JobSpec {
             id: JOB,
             world: workers,
-            slots: tuning.lanes * tuning.window,
+            slots,
             key: Some(key),
         }],
         drop_rate,
         seed: w.seed,
-        ..SwitchConfig::new("127.0.0.1:0".parse().expect("literal address"), vec![])
+        ..SwitchConfig::new(LOOPBACK, vec![])
     })
     .map_err(|e| format!("switch: {e}"))?;
     let addr = sw.addr();
@@ -81,8 +96,12 @@ pub fn run_local(
                 let (barrier, progress) = (&barrier, progress);
                 s.spawn(move || {
                     let config = CommConfig {
+                        rank,
+                        world: workers,
+                        switch: addr,
+                        job: JOB,
                         key,
-                        ..tuning.apply(CommConfig::new(rank, workers, addr, JOB))
+                        ..tuned.clone()
                     };
                     let input = Input::new(w, rank, workers);
                     let comm = Communicator::connect(&config).map_err(|e| e.to_string())?;
@@ -115,7 +134,7 @@ pub fn run_local(
         problem: None,
         counters,
     };
-    let mut reference: Option<Vec<f32>> = None;
+    let mut reference: Option<Values> = None;
     for (rank, outcome) in outcomes.into_iter().enumerate() {
         let r = match outcome {
             Ok(r) => r,
@@ -141,14 +160,14 @@ pub fn run_local(
                 ));
             }
         }
-        match (&reference, r.result) {
-            (None, Some(x)) => reference = Some(x),
-            (Some(x0), Some(x)) if w.verify && x0 != &x => {
+        match &reference {
+            None => reference = Some(r.result),
+            Some(x0) if w.verify && x0 != &r.result => {
                 run.verified = false;
                 run.problem
                     .get_or_insert(format!("rank {rank}'s result differs from rank 0's"));
             }
-            _ => {}
+            Some(_) => {}
         }
     }
     Ok(run)
@@ -156,10 +175,17 @@ pub fn run_local(
 
 /// `switchml demo`.
 pub fn demo(workers: u16, w: &Workload, tuning: &Tuning, drop_rate: f64, json_out: bool) -> i32 {
+    let tuned = match local_config(workers, tuning) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
     if !json_out {
         println!(
             "switchml demo: {workers} workers × {} {:?} elements, {} iteration(s), {} lanes × {} slots, {} values/packet, loss {:.1}% — switch and workers on 127.0.0.1",
-            w.elements, w.dtype, w.iterations, tuning.lanes, tuning.window, tuning.count, drop_rate * 100.0
+            w.elements, w.dtype, w.iterations, tuned.lanes, tuned.window, tuned.count, drop_rate * 100.0
         );
     }
     let progress = if json_out {
@@ -175,7 +201,7 @@ pub fn demo(workers: u16, w: &Workload, tuning: &Tuning, drop_rate: f64, json_ou
     );
     progress.enable_steady_tick(Duration::from_millis(100));
     let started = Instant::now();
-    let run = run_local(workers, w, tuning, drop_rate, &progress);
+    let run = run_local(workers, w, &tuned, drop_rate, &progress);
     progress.finish_and_clear();
     let run = match run {
         Ok(r) => r,
@@ -185,7 +211,7 @@ pub fn demo(workers: u16, w: &Workload, tuning: &Tuning, drop_rate: f64, json_ou
         }
     };
     let eps = run.elements_per_sec();
-    let bytes_per_element = 4.0;
+    let bytes_per_element = w.dtype.size() as f64;
     if json_out {
         let v = json!({
             "workers": workers,
@@ -221,7 +247,7 @@ pub fn demo(workers: u16, w: &Workload, tuning: &Tuning, drop_rate: f64, json_ou
             run.cpu.as_secs_f64()
         );
         print!("{}", counters_text(&run.counters));
-        if w.dtype == Dtype::F32 {
+        if w.dtype != Dtype::I32 {
             println!(
                 "max error vs f64 sum: {:.3e} (bound {:.3e})",
                 run.max_error, run.bound

@@ -14,6 +14,7 @@ mod demo;
 mod doctor;
 mod inputs;
 mod logger;
+mod output;
 mod report;
 mod run;
 mod signal;
@@ -24,7 +25,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use switchml_udp::{CommConfig, JobSpec, SwitchConfig};
+use switchml_udp::{CommConfig, JobSpec, Settings, SwitchConfig};
 
 use crate::run::{Dtype, Workload};
 
@@ -42,6 +43,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run a switch and N workers on this machine and all-reduce, verified.
+    #[command(after_long_help = SETTINGS_HELP)]
     Demo {
         /// Workers (ranks).
         #[arg(long, default_value_t = 4)]
@@ -94,6 +96,9 @@ enum Command {
         json: bool,
     },
     /// Run one worker (rank) of a job: all-reduce generated tensors and verify them.
+    ///
+    /// The multi-host command: start one per rank, on any hosts that reach the switch.
+    #[command(after_long_help = worker_help())]
     Worker {
         #[command(flatten)]
         join: JoinArgs,
@@ -104,6 +109,10 @@ enum Command {
         work: WorkArgs,
         #[command(flatten)]
         tuning: Tuning,
+        /// Write the last result to FILE: raw little-endian values, or a NumPy `.npy` file
+        /// when the name ends in `.npy` (bf16 as its `<u2` bit patterns).
+        #[arg(long, value_name = "FILE")]
+        output: Option<PathBuf>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -139,6 +148,7 @@ enum Command {
         bmv2_cli: Option<String>,
     },
     /// Loopback throughput for 2 and 4 workers, 1M to 64M elements, against Gloo.
+    #[command(after_long_help = SETTINGS_HELP)]
     Bench {
         /// Worker counts, comma-separated.
         #[arg(long, default_value = "2,4", value_delimiter = ',')]
@@ -160,22 +170,39 @@ enum Command {
     },
 }
 
+/// Which source of a setting wins, for `--help`.
+const SETTINGS_HELP: &str = "\
+Settings: arguments > environment > TOML file > defaults. A flag left out sets nothing;
+then the environment (RANK, WORLD_SIZE, SWITCHML_SWITCH or MASTER_ADDR with SWITCHML_PORT,
+SWITCHML_JOB, SWITCHML_JOB_KEY, SWITCHML_LANES, SWITCHML_WINDOW, SWITCHML_COUNT,
+SWITCHML_RTO_MS, SWITCHML_MAX_RTO_MS, SWITCHML_RETRIES, SWITCHML_JOIN_TIMEOUT_MS,
+SWITCHML_COALESCE_US), then the TOML file that --config or SWITCHML_CONFIG names (keys
+rank, world_size, switch, job, key, lanes, window, count, rto_ms, max_rto_ms, retries,
+join_timeout_ms, coalesce_us), then the library's defaults (switchml_udp::CommConfig).
+Every rank of a job must end up with the same lanes, window and count.";
+
+/// `switchml worker --help`'s closing text: where settings come from, and the data.
+fn worker_help() -> String {
+    format!("{SETTINGS_HELP}\n\n{}", inputs::DATA_HELP)
+}
+
 /// Where a worker joins: flags, a TOML file, or the environment (RANK, WORLD_SIZE, ...).
 #[derive(Args, Debug, Clone)]
 struct JoinArgs {
-    /// The switch, host:port (else SWITCHML_SWITCH or MASTER_ADDR).
+    /// The switch, host:port (else SWITCHML_SWITCH or MASTER_ADDR, else the file).
     #[arg(long)]
     switch: Option<String>,
-    /// The job id (else SWITCHML_JOB, or 0).
+    /// The job id (else SWITCHML_JOB, else the file, else 0).
     #[arg(long)]
     job: Option<u16>,
-    /// This worker's rank (else RANK).
+    /// This worker's rank (else RANK, else the file).
     #[arg(long)]
     rank: Option<u16>,
-    /// The number of ranks (else WORLD_SIZE).
+    /// The number of ranks (else WORLD_SIZE, else the file).
     #[arg(long)]
     world: Option<u16>,
-    /// A TOML configuration file (see `CommConfig::from_file`).
+    /// A TOML file of settings, below flags and environment (else SWITCHML_CONFIG; keys as
+    /// in `switchml_udp::Settings::from_file`).
     #[arg(long)]
     config: Option<PathBuf>,
 }
@@ -186,10 +213,10 @@ struct WorkArgs {
     /// All-reduces of the tensor.
     #[arg(long, default_value_t = 1)]
     iterations: u32,
-    /// Element type.
+    /// Element type: f32, f16 and bf16 are quantized per block, i32 is summed exactly.
     #[arg(long, value_enum, default_value_t = Dtype::F32)]
     dtype: Dtype,
-    /// Average instead of sum (f32 only).
+    /// Average instead of sum (float types only).
     #[arg(long)]
     average: bool,
     /// Input seed (every rank must use the same).
@@ -213,47 +240,69 @@ impl WorkArgs {
     }
 }
 
-/// How the workers' lanes are set up; every rank must use the same values.
-#[derive(Args, Debug, Clone, Copy)]
+/// How the workers' lanes are set up; every rank must use the same lanes, window and count.
+///
+/// A flag left out is not set: the value then comes from the environment, else the TOML
+/// file, else the library's default (`switchml_udp::Settings`).
+#[derive(Args, Debug, Clone, Copy, Default)]
 pub struct Tuning {
-    /// I/O threads (lanes) per worker (1 suits a small host; add lanes with cores).
-    #[arg(long, default_value_t = 1)]
-    pub lanes: u16,
-    /// Slots per lane: packets in flight per lane.
-    #[arg(long, default_value_t = 32)]
-    pub window: u16,
-    /// Values per packet (1024 suits loopback; 256 fits a 1500-byte MTU).
-    #[arg(long, default_value_t = 1024)]
-    pub count: u16,
-    /// First retransmission timeout, ms.
-    #[arg(long, default_value_t = 5)]
-    pub rto_ms: u64,
-    /// Resends of one packet before a worker probes and gives up.
-    #[arg(long, default_value_t = 30)]
-    pub retries: u16,
-    /// Seconds to wait for every rank to join.
-    #[arg(long, default_value_t = 30)]
-    pub join_timeout: u64,
+    /// I/O threads (lanes) per worker [env: SWITCHML_LANES; default: 2].
+    #[arg(long)]
+    pub lanes: Option<u16>,
+    /// Slots per lane, i.e. packets in flight per lane [env: SWITCHML_WINDOW; default: 128].
+    #[arg(long)]
+    pub window: Option<u16>,
+    /// Values per packet [env: SWITCHML_COUNT; default: 256, which fits a 1500-byte MTU;
+    /// loopback and jumbo frames can take 1024].
+    #[arg(long)]
+    pub count: Option<u16>,
+    /// First retransmission timeout, ms [env: SWITCHML_RTO_MS; default: 5].
+    #[arg(long)]
+    pub rto_ms: Option<u64>,
+    /// Largest retransmission timeout, ms [env: SWITCHML_MAX_RTO_MS; default: the larger
+    /// of 200 and 40 × the first].
+    #[arg(long)]
+    pub max_rto_ms: Option<u64>,
+    /// Resends of one packet before a worker probes and gives up [env: SWITCHML_RETRIES;
+    /// default: 30].
+    #[arg(long)]
+    pub retries: Option<u16>,
+    /// Seconds to wait for every rank to join [env: SWITCHML_JOIN_TIMEOUT_MS, in ms;
+    /// default: 30].
+    #[arg(long)]
+    pub join_timeout: Option<u64>,
     /// Microseconds a lane lets datagrams gather after one wakes it (0: read at once); a
-    /// few hundred cut a lane's CPU time on a shaped link. At most half the RTO.
-    #[arg(long, default_value_t = 0)]
-    pub coalesce_us: u64,
+    /// few hundred cut a lane's CPU time on a shaped link. At most half the RTO
+    /// [env: SWITCHML_COALESCE_US; default: 0].
+    #[arg(long)]
+    pub coalesce_us: Option<u64>,
 }
 
 impl Tuning {
-    /// Apply to a configuration.
-    pub fn apply(&self, c: CommConfig) -> CommConfig {
-        CommConfig {
-            lanes: self.lanes,
-            window: self.window,
-            count: self.count,
-            rto: Duration::from_millis(self.rto_ms.max(1)),
-            max_rto: Duration::from_millis(self.rto_ms.max(1) * 40).max(c.max_rto),
-            retries: self.retries,
-            join_timeout: Duration::from_secs(self.join_timeout.max(1)),
-            coalesce: Duration::from_micros(self.coalesce_us),
-            ..c
-        }
+    /// The flags given, as the top layer of settings.
+    pub fn settings(&self) -> Settings {
+        let mut s = Settings::default();
+        s.lanes = self.lanes;
+        s.window = self.window;
+        s.count = self.count;
+        s.rto = self.rto_ms.map(|ms| Duration::from_millis(ms.max(1)));
+        s.max_rto = self.max_rto_ms.map(|ms| Duration::from_millis(ms.max(1)));
+        s.retries = self.retries;
+        s.join_timeout = self.join_timeout.map(|t| Duration::from_secs(t.max(1)));
+        s.coalesce = self.coalesce_us.map(Duration::from_micros);
+        s
+    }
+
+    /// Apply these flags over the environment (`SWITCHML_*`, and the file
+    /// `SWITCHML_CONFIG` names) to `c`, which keeps its rank, world, switch and job.
+    pub fn apply(&self, c: CommConfig) -> Result<CommConfig, String> {
+        let layered = self
+            .settings()
+            .layered(None, |name| std::env::var(name).ok())
+            .map_err(|e| e.to_string())?;
+        let c = layered.tune(c);
+        c.validate().map_err(|e| e.to_string())?;
+        Ok(c)
     }
 }
 
@@ -307,8 +356,7 @@ fn main() {
         }
         Command::Job { admin, request } => {
             let request = request.join(" ");
-            match switchml_udp::admin::request(&admin, &request, std::time::Duration::from_secs(5))
-            {
+            match switchml_udp::admin_request(&admin, &request, std::time::Duration::from_secs(5)) {
                 Ok(reply) => {
                     println!("{}", reply.strip_prefix("ok ").unwrap_or(&reply));
                     0
@@ -324,8 +372,15 @@ fn main() {
             elements,
             work,
             tuning,
+            output,
             json,
-        } => worker_cmd::worker(&join, &work.workload(elements), &tuning, json),
+        } => worker_cmd::worker(
+            &join,
+            &work.workload(elements),
+            &tuning,
+            output.as_deref(),
+            json,
+        ),
         Command::Doctor {
             switch,
             job,
@@ -355,6 +410,43 @@ mod tests {
         assert_eq!(parse_count("64k"), Ok(64 << 10));
         assert_eq!(parse_count("1000"), Ok(1000));
         assert!(parse_count("x").is_err());
+    }
+
+    /// The defaults `--help` quotes are the library's: the CLI has none of its own.
+    #[test]
+    fn help_quotes_the_library_defaults_and_flags_left_out_set_nothing() {
+        use clap::CommandFactory;
+        use switchml_udp::config::{DEFAULT_COUNT, DEFAULT_LANES, DEFAULT_WINDOW};
+        let c = CommConfig::new(0, 1, "127.0.0.1:1".parse().unwrap(), 0);
+        let mut cmd = Cli::command();
+        let help = cmd
+            .find_subcommand_mut("worker")
+            .expect("worker")
+            .render_long_help()
+            .to_string();
+        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        for quoted in [
+            format!("SWITCHML_LANES; default: {DEFAULT_LANES}]"),
+            format!("SWITCHML_WINDOW; default: {DEFAULT_WINDOW}]"),
+            format!("SWITCHML_COUNT; default: {DEFAULT_COUNT},"),
+            format!("SWITCHML_RTO_MS; default: {}]", c.rto.as_millis()),
+            format!("default: the larger of {} and 40", c.max_rto.as_millis()),
+            format!("SWITCHML_RETRIES; default: {}]", c.retries),
+            format!("in ms; default: {}]", c.join_timeout.as_secs()),
+            format!("SWITCHML_COALESCE_US; default: {}]", c.coalesce.as_micros()),
+        ] {
+            assert!(help.contains(&quoted), "--help lacks {quoted:?}: {help}");
+        }
+        assert!(help.contains("arguments > environment"), "{help}");
+        assert!(
+            help.contains("u = mix(seed ^ (r << 48) ^ mix(i))"),
+            "{help}"
+        );
+        let cli = Cli::try_parse_from(["switchml", "worker"]).unwrap();
+        let Command::Worker { tuning, .. } = cli.command else {
+            panic!("not the worker command")
+        };
+        assert_eq!(tuning.settings(), Settings::default());
     }
 
     #[test]

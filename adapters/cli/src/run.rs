@@ -4,18 +4,35 @@
 use std::sync::Barrier;
 use std::time::{Duration, Instant, SystemTime};
 
+use half::{bf16, f16};
 use switchml_core::worker::Stats;
-use switchml_udp::{Communicator, Error, Op, Timing};
+use switchml_udp::{Communicator, Element, Error, Op, Timing};
 
-use crate::inputs::{check_f32, check_i32, f32_input, i32_input, Check};
+use crate::inputs::{
+    bf16_input, check_bf16, check_f16, check_f32, check_i32, f16_input, f32_input, i32_input, Check,
+};
 
 /// The element type of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Dtype {
-    /// Floats, quantized per block.
+    /// IEEE binary32 floats, quantized per block.
     F32,
-    /// Integers, summed exactly.
+    /// 32-bit integers, summed exactly.
     I32,
+    /// IEEE binary16 floats, quantized per block through f32.
+    F16,
+    /// bfloat16 floats, quantized per block through f32.
+    Bf16,
+}
+
+impl Dtype {
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            Dtype::F32 | Dtype::I32 => 4,
+            Dtype::F16 | Dtype::Bf16 => 2,
+        }
+    }
 }
 
 /// What each rank does.
@@ -46,8 +63,8 @@ pub struct RankRun {
     pub timing: Vec<Timing>,
     /// The check of the last result, if asked for.
     pub check: Option<Check>,
-    /// The last f32 result (ranks compare theirs with rank 0's).
-    pub result: Option<Vec<f32>>,
+    /// The last result (ranks compare theirs with rank 0's; `--output` writes it).
+    pub result: Values,
     /// The process's CPU time from the first iteration's start to the last one's end (all
     /// threads of the process: with a barrier, every rank's and the switch's).
     pub cpu: Option<Duration>,
@@ -65,6 +82,23 @@ pub enum Input {
     F32(Buffers<f32>),
     /// Integers whose sum over the world fits.
     I32(Buffers<i32>),
+    /// Half floats in [-1, 1).
+    F16(Buffers<f16>),
+    /// bfloat16s in [-1, 1).
+    Bf16(Buffers<bf16>),
+}
+
+/// A tensor of any element type: a rank's last result.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Values {
+    /// f32 values.
+    F32(Vec<f32>),
+    /// i32 values.
+    I32(Vec<i32>),
+    /// f16 values.
+    F16(Vec<f16>),
+    /// bf16 values.
+    Bf16(Vec<bf16>),
 }
 
 /// The tensor all-reduced in place, and a pristine copy to restore it from between
@@ -101,6 +135,14 @@ impl Input {
                 i32_input(w.seed, rank, world, w.elements),
                 w.iterations,
             )),
+            Dtype::F16 => Input::F16(Buffers::new(
+                f16_input(w.seed, rank, w.elements),
+                w.iterations,
+            )),
+            Dtype::Bf16 => Input::Bf16(Buffers::new(
+                bf16_input(w.seed, rank, w.elements),
+                w.iterations,
+            )),
         }
     }
 }
@@ -116,76 +158,91 @@ pub fn run_rank(
     tick: &(dyn Fn(u32, Duration) + Sync),
 ) -> Result<RankRun, Error> {
     let world = comm.world();
-    let mut elapsed = Duration::ZERO;
-    let mut check = None;
-    let mut result = None;
-    let mut cpu_start = None;
-    let mut started = None;
-    let cpu_end;
-    let mut start_cpu = |i: u32| {
-        if i == 0 {
-            cpu_start = Some(cpu_time());
-            started = Some(SystemTime::now());
+    let average = w.op == Op::Average;
+    let check = |c: Check| w.verify.then_some(c);
+    let (timed, check, result) = match input {
+        Input::F32(b) => {
+            let (t, x) = iterate(comm, w, w.op, b, barrier, tick)?;
+            (
+                t,
+                check(check_f32(&x, w.seed, world, average)),
+                Values::F32(x),
+            )
         }
-    };
-    match input {
-        Input::F32(mut buffers) => {
-            for i in 0..w.iterations {
-                buffers.reset(i);
-                let data = &mut buffers.data;
-                let t = timed(barrier, || {
-                    start_cpu(i);
-                    comm.allreduce(data, w.op)
-                })?;
-                elapsed += t;
-                tick(i, t);
-            }
-            if let Some(b) = barrier {
-                b.wait();
-            }
-            cpu_end = Some((cpu_time(), SystemTime::now()));
-            if w.verify {
-                check = Some(check_f32(&buffers.data, w.seed, world, w.op == Op::Average));
-            }
-            result = Some(buffers.data);
+        Input::I32(b) => {
+            let (t, x) = iterate(comm, w, Op::Sum, b, barrier, tick)?;
+            (t, check(check_i32(&x, w.seed, world)), Values::I32(x))
         }
-        Input::I32(mut buffers) => {
-            for i in 0..w.iterations {
-                buffers.reset(i);
-                let data = &mut buffers.data;
-                let t = timed(barrier, || {
-                    start_cpu(i);
-                    comm.allreduce(data, Op::Sum)
-                })?;
-                elapsed += t;
-                tick(i, t);
-            }
-            if let Some(b) = barrier {
-                b.wait();
-            }
-            cpu_end = Some((cpu_time(), SystemTime::now()));
-            if w.verify {
-                check = Some(check_i32(&buffers.data, w.seed, world));
-            }
+        Input::F16(b) => {
+            let (t, x) = iterate(comm, w, w.op, b, barrier, tick)?;
+            (
+                t,
+                check(check_f16(&x, w.seed, world, average)),
+                Values::F16(x),
+            )
         }
-    }
-    let cpu = match (cpu_start, cpu_end) {
-        (Some(a), Some((b, _))) => Some(b.saturating_sub(a)),
-        _ => None,
-    };
-    let window = match (started, cpu_end) {
-        (Some(a), Some((_, b))) => Some((a, b)),
-        _ => None,
+        Input::Bf16(b) => {
+            let (t, x) = iterate(comm, w, w.op, b, barrier, tick)?;
+            (
+                t,
+                check(check_bf16(&x, w.seed, world, average)),
+                Values::Bf16(x),
+            )
+        }
     };
     Ok(RankRun {
-        elapsed,
+        elapsed: timed.elapsed,
         stats: comm.stats(),
         timing: comm.timing(),
         check,
         result,
-        cpu,
-        window,
+        cpu: Some(timed.cpu),
+        window: Some(timed.window),
     })
+}
+
+/// What [`iterate`] measured.
+struct Timed {
+    elapsed: Duration,
+    cpu: Duration,
+    window: (SystemTime, SystemTime),
+}
+
+/// All-reduce `buffers` `w.iterations` times with `op`; return the timing and the last
+/// result. The checks are left to the caller: they are slow, and not all-reduce time.
+fn iterate<T: Element>(
+    comm: &Communicator,
+    w: &Workload,
+    op: Op,
+    mut buffers: Buffers<T>,
+    barrier: Option<&Barrier>,
+    tick: &(dyn Fn(u32, Duration) + Sync),
+) -> Result<(Timed, Vec<T>), Error> {
+    let mut elapsed = Duration::ZERO;
+    let mut first = None;
+    for i in 0..w.iterations.max(1) {
+        buffers.reset(i);
+        let data = &mut buffers.data;
+        let t = timed(barrier, || {
+            if i == 0 {
+                first = Some((cpu_time(), SystemTime::now()));
+            }
+            comm.allreduce(data, op)
+        })?;
+        elapsed += t;
+        tick(i, t);
+    }
+    if let Some(b) = barrier {
+        b.wait();
+    }
+    let (cpu_end, end) = (cpu_time(), SystemTime::now());
+    let (cpu_start, start) = first.unwrap_or((cpu_end, end));
+    let timed = Timed {
+        elapsed,
+        cpu: cpu_end.saturating_sub(cpu_start),
+        window: (start, end),
+    };
+    Ok((timed, buffers.data))
 }
 
 fn timed(
@@ -247,5 +304,15 @@ mod tests {
             ..w
         };
         assert!(matches!(Input::new(&w, 0, 2), Input::I32(v) if v.data.len() == 1000));
+        let w = Workload {
+            dtype: Dtype::F16,
+            ..w
+        };
+        assert!(matches!(Input::new(&w, 0, 2), Input::F16(v) if v.data.len() == 1000));
+        let w = Workload {
+            dtype: Dtype::Bf16,
+            ..w
+        };
+        assert!(matches!(Input::new(&w, 0, 2), Input::Bf16(v) if v.data.len() == 1000));
     }
 }

@@ -1,7 +1,8 @@
 //! `switchml worker`: one rank of a job as its own process.
 //!
-//! Settings come from flags, else a TOML file (`--config`), else the environment a launcher
-//! sets (`RANK`, `WORLD_SIZE`, `SWITCHML_SWITCH` or `MASTER_ADDR`, `SWITCHML_JOB`). Every
+//! Settings come from flags, else the environment a launcher sets (`RANK`, `WORLD_SIZE`,
+//! `SWITCHML_SWITCH` or `MASTER_ADDR`, `SWITCHML_JOB`, `SWITCHML_LANES`, ...), else a TOML
+//! file (`--config`, else `SWITCHML_CONFIG`), else the library's defaults. Every
 //! iteration prints a line as it finishes, so a person (or a test) sees progress; a failure
 //! prints the error, which names the rank, lane, slot or missing ranks, and exits 1. With
 //! `--json` the report also carries the process's CPU seconds over the timed iterations and
@@ -9,6 +10,7 @@
 //! host's CPU samples).
 
 use std::io::Write;
+use std::path::Path;
 
 use serde_json::json;
 use switchml_udp::{CommConfig, Communicator};
@@ -16,30 +18,27 @@ use switchml_udp::{CommConfig, Communicator};
 use crate::run::{run_rank, Input, Workload};
 use crate::{JoinArgs, Tuning};
 
-/// Build the configuration: flags first, then the environment (and its optional file).
+/// Build the configuration: flags, over the environment, over the TOML file (`--config`,
+/// else `SWITCHML_CONFIG`), over the library's defaults.
 fn config(join: &JoinArgs, tuning: &Tuning) -> Result<CommConfig, String> {
-    let flag = |name: &str| -> Option<String> {
-        match name {
-            "RANK" => join.rank.map(|v| v.to_string()),
-            "WORLD_SIZE" => join.world.map(|v| v.to_string()),
-            "SWITCHML_SWITCH" => join.switch.clone(),
-            "SWITCHML_JOB" => join.job.map(|v| v.to_string()),
-            "SWITCHML_CONFIG" => join.config.as_ref().map(|p| p.display().to_string()),
-            _ => None,
-        }
-    };
-    let c = CommConfig::from_vars(|name| flag(name).or_else(|| std::env::var(name).ok()))
-        .map_err(|e| e.to_string())?;
-    // A configuration file carries its own tuning; otherwise the flags' (or defaults).
-    Ok(if join.config.is_some() {
-        c
-    } else {
-        tuning.apply(c)
-    })
+    let mut args = tuning.settings();
+    args.rank = join.rank;
+    args.world_size = join.world;
+    args.switch = join.switch.clone();
+    args.job = join.job;
+    args.layered(join.config.as_deref(), |name| std::env::var(name).ok())
+        .and_then(|s| s.config())
+        .map_err(|e| e.to_string())
 }
 
 /// Run the worker; return the exit code.
-pub fn worker(join: &JoinArgs, w: &Workload, tuning: &Tuning, json_out: bool) -> i32 {
+pub fn worker(
+    join: &JoinArgs,
+    w: &Workload,
+    tuning: &Tuning,
+    output: Option<&Path>,
+    json_out: bool,
+) -> i32 {
     let config = match config(join, tuning) {
         Ok(c) => c,
         Err(e) => {
@@ -69,6 +68,11 @@ pub fn worker(join: &JoinArgs, w: &Workload, tuning: &Tuning, json_out: bool) ->
         Ok(r) => r,
         Err(e) => return fail(json_out, rank, &e.to_string()),
     };
+    if let Some(path) = output {
+        if let Err(e) = crate::output::write(path, &run.result) {
+            return fail(json_out, rank, &format!("--output {}: {e}", path.display()));
+        }
+    }
     let eps = w.elements as f64 * f64::from(w.iterations) / run.elapsed.as_secs_f64().max(1e-9);
     let verified = run.check.map(|c| c.ok());
     if json_out {

@@ -167,6 +167,8 @@ fn doctor_reports_joined_ranks_refusals_and_closed_ports() {
         "2",
         "--join-timeout",
         "20",
+        "--window",
+        "16",
     ]);
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
@@ -270,6 +272,57 @@ fn demo_verifies_floats_and_integers_with_loss() {
 }
 
 #[test]
+fn demo_verifies_f16_and_bf16_sums_and_averages() {
+    for dtype in ["f16", "bf16"] {
+        for op in [None, Some("--average")] {
+            let mut args = vec![
+                "demo",
+                "--workers",
+                "3",
+                "--elements",
+                "20k",
+                "--dtype",
+                dtype,
+                "--json",
+            ];
+            args.extend(op);
+            let (code, out, err) = run(&args);
+            assert_eq!(code, Some(0), "{dtype} {op:?}: {out}{err}");
+            let v: serde_json::Value = serde_json::from_str(out.trim()).expect("json");
+            assert_eq!(v["verified"], true, "{v}");
+            assert_eq!(v["dtype"], dtype, "{v}");
+        }
+    }
+}
+
+/// The lanes log through `log`: nothing by default, their joins when asked.
+#[test]
+fn lanes_are_quiet_by_default_and_log_their_joins_when_asked() {
+    let demo = |rust_log: Option<&str>| {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["demo", "--workers", "2", "--elements", "10k", "--json"]);
+        match rust_log {
+            Some(level) => cmd.env("RUST_LOG", level),
+            None => cmd.env_remove("RUST_LOG"),
+        };
+        let out = cmd.output().expect("run switchml");
+        assert_eq!(out.status.code(), Some(0));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let quiet = demo(None);
+    assert!(quiet.trim().is_empty(), "{quiet}");
+    let told = demo(Some("switchml_udp=info"));
+    for rank in 0..2 {
+        for lane in 0..2 {
+            let line = format!("job 1 rank {rank} lane {lane}: joined");
+            assert!(told.contains(&line), "no {line:?} in {told}");
+        }
+    }
+    let debug = demo(Some("switchml_udp::lane_log=debug"));
+    assert!(debug.contains("lane 1: left after 1 tensors"), "{debug}");
+}
+
+#[test]
 fn a_worker_reports_its_timed_region_and_cpu_in_json() {
     let (sw, addr) = switch("3:2:32");
     let workers: Vec<_> = (0..2)
@@ -321,6 +374,177 @@ fn a_worker_reports_its_timed_region_and_cpu_in_json() {
         assert!(v["rto_ms"].as_f64().is_some_and(|t| t >= 5.0), "{v}");
     }
     drop(sw);
+}
+
+/// SplitMix64's output function, as `switchml worker --help` writes it.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E3779B97F4A7C15);
+    z = (z ^ z >> 30).wrapping_mul(0xBF58476D1CE4E5B9);
+    z = (z ^ z >> 27).wrapping_mul(0x94D049BB133111EB);
+    z ^ z >> 31
+}
+
+/// Run `world` workers of job `job` at `addr` with `args`, each with `--output` to
+/// `dir/rank<r>.<ext>`; return the files' bytes.
+fn workers_with_output(
+    addr: &str,
+    job: &str,
+    world: u16,
+    args: &[&str],
+    dir: &std::path::Path,
+    ext: &str,
+) -> Vec<Vec<u8>> {
+    let handles: Vec<_> = (0..world)
+        .map(|r| {
+            let path = dir.join(format!("rank{r}.{ext}"));
+            let mut argv: Vec<String> = [
+                "worker",
+                "--switch",
+                addr,
+                "--job",
+                job,
+                "--rank",
+                &r.to_string(),
+                "--world",
+                &world.to_string(),
+                "--window",
+                "16",
+                "--output",
+                &path.display().to_string(),
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            argv.extend(args.iter().map(|s| s.to_string()));
+            std::thread::spawn(move || {
+                let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+                let (code, out, err) = run(&argv);
+                assert_eq!(code, Some(0), "{out}{err}");
+                std::fs::read(&path).expect("the output file")
+            })
+        })
+        .collect();
+    handles
+        .into_iter()
+        .map(|h| h.join().expect("worker"))
+        .collect()
+}
+
+/// `--output` writes the result, and the formula in `--help` gives the inputs: the sum
+/// computed here from the help text alone matches the file.
+#[test]
+fn a_worker_writes_its_result_and_the_help_says_what_it_sums() {
+    let (code, help, _) = run(&["worker", "--help"]);
+    assert_eq!(code, Some(0));
+    assert!(
+        help.contains("u = mix(seed ^ (r << 48) ^ mix(i))"),
+        "{help}"
+    );
+    assert!(
+        help.contains("i32:  (u mod (2b + 1)) - b,  b = 2147483647 div WORLD"),
+        "{help}"
+    );
+    assert!(help.contains("f32:  (u >> 40) / 2^23 - 1"), "{help}");
+    let dir = std::env::temp_dir().join(format!("switchml-output-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (sw, addr) = switch("6:3:64");
+    let (world, seed, n) = (3u16, 5u64, 5000usize);
+    let input = |r: u16, i: usize| mix(seed ^ (u64::from(r) << 48) ^ mix(i as u64));
+    // i32, raw little-endian: exact.
+    let files = workers_with_output(
+        &addr,
+        "6",
+        world,
+        &["--elements", "5000", "--dtype", "i32", "--seed", "5"],
+        &dir,
+        "bin",
+    );
+    let b = 2147483647 / u64::from(world);
+    for bytes in &files {
+        assert_eq!(bytes.len(), 4 * n);
+        for (i, v) in bytes.chunks_exact(4).enumerate() {
+            let got = i32::from_le_bytes(v.try_into().unwrap());
+            let want = (0..world).fold(0i32, |s, r| {
+                s.wrapping_add((input(r, i) % (2 * b + 1)) as i64 as i32 - b as i32)
+            });
+            assert_eq!(got, want, "element {i}");
+        }
+    }
+    // f32, .npy: within the bound for inputs in [-1, 1).
+    let files = workers_with_output(
+        &addr,
+        "6",
+        world,
+        &["--elements", "5000", "--seed", "5"],
+        &dir,
+        "npy",
+    );
+    for bytes in &files {
+        assert_eq!(&bytes[..8], b"\x93NUMPY\x01\x00");
+        let header_len = usize::from(u16::from_le_bytes([bytes[8], bytes[9]]));
+        let header = std::str::from_utf8(&bytes[10..10 + header_len]).unwrap();
+        assert!(
+            header.contains("'descr': '<f4'") && header.contains("'shape': (5000,)"),
+            "{header}"
+        );
+        let data = &bytes[10 + header_len..];
+        assert_eq!(data.len(), 4 * n);
+        for (i, v) in data.chunks_exact(4).enumerate() {
+            let got = f64::from(f32::from_le_bytes(v.try_into().unwrap()));
+            let want: f64 = (0..world)
+                .map(|r| (input(r, i) >> 40) as f64 / 8_388_608.0 - 1.0)
+                .sum();
+            assert!((got - want).abs() < 1e-6, "element {i}: {got} vs {want}");
+        }
+    }
+    drop(sw);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A flag beats the environment, which beats the TOML file, which beats the defaults; a
+/// flag left out changes nothing.
+#[test]
+fn worker_settings_come_from_flags_then_environment_then_file_then_defaults() {
+    let dir = std::env::temp_dir().join(format!("switchml-layers-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("worker.toml");
+    std::fs::write(
+        &file,
+        "rank = 0\nworld_size = 1\njob = 8\nlanes = 1\nwindow = 8\ncount = 100\n",
+    )
+    .unwrap();
+    let (sw, addr) = switch("8:1:64");
+    let out = Command::new(BIN)
+        .args([
+            "worker",
+            "--switch",
+            &addr,
+            "--count",
+            "50",
+            "--elements",
+            "1000",
+        ])
+        .env("SWITCHML_CONFIG", &file)
+        .env("SWITCHML_WINDOW", "16")
+        .env_remove("RANK")
+        .env_remove("SWITCHML_LANES")
+        .env_remove("SWITCHML_COUNT")
+        .output()
+        .expect("run switchml");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("rank 0/1 joined job 8"), "{stdout}");
+    assert!(
+        stdout.contains("(epoch") && stdout.contains("1 lanes × 16 slots, 50 values/packet"),
+        "{stdout}"
+    );
+    drop(sw);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

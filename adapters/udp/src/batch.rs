@@ -275,12 +275,6 @@ impl SendBatch {
         Some((i, buf))
     }
 
-    /// Return the first `len` bytes of handed-out buffer `buf`.
-    pub fn get(&self, buf: usize, len: usize) -> &[u8] {
-        let start = (buf * self.size).min(self.bufs.len());
-        &self.bufs[start..(start + len.min(self.size)).min(self.bufs.len())]
-    }
-
     /// Give back the buffer `buffer()` handed out last, unused.
     pub fn unuse_last(&mut self) {
         self.used = self.used.saturating_sub(1);

@@ -22,6 +22,7 @@ use switchml_core::worker::{Stats, WorkerError};
 use crate::config::CommConfig;
 use crate::error::Error;
 use crate::lane::{Command, Lane, Report, Shared, Timing, BATCH};
+use crate::lane_log::LaneLog;
 use crate::part::{split, Element, Submission};
 use crate::socket::{size_buffer, Buffer, Wake};
 
@@ -341,6 +342,7 @@ fn start_lane(
         reports,
         shared: Arc::clone(&shared),
         coalesce: config.coalesce,
+        log: LaneLog::new(&core, usize::from(lane)),
     };
     let thread = std::thread::Builder::new()
         .name(format!("switchml-r{}-lane{lane}", config.rank))

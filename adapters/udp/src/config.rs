@@ -1,22 +1,21 @@
-//! How a communicator is set up: in code, from the environment a launcher sets (`RANK`,
-//! `WORLD_SIZE`, `SWITCHML_SWITCH` or `MASTER_ADDR`, `SWITCHML_JOB`, `SWITCHML_JOB_KEY`), or
-//! from a TOML file.
+//! What a communicator is: [`CommConfig`], its defaults, and the checks of its settings
+//! against each other. Where the settings come from (arguments, the environment a launcher
+//! sets, a TOML file) and which wins is [`Settings`]'s business.
 //!
 //! Every rank of a job must use the same `lanes`, `window` and `count`: they fix which
-//! slots each part of a tensor travels on (protocol.md §6). The defaults are the same
-//! everywhere, so ranks that set nothing agree.
+//! slots each part of a tensor travels on (protocol.md §6). The defaults are defined here
+//! once, and the `switchml` command uses them too, so ranks that set nothing agree.
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
 use std::time::Duration;
 
-use serde::Deserialize;
 use switchml_core::time::Duration as CoreDuration;
-use switchml_core::wire::SWITCH_PORT;
 use switchml_core::worker::{Config as LaneConfig, LaneLayout};
 
 use crate::clock::to_core;
 use crate::error::Error;
+use crate::settings::Settings;
 
 /// Everything a communicator needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,7 +32,8 @@ pub struct CommConfig {
     pub lanes: u16,
     /// Slots per lane; the job needs `lanes × window` slots at the switch.
     pub window: u16,
-    /// Values per packet (`k`); 256 keeps a datagram under a 1500-byte MTU.
+    /// Values per packet (`k`); the default, 256, keeps a datagram under a 1500-byte MTU
+    /// ([`DEFAULT_COUNT`]).
     pub count: u16,
     /// First retransmission timeout.
     pub rto: Duration,
@@ -54,12 +54,19 @@ pub struct CommConfig {
     pub key: u64,
 }
 
-/// Default lanes per worker.
+/// Default lanes per worker: two I/O threads keep a second core busy without crowding a
+/// small host.
 pub const DEFAULT_LANES: u16 = 2;
-/// Default slots per lane.
+/// Default slots per lane: 2 × 128 = 256 slots, the switch's default per job
+/// (`JobSpec`'s `DEFAULT_JOB_SLOTS`).
 pub const DEFAULT_WINDOW: u16 = 128;
-/// Default values per packet.
+/// Default values per packet. A Contribution is a 24-byte header and 4 bytes per value;
+/// with IP and UDP's 28 bytes, `count` ≤ 362 fits a 1500-byte MTU. 256 is the largest
+/// power of two that does (1,076 bytes on the wire), so the defaults work across hosts
+/// on an ordinary Ethernet; loopback and jumbo frames can take 1024 or more.
 pub const DEFAULT_COUNT: u16 = 256;
+/// The IPv4 and UDP headers in front of every datagram.
+pub const IP_UDP_HEADERS: usize = 28;
 
 impl CommConfig {
     /// A configuration with the defaults: 2 lanes × 128 slots, 256 values per packet,
@@ -83,73 +90,37 @@ impl CommConfig {
         }
     }
 
-    /// Read `RANK`, `WORLD_SIZE`, `SWITCHML_SWITCH` (host:port; else `MASTER_ADDR` with
-    /// `SWITCHML_PORT`, default 48864), `SWITCHML_JOB` (default 0) and `SWITCHML_JOB_KEY`
-    /// (the job's key in hex, default 0); `SWITCHML_CONFIG` names an optional TOML file
-    /// read first, which the variables override.
+    /// Read the environment a launcher sets, and the TOML file `SWITCHML_CONFIG` names if
+    /// any, over the defaults: see [`Settings`] for the names and the
+    /// order (the environment wins over the file). `RANK`, `WORLD_SIZE` and the switch's
+    /// address (`SWITCHML_SWITCH`, or `MASTER_ADDR` with `SWITCHML_PORT`, default 48864)
+    /// must be set somewhere.
     pub fn from_env() -> Result<CommConfig, Error> {
         Self::from_vars(|name| std::env::var(name).ok())
     }
 
     /// [`CommConfig::from_env`] over any variable source (tests pass a map).
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<CommConfig, Error> {
-        let file = match var("SWITCHML_CONFIG") {
-            Some(path) => Some(read_file(Path::new(&path))?),
-            None => None,
-        };
-        let file = file.unwrap_or_default();
-        let number = |name: &str, fallback: Option<u16>| -> Result<u16, Error> {
-            match var(name) {
-                Some(v) => v.trim().parse().map_err(|_| {
-                    Error::Config(format!("{name}={v:?} is not a number in 0..=65535"))
-                }),
-                None => fallback.ok_or_else(|| Error::Config(format!("{name} is not set"))),
-            }
-        };
-        let rank = number("RANK", file.rank)?;
-        let world = number("WORLD_SIZE", file.world_size)?;
-        let job = number("SWITCHML_JOB", Some(file.job.unwrap_or(0)))?;
-        let switch = match (var("SWITCHML_SWITCH"), var("MASTER_ADDR"), &file.switch) {
-            (Some(s), _, _) => resolve("SWITCHML_SWITCH", &s)?,
-            (None, Some(host), _) => {
-                let port = number("SWITCHML_PORT", Some(SWITCH_PORT))?;
-                resolve("MASTER_ADDR", &format!("{host}:{port}"))?
-            }
-            (None, None, Some(s)) => resolve("switch (config file)", s)?,
-            (None, None, None) => {
-                return Err(Error::Config(
-                    "no switch address: set SWITCHML_SWITCH=host:port or MASTER_ADDR".into(),
-                ))
-            }
-        };
-        let mut config = file.apply(CommConfig::new(rank, world, switch, job));
-        config.lanes = number("SWITCHML_LANES", Some(config.lanes))?;
-        config.window = number("SWITCHML_WINDOW", Some(config.window))?;
-        config.count = number("SWITCHML_COUNT", Some(config.count))?;
-        if let Some(k) = var("SWITCHML_JOB_KEY") {
-            config.key = crate::daemon::parse_key(&k)
-                .map_err(|e| Error::Config(format!("SWITCHML_JOB_KEY: {e}")))?;
-        }
-        config.validate()?;
-        Ok(config)
+        Settings::default().layered(None, var)?.config()
     }
 
-    /// Read a TOML file: `rank`, `world_size`, `switch` ("host:port"), `job`, and optional
-    /// `lanes`, `window`, `count`, `rto_ms`, `max_rto_ms`, `retries`, `join_timeout_ms`,
-    /// `coalesce_us`, `key` (the job's key in hex).
+    /// Read a TOML file alone (no environment): `rank`, `world_size` and `switch`
+    /// ("host:port") are required; `job`, `key` (hex), `lanes`, `window`, `count`,
+    /// `rto_ms`, `max_rto_ms`, `retries`, `join_timeout_ms` and `coalesce_us` are optional.
     pub fn from_file(path: &Path) -> Result<CommConfig, Error> {
-        let file = read_file(path)?;
+        let file = Settings::from_file(path)?;
         let missing =
             |what: &str| Error::Config(format!("{}: `{what}` is missing", path.display()));
-        let rank = file.rank.ok_or_else(|| missing("rank"))?;
-        let world = file.world_size.ok_or_else(|| missing("world_size"))?;
-        let switch = resolve(
-            "switch",
-            file.switch.as_deref().ok_or_else(|| missing("switch"))?,
-        )?;
-        let config = file.apply(CommConfig::new(rank, world, switch, file.job.unwrap_or(0)));
-        config.validate()?;
-        Ok(config)
+        if file.rank.is_none() {
+            return Err(missing("rank"));
+        }
+        if file.world_size.is_none() {
+            return Err(missing("world_size"));
+        }
+        if file.switch.is_none() {
+            return Err(missing("switch"));
+        }
+        file.config()
     }
 
     /// Check the settings against each other.
@@ -220,60 +191,6 @@ impl CommConfig {
             ..LaneConfig::new(self.job, self.rank, self.world)
         }
     }
-}
-
-/// The TOML file's fields; all optional so that the environment can fill the rest.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ConfigFile {
-    rank: Option<u16>,
-    world_size: Option<u16>,
-    switch: Option<String>,
-    job: Option<u16>,
-    lanes: Option<u16>,
-    window: Option<u16>,
-    count: Option<u16>,
-    rto_ms: Option<u64>,
-    max_rto_ms: Option<u64>,
-    retries: Option<u16>,
-    join_timeout_ms: Option<u64>,
-    coalesce_us: Option<u64>,
-    key: Option<String>,
-}
-
-impl ConfigFile {
-    fn apply(&self, mut c: CommConfig) -> CommConfig {
-        c.lanes = self.lanes.unwrap_or(c.lanes);
-        c.window = self.window.unwrap_or(c.window);
-        c.count = self.count.unwrap_or(c.count);
-        c.rto = self.rto_ms.map_or(c.rto, Duration::from_millis);
-        c.max_rto = self.max_rto_ms.map_or(c.max_rto, Duration::from_millis);
-        c.retries = self.retries.unwrap_or(c.retries);
-        c.join_timeout = self
-            .join_timeout_ms
-            .map_or(c.join_timeout, Duration::from_millis);
-        c.coalesce = self.coalesce_us.map_or(c.coalesce, Duration::from_micros);
-        if let Some(k) = self
-            .key
-            .as_deref()
-            .and_then(|k| crate::daemon::parse_key(k).ok())
-        {
-            c.key = k;
-        }
-        c
-    }
-}
-
-fn read_file(path: &Path) -> Result<ConfigFile, Error> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::Config(format!("cannot read {}: {e}", path.display())))?;
-    let file: ConfigFile =
-        toml::from_str(&text).map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
-    if let Some(k) = &file.key {
-        crate::daemon::parse_key(k)
-            .map_err(|e| Error::Config(format!("{}: key {k:?}: {e}", path.display())))?;
-    }
-    Ok(file)
 }
 
 /// Resolve `host:port`, naming the setting it came from when it fails.

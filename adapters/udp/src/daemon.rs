@@ -18,7 +18,6 @@ use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use switchml_core::switch::{DropReason, Endpoint, JobConfig, Route, Transmit};
@@ -303,11 +302,6 @@ impl<'a> Daemon<'a> {
         self.admin = Some(admin);
     }
 
-    /// Return the address the daemon listens on.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.socket.local_addr()
-    }
-
     /// Return the counters, with the switch's copied in.
     pub fn counters(&self) -> DaemonCounters {
         let mut c = self.counters.clone();
@@ -320,20 +314,6 @@ impl<'a> Daemon<'a> {
             }
         }
         c
-    }
-
-    /// Return the endpoint (the switch's jobs and counters).
-    pub fn endpoint(&self) -> &SoftEndpoint<'a> {
-        &self.endpoint
-    }
-
-    /// Serve until `stop` is set; it is checked at least every 100 ms. Then tell every
-    /// run's ranks that the switch stops (Abort `Shutdown`).
-    pub fn run(&mut self, stop: &AtomicBool) -> io::Result<()> {
-        while !stop.load(Ordering::Relaxed) {
-            self.step(Duration::from_millis(100))?;
-        }
-        self.shutdown()
     }
 
     /// Send Abort `Shutdown` to the ranks of every open run.

@@ -22,6 +22,7 @@ use switchml_core::worker::{
 use crate::batch::{RecvBatch, SendBatch};
 use crate::clock::{to_std, Clock};
 use crate::error::Error;
+use crate::lane_log::LaneLog;
 use crate::part::Part;
 use crate::socket::{wait_readable, Wake};
 
@@ -86,6 +87,8 @@ pub(crate) struct Lane {
     ///
     /// [`CommConfig::coalesce`]: crate::CommConfig::coalesce
     pub(crate) coalesce: Duration,
+    /// What the lane logs, rate-limited.
+    pub(crate) log: LaneLog,
 }
 
 impl Lane {
@@ -117,7 +120,8 @@ impl Lane {
                     Err(TryRecvError::Disconnected) => {
                         // The communicator is gone. Work still in flight would leave the
                         // peers waiting out their stall detection; tell the job instead.
-                        if !self.worker.is_idle() {
+                        let idle = self.worker.is_idle();
+                        if !idle {
                             self.worker.abort();
                             self.transmit(&mut send, clock.now());
                             self.deliver_events();
@@ -127,6 +131,7 @@ impl Lane {
                             self.worker.leave();
                             self.transmit(&mut send, clock.now());
                         }
+                        self.log.closing(self.worker.stats(), idle);
                         for (mut part, _) in backlog.drain(..) {
                             part.set_outcome(Err(Error::LaneGone { lane: self.index }));
                         }
@@ -140,7 +145,7 @@ impl Lane {
             // 256 MiB, and a time from before that expired every timer of the round.)
             let mut refused = self.transmit(&mut send, clock.now());
             self.deliver_events();
-            let mut got = recv.recv(fd).unwrap_or(0);
+            let mut got = self.receive(&mut recv, fd);
             refused += usize::from(recv.refused());
             if got == 0 {
                 let timeout = self
@@ -153,7 +158,7 @@ impl Lane {
                 }
                 if ready.socket {
                     self.gather(&clock);
-                    got = recv.recv(fd).unwrap_or(0);
+                    got = self.receive(&mut recv, fd);
                     refused += usize::from(recv.refused());
                 }
             }
@@ -173,12 +178,38 @@ impl Lane {
             if self.worker.poll_timeout().is_some_and(|t| t <= now) {
                 self.worker.handle_timeout(now);
             }
+            let rto = self.worker.current_rto();
+            self.log.tick(now, self.worker.stats(), rto);
             if let Ok(mut shared) = self.shared.lock() {
                 shared.stats = *self.worker.stats();
                 shared.timing = Timing {
                     srtt: self.worker.smoothed_rtt().map(to_std),
                     rto: to_std(self.worker.current_rto()),
                 };
+            }
+        }
+    }
+
+    /// Read one batch; a failure is logged and reads as nothing received.
+    fn receive(&mut self, recv: &mut RecvBatch, fd: std::os::fd::RawFd) -> usize {
+        recv.recv(fd).unwrap_or_else(|e| {
+            self.log.recv_failed(&e);
+            0
+        })
+    }
+
+    /// Send one batch; return how many datagrams were refused (ICMP port unreachable). The
+    /// others that failed are logged: the worker resends them, as it resends any loss.
+    fn flush(&mut self, send: &mut SendBatch, fd: std::os::fd::RawFd) -> usize {
+        match send.flush(fd) {
+            Ok(f) => {
+                self.log
+                    .send_failed(f.failed - f.refused, send.take_failure());
+                f.refused
+            }
+            Err(e) => {
+                self.log.send_error(&e);
+                0
             }
         }
     }
@@ -239,7 +270,7 @@ impl Lane {
         let mut refused = 0;
         loop {
             let Some((i, buf)) = send.buffer() else {
-                refused += send.flush(fd).map_or(0, |f| f.refused);
+                refused += self.flush(send, fd);
                 send.clear();
                 continue;
             };
@@ -255,7 +286,7 @@ impl Lane {
         }
         if !send.is_empty() {
             // Losses here (a full buffer, an ICMP refusal) are the worker's to retransmit.
-            refused += send.flush(fd).map_or(0, |f| f.refused);
+            refused += self.flush(send, fd);
         }
         send.clear();
         refused
@@ -266,6 +297,7 @@ impl Lane {
         while let Some(event) = self.worker.poll_event() {
             match event {
                 Event::Joined { epoch } => {
+                    self.log.joined(epoch, self.worker.config());
                     let _ = self.reports.send(Report::Joined {
                         lane: self.index,
                         epoch,

@@ -16,6 +16,7 @@ use std::ptr::NonNull;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use half::{bf16, f16};
 use switchml_core::quant::{Elements, Tensor};
 use switchml_core::worker::LaneLayout;
 
@@ -25,9 +26,12 @@ mod sealed {
     pub trait Sealed {}
     impl Sealed for f32 {}
     impl Sealed for i32 {}
+    impl Sealed for half::f16 {}
+    impl Sealed for half::bf16 {}
 }
 
-/// An element type the communicator reduces: `f32` (quantized per block) or `i32` (exact).
+/// An element type the communicator reduces: `f32`, [`f16`](struct@f16) and [`bf16`] (quantized per
+/// block through f32, protocol.md §5) or `i32` (summed exactly).
 pub trait Element: Copy + Send + Sync + 'static + sealed::Sealed {
     /// Which kind.
     const KIND: Kind;
@@ -52,6 +56,22 @@ impl Element for i32 {
     }
 }
 
+impl Element for f16 {
+    const KIND: Kind = Kind::F16;
+
+    fn elements(data: &mut [f16]) -> Elements<'_> {
+        Elements::F16(data)
+    }
+}
+
+impl Element for bf16 {
+    const KIND: Kind = Kind::Bf16;
+
+    fn elements(data: &mut [bf16]) -> Elements<'_> {
+        Elements::Bf16(data)
+    }
+}
+
 /// The element type of a part.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -59,6 +79,10 @@ pub enum Kind {
     F32,
     /// `i32`.
     I32,
+    /// IEEE binary16.
+    F16,
+    /// bfloat16.
+    Bf16,
 }
 
 /// The shared state of one submitted tensor.
@@ -171,30 +195,23 @@ impl Part {
     }
 
     /// Return the number of elements.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.len
-    }
-
-    /// Return whether the part is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 }
 
 impl Tensor for Part {
     fn elements(&mut self) -> Elements<'_> {
+        let (ptr, len) = (self.ptr.as_ptr(), self.len);
         // SAFETY: `ptr..ptr+len` is this part's exclusive, live, aligned range of `kind`
         // elements (see `split`); the returned borrow is tied to `&mut self`.
         unsafe {
             match self.kind {
-                Kind::F32 => Elements::F32(std::slice::from_raw_parts_mut(
-                    self.ptr.as_ptr().cast(),
-                    self.len,
-                )),
-                Kind::I32 => Elements::I32(std::slice::from_raw_parts_mut(
-                    self.ptr.as_ptr().cast(),
-                    self.len,
-                )),
+                Kind::F32 => Elements::F32(std::slice::from_raw_parts_mut(ptr.cast(), len)),
+                Kind::I32 => Elements::I32(std::slice::from_raw_parts_mut(ptr.cast(), len)),
+                Kind::F16 => Elements::F16(std::slice::from_raw_parts_mut(ptr.cast(), len)),
+                Kind::Bf16 => Elements::Bf16(std::slice::from_raw_parts_mut(ptr.cast(), len)),
             }
         }
     }

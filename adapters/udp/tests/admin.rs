@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
 use common::*;
-use switchml_udp::admin::request;
+use switchml_udp::admin_request as request;
 use switchml_udp::{CommConfig, Communicator, Op, RunningSwitch, SwitchConfig};
 
 #[test]

@@ -12,8 +12,6 @@ use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::time::{Duration, Instant};
 
-use switchml_udp::socket::{size_buffer, Buffer};
-
 use super::fate::{fate, Tally, Target};
 use super::forge::Forger;
 use super::proc_udp::{rmem_max, socket_at};
@@ -84,7 +82,7 @@ impl Attacker {
             };
             s.set_nonblocking(true).unwrap();
             // Answers come back while it sends; room for a burst of them.
-            let _ = size_buffer(&s, Buffer::Receive, 4 << 20);
+            let _ = receive_buffer(&s, 4 << 20);
             sockets.push(s);
         }
         assert!(!sockets.is_empty(), "no loopback socket could be bound");
@@ -203,5 +201,26 @@ impl Attacker {
         let ran = start.elapsed();
         self.collect(Duration::from_secs(5));
         ran
+    }
+}
+
+/// Ask for a receive buffer of `bytes` on `socket` (the kernel may grant less).
+fn receive_buffer(socket: &UdpSocket, bytes: libc::c_int) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: the fd is open for the call (owned by `socket`); the value points at a live
+    // c_int whose exact size is passed.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&bytes as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
     }
 }

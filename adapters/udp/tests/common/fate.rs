@@ -9,10 +9,9 @@ use std::collections::BTreeMap;
 
 use switchml_core::switch::DropReason;
 use switchml_core::wire::{self, AbortReason, Message, MessageType, DROP_CLASSES};
-use switchml_udp::running_switch::SoftSwitch;
 
 /// The longest datagram the daemon reads whole: anything longer is `Oversized`.
-pub const LONGEST: usize = SoftSwitch::OUT_LEN;
+pub const LONGEST: usize = switchml_udp::MAX_DATAGRAM;
 
 /// A job the switch serves, as an attacker sees it. The key is here only so that the
 /// attacker can make sure it never sends it by chance.
