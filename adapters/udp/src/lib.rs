@@ -43,6 +43,6 @@ pub use daemon::{Daemon, JobSpec};
 pub use error::Error;
 pub use lane::Timing;
 pub use part::Element;
-pub use running_switch::{RunningSwitch, SwitchConfig};
+pub use running_switch::{RunningSwitch, SwitchConfig, SwitchPipeline};
 pub use switchml_core::quant::{ElementType, Op};
 pub use traffic::{DaemonCounters, JobTraffic};
