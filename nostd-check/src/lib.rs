@@ -9,8 +9,8 @@
 #![forbid(unsafe_code)]
 
 use switchml_core::quant::Op;
-use switchml_core::switch::{JobConfig, Slot, Switch, Verdict};
-use switchml_core::time::Instant;
+use switchml_core::switch::{Endpoint, JobConfig, Route, Slot, Switch, Verdict};
+use switchml_core::time::{Duration, Instant};
 use switchml_core::worker::{Config, Event, Worker};
 
 /// A firmware-sized switch: 64 values per slot, 64 ranks, 2 jobs.
@@ -30,6 +30,29 @@ pub fn aggregate(pool: &mut [Slot<64, 1>], packet: &[u8], out: &mut [u8]) -> Ver
         return Verdict::Consumed;
     }
     switch.process(packet, out)
+}
+
+/// Serve one datagram from `from` through the endpoint (generic over its switch) over a
+/// firmware switch; return how many destinations the answer has.
+pub fn serve(pool: &mut [Slot<64, 1>], from: u32, packet: &[u8], out: &mut [u8]) -> usize {
+    let switch = FirmwareSwitch::new(pool, 1);
+    let mut endpoint: Endpoint<u32, [Route<u32>; 8], FirmwareSwitch<'_>, 2> =
+        Endpoint::new(switch, Duration::from_secs(60));
+    let job = JobConfig {
+        id: 1,
+        world: 4,
+        slot_lo: 0,
+        slot_count: 8,
+        key: 0,
+    };
+    if endpoint.add_job(job, [None; 8]).is_err() {
+        return 0;
+    }
+    let now = Instant::from_millis(1);
+    let t = endpoint.handle(now, from, packet, out);
+    let sent = endpoint.destinations(&t, &from).count();
+    endpoint.handle_timeout(now);
+    sent + usize::from(endpoint.shutdown(out).is_some())
 }
 
 /// Run one worker through a submit, a packet, a timeout and its polls.

@@ -9,9 +9,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use switchml_p4model::equivalence::{self, Setup};
+use switchml_p4model::equivalence;
 use switchml_tests::checks::worker::WorkerOp;
-use switchml_tests::checks::{model, quant, seeds, switch, wire, worker};
+use switchml_tests::checks::{quant, seeds, switch, wire, worker};
 
 /// A fuzz target's check: any bytes in, a panic on a broken invariant.
 type Check = fn(&[u8]);
@@ -27,14 +27,7 @@ const TARGETS: [(&str, Check); 5] = [
 
 /// What `fuzz/fuzz_targets/model_vs_reference.rs` runs.
 fn model_vs_reference(data: &[u8]) {
-    let setup = Setup {
-        slots: model::SLOTS,
-        epoch: switch::EPOCH,
-        jobs: switch::JOBS.to_vec(),
-    };
-    model::check_model(data, |packets| {
-        equivalence::run(&setup, packets.iter().copied())
-    });
+    equivalence::check_switch_sequence(data);
 }
 
 fn fuzz_dir() -> PathBuf {

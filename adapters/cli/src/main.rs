@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use switchml_udp::{CommConfig, JobSpec, Settings, SwitchConfig};
+use switchml_udp::{CommConfig, JobSpec, Settings, SwitchConfig, SwitchPipeline};
 
 use crate::run::{Dtype, Workload};
 
@@ -82,6 +82,10 @@ enum Command {
         /// Pool slots for jobs added through --admin, beyond the --job ones.
         #[arg(long, default_value_t = 1024)]
         spare_slots: usize,
+        /// The switch that aggregates: `reference` (the core's) or `p4-model` (the Rust twin
+        /// of the P4 programs: at most 256 values a packet, 64 ranks a job).
+        #[arg(long, default_value_t = SwitchPipeline::Reference)]
+        pipeline: SwitchPipeline,
         /// Lose each datagram with this probability (each way), like SwitchML's drop simulator.
         #[arg(long, default_value_t = 0.0)]
         drop_rate: f64,
@@ -341,6 +345,7 @@ fn main() {
             idle_timeout,
             admin,
             spare_slots,
+            pipeline,
             report_every,
             json,
         } => {
@@ -350,6 +355,7 @@ fn main() {
                 idle_timeout: std::time::Duration::from_secs(idle_timeout),
                 spare_slots: admin.as_ref().map_or(0, |_| spare_slots),
                 admin,
+                pipeline,
                 ..SwitchConfig::new(bind, jobs)
             };
             switch_cmd::switch(config, report_every, json)

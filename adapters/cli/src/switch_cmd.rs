@@ -15,6 +15,7 @@ use crate::report::{counters_json, counters_text};
 pub fn switch(config: SwitchConfig, report_every: u64, json_out: bool) -> i32 {
     let stop = crate::signal::stop_flag();
     let (jobs, drop_rate, seed) = (config.jobs.clone(), config.drop_rate, config.seed);
+    let pipeline = config.pipeline;
     let sw = match RunningSwitch::start(&config) {
         Ok(s) => s,
         Err(e) => {
@@ -29,10 +30,14 @@ pub fn switch(config: SwitchConfig, report_every: u64, json_out: bool) -> i32 {
             .collect();
         println!(
             "{}",
-            json!({"listening": sw.addr().to_string(), "epoch": sw.epoch(), "jobs": jobs, "drop_rate": drop_rate})
+            json!({"listening": sw.addr().to_string(), "epoch": sw.epoch(), "pipeline": pipeline.name(), "jobs": jobs, "drop_rate": drop_rate})
         );
     } else {
-        println!("listening on {} (epoch {:#010x})", sw.addr(), sw.epoch());
+        println!(
+            "listening on {} (epoch {:#010x}, {pipeline} pipeline)",
+            sw.addr(),
+            sw.epoch()
+        );
         for j in &jobs {
             println!("  job {}: {} ranks, {} slots", j.id, j.world, j.slots);
         }

@@ -1,7 +1,8 @@
 //! The `switchml` binary end to end, as separate processes on 127.0.0.1: a worker killed
 //! mid-job makes the others fail quickly with an error naming its rank; `doctor` reports
 //! who joined and why a job is refused; the demo verifies its result; the switch prints its
-//! counters on SIGTERM. Every wait is bounded.
+//! counters on SIGTERM. Every wait is bounded. The tests of the switch run on both
+//! `--pipeline`s: the reference switch and the P4 model.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -9,6 +10,26 @@ use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_switchml");
+
+/// For each `fn NAME(pipeline: &str)` named, a test `reference::NAME` and a test
+/// `p4_model::NAME` that run it with `switchml switch --pipeline` of that name.
+macro_rules! on_both_pipelines {
+    ($($name:ident),+ $(,)?) => {
+        mod reference {
+            $(#[test] fn $name() { super::$name("reference") })+
+        }
+        mod p4_model {
+            $(#[test] fn $name() { super::$name("p4-model") })+
+        }
+    };
+}
+
+on_both_pipelines!(
+    a_killed_worker_is_named_by_the_others_within_their_timeout,
+    doctor_reports_joined_ranks_refusals_and_closed_ports,
+    doctor_reports_every_drop_class_the_daemon_counts,
+    the_switch_prints_its_counters_on_sigterm,
+);
 
 /// A child process whose stdout lines arrive on a channel.
 struct Proc {
@@ -77,12 +98,22 @@ impl Drop for Proc {
     }
 }
 
-/// Start a switch on an ephemeral port; return it and its address.
-fn switch(job: &str) -> (Proc, String) {
-    let p = Proc::start(&["switch", "--bind", "127.0.0.1:0", "--job", job]);
+/// Start a switch of `pipeline` (`--pipeline`) on an ephemeral port; return it and its
+/// address.
+fn switch(pipeline: &str, job: &str) -> (Proc, String) {
+    let args = ["switch", "--bind", "127.0.0.1:0", "--job", job];
+    let p = Proc::start(&[&args[..], &["--pipeline", pipeline]].concat());
     let line = p.expect_line("listening on", Duration::from_secs(20));
     let addr = line.split_whitespace().nth(2).expect("address").to_string();
     (p, addr)
+}
+
+/// The largest `--count` a switch of `pipeline` takes (the P4 model: 256 values a packet).
+fn largest_count(pipeline: &str) -> &'static str {
+    match pipeline {
+        "p4-model" => "256",
+        _ => "1024",
+    }
 }
 
 fn run(args: &[&str]) -> (Option<i32>, String, String) {
@@ -94,9 +125,8 @@ fn run(args: &[&str]) -> (Option<i32>, String, String) {
     )
 }
 
-#[test]
-fn a_killed_worker_is_named_by_the_others_within_their_timeout() {
-    let (sw, addr) = switch("5:3:64");
+fn a_killed_worker_is_named_by_the_others_within_their_timeout(pipeline: &str) {
+    let (sw, addr) = switch(pipeline, "5:3:64");
     let workers: Vec<Proc> = (0..3)
         .map(|r| {
             let rank = r.to_string();
@@ -121,6 +151,8 @@ fn a_killed_worker_is_named_by_the_others_within_their_timeout() {
                 "10",
                 "--window",
                 "16",
+                "--count",
+                largest_count(pipeline),
             ])
         })
         .collect();
@@ -143,9 +175,8 @@ fn a_killed_worker_is_named_by_the_others_within_their_timeout() {
     drop(sw);
 }
 
-#[test]
-fn doctor_reports_joined_ranks_refusals_and_closed_ports() {
-    let (sw, addr) = switch("5:2:32");
+fn doctor_reports_joined_ranks_refusals_and_closed_ports(pipeline: &str) {
+    let (sw, addr) = switch(pipeline, "5:2:32");
     let (code, out, _) = run(&[
         "doctor", "--switch", &addr, "--job", "5", "--probes", "2", "--json",
     ]);
@@ -169,6 +200,8 @@ fn doctor_reports_joined_ranks_refusals_and_closed_ports() {
         "20",
         "--window",
         "16",
+        "--count",
+        largest_count(pipeline),
     ]);
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
@@ -209,9 +242,8 @@ fn doctor_reports_joined_ranks_refusals_and_closed_ports() {
 
 /// Issue 10, defect 8: the Status reply, and so `doctor`, left out the drops the daemon
 /// counted itself (datagrams too long for any message, forged sources).
-#[test]
-fn doctor_reports_every_drop_class_the_daemon_counts() {
-    let (sw, addr) = switch("5:2:32");
+fn doctor_reports_every_drop_class_the_daemon_counts(pipeline: &str) {
+    let (sw, addr) = switch(pipeline, "5:2:32");
     let junk = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     for _ in 0..3 {
         junk.send_to(&[0u8; 9000], &addr).unwrap();
@@ -324,7 +356,7 @@ fn lanes_are_quiet_by_default_and_log_their_joins_when_asked() {
 
 #[test]
 fn a_worker_reports_its_timed_region_and_cpu_in_json() {
-    let (sw, addr) = switch("3:2:32");
+    let (sw, addr) = switch("reference", "3:2:32");
     let workers: Vec<_> = (0..2)
         .map(|r| {
             let rank = r.to_string();
@@ -447,7 +479,7 @@ fn a_worker_writes_its_result_and_the_help_says_what_it_sums() {
     assert!(help.contains("f32:  (u >> 40) / 2^23 - 1"), "{help}");
     let dir = std::env::temp_dir().join(format!("switchml-output-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let (sw, addr) = switch("6:3:64");
+    let (sw, addr) = switch("reference", "6:3:64");
     let (world, seed, n) = (3u16, 5u64, 5000usize);
     let input = |r: u16, i: usize| mix(seed ^ (u64::from(r) << 48) ^ mix(i as u64));
     // i32, raw little-endian: exact.
@@ -513,7 +545,7 @@ fn worker_settings_come_from_flags_then_environment_then_file_then_defaults() {
         "rank = 0\nworld_size = 1\njob = 8\nlanes = 1\nwindow = 8\ncount = 100\n",
     )
     .unwrap();
-    let (sw, addr) = switch("8:1:64");
+    let (sw, addr) = switch("reference", "8:1:64");
     let out = Command::new(BIN)
         .args([
             "worker",
@@ -547,9 +579,8 @@ fn worker_settings_come_from_flags_then_environment_then_file_then_defaults() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-#[test]
-fn the_switch_prints_its_counters_on_sigterm() {
-    let (sw, _) = switch("1:2");
+fn the_switch_prints_its_counters_on_sigterm(pipeline: &str) {
+    let (sw, _) = switch(pipeline, "1:2");
     // SAFETY: sends SIGTERM to our own child, whose pid is live until we wait for it.
     unsafe { libc::kill(sw.child.id() as libc::pid_t, libc::SIGTERM) };
     sw.expect_line("final counters", Duration::from_secs(10));

@@ -1,7 +1,9 @@
 //! The switch daemon: a software switch serving real workers over UDP.
 //!
-//! It is the adapter around the core's [`Endpoint`] (the reference switch plus its lane
-//! table and run timer): it receives datagrams in `recvmmsg` batches, hands each to the
+//! It is the adapter around the core's [`Endpoint`] (a switch plus its lane table and run
+//! timer), whichever switch serves: the reference `Switch` or the P4 model's `Pipeline`
+//! (`--pipeline`, [`SwitchPipeline`](crate::running_switch::SwitchPipeline)), both being a
+//! core [`ControlPlane`]. It receives datagrams in `recvmmsg` batches, hands each to the
 //! endpoint with its source address and the time, and sends what the endpoint says where it
 //! says — back to the sender, or replicated to the lanes of a job's run in a `sendmmsg`
 //! batch (multicast emulated). Optionally it loses datagrams on purpose ([`LossInjector`]).
@@ -20,7 +22,7 @@ use std::os::fd::AsRawFd;
 use std::str::FromStr;
 use std::time::Duration;
 
-use switchml_core::switch::{DropReason, Endpoint, JobConfig, Route, Transmit};
+use switchml_core::switch::{ControlPlane, DropReason, Endpoint, JobConfig, Route, Transmit};
 use switchml_core::wire;
 
 use crate::admin::{AdminRequest, AdminSocket};
@@ -96,20 +98,20 @@ pub fn parse_key(s: &str) -> Result<u64, String> {
     u64::from_str_radix(hex, 16).map_err(|e| e.to_string())
 }
 
-/// The software switch's endpoint, addresses being socket addresses.
-pub type SoftEndpoint<'a> = Endpoint<
-    'a,
-    SocketAddr,
-    Vec<Route<SocketAddr>>,
-    { crate::running_switch::MAX_COUNT },
-    { crate::running_switch::RANK_WORDS },
-    { crate::running_switch::MAX_JOBS },
->;
+/// The software switch's endpoint over switch `G`, addresses being socket addresses.
+pub type SoftEndpoint<G> =
+    Endpoint<SocketAddr, Vec<Route<SocketAddr>>, G, { crate::running_switch::MAX_JOBS }>;
+
+/// The longest datagram the daemon reads whole, whichever switch serves: the largest
+/// message of the reference software switch. Anything longer is `Oversized`; a shorter
+/// message the switch cannot hold (a P4 model's count above its 256) is the switch's to
+/// refuse.
+pub const LONGEST: usize = crate::running_switch::SoftSwitch::OUT_LEN;
 
 /// The daemon around the core's endpoint.
-pub struct Daemon<'a> {
+pub struct Daemon<G> {
     socket: UdpSocket,
-    endpoint: SoftEndpoint<'a>,
+    endpoint: SoftEndpoint<G>,
     clock: Clock,
     counters: DaemonCounters,
     loss: Option<LossInjector>,
@@ -122,15 +124,15 @@ pub struct Daemon<'a> {
 /// Lanes per rank the address table has room for.
 pub const MAX_LANES: usize = 64;
 
-impl<'a> Daemon<'a> {
+impl<G: ControlPlane> Daemon<G> {
     /// Serve `endpoint` (jobs come with [`Daemon::add_job`]) on `socket`, taking admin
     /// requests on `admin`; `loss` is `(rate, seed)`.
     pub fn new(
         socket: UdpSocket,
-        endpoint: SoftEndpoint<'a>,
+        endpoint: SoftEndpoint<G>,
         admin: Option<AdminSocket>,
         loss: Option<(f64, u64)>,
-    ) -> io::Result<Daemon<'a>> {
+    ) -> io::Result<Daemon<G>> {
         socket.set_nonblocking(true)?;
         let addr = socket.local_addr()?;
         log::info!("switch daemon on {addr}");
@@ -149,7 +151,7 @@ impl<'a> Daemon<'a> {
             }
         }
         let counters = DaemonCounters::default();
-        let out_len = SoftEndpoint::OUT_LEN;
+        let out_len = LONGEST.max(SoftEndpoint::<G>::OUT_LEN);
         Ok(Daemon {
             socket,
             endpoint,
@@ -183,11 +185,12 @@ impl<'a> Daemon<'a> {
         }
         let switch = self.endpoint.switch();
         let mut taken: Vec<(u32, u32)> = switch
-            .jobs()
+            .job_ids()
+            .filter_map(|id| switch.job_snapshot(id))
             .map(|j| {
                 (
-                    j.config().slot_lo,
-                    j.config().slot_lo + u32::from(j.config().slot_count),
+                    j.config.slot_lo,
+                    j.config.slot_lo + u32::from(j.config.slot_count),
                 )
             })
             .collect();
@@ -234,7 +237,7 @@ impl<'a> Daemon<'a> {
 
     /// End job `id`'s run (its ranks get Abort `Shutdown`) and unregister it.
     pub fn remove_job(&mut self, id: u16) -> Result<(), String> {
-        if self.endpoint.switch().job(id).is_none() {
+        if self.endpoint.switch().job_snapshot(id).is_none() {
             return Err(format!("no job {id}"));
         }
         self.tell(|e, out| e.shutdown_run(id, out))
@@ -249,11 +252,12 @@ impl<'a> Daemon<'a> {
 
     /// Describe the jobs, one line each.
     pub fn list_jobs(&self) -> Vec<String> {
-        self.endpoint
-            .switch()
-            .jobs()
+        let switch = self.endpoint.switch();
+        switch
+            .job_ids()
+            .filter_map(|id| switch.job_snapshot(id))
             .map(|j| {
-                let c = j.config();
+                let c = j.config;
                 format!(
                     "job {}: {} ranks, slots {}..{}, {}, {} joined, {} runs",
                     c.id,
@@ -261,8 +265,8 @@ impl<'a> Daemon<'a> {
                     c.slot_lo,
                     c.slot_lo + u32::from(c.slot_count),
                     if j.has_run() { "running" } else { "idle" },
-                    j.joined().len(),
-                    j.counters().runs
+                    j.joined,
+                    j.counters.runs
                 )
             })
             .collect()
@@ -306,11 +310,11 @@ impl<'a> Daemon<'a> {
     pub fn counters(&self) -> DaemonCounters {
         let mut c = self.counters.clone();
         let switch = self.endpoint.switch();
-        c.switch = *switch.counters();
+        c.switch = switch.switch_counters();
         c.expired_runs = self.endpoint.expired_runs();
         for j in &mut c.jobs {
-            if let Some(job) = switch.job(j.job) {
-                j.switch = *job.counters();
+            if let Some(job) = switch.job_snapshot(j.job) {
+                j.switch = job.counters;
             }
         }
         c
@@ -324,7 +328,7 @@ impl<'a> Daemon<'a> {
     /// Send what `next` writes, until it has nothing more.
     fn tell(
         &mut self,
-        mut next: impl FnMut(&mut SoftEndpoint<'a>, &mut [u8]) -> Option<Transmit>,
+        mut next: impl FnMut(&mut SoftEndpoint<G>, &mut [u8]) -> Option<Transmit>,
     ) -> io::Result<()> {
         loop {
             if self.send.buffer().is_none() {
@@ -467,9 +471,9 @@ struct Output<'o> {
 
 impl Output<'_> {
     /// Queue buffer `b` to every destination of `t`, through the loss injector.
-    fn route(
+    fn route<G: ControlPlane>(
         &mut self,
-        endpoint: &SoftEndpoint<'_>,
+        endpoint: &SoftEndpoint<G>,
         t: &Transmit,
         b: usize,
         from: &SocketAddr,

@@ -73,7 +73,7 @@ pub use error::Error;
 pub use half::{bf16, f16};
 pub use lane::Timing;
 pub use part::Element;
-pub use running_switch::{fresh_key, RunningSwitch, SwitchConfig};
+pub use running_switch::{fresh_key, RunningSwitch, SwitchConfig, SwitchPipeline};
 pub use settings::Settings;
 pub use switchml_core::quant::{ElementType, Op};
 pub use traffic::{DaemonCounters, JobTraffic};

@@ -1,9 +1,19 @@
-//! The daemon around the core's reference [`Switch`], on its own thread: what the
-//! `switchml switch` command, the demo and the tests start.
+//! The daemon around a switch, on its own thread: what the `switchml switch` command, the
+//! demo and the tests start. The switch is the core's reference [`Switch`] or the P4
+//! model's [`Pipeline`] ([`SwitchPipeline`]); the daemon, the lane learning, idle expiry,
+//! shutdown and the admin socket are the same for both.
 //!
 //! The pool and the switch live on the daemon thread (the switch borrows its pool), jobs
 //! are laid out one after another in the pool, and a new epoch is drawn at every start, so
 //! that workers of a restarted switch learn that it lost their job.
+//!
+//! Served by the daemon, the P4 model answers Status with real counters: every datagram
+//! the daemon hands it or drops before it (oversized, bad source) is counted in the
+//! model's own drop and job counters, as the reference counts them. What is not real on
+//! that path: the model only emulates the hardware's passes (no timing, no interleaving),
+//! a bare datagram is classified by its rank field rather than its addresses (the
+//! endpoint routes answers by the addresses it learned), and on a Tofino the P4 programs
+//! leave the StatusReply's counters zero (`p4/model/src/status_handler.rs`).
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
@@ -13,7 +23,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use switchml_core::switch::{Slot, Switch};
+use switchml_core::switch::{ControlPlane, Slot, Switch};
+use switchml_p4model::{Config as ModelConfig, Pipeline, SwitchAddr};
 
 use crate::admin::AdminSocket;
 use crate::daemon::{Daemon, JobSpec, SoftEndpoint};
@@ -28,6 +39,48 @@ pub const MAX_JOBS: usize = 16;
 
 /// The software switch's aggregator.
 pub type SoftSwitch<'a> = Switch<'a, MAX_COUNT, RANK_WORDS, MAX_JOBS>;
+
+/// Which switch the daemon runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SwitchPipeline {
+    /// The core's reference switch (`switchml_core::switch::Switch`): up to
+    /// [`MAX_COUNT`] values a packet and 256 ranks a job.
+    #[default]
+    Reference,
+    /// The P4 model (`switchml_p4model::Pipeline`), the Rust twin of the P4 programs: up to
+    /// [`switchml_p4model::MAX_COUNT`] values a packet and 64 ranks a job.
+    P4Model,
+}
+
+impl SwitchPipeline {
+    /// Both, in `--pipeline` order.
+    pub const ALL: [SwitchPipeline; 2] = [SwitchPipeline::Reference, SwitchPipeline::P4Model];
+
+    /// Return its `--pipeline` name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            SwitchPipeline::Reference => "reference",
+            SwitchPipeline::P4Model => "p4-model",
+        }
+    }
+}
+
+impl std::fmt::Display for SwitchPipeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for SwitchPipeline {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<SwitchPipeline, String> {
+        SwitchPipeline::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| format!("pipeline {s:?}: expected reference or p4-model"))
+    }
+}
 
 /// How to start a software switch.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,6 +99,8 @@ pub struct SwitchConfig {
     pub admin: Option<std::path::PathBuf>,
     /// Slots in the pool beyond the starting jobs', for jobs added later.
     pub spare_slots: usize,
+    /// Which switch serves.
+    pub pipeline: SwitchPipeline,
 }
 
 impl SwitchConfig {
@@ -59,6 +114,7 @@ impl SwitchConfig {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             admin: None,
             spare_slots: 0,
+            pipeline: SwitchPipeline::default(),
         }
     }
 }
@@ -164,7 +220,7 @@ impl Drop for RunningSwitch {
     }
 }
 
-/// The daemon thread: build the switch, report readiness, serve until stopped.
+/// The daemon thread: build the switch, then serve it.
 fn serve(
     socket: UdpSocket,
     config: &SwitchConfig,
@@ -174,11 +230,40 @@ fn serve(
     ready: &mpsc::Sender<io::Result<()>>,
 ) -> io::Result<()> {
     let total: usize = config.jobs.iter().map(|j| usize::from(j.slots)).sum();
-    let mut pool = vec![Slot::<MAX_COUNT, RANK_WORDS>::IDLE; (total + config.spare_slots).max(1)];
+    let slots = (total + config.spare_slots).max(1);
+    match config.pipeline {
+        SwitchPipeline::Reference => {
+            let mut pool = vec![Slot::<MAX_COUNT, RANK_WORDS>::IDLE; slots];
+            let switch = SoftSwitch::new(&mut pool, epoch);
+            serve_with(switch, socket, config, stop, publish, ready)
+        }
+        SwitchPipeline::P4Model => {
+            let model = Pipeline::new(ModelConfig {
+                slots,
+                jobs: MAX_JOBS,
+                workers: MAX_JOBS * usize::from(switchml_p4model::classifier::MAX_WORLD),
+                epoch,
+                max_count: switchml_p4model::MAX_COUNT,
+                switch: SwitchAddr::default(),
+            });
+            serve_with(model, socket, config, stop, publish, ready)
+        }
+    }
+}
+
+/// Report readiness and serve `switch` until stopped.
+fn serve_with<G: ControlPlane>(
+    switch: G,
+    socket: UdpSocket,
+    config: &SwitchConfig,
+    stop: &AtomicBool,
+    publish: &Mutex<DaemonCounters>,
+    ready: &mpsc::Sender<io::Result<()>>,
+) -> io::Result<()> {
     let idle = switchml_core::time::Duration::from_micros(
         u64::try_from(config.idle_timeout.as_micros()).unwrap_or(u64::MAX),
     );
-    let endpoint = SoftEndpoint::new(SoftSwitch::new(&mut pool, epoch), idle);
+    let endpoint = SoftEndpoint::new(switch, idle);
     let fail = |e: io::Error| {
         let _ = ready.send(Err(e));
         Ok(())

@@ -10,14 +10,15 @@ use common::*;
 use switchml_udp::admin_request as request;
 use switchml_udp::{CommConfig, Communicator, Op, RunningSwitch, SwitchConfig};
 
-#[test]
-fn jobs_come_and_go_on_a_running_switch() {
-    let dir = std::env::temp_dir().join(format!("switchml-admin-{}", std::process::id()));
+fn jobs_come_and_go_on_a_running_switch(pipeline: SwitchPipeline) {
+    let dir =
+        std::env::temp_dir().join(format!("switchml-admin-{pipeline}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("admin.sock");
     let sw = RunningSwitch::start(&SwitchConfig {
         admin: Some(path.clone()),
         spare_slots: 48,
+        pipeline,
         ..SwitchConfig::new("127.0.0.1:0".parse().unwrap(), vec![])
     })
     .expect("switch starts");
@@ -78,12 +79,14 @@ fn jobs_come_and_go_on_a_running_switch() {
     let _ = std::fs::remove_dir(&dir);
 }
 
-#[test]
-fn removing_a_running_job_tells_its_ranks() {
-    let dir = std::env::temp_dir().join(format!("switchml-admin-rm-{}", std::process::id()));
+fn removing_a_running_job_tells_its_ranks(pipeline: SwitchPipeline) {
+    let dir = std::env::temp_dir().join(format!(
+        "switchml-admin-rm-{pipeline}-{}",
+        std::process::id()
+    ));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("admin.sock");
-    let sw = switch_with(&path);
+    let sw = switch_with(pipeline, &path);
     // One lane: once `list` shows rank 0 joined, every lane of it is in the run, so the
     // Shutdown reaches it before a Join resend could meet the job already gone (UnknownJob).
     let slow = CommConfig {
@@ -112,11 +115,17 @@ fn removing_a_running_job_tells_its_ranks() {
     let _ = std::fs::remove_dir(&dir);
 }
 
-fn switch_with(admin: &std::path::Path) -> RunningSwitch {
+fn switch_with(pipeline: SwitchPipeline, admin: &std::path::Path) -> RunningSwitch {
     let spec = format!("{JOB}:2:32:{KEY:x}").parse().unwrap();
     RunningSwitch::start(&SwitchConfig {
         admin: Some(admin.to_owned()),
+        pipeline,
         ..SwitchConfig::new("127.0.0.1:0".parse().unwrap(), vec![spec])
     })
     .expect("switch starts")
 }
+
+on_both_pipelines!(
+    jobs_come_and_go_on_a_running_switch,
+    removing_a_running_job_tells_its_ranks
+);

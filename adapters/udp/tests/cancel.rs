@@ -10,10 +10,9 @@ use std::time::Duration;
 use common::*;
 use switchml_udp::{Communicator, Op};
 
-#[test]
-fn dropping_a_communicator_mid_job_fails_its_peers_naming_it() {
+fn dropping_a_communicator_mid_job_fails_its_peers_naming_it(pipeline: SwitchPipeline) {
     let world = 2;
-    let sw = switch(world, 32, 0.0, 0);
+    let sw = switch(pipeline, world, 32, 0.0, 0);
     let addr = sw.addr();
     let left = Barrier::new(2);
     let (leaver, stayer) = std::thread::scope(|s| {
@@ -46,3 +45,5 @@ fn dropping_a_communicator_mid_job_fails_its_peers_naming_it() {
     assert!(text.contains("rank 1 gave up"), "{text}");
     drop(sw);
 }
+
+on_both_pipelines!(dropping_a_communicator_mid_job_fails_its_peers_naming_it);

@@ -8,11 +8,10 @@ use std::time::Duration;
 use common::*;
 use switchml_udp::Op;
 
-#[test]
-fn coalescing_lanes_reduce_exactly_with_and_without_loss() {
+fn coalescing_lanes_reduce_exactly_with_and_without_loss(pipeline: SwitchPipeline) {
     let world = 3;
     for (drop_rate, seed) in [(0.0, 1), (0.02, 2)] {
-        let sw = switch(world, 32, drop_rate, seed);
+        let sw = switch(pipeline, world, 32, drop_rate, seed);
         let addr = sw.addr();
         let len = 50_000;
         let outcomes = per_rank(
@@ -38,3 +37,5 @@ fn coalescing_lanes_reduce_exactly_with_and_without_loss() {
         drop(sw);
     }
 }
+
+on_both_pipelines!(coalescing_lanes_reduce_exactly_with_and_without_loss);

@@ -7,10 +7,9 @@ mod common;
 use common::*;
 use switchml_udp::{ElementType, Error, Op};
 
-#[test]
-fn an_f32_sum_beyond_the_range_is_an_overflow_naming_the_element() {
+fn an_f32_sum_beyond_the_range_is_an_overflow_naming_the_element(pipeline: SwitchPipeline) {
     let world = 4;
-    let sw = switch(world, 32, 0.0, 0);
+    let sw = switch(pipeline, world, 32, 0.0, 0);
     let addr = sw.addr();
     let outcomes = per_rank(
         world,
@@ -39,3 +38,5 @@ fn an_f32_sum_beyond_the_range_is_an_overflow_naming_the_element() {
         next.unwrap_or_else(|e| panic!("rank {rank}: the next all-reduce failed: {e}"));
     }
 }
+
+on_both_pipelines!(an_f32_sum_beyond_the_range_is_an_overflow_naming_the_element);

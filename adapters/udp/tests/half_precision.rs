@@ -94,9 +94,9 @@ fn check<T: Half>(result: &[T], world: u16, seed: u64, op: Op) {
     }
 }
 
-fn end_to_end<T: Half>(seed: u64) {
+fn end_to_end<T: Half>(pipeline: SwitchPipeline, seed: u64) {
     let world = 3;
-    let sw = switch(world, 32, 0.0, 0);
+    let sw = switch(pipeline, world, 32, 0.0, 0);
     let addr = sw.addr();
     let outcomes = per_rank(
         world,
@@ -127,7 +127,7 @@ fn end_to_end<T: Half>(seed: u64) {
 
 fn refusal<T: Half>() {
     let world = 2;
-    let sw = switch(world, 32, 0.0, 0);
+    let sw = switch(SwitchPipeline::Reference, world, 32, 0.0, 0);
     let addr = sw.addr();
     let outcomes = per_rank(
         world,
@@ -166,14 +166,17 @@ fn refusal<T: Half>() {
     drop(sw);
 }
 
-#[test]
-fn f16_tensors_reduce_through_the_switch() {
-    end_to_end::<f16>(11);
+on_both_pipelines!(
+    f16_tensors_reduce_through_the_switch,
+    bf16_tensors_reduce_through_the_switch
+);
+
+fn f16_tensors_reduce_through_the_switch(pipeline: SwitchPipeline) {
+    end_to_end::<f16>(pipeline, 11);
 }
 
-#[test]
-fn bf16_tensors_reduce_through_the_switch() {
-    end_to_end::<bf16>(12);
+fn bf16_tensors_reduce_through_the_switch(pipeline: SwitchPipeline) {
+    end_to_end::<bf16>(pipeline, 12);
 }
 
 #[test]

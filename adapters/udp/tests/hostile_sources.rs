@@ -15,10 +15,9 @@ use common::*;
 use switchml_core::wire::{status, StatusPacket, StatusRepr};
 use switchml_udp::Op;
 
-#[test]
-fn a_status_from_port_zero_is_dropped_and_the_switch_serves_on() {
+fn a_status_from_port_zero_is_dropped_and_the_switch_serves_on(pipeline: SwitchPipeline) {
     let world = 2;
-    let sw = switch(world, 32, 0.0, 0);
+    let sw = switch(pipeline, world, 32, 0.0, 0);
     let SocketAddr::V4(to) = sw.addr() else {
         panic!("the test switch listens on 127.0.0.1");
     };
@@ -71,3 +70,5 @@ fn a_status_from_port_zero_is_dropped_and_the_switch_serves_on() {
         "the Status was handled: {c:?}"
     );
 }
+
+on_both_pipelines!(a_status_from_port_zero_is_dropped_and_the_switch_serves_on);

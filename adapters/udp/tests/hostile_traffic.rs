@@ -73,8 +73,8 @@ fn bits(x: &[f32]) -> Vec<u32> {
 
 /// Every job's f32 results for each input set on a clean switch, checked against the f64 sum
 /// within the bound of protocol.md §5.2.
-fn clean_f32(jobs: &[JobSpec]) -> BTreeMap<u16, Vec<Vec<u32>>> {
-    let sw = switch_serving(jobs);
+fn clean_f32(pipeline: SwitchPipeline, jobs: &[JobSpec]) -> BTreeMap<u16, Vec<Vec<u32>>> {
+    let sw = switch_serving(pipeline, jobs);
     let hold = Hold::default();
     let body = |comm: &Communicator| -> Result<(u16, Vec<Vec<u32>>), String> {
         let mut sets = Vec::new();
@@ -129,12 +129,13 @@ impl Drop for Ends<'_> {
 /// What one rank did: all-reduce rounds, and its lanes' counters.
 type Done = (u64, Stats);
 
-#[test]
-fn an_off_path_attacker_changes_no_result_and_every_datagram_is_accounted_for() {
+fn an_off_path_attacker_changes_no_result_and_every_datagram_is_accounted_for(
+    pipeline: SwitchPipeline,
+) {
     let jobs = jobs();
-    let clean = clean_f32(&jobs);
+    let clean = clean_f32(pipeline, &jobs);
     let budget = Budget::from_env(20_000, Duration::from_secs(5));
-    let sw = switch_serving(&jobs);
+    let sw = switch_serving(pipeline, &jobs);
     let addr = sw.addr();
     let targets: Vec<_> = jobs.iter().map(target).collect();
     // A real lane's traffic, recorded in a made-up session with a wrong key, for replays.
@@ -380,3 +381,5 @@ fn check_accounting(
     );
     assert!(c.switch.unicast >= tally.answers());
 }
+
+on_both_pipelines!(an_off_path_attacker_changes_no_result_and_every_datagram_is_accounted_for);

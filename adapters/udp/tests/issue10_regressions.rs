@@ -114,14 +114,15 @@ fn all_ok(outcomes: Vec<Result<(), String>>) {
     }
 }
 
-#[test]
-fn defect2_a_strangers_join_then_abort_for_rank_0_do_not_end_a_running_job() {
+fn defect2_a_strangers_join_then_abort_for_rank_0_do_not_end_a_running_job(
+    pipeline: SwitchPipeline,
+) {
     // Before: the stranger's Join for rank 0 on slots no lane used took nothing from anyone,
     // so it was admitted and the stranger learned as a lane of rank 0; its Abort then came
     // from "a lane of rank 0" and was passed on: every rank failed, "rank 0 gave up". Now
     // the Join has no key (BadKey) and the Abort no session (BadSession).
     let spec = job_spec(2, 64); // the ranks' lanes use slots 0..32
-    let sw = switch_serving(&[spec]);
+    let sw = switch_serving(pipeline, &[spec]);
     let t = target(&spec);
     let (outcomes, (tally, c)) = around(&spec, sw.addr(), || {
         let mut a = stranger(sw.addr(), &[t], 2);
@@ -148,13 +149,12 @@ fn defect2_a_strangers_join_then_abort_for_rank_0_do_not_end_a_running_job() {
     assert!(sw.is_running());
 }
 
-#[test]
-fn defect3_a_job_id_runs_again_on_the_same_switch() {
+fn defect3_a_job_id_runs_again_on_the_same_switch(pipeline: SwitchPipeline) {
     // Before: a job could run once per switch lifetime. The first communicators locked the
     // address table; the second set's Joins came from new ports, were refused as spoofed,
     // and connect timed out. Now the first set's Leaves end the run and the job is free.
     let world = 2;
-    let sw = switch(world, 32, 0.0, 0);
+    let sw = switch(pipeline, world, 32, 0.0, 0);
     for generation in 0..2 {
         let outcomes = per_rank(
             world,
@@ -169,13 +169,12 @@ fn defect3_a_job_id_runs_again_on_the_same_switch() {
     }
 }
 
-#[test]
-fn defect4_strangers_joins_before_the_ranks_arrive_do_not_lock_the_job() {
+fn defect4_strangers_joins_before_the_ranks_arrive_do_not_lock_the_job(pipeline: SwitchPipeline) {
     // Before: a Join needed no key. Joins from a stranger for every rank completed the job
     // and locked its address table to the stranger; the real ranks' Joins were refused as
     // spoofed and they timed out joining. Now the stranger has no key: nothing opens.
     let spec = job_spec(3, 32);
-    let sw = switch_serving(&[spec]);
+    let sw = switch_serving(pipeline, &[spec]);
     let t = target(&spec);
     let mut a = stranger(sw.addr(), &[t], 4);
     let strangers_joins = |a: &mut Attacker| {
@@ -223,8 +222,9 @@ fn defect4_strangers_joins_before_the_ranks_arrive_do_not_lock_the_job() {
     assert_eq!(after.refused_joins(), a.tally.sent, "{after:?}");
 }
 
-#[test]
-fn defect5_a_flood_of_huge_joins_gets_the_cheap_refusal_and_the_job_completes() {
+fn defect5_a_flood_of_huge_joins_gets_the_cheap_refusal_and_the_job_completes(
+    pipeline: SwitchPipeline,
+) {
     // Before: a Join cost work in proportion to its slot range (the daemon looked up every
     // slot of it in its address table before anything checked it: 65,535 lookups for one
     // 28-byte datagram), and one covering the job's slots was accepted without a key — the
@@ -233,7 +233,7 @@ fn defect5_a_flood_of_huge_joins_gets_the_cheap_refusal_and_the_job_completes() 
     // BadKey Abort that any wrong-key Join gets, and changes nothing. (How long that takes
     // is a benchmark's question, not a test's.)
     let spec = job_spec(2, 1024);
-    let sw = switch_serving(&[spec]);
+    let sw = switch_serving(pipeline, &[spec]);
     let t = target(&spec);
     let flood = |a: &mut Attacker, n: u64| {
         for i in 0..n {
@@ -281,8 +281,9 @@ fn poison(t: &Target, rank: u16, slot: u16, seq: u32, session: u32) -> Vec<u8> {
     contribution(t.job, rank, slot, seq, session, &values)
 }
 
-#[test]
-fn defect6_spoofed_contributions_before_and_while_ranks_join_are_never_summed() {
+fn defect6_spoofed_contributions_before_and_while_ranks_join_are_never_summed(
+    pipeline: SwitchPipeline,
+) {
     // Before: a contribution was admitted if it came from the address learned for its
     // rank's lane. With CAP_NET_RAW this test forges that very address (the lanes' ports
     // read from /proc/net/udp as soon as they exist): such a contribution, sent while the
@@ -290,7 +291,7 @@ fn defect6_spoofed_contributions_before_and_while_ranks_join_are_never_summed() 
     // only sends from other addresses, which the old daemon dropped too.) Now no source
     // address admits anything: without the run's session every one is dropped.
     let spec = job_spec(2, 32);
-    let sw = switch_serving(&[spec]);
+    let sw = switch_serving(pipeline, &[spec]);
     let t = target(&spec);
     let SocketAddr::V4(at) = sw.addr() else {
         unreachable!()
@@ -409,14 +410,15 @@ fn told(rank: u16, stuck: Pending<i32>) -> Result<Error, String> {
     }
 }
 
-#[test]
-fn a_restarted_rank_ends_the_run_its_peers_hear_rank_restarted_at_once_and_all_rejoin() {
+fn a_restarted_rank_ends_the_run_its_peers_hear_rank_restarted_at_once_and_all_rejoin(
+    pipeline: SwitchPipeline,
+) {
     // Before: a rank's new process joined from new ports, which the locked address table
     // refused as spoofed; its peers waited for its contributions until their stall
     // detection (here ~1,000 s) and then blamed it as missing. Now the new process's Join
     // ends the run with Abort RankRestarted naming it, and its next Join opens the next one.
     let spec = job_spec(3, 32);
-    let sw = switch_serving(&[spec]);
+    let sw = switch_serving(pipeline, &[spec]);
     let addr = sw.addr();
     let (first, gone) = (Hold::default(), Hold::default());
     let rank = |r: u16| -> Result<(), String> {
@@ -461,8 +463,7 @@ fn a_restarted_rank_ends_the_run_its_peers_hear_rank_restarted_at_once_and_all_r
     assert_eq!((s.counters.runs, s.counters.aborts), (2, 1), "{s:?}");
 }
 
-#[test]
-fn two_jobs_under_attack_each_with_its_own_key_both_sum_exactly() {
+fn two_jobs_under_attack_each_with_its_own_key_both_sum_exactly(pipeline: SwitchPipeline) {
     // Before: there were no keys, so a stranger's Join for job 4's rank 0 on slots no lane
     // used was admitted whatever it carried, and its Abort ended job 4 (the defect-2 path).
     // Here the stranger even holds job 3's key — as a rank of job 3 would — and uses it on
@@ -474,7 +475,7 @@ fn two_jobs_under_attack_each_with_its_own_key_both_sum_exactly() {
         slots: 64,
         key: Some(0x0B0B_0000_0000_0B0B),
     };
-    let sw = switch_serving(&[a_job, b_job]);
+    let sw = switch_serving(pipeline, &[a_job, b_job]);
     let addr = sw.addr();
     let targets = [target(&a_job), target(&b_job)];
     let b = targets[1];
@@ -544,13 +545,12 @@ fn two_jobs_under_attack_each_with_its_own_key_both_sum_exactly() {
     }
 }
 
-#[test]
-fn defect8_stopping_the_switch_tells_waiting_workers_it_is_shutting_down() {
+fn defect8_stopping_the_switch_tells_waiting_workers_it_is_shutting_down(pipeline: SwitchPipeline) {
     // Before: a stopping switch said nothing; a worker waiting on it learned only from its
     // stall detection (here ~1,000 s), or from a new switch's epoch. Now it sends Abort
     // Shutdown to every run first.
     let spec = job_spec(2, 32);
-    let sw = switch_serving(&[spec]);
+    let sw = switch_serving(pipeline, &[spec]);
     let addr = sw.addr();
     let (joined, stopped) = (Hold::default(), Hold::default());
     let rank = |r: u16| -> Result<(), String> {
@@ -586,3 +586,14 @@ fn defect8_stopping_the_switch_tells_waiting_workers_it_is_shutting_down() {
     });
     all_ok(outcomes);
 }
+
+on_both_pipelines!(
+    defect2_a_strangers_join_then_abort_for_rank_0_do_not_end_a_running_job,
+    defect3_a_job_id_runs_again_on_the_same_switch,
+    defect4_strangers_joins_before_the_ranks_arrive_do_not_lock_the_job,
+    defect5_a_flood_of_huge_joins_gets_the_cheap_refusal_and_the_job_completes,
+    defect6_spoofed_contributions_before_and_while_ranks_join_are_never_summed,
+    a_restarted_rank_ends_the_run_its_peers_hear_rank_restarted_at_once_and_all_rejoin,
+    two_jobs_under_attack_each_with_its_own_key_both_sum_exactly,
+    defect8_stopping_the_switch_tells_waiting_workers_it_is_shutting_down
+);

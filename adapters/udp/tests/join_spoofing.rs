@@ -20,10 +20,9 @@ use common::*;
 use switchml_core::wire::{JoinRepr, Message, ProbeRepr};
 use switchml_udp::{Communicator, Op};
 
-#[test]
-fn a_refusal_spoofed_to_a_joining_lane_does_not_end_its_join() {
+fn a_refusal_spoofed_to_a_joining_lane_does_not_end_its_join(pipeline: SwitchPipeline) {
     let spec = job_spec(2, 32);
-    let sw = switch_serving(&[spec]);
+    let sw = switch_serving(pipeline, &[spec]);
     let SocketAddr::V4(at) = sw.addr() else {
         unreachable!()
     };
@@ -84,3 +83,5 @@ fn a_refusal_spoofed_to_a_joining_lane_does_not_end_its_join() {
         assert_eq!(o, Ok(true), "rank {rank}");
     }
 }
+
+on_both_pipelines!(a_refusal_spoofed_to_a_joining_lane_does_not_end_its_join);

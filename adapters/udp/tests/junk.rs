@@ -85,9 +85,8 @@ fn throw_junk(a: &mut Attacker) {
     a.collect(Duration::from_secs(5));
 }
 
-#[test]
-fn junk_truncated_foreign_and_forged_packets_are_dropped_and_counted() {
-    let sw = switch(WORLD, 32, 0.0, 0);
+fn junk_truncated_foreign_and_forged_packets_are_dropped_and_counted(pipeline: SwitchPipeline) {
+    let sw = switch(pipeline, WORLD, 32, 0.0, 0);
     let addr = sw.addr();
     let targets = [target(&job_spec(WORLD, 32))];
     let junk_running = AtomicBool::new(true);
@@ -175,11 +174,10 @@ fn junk_truncated_foreign_and_forged_packets_are_dropped_and_counted() {
     assert_eq!(job.contributions, u64::from(WORLD) * job.completions);
 }
 
-#[test]
-fn a_datagram_longer_than_any_message_is_oversized_by_one_byte_already() {
+fn a_datagram_longer_than_any_message_is_oversized_by_one_byte_already(pipeline: SwitchPipeline) {
     // The daemon's receive buffer was one byte longer than the longest message, so a
     // datagram of exactly that length was read whole and counted as `Malformed`.
-    let sw = switch(2, 32, 0.0, 0);
+    let sw = switch(pipeline, 2, 32, 0.0, 0);
     let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let longest = common::fate::LONGEST;
     for len in [longest, longest + 1, longest + 2, 3 * longest] {
@@ -191,3 +189,8 @@ fn a_datagram_longer_than_any_message_is_oversized_by_one_byte_already() {
     assert_eq!((c.oversized, c.switch.drops(DropReason::Oversized)), (3, 3));
     assert_eq!(c.switch.drops(DropReason::Malformed), 1);
 }
+
+on_both_pipelines!(
+    junk_truncated_foreign_and_forged_packets_are_dropped_and_counted,
+    a_datagram_longer_than_any_message_is_oversized_by_one_byte_already
+);

@@ -8,9 +8,10 @@ use switchml_udp::Op;
 
 /// One job of `world` ranks at `drop_rate`: two int32 tensors and one f32 tensor each,
 /// submitted asynchronously so that they are in flight together.
-fn run(world: u16, drop_rate: f64) {
+fn run(pipeline: SwitchPipeline, world: u16, drop_rate: f64) {
     let len = 3000 + usize::from(world) * 17;
     let sw = switch(
+        pipeline,
         world,
         32,
         drop_rate,
@@ -72,23 +73,26 @@ fn run(world: u16, drop_rate: f64) {
     }
 }
 
-#[test]
-fn no_loss_p2_to_p8() {
+fn no_loss_p2_to_p8(pipeline: SwitchPipeline) {
     for world in 2..=8 {
-        run(world, 0.0);
+        run(pipeline, world, 0.0);
     }
 }
 
-#[test]
-fn one_percent_loss_p2_to_p8() {
+fn one_percent_loss_p2_to_p8(pipeline: SwitchPipeline) {
     for world in 2..=8 {
-        run(world, 0.01);
+        run(pipeline, world, 0.01);
     }
 }
 
-#[test]
-fn five_percent_loss_p2_to_p8() {
+fn five_percent_loss_p2_to_p8(pipeline: SwitchPipeline) {
     for world in 2..=8 {
-        run(world, 0.05);
+        run(pipeline, world, 0.05);
     }
 }
+
+on_both_pipelines!(
+    no_loss_p2_to_p8,
+    one_percent_loss_p2_to_p8,
+    five_percent_loss_p2_to_p8
+);

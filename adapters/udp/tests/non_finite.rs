@@ -17,7 +17,7 @@ const LEN: usize = 200_000;
 #[test]
 fn a_non_finite_tensor_is_refused_before_any_lane_sends() {
     let world = 2;
-    let sw = switch(world, 32, 0.0, 0);
+    let sw = switch(SwitchPipeline::Reference, world, 32, 0.0, 0);
     let addr = sw.addr();
     let outcomes = per_rank(
         world,

@@ -9,10 +9,9 @@ mod common;
 use common::*;
 use switchml_udp::{JobSpec, Op, RunningSwitch, SwitchConfig};
 
-#[test]
-fn a_stopped_and_restarted_switch_is_reported_as_such() {
+fn a_stopped_and_restarted_switch_is_reported_as_such(pipeline: SwitchPipeline) {
     let world = 2;
-    let sw = switch(world, 32, 0.0, 0);
+    let sw = switch(pipeline, world, 32, 0.0, 0);
     let addr = sw.addr();
     let restarted = std::sync::Barrier::new(usize::from(world) + 1);
     let first_done = std::sync::Barrier::new(usize::from(world) + 1);
@@ -41,6 +40,7 @@ fn a_stopped_and_restarted_switch_is_reported_as_such() {
                 slots: 32,
                 key: Some(KEY),
             }],
+            pipeline,
             ..SwitchConfig::new(addr, vec![])
         })
         .expect("restart on the same port");
@@ -57,3 +57,5 @@ fn a_stopped_and_restarted_switch_is_reported_as_such() {
         assert!(text.contains("shutting down"), "rank {rank}: {text}");
     }
 }
+
+on_both_pipelines!(a_stopped_and_restarted_switch_is_reported_as_such);

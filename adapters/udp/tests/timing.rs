@@ -10,7 +10,7 @@ use switchml_udp::{CommConfig, Op};
 #[test]
 fn every_lane_reports_its_round_trip_and_timeout_within_bounds() {
     let world = 2;
-    let sw = switch(world, 32, 0.0, 0);
+    let sw = switch(SwitchPipeline::Reference, world, 32, 0.0, 0);
     let addr = sw.addr();
     let timings = per_rank(
         world,
@@ -64,7 +64,7 @@ fn a_long_submission_scan_does_not_expire_the_first_rounds_timers() {
 
     let world = 1;
     let window = 32;
-    let sw = switch(world, window, 0.0, 0);
+    let sw = switch(SwitchPipeline::Reference, world, window, 0.0, 0);
     let addr = sw.addr();
     let stats = per_rank(
         world,

@@ -1,4 +1,5 @@
-//! The switch's front: the reference [`Switch`] plus what an adapter would otherwise have to
+//! The switch's front: a switch (the reference [`Switch`](super::Switch) or anything else that implements
+//! [`ControlPlane`], such as the P4 model) plus what an adapter would otherwise have to
 //! invent — where each lane's packets go (addresses learned from accepted Joins) and when an
 //! idle run is released (protocol.md §4.1, §6). Sans-IO in the style of quinn-proto's
 //! `Endpoint`: [`Endpoint::handle`] takes `now`, the sender's address and the bytes; the
@@ -11,7 +12,7 @@
 //! is tagged with the session it was learned in, so a new run never routes to an old one.
 //! No address is a credential here: admission is the key and the session (§4.1).
 
-use super::{DropReason, JobConfig, JobError, Switch, Verdict};
+use super::{ControlPlane, DropReason, JobConfig, JobError, Verdict};
 use crate::time::{Duration, Instant};
 use crate::wire::{self, AbortPacket, DataPacket, JoinPacket, JoinReplyPacket, MessageType};
 
@@ -52,26 +53,26 @@ struct JobRoutes<S> {
 }
 
 /// The switch with its address table and run timer; `A`: an address, `S`: a job's lent
-/// table of `Route<A>`s.
-pub struct Endpoint<'a, A, S, const K: usize, const WORDS: usize, const JOBS: usize> {
-    switch: Switch<'a, K, WORDS, JOBS>,
+/// table of `Route<A>`s, `G`: the switch, `JOBS`: how many jobs the table has room for.
+pub struct Endpoint<A, S, G, const JOBS: usize> {
+    switch: G,
     routes: [Option<JobRoutes<S>>; JOBS],
     idle_timeout: Duration,
     expired: u64,
     _address: core::marker::PhantomData<A>,
 }
 
-impl<'a, A, S, const K: usize, const WORDS: usize, const JOBS: usize>
-    Endpoint<'a, A, S, K, WORDS, JOBS>
+impl<A, S, G, const JOBS: usize> Endpoint<A, S, G, JOBS>
 where
     A: Copy + PartialEq,
     S: AsRef<[Route<A>]> + AsMut<[Route<A>]>,
+    G: ControlPlane,
 {
     /// The output buffer length [`Endpoint::handle`] needs.
-    pub const OUT_LEN: usize = Switch::<'a, K, WORDS, JOBS>::OUT_LEN;
+    pub const OUT_LEN: usize = G::OUT_LEN;
 
     /// Serve `switch`; a run nobody has sent to for `idle_timeout` is released.
-    pub fn new(switch: Switch<'a, K, WORDS, JOBS>, idle_timeout: Duration) -> Self {
+    pub fn new(switch: G, idle_timeout: Duration) -> Self {
         Endpoint {
             switch,
             routes: [const { None }; JOBS],
@@ -82,7 +83,7 @@ where
     }
 
     /// Return the switch (its jobs and counters).
-    pub fn switch(&self) -> &Switch<'a, K, WORDS, JOBS> {
+    pub fn switch(&self) -> &G {
         &self.switch
     }
 
@@ -99,7 +100,7 @@ where
             .iter()
             .position(Option::is_none)
             .ok_or(JobError::TableFull(JOBS))?;
-        self.switch.add_job(config)?;
+        self.switch.install_job(config)?;
         storage.as_mut().fill(None);
         self.routes[free] = Some(JobRoutes {
             id: config.id,
@@ -112,7 +113,7 @@ where
 
     /// Remove a job; return its table.
     pub fn remove_job(&mut self, id: u16) -> Result<S, JobError> {
-        self.switch.remove_job(id)?;
+        self.switch.uninstall_job(id)?;
         let i = self.index(id).ok_or(JobError::UnknownJob(id))?;
         self.routes[i]
             .take()
@@ -161,7 +162,7 @@ where
         }
         // Only an answer in the job's current run shows that its ranks are there: a refusal
         // echoes whatever session the refused message named (a stranger's Probe).
-        if session != 0 && self.switch.job(job).is_some_and(|j| j.session() == session) {
+        if session != 0 && self.session(job) == session {
             self.heard(job, now);
         }
         if !multicast {
@@ -181,7 +182,7 @@ where
     fn learn(&mut self, from: A, bytes: &[u8], session: u32) {
         let join = JoinPacket::new_unchecked(bytes);
         let (id, rank, slot_lo) = (join.job_id(), join.rank(), join.slot_lo());
-        let lane_slots = self.switch.job(id).map_or(0, |j| j.lane_slots());
+        let lane_slots = self.lane_slots(id);
         let Some(routes) = self.index(id).and_then(|i| self.routes[i].as_mut()) else {
             return;
         };
@@ -196,6 +197,16 @@ where
                 *e = Some((from, session));
             }
         }
+    }
+
+    /// Return job `id`'s current session (0: no run).
+    fn session(&self, id: u16) -> u32 {
+        self.switch.job_snapshot(id).map_or(0, |j| j.session)
+    }
+
+    /// Return the slots per lane of job `id`'s run (0: no run).
+    fn lane_slots(&self, id: u16) -> u16 {
+        self.switch.job_snapshot(id).map_or(0, |j| j.lane_slots)
     }
 
     fn heard(&mut self, id: u16, now: Instant) {
@@ -216,7 +227,7 @@ where
             Transmit::Lanes {
                 job, session, slot, ..
             } => {
-                let lane_slots = self.switch.job(job).map_or(0, |j| j.lane_slots());
+                let lane_slots = self.lane_slots(job);
                 let routes = self.index(job).and_then(|i| self.routes[i].as_ref());
                 (None, routes.map(|r| (r, session, slot, lane_slots)))
             }
@@ -251,7 +262,7 @@ where
         self.routes
             .iter()
             .flatten()
-            .filter(|r| self.switch.job(r.id).is_some_and(|j| j.has_run()))
+            .filter(|r| self.session(r.id) != 0)
             .filter_map(|r| r.last_heard)
             .map(|t| t + self.idle_timeout)
             .min()
@@ -284,7 +295,7 @@ where
     /// End job `id`'s run, if it has one: write the Abort `Shutdown` its lanes get into
     /// `out` and return it (before removing a job, or when stopping).
     pub fn shutdown_run(&mut self, id: u16, out: &mut [u8]) -> Option<Transmit> {
-        let session = self.switch.job(id).map_or(0, |j| j.session());
+        let session = self.session(id);
         match self.switch.shutdown_run(id, out)? {
             Verdict::Multicast { job, len } => Some(Transmit::Lanes {
                 job,
@@ -300,10 +311,10 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::switch::Slot;
+    use crate::switch::{Slot, Switch};
     use crate::wire::{DataKind, DataRepr, Flags, JoinRepr, RANK_ALL};
 
-    type TestEndpoint<'a> = Endpoint<'a, u32, [Route<u32>; 4], 8, 1, 2>;
+    type TestEndpoint<'a> = Endpoint<u32, [Route<u32>; 4], Switch<'a, 8, 1, 2>, 2>;
     const OUT: usize = Switch::<8, 1, 2>::OUT_LEN;
 
     fn join(rank: u16, slot_lo: u16, nonce: u32) -> [u8; 28] {

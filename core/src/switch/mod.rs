@@ -10,7 +10,8 @@
 //! Control messages (Join, Probe, Status, Abort) are answered in-band; see `control.rs`.
 //! The control plane is typed methods: [`Switch::add_job`], [`Switch::remove_job`],
 //! [`Switch::job`], [`Switch::counters`], [`Switch::slot`]. The switch never allocates: the
-//! caller lends it the slot storage.
+//! caller lends it the slot storage. [`Aggregator`] and [`ControlPlane`] are what an
+//! adapter needs of any switch (this one or the P4 model); [`Endpoint`] serves one.
 //!
 //! ```
 //! use switchml_core::switch::{JobConfig, Slot, Switch, Verdict};
@@ -21,12 +22,14 @@
 //! assert!(matches!(switch.process(&[0xff; 3], &mut out), Verdict::Drop(_)));
 //! ```
 
+mod aggregator;
 mod control;
 mod endpoint;
 mod job;
 mod pool;
 mod run;
 
+pub use aggregator::{Aggregator, ControlPlane, JobSnapshot};
 pub use endpoint::{Endpoint, Route, Transmit};
 pub use job::{Job, JobConfig, JobCounters, JobError};
 pub use pool::{Slot, SlotVersion};
@@ -171,12 +174,6 @@ impl Counters {
     pub fn total_drops(&self) -> u64 {
         self.dropped.iter().sum()
     }
-}
-
-/// Anything that aggregates like the reference switch: the switch itself, the P4 model.
-pub trait Aggregator {
-    /// Process one datagram; write any answer into `out` and say what to do with it.
-    fn process(&mut self, packet: &[u8], out: &mut [u8]) -> Verdict;
 }
 
 /// The reference switch. `K`: values per slot (the largest count accepted); `WORDS`: 64-rank
@@ -419,14 +416,6 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
         }
         let len = emit_result(sv, &p, RANK_ALL, Flags::default(), out);
         Verdict::Multicast { job: p.job, len }
-    }
-}
-
-impl<const K: usize, const WORDS: usize, const JOBS: usize> Aggregator
-    for Switch<'_, K, WORDS, JOBS>
-{
-    fn process(&mut self, packet: &[u8], out: &mut [u8]) -> Verdict {
-        Switch::process(self, packet, out)
     }
 }
 

@@ -225,3 +225,35 @@ impl Pipeline {
         })
     }
 }
+
+impl Pipeline {
+    /// Return the epoch announced in replies.
+    pub fn epoch(&self) -> u32 {
+        self.config.epoch
+    }
+
+    /// End job `id`'s run without telling its ranks, as the reference's `Switch::end_run`
+    /// does for a run idle too long; return whether the job had one. The controller writes
+    /// the session half of register `session` (its count of runs stays), as for
+    /// [`Pipeline::shutdown_run`].
+    pub fn end_run(&mut self, id: u16) -> bool {
+        let Some(entry) = self.classifier.job(id) else {
+            return false;
+        };
+        if self.run_tracker.session(entry.index) == 0 {
+            return false;
+        }
+        self.run_tracker.close(entry.index);
+        true
+    }
+
+    /// Count a datagram that the adapter dropped before the pipeline saw it (too long, or
+    /// from a source no answer can go to), as the reference's `Switch::count_drop` does, so
+    /// that a StatusReply reports every drop. On a Tofino the controller would add these to
+    /// what it reads of the `drops` counter.
+    pub fn count_drop(&mut self, reason: switchml_core::switch::DropReason) {
+        self.drop_counters.received();
+        self.drop_counters
+            .tally(crate::drop_counters::Tally::Drop(reason));
+    }
+}

@@ -1,6 +1,13 @@
 //! Feed one packet sequence to the model and to the reference switch and say where they
 //! differ: verdict, answer bytes, switch counters, job counters, each job's run (session,
 //! lane shape, joined bitmap), and every register of every slot version of every job.
+//! Between packets the control plane may act on both alike ([`Step`]): restart a job
+//! (remove it and add it again), end its run with Abort `Shutdown`, or end it silently as
+//! an idle run's is.
+//!
+//! The reference's `K` (values per slot) is a parameter, [`MAX_COUNT`] unless said; the
+//! model is set up with the same largest count (`Config::max_count`), so that counts just
+//! above it (`CountTooLarge`) are cheap to reach.
 //!
 //! It lives in the library, not in a test, so that the property tests here and the
 //! `model_vs_reference` fuzz target ([`fuzz`]) run the very same check.
@@ -9,6 +16,8 @@ use switchml_core::ranks::RankSet;
 use switchml_core::switch::{
     Counters, JobConfig, JobCounters, JobError, Slot, Switch, Verdict as CoreVerdict,
 };
+use switchml_tests::checks::model::{self, ControlOp, ModelStep};
+use switchml_tests::checks::switch;
 
 use crate::aggregator::to_core;
 use crate::pipeline::{Config, Pipeline, Verdict};
@@ -21,6 +30,19 @@ pub const JOBS: usize = 4;
 pub type Reference<'a> = Switch<'a, { MAX_COUNT as usize }, 1, JOBS>;
 /// Its slot type.
 pub type RefSlot = Slot<{ MAX_COUNT as usize }, 1>;
+
+/// One step of a sequence fed to both switches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step<'p> {
+    /// This datagram arrives.
+    Packet(&'p [u8]),
+    /// The control plane removes job `id` and adds it again as it was set up.
+    RestartJob(u16),
+    /// The control plane ends job `id`'s run because the switch stops (Abort `Shutdown`).
+    ShutdownRun(u16),
+    /// The endpoint ends job `id`'s run for being idle (no word to its ranks).
+    EndRun(u16),
+}
 
 /// What both switches are set up with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,6 +97,29 @@ pub enum Mismatch {
         /// The reference's.
         reference: Option<CoreVerdict>,
     },
+    /// Ending job `job`'s idle run (`end_run`) before packet `packet` gave different
+    /// answers (whether it had a run).
+    EndRun {
+        /// The job.
+        job: u16,
+        /// Before which packet.
+        packet: usize,
+        /// The model's answer.
+        model: bool,
+        /// The reference's.
+        reference: bool,
+    },
+    /// Removing and adding job `job` again before packet `packet` gave different answers.
+    RestartJob {
+        /// The job.
+        job: u16,
+        /// Before which packet.
+        packet: usize,
+        /// The model's answer.
+        model: Result<(), JobError>,
+        /// The reference's.
+        reference: Result<(), JobError>,
+    },
     /// The model hit a register hazard on packet `packet`.
     Fault {
         /// Its index.
@@ -112,12 +157,12 @@ pub enum Mismatch {
 }
 
 /// The model and the reference side by side, with an output buffer each.
-pub struct Pair<'a> {
+pub struct Pair<'a, const K: usize = { MAX_COUNT as usize }> {
     /// The model.
     pub model: Pipeline,
-    /// The reference switch.
-    pub reference: Reference<'a>,
-    jobs: Vec<u16>,
+    /// The reference switch: `K` values a slot (the model's `max_count`), 64 ranks a job.
+    pub reference: Switch<'a, K, 1, JOBS>,
+    jobs: Vec<JobConfig>,
     model_out: Vec<u8>,
     reference_out: Vec<u8>,
     fed: usize,
@@ -130,10 +175,10 @@ fn word(set: &RankSet<1>) -> u64 {
     u64::from_le_bytes(b)
 }
 
-impl<'a> Pair<'a> {
+impl<'a, const K: usize> Pair<'a, K> {
     /// Set both switches up; the reference runs over `pool` (`setup.slots` slots).
-    pub fn new(setup: &Setup, pool: &'a mut [RefSlot]) -> Result<Self, Mismatch> {
-        let mut reference = Reference::new(pool, setup.epoch);
+    pub fn new(setup: &Setup, pool: &'a mut [Slot<K, 1>]) -> Result<Self, Mismatch> {
+        let mut reference = Switch::<K, 1, JOBS>::new(pool, setup.epoch);
         let workers = setup
             .jobs
             .iter()
@@ -144,7 +189,7 @@ impl<'a> Pair<'a> {
             jobs: JOBS,
             workers: workers.max(1),
             epoch: setup.epoch,
-            max_count: MAX_COUNT,
+            max_count: u16::try_from(K).unwrap_or(u16::MAX).min(MAX_COUNT),
             switch: SwitchAddr::default(),
         });
         let mut jobs = Vec::new();
@@ -162,15 +207,16 @@ impl<'a> Pair<'a> {
                 });
             }
             if r.is_ok() {
-                jobs.push(job.id);
+                jobs.push(job);
             }
         }
+        let out_len = OUT_LEN.max(Switch::<K, 1, JOBS>::OUT_LEN);
         Ok(Pair {
             model,
             reference,
             jobs,
-            model_out: vec![0; OUT_LEN],
-            reference_out: vec![0; OUT_LEN],
+            model_out: vec![0; out_len],
+            reference_out: vec![0; out_len],
             fed: 0,
             last: None,
         })
@@ -249,9 +295,60 @@ impl<'a> Pair<'a> {
         }
     }
 
+    /// End job `id`'s run for being idle in both switches (the reference's
+    /// `Switch::end_run`, as the endpoint does it); compare whether each had one.
+    pub fn end_run(&mut self, id: u16) -> Result<(), Mismatch> {
+        let (model, reference) = (self.model.end_run(id), self.reference.end_run(id));
+        if model != reference {
+            return Err(Mismatch::EndRun {
+                job: id,
+                packet: self.fed,
+                model,
+                reference,
+            });
+        }
+        Ok(())
+    }
+
+    /// Remove job `id` from both switches and add it again as it was set up (its slots,
+    /// run and counters start afresh); compare the answers.
+    pub fn restart_job(&mut self, id: u16) -> Result<(), Mismatch> {
+        let Some(config) = self.jobs.iter().copied().find(|j| j.id == id) else {
+            return Ok(());
+        };
+        let model = self.model.remove_job(id).map(drop).and_then(|()| {
+            self.model
+                .add_job_with_rank_ports(config)
+                .map_err(|_| JobError::TableFull(0))
+        });
+        let reference = self
+            .reference
+            .remove_job(id)
+            .and_then(|_| self.reference.add_job(config));
+        if model != reference {
+            return Err(Mismatch::RestartJob {
+                job: id,
+                packet: self.fed,
+                model,
+                reference,
+            });
+        }
+        Ok(())
+    }
+
+    /// Take one step in both switches.
+    pub fn step(&mut self, step: Step<'_>) -> Result<(), Mismatch> {
+        match step {
+            Step::Packet(p) => self.feed(p),
+            Step::RestartJob(id) => self.restart_job(id),
+            Step::ShutdownRun(id) => self.shutdown_run(id),
+            Step::EndRun(id) => self.end_run(id),
+        }
+    }
+
     /// Compare job counters, runs and every slot version of every job.
     pub fn compare_state(&self) -> Result<(), Mismatch> {
-        for &id in &self.jobs {
+        for id in self.jobs.iter().map(|j| j.id) {
             let (Some(m), Some(r)) = (self.model.job(id), self.reference.job(id)) else {
                 continue;
             };
@@ -326,12 +423,33 @@ impl<'a> Pair<'a> {
 /// Run `packets` through both switches set up with `setup`; compare after every packet and
 /// the whole state at the end.
 pub fn run<'p>(setup: &Setup, packets: impl IntoIterator<Item = &'p [u8]>) -> Result<(), Mismatch> {
-    let mut pool = vec![RefSlot::IDLE; setup.slots];
-    let mut pair = Pair::new(setup, &mut pool)?;
-    for p in packets {
-        pair.feed(p)?;
+    run_steps::<{ MAX_COUNT as usize }>(setup, packets.into_iter().map(Step::Packet))
+}
+
+/// Take `steps` in both switches set up with `setup`, the reference holding `K` values a
+/// slot and the model taking counts up to `K` too; compare after every step and the whole
+/// state at the end.
+pub fn run_steps<'p, const K: usize>(
+    setup: &Setup,
+    steps: impl IntoIterator<Item = Step<'p>>,
+) -> Result<(), Mismatch> {
+    let mut pool = vec![Slot::<K, 1>::IDLE; setup.slots];
+    let mut pair = Pair::<K>::new(setup, &mut pool)?;
+    for step in steps {
+        pair.step(step)?;
     }
     pair.compare_state()
+}
+
+/// The steps of a `switch_sequence` input as the model comparison takes them
+/// (`switchml_tests::checks::model::steps`), control-plane actions on job `job`.
+pub fn model_steps(steps: &[ModelStep], job: u16) -> impl Iterator<Item = Step<'_>> {
+    steps.iter().map(move |s| match s {
+        ModelStep::Send(p) => Step::Packet(p),
+        ModelStep::Control(ControlOp::RestartJob) => Step::RestartJob(job),
+        ModelStep::Control(ControlOp::ShutdownRun) => Step::ShutdownRun(job),
+        ModelStep::Control(ControlOp::EndRun) => Step::EndRun(job),
+    })
 }
 
 /// The set-up [`fuzz`] uses: job 7 of 3 ranks on slots 2..6 (key 0x77) and job 9 of 1 rank
@@ -371,4 +489,20 @@ pub fn fuzz(data: &[u8]) -> Result<(), Mismatch> {
         rest = next;
     }
     run(&fuzz_setup(), packets)
+}
+
+/// What the `model_vs_reference` fuzz target and the corpus replay run: a `switch_sequence`
+/// input's steps ([`model::steps`]) in both switches set up with [`switch::JOBS`] in
+/// [`model::SLOTS`] slots, the reference holding [`switch::K`] values a slot; panics on a
+/// mismatch.
+pub fn check_switch_sequence(data: &[u8]) {
+    let setup = Setup {
+        slots: model::SLOTS,
+        epoch: switch::EPOCH,
+        jobs: switch::JOBS.to_vec(),
+    };
+    let job = switch::JOBS[0].id;
+    model::check_model(data, |steps| {
+        run_steps::<{ switch::K }>(&setup, model_steps(steps, job))
+    });
 }

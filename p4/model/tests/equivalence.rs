@@ -3,8 +3,10 @@
 //! contributions in full rounds and singly, duplicates, resends, reordering (every sequence
 //! is an arbitrary order), junk, mutated packets, foreign jobs, unregistered ranks, joins
 //! with right and wrong keys, shapes and fields, restarts (a rank of a complete run joins
-//! with a new nonce), probes, aborts, leaves, the control plane's `shutdown_run`, Status
-//! requests and switch-only types (StatusReplies among them). Sessions are mostly the job's
+//! with a new nonce, or one of a gathering run, which replaces its process), probes, aborts,
+//! leaves, the control plane's `shutdown_run` and job restarts (remove and add again), idle
+//! runs ended by the endpoint (`end_run`), counts above the limit, Status requests and
+//! switch-only types (StatusReplies among them). Sessions are mostly the job's
 //! current one (read from the reference as a worker would learn it from a JoinReply), else
 //! 0, an earlier run's or any number. Every packet's verdict and answer bytes, the counters
 //! and at the end each job's run and every register of every slot version must be
@@ -14,7 +16,7 @@ use proptest::prelude::*;
 use switchml_core::switch::JobConfig;
 use switchml_core::wire::{
     AbortPacket, AbortReason, AbortRepr, DataKind, DataPacket, DataRepr, Flags, JoinPacket,
-    JoinRepr, LeavePacket, LeaveRepr, ProbePacket, ProbeRepr, StatusCounters, StatusFlags,
+    JoinRepr, LeavePacket, LeaveRepr, Message, ProbePacket, ProbeRepr, StatusCounters, StatusFlags,
     StatusPacket, StatusReplyPacket, StatusReplyRepr, StatusRepr,
 };
 use switchml_p4model::equivalence::{self, Mismatch, Pair, RefSlot, Setup};
@@ -156,6 +158,10 @@ enum Op {
     LeaveAll { job: usize, seed: u64 },
     /// The control plane ends a job's run (`shutdown_run`).
     Shutdown(usize),
+    /// The endpoint ends a job's run for being idle (`end_run`).
+    Expire(usize),
+    /// The control plane removes a job and adds it again.
+    RestartJob(usize),
     /// A Status request (any rank: the switch only echoes it).
     Status { job: usize, rank: u16 },
     /// A StatusReply sent to the switch, which only sends them.
@@ -200,6 +206,8 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(job, rank, session)| Op::Leave { job, rank, session }),
         1 => (jobs(), any::<u64>()).prop_map(|(job, seed)| Op::LeaveAll { job, seed }),
         1 => (0..4usize).prop_map(Op::Shutdown),
+        1 => (0..4usize, any::<bool>())
+            .prop_map(|(job, idle)| if idle { Op::Expire(job) } else { Op::RestartJob(job) }),
         1 => (0..4usize, prop::sample::select(vec![0u16, 1, 5, 0xFFFF]))
             .prop_map(|(job, rank)| Op::Status { job, rank }),
         1 => (0..4usize, 1u16..=64, any::<u64>())
@@ -478,7 +486,7 @@ impl Gen {
                     .map(|r| leave(id, r, s))
                     .collect()
             }
-            Op::Shutdown(_) => Vec::new(),
+            Op::Shutdown(_) | Op::Expire(_) | Op::RestartJob(_) => Vec::new(),
             Op::Status { job, rank } => {
                 let mut b = vec![0u8; 8];
                 StatusRepr {
@@ -523,6 +531,10 @@ enum Step<'a> {
     Packet(&'a [u8]),
     /// The control plane ended a job's run (`ended`: it had one).
     Shutdown { ended: bool },
+    /// The endpoint ended a job's idle run (`ended`: it had one).
+    Expire { ended: bool },
+    /// The control plane removed a job and added it again.
+    RestartJob,
     /// The sequence is over and the final states agree.
     End,
 }
@@ -544,12 +556,28 @@ fn check(
         sent: Vec::new(),
     };
     for op in ops {
-        if let Op::Shutdown(job) = op {
-            let job = JOB_IDS[*job];
-            let ended = pair.reference.job(job).is_some_and(|j| j.has_run());
-            pair.shutdown_run(job)?;
-            observe(Step::Shutdown { ended }, &pair);
-            continue;
+        let control = match *op {
+            Op::Shutdown(job) | Op::Expire(job) | Op::RestartJob(job) => JOB_IDS[job],
+            _ => 0,
+        };
+        let ended = pair.reference.job(control).is_some_and(|j| j.has_run());
+        match op {
+            Op::Shutdown(_) => {
+                pair.shutdown_run(control)?;
+                observe(Step::Shutdown { ended }, &pair);
+                continue;
+            }
+            Op::Expire(_) => {
+                pair.end_run(control)?;
+                observe(Step::Expire { ended }, &pair);
+                continue;
+            }
+            Op::RestartJob(_) => {
+                pair.restart_job(control)?;
+                observe(Step::RestartJob, &pair);
+                continue;
+            }
+            _ => {}
         }
         for p in g.expand(op, &pair) {
             pair.feed(&p)?;
@@ -603,6 +631,69 @@ fn the_fuzz_entry_accepts_any_bytes() {
     assert_eq!(equivalence::fuzz(&data), Ok(()));
 }
 
+/// What the coverage test follows of each job's runs across one sequence.
+#[derive(Default)]
+struct Lifecycle {
+    /// Per job: the session last seen (0: none) and whether a run ended since one was open.
+    sessions: std::collections::BTreeMap<u16, (u32, bool)>,
+    /// Per job: whether every rank had joined its run, as last seen.
+    complete: std::collections::BTreeMap<u16, bool>,
+    /// The nonce each rank joined a run with: (job, session, rank) → nonce.
+    nonces: std::collections::BTreeMap<(u16, u32, u16), u32>,
+    /// Runs opened after an earlier run of their job ended (all sequences).
+    reopened: usize,
+    /// Joins of a rank's new process while its run gathered, answered: the process was
+    /// replaced (all sequences).
+    replaced: usize,
+}
+
+impl Lifecycle {
+    /// A datagram `p` was answered with `answer`: note a Join's process.
+    fn join(&mut self, p: &[u8], answer: &[u8]) {
+        let Ok(j) = JoinRepr::parse(&JoinPacket::new_unchecked(p)) else {
+            return;
+        };
+        if p.get(..2) != Some(&[1, 0x10]) {
+            return;
+        }
+        let Ok(Message::JoinReply(r)) = Message::parse(answer) else {
+            return;
+        };
+        let gathering = !self.complete.get(&j.job).copied().unwrap_or(false);
+        let before = self.nonces.insert((j.job, r.session, j.rank), j.nonce);
+        if before.is_some_and(|n| n != j.nonce) && gathering {
+            self.replaced += 1;
+        }
+    }
+
+    /// After any step: follow each job's run.
+    fn after(&mut self, pair: &Pair<'_>) {
+        for id in [JOB_IDS[0], JOB_IDS[1], JOB_IDS[2]] {
+            let Some(job) = pair.reference.job(id) else {
+                continue;
+            };
+            let now = job.session();
+            let (last, ended) = self.sessions.entry(id).or_insert((0, false));
+            if *last != 0 && now != *last {
+                *ended = true;
+            }
+            if now != 0 && now != *last && *ended {
+                self.reopened += 1;
+                *ended = false;
+            }
+            *last = now;
+            self.complete.insert(id, job.has_run() && job.all_joined());
+        }
+    }
+
+    /// The sequence is over.
+    fn end(&mut self) {
+        self.sessions.clear();
+        self.complete.clear();
+        self.nonces.clear();
+    }
+}
+
 /// The generator reaches every outcome the property is about, so the property is not
 /// vacuous: completions, resends answered, every drop reason a datagram can earn, overflows,
 /// runs opened and ended in every way (a worker's Abort, a restart, the last Leave, the
@@ -621,8 +712,10 @@ fn the_generated_sequences_reach_every_outcome() {
     // Status requests answered, refused (Abort) and malformed; StatusReplies dropped.
     let (mut status_replies, mut status_refusals, mut status_malformed, mut replies_dropped) =
         (0, 0, 0, 0);
-    // Abort reasons the switch wrote; runs ended by the last Leave and by the control plane.
+    // Abort reasons the switch wrote; runs ended by the last Leave, by the control plane and
+    // for being idle; jobs restarted.
     let (mut reasons, mut left, mut shut) = (BTreeSet::new(), 0, 0);
+    let (mut expired, mut restarted, mut runs) = (0, 0, Lifecycle::default());
     for _ in 0..300 {
         let (world7, wrap, ops) = strategy.new_tree(&mut runner).unwrap().current();
         let result = check(world7, wrap, &ops, |step, pair| {
@@ -630,9 +723,21 @@ fn the_generated_sequences_reach_every_outcome() {
                 Step::Packet(p) => p,
                 Step::Shutdown { ended } => {
                     shut += usize::from(ended);
+                    runs.after(pair);
+                    return;
+                }
+                Step::Expire { ended } => {
+                    expired += usize::from(ended);
+                    runs.after(pair);
+                    return;
+                }
+                Step::RestartJob => {
+                    restarted += 1;
+                    runs.after(pair);
                     return;
                 }
                 Step::End => {
+                    runs.end();
                     let c = pair.reference.counters();
                     total.consumed += c.consumed;
                     total.multicast += c.multicast;
@@ -655,6 +760,8 @@ fn the_generated_sequences_reach_every_outcome() {
                 }
             };
             let (verdict, answer) = pair.last().unwrap();
+            runs.join(p, answer);
+            runs.after(pair);
             if answer.get(1) == Some(&0x14) && p.get(1) != Some(&0x14) {
                 reasons.insert(answer[6]);
             }
@@ -707,9 +814,167 @@ fn the_generated_sequences_reach_every_outcome() {
     }
     assert!(left > 0, "no run ended by its last Leave");
     assert!(shut > 0, "no run ended by the control plane");
+    assert!(expired > 0, "no idle run ended");
+    assert!(restarted > 0, "no job restarted");
+    assert!(
+        runs.reopened > 0,
+        "no run opened after an earlier one of its job ended"
+    );
+    assert!(
+        runs.replaced > 0,
+        "no process replaced while its run gathered"
+    );
     assert!(status_replies > 0, "no StatusReply answer");
     assert!(status_refusals > 0, "no Status refused");
     assert!(status_malformed > 0, "no malformed Status");
     assert!(replies_dropped > 0, "no StatusReply dropped");
     assert!(recirculations > 0, "no multi-pass packet");
+}
+
+/// Feed `packet` to both switches (they must agree) and return the answer, parsed.
+fn exchange<'p, const K: usize>(pair: &'p mut Pair<'_, K>, packet: &[u8]) -> Option<Message<'p>> {
+    assert_eq!(pair.feed(packet), Ok(()));
+    let (_, answer) = pair.last().unwrap();
+    (!answer.is_empty()).then(|| Message::parse(answer).expect("the switch writes messages"))
+}
+
+/// The Abort reason, detail and session of an answer.
+fn abort_of(m: Option<Message<'_>>) -> (AbortReason, u16, u32) {
+    match m {
+        Some(Message::Abort(a)) => (a.reason, a.detail, a.session),
+        other => panic!("not an Abort: {other:?}"),
+    }
+}
+
+/// The session and nonce of a JoinReply, and whether it says the run is complete.
+fn reply_of(m: Option<Message<'_>>) -> (u32, u32, bool) {
+    match m {
+        Some(Message::JoinReply(r)) => (r.session, r.nonce, r.rank == 0xFFFF),
+        other => panic!("not a JoinReply: {other:?}"),
+    }
+}
+
+/// A job's life, step by step, through both switches (every answer and state equal):
+///
+/// ```text
+/// run 1 (rank 0's process 1)   rank 0 restarts while gathering: replaced, run goes on;
+///                              rank 1 restarts once complete: Abort RankRestarted
+/// run 2 (rank 1's process 2)   a round completes; every rank leaves: ended
+/// run 3                        the switch stops: Abort Shutdown
+/// run 4                        idle: ended without a word; a Probe hears SessionEnded
+/// job removed and added again  run 1 afresh
+/// ```
+#[test]
+fn a_jobs_runs_end_in_every_way_and_the_next_one_opens_alike() {
+    let setup = setup(3);
+    let mut pool = vec![RefSlot::IDLE; setup.slots];
+    let mut pair = Pair::new(&setup, &mut pool).unwrap();
+    let g = Gen {
+        world7: 3,
+        base: 0,
+        sent: Vec::new(),
+    };
+    let key = KEYS[0];
+    let j = |rank: u16, n: u32| join(7, rank, 3, (0, 4), 64, n, key);
+    let session = |pair: &Pair<'_>| pair.reference.job(7).unwrap().session();
+
+    // Run 1: opened by rank 0's process 1; its process 2 replaces it while the run gathers.
+    assert_eq!(reply_of(exchange(&mut pair, &j(0, 1))), (1, 1, false));
+    assert_eq!(reply_of(exchange(&mut pair, &j(0, 2))), (1, 2, false));
+    reply_of(exchange(&mut pair, &j(1, 3)));
+    assert_eq!(reply_of(exchange(&mut pair, &j(2, 4))), (1, 4, true));
+    // Once complete, rank 1's new process ends the run.
+    let restarted = abort_of(exchange(&mut pair, &j(1, 5)));
+    assert_eq!(restarted, (AbortReason::RankRestarted, 1, 1));
+    assert_eq!(session(&pair), 0);
+
+    // Run 2: rank 1's next Join opens it (session: its nonce plus the one run before).
+    assert_eq!(reply_of(exchange(&mut pair, &j(1, 5))), (6, 5, false));
+    reply_of(exchange(&mut pair, &j(0, 2)));
+    reply_of(exchange(&mut pair, &j(2, 4)));
+    for rank in 0..3 {
+        let answer = exchange(&mut pair, &g.data(7, rank, 1, 0, false, 64, 9, 6));
+        assert_eq!(
+            answer.is_some(),
+            rank == 2,
+            "the last contribution completes"
+        );
+    }
+    for rank in [2, 0, 1] {
+        assert!(exchange(&mut pair, &leave(7, rank, 6)).is_none());
+    }
+    assert_eq!(session(&pair), 0, "the last Leave ends the run");
+
+    // Run 3, ended by the switch stopping.
+    for rank in 0..3 {
+        exchange(&mut pair, &j(rank, 10 + u32::from(rank)));
+    }
+    assert_eq!(session(&pair), 12);
+    // Both write the same Abort Shutdown (`shutdown_run` compares the bytes).
+    assert_eq!(pair.shutdown_run(7), Ok(()));
+    assert_eq!(session(&pair), 0);
+
+    // Run 4, ended for being idle: its ranks are not told, and learn it when they probe.
+    exchange(&mut pair, &j(0, 20));
+    assert_eq!(session(&pair), 23);
+    assert_eq!(pair.end_run(7), Ok(()));
+    assert_eq!(session(&pair), 0);
+    assert_eq!(pair.end_run(7), Ok(()), "no run: both say so");
+    let probe = {
+        let repr = ProbeRepr {
+            job: 7,
+            rank: 0,
+            slot: 0,
+            ver: 0,
+            seq: 0,
+            session: 23,
+        };
+        let mut b = vec![0u8; repr.buffer_len()];
+        repr.emit(&mut ProbePacket::new_unchecked(&mut b[..]));
+        b
+    };
+    assert_eq!(
+        abort_of(exchange(&mut pair, &probe)).0,
+        AbortReason::SessionEnded
+    );
+
+    // The job removed and added again: its runs start over.
+    assert_eq!(pair.restart_job(7), Ok(()));
+    assert_eq!(reply_of(exchange(&mut pair, &j(2, 30))), (30, 30, false));
+    assert_eq!(pair.reference.job(7).unwrap().counters().runs, 1);
+    assert_eq!(pair.compare_state(), Ok(()));
+}
+
+/// Joins and Contributions whose count exceeds the switch's limit (8 values here, the
+/// model's `max_count` and the reference's `K`): the Join is refused naming the limit, the
+/// Contribution dropped as `CountTooLarge`, alike.
+#[test]
+fn counts_above_the_limit_are_refused_alike() {
+    let setup = setup(2);
+    let mut pool = vec![switchml_core::switch::Slot::<8, 1>::IDLE; setup.slots];
+    let mut pair = Pair::<8>::new(&setup, &mut pool).unwrap();
+    let g = Gen {
+        world7: 2,
+        base: 0,
+        sent: Vec::new(),
+    };
+    let j = |rank: u16, count: u16| join(7, rank, 2, (0, 4), count, 1 + u32::from(rank), KEYS[0]);
+    let refused = abort_of(exchange(&mut pair, &j(0, 9)));
+    assert_eq!(refused, (AbortReason::CountTooLarge, 8, 1));
+    match exchange(&mut pair, &j(0, 8)) {
+        Some(Message::JoinReply(r)) => assert_eq!(r.max_count, 8),
+        other => panic!("{other:?}"),
+    }
+    reply_of(exchange(&mut pair, &j(1, 8)));
+    let session = pair.reference.job(7).unwrap().session();
+    assert!(exchange(&mut pair, &g.data(7, 0, 0, 0, false, 9, 1, session)).is_none());
+    let (verdict, _) = pair.last().unwrap();
+    assert_eq!(
+        verdict,
+        switchml_core::switch::Verdict::Drop(switchml_core::switch::DropReason::CountTooLarge)
+    );
+    assert!(exchange(&mut pair, &g.data(7, 0, 0, 0, false, 8, 1, session)).is_none());
+    assert!(exchange(&mut pair, &g.data(7, 1, 0, 0, false, 8, 2, session)).is_some());
+    assert_eq!(pair.reference.job(7).unwrap().counters().rejected, 1);
+    assert_eq!(pair.compare_state(), Ok(()));
 }

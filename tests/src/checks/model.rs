@@ -11,9 +11,15 @@
 //!
 //! This crate cannot name the model: `switchml-p4model` depends on it (for the golden vector
 //! loader). So the comparison is an argument, and the fuzz target and the corpus replay
-//! (`tests/tests/fuzz_corpus.rs`) both pass `switchml_p4model::equivalence::run`, which does
-//! the comparing. [`switch::SwitchOp::RestartJob`] sends nothing and is skipped: that
-//! comparison has no job removal.
+//! (`tests/tests/fuzz_corpus.rs`) both call `switchml_p4model::equivalence::check_switch_sequence`,
+//! which does the comparing. The reference holds [`switch::K`] values a slot and the model
+//! takes counts up to as many, so counts one above (`CountTooLarge`) come often.
+//!
+//! [`switch::SwitchOp::RestartJob`] sends nothing; here it stands for the control plane's
+//! three ways to act on the first job's run ([`ControlOp`]), in turn: the `n`-th
+//! `RestartJob` of a sequence (from 0) removes the job and adds it again when `n mod 3` is
+//! 0, ends its run with Abort `Shutdown` when 1, and ends it silently (an idle run, as the
+//! endpoint does) when 2. The corpora of the two targets stay shared.
 
 use std::fmt::Debug;
 
@@ -22,30 +28,73 @@ use crate::checks::switch::{self, Step};
 /// Pool slots of both switches: exactly those of [`switch::JOBS`].
 pub const SLOTS: usize = 5;
 
-/// Decode fuzz bytes as a `switch_sequence` input and return the datagrams it sends, in
-/// order, replays included.
-pub fn datagrams(bytes: &[u8]) -> Vec<Vec<u8>> {
+/// What the control plane does to the first job of [`switch::JOBS`] in the model
+/// comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ControlOp {
+    /// Remove the job and add it again.
+    RestartJob,
+    /// End its run with Abort `Shutdown` (the switch stops).
+    ShutdownRun,
+    /// End its run without a word (it was idle).
+    EndRun,
+}
+
+/// One step of the model comparison.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelStep {
+    /// This datagram arrives.
+    Send(Vec<u8>),
+    /// The control plane acts.
+    Control(ControlOp),
+}
+
+/// Decode fuzz bytes as a `switch_sequence` input and return its steps, in order, replays
+/// included, each `RestartJob` standing for a [`ControlOp`] in turn.
+pub fn steps(bytes: &[u8]) -> Vec<ModelStep> {
+    const TURN: [ControlOp; 3] = [
+        ControlOp::RestartJob,
+        ControlOp::ShutdownRun,
+        ControlOp::EndRun,
+    ];
     let mut out = Vec::new();
-    switch::play(&switch::decode_ops(bytes), |step| {
-        if let Step::Send(datagram) = step {
-            out.push(datagram.to_vec());
+    let mut controls = 0;
+    switch::play(&switch::decode_ops(bytes), |step| match step {
+        Step::Send(datagram) => out.push(ModelStep::Send(datagram.to_vec())),
+        Step::RestartJob => {
+            out.push(ModelStep::Control(TURN[controls % TURN.len()]));
+            controls += 1;
         }
     });
     out
 }
 
-/// Decode fuzz bytes and have `compare` run the datagrams through the model and the
-/// reference; panic with its mismatch and the datagrams if it finds one.
-pub fn check_model<E: Debug>(bytes: &[u8], compare: impl FnOnce(&[&[u8]]) -> Result<(), E>) {
-    let datagrams = datagrams(bytes);
-    let packets: Vec<&[u8]> = datagrams.iter().map(Vec::as_slice).collect();
-    if let Err(mismatch) = compare(&packets) {
-        let listing: String = packets
+/// Decode fuzz bytes as a `switch_sequence` input and return the datagrams it sends, in
+/// order, replays included.
+pub fn datagrams(bytes: &[u8]) -> Vec<Vec<u8>> {
+    steps(bytes)
+        .into_iter()
+        .filter_map(|s| match s {
+            ModelStep::Send(datagram) => Some(datagram),
+            ModelStep::Control(_) => None,
+        })
+        .collect()
+}
+
+/// Decode fuzz bytes and have `compare` take the steps in the model and the reference;
+/// panic with its mismatch and the steps if it finds one.
+pub fn check_model<E: Debug>(bytes: &[u8], compare: impl FnOnce(&[ModelStep]) -> Result<(), E>) {
+    let steps = steps(bytes);
+    if let Err(mismatch) = compare(&steps) {
+        let listing: String = steps
             .iter()
             .enumerate()
-            .map(|(i, p)| format!("\n  {i}: {p:02x?}"))
+            .map(|(i, s)| match s {
+                ModelStep::Send(p) => format!("\n  {i}: {p:02x?}"),
+                ModelStep::Control(c) => format!("\n  {i}: {c:?}"),
+            })
             .collect();
-        panic!("the P4 model and the reference switch differ: {mismatch:?}\ndatagrams:{listing}");
+        panic!("the P4 model and the reference switch differ: {mismatch:?}\nsteps:{listing}");
     }
 }
 
@@ -77,10 +126,24 @@ mod tests {
     }
 
     #[test]
+    fn restarts_stand_for_the_three_control_plane_actions_in_turn() {
+        let ops = vec![SwitchOp::RestartJob; 4];
+        let controls: Vec<_> = steps(&switch::encode_ops(&ops))
+            .into_iter()
+            .map(|s| match s {
+                ModelStep::Control(c) => c,
+                ModelStep::Send(_) => panic!("a restart sends nothing"),
+            })
+            .collect();
+        use ControlOp::*;
+        assert_eq!(controls, [RestartJob, ShutdownRun, EndRun, RestartJob]);
+    }
+
+    #[test]
     #[should_panic(expected = "differ: \"verdict\"")]
     fn a_difference_fails_the_check() {
         let bytes = switch::encode_ops(&[contribution()]);
-        check_model(&bytes, |packets| match packets {
+        check_model(&bytes, |steps| match steps {
             [_] => Err("verdict"),
             _ => Ok(()),
         });

@@ -1,6 +1,11 @@
 //! Shared set-up of the end-to-end tests: a switch on an ephemeral loopback port, a job of
 //! `world` ranks, one communicator per rank on its own thread, deterministic inputs and
 //! exact references. Timeouts are short so that failures show within seconds.
+//!
+//! Every test that needs a switch takes the [`SwitchPipeline`] it runs on, and
+//! [`on_both_pipelines!`] makes two tests of it, `reference::NAME` and `p4_model::NAME`:
+//! the daemon serves the same workers through the reference switch and through the P4
+//! model, and both must pass.
 
 #![allow(dead_code)]
 
@@ -16,32 +21,64 @@ pub mod raw_udp;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+pub use switchml_udp::SwitchPipeline;
 use switchml_udp::{
     CommConfig, Communicator, DaemonCounters, JobSpec, RunningSwitch, SwitchConfig,
 };
+
+/// For each `fn NAME(pipeline: SwitchPipeline)` named, a test `reference::NAME` and a test
+/// `p4_model::NAME` that run it on that pipeline.
+#[allow(unused_macros)]
+macro_rules! on_both_pipelines {
+    ($($name:ident),+ $(,)?) => {
+        mod reference {
+            $(
+                #[test]
+                fn $name() {
+                    super::$name(super::common::SwitchPipeline::Reference)
+                }
+            )+
+        }
+        mod p4_model {
+            $(
+                #[test]
+                fn $name() {
+                    super::$name(super::common::SwitchPipeline::P4Model)
+                }
+            )+
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use on_both_pipelines;
 
 /// The job id the tests use.
 pub const JOB: u16 = 3;
 /// The job's key.
 pub const KEY: u64 = 0x7E57_0000_5EC2_E700;
 
-/// Start a switch serving job [`JOB`] of `world` ranks over `slots` slots.
-pub fn switch(world: u16, slots: u16, drop_rate: f64, seed: u64) -> RunningSwitch {
-    start(&[job_spec(world, slots)], drop_rate, seed)
+/// Start a switch on `pipeline` serving job [`JOB`] of `world` ranks over `slots` slots.
+pub fn switch(
+    pipeline: SwitchPipeline,
+    world: u16,
+    slots: u16,
+    drop_rate: f64,
+    seed: u64,
+) -> RunningSwitch {
+    start(pipeline, &[job_spec(world, slots)], drop_rate, seed)
 }
 
-/// Start a switch serving `jobs`, with no injected loss.
-pub fn switch_serving(jobs: &[JobSpec]) -> RunningSwitch {
-    start(jobs, 0.0, 0)
+/// Start a switch on `pipeline` serving `jobs`, with no injected loss.
+pub fn switch_serving(pipeline: SwitchPipeline, jobs: &[JobSpec]) -> RunningSwitch {
+    start(pipeline, jobs, 0.0, 0)
 }
 
-fn start(jobs: &[JobSpec], drop_rate: f64, seed: u64) -> RunningSwitch {
+fn start(pipeline: SwitchPipeline, jobs: &[JobSpec], drop_rate: f64, seed: u64) -> RunningSwitch {
     RunningSwitch::start(&SwitchConfig {
-        bind: "127.0.0.1:0".parse().unwrap(),
-        jobs: jobs.to_vec(),
         drop_rate,
         seed,
-        ..SwitchConfig::new("127.0.0.1:0".parse().unwrap(), vec![])
+        pipeline,
+        ..SwitchConfig::new("127.0.0.1:0".parse().unwrap(), jobs.to_vec())
     })
     .expect("switch starts")
 }
