@@ -128,8 +128,12 @@ impl Lane {
                         } else {
                             // Done: say so, so that the switch ends the run once every
                             // rank has left and the job can run again (protocol.md §4.1).
-                            self.worker.leave();
-                            self.transmit(&mut send, clock.now());
+                            // One Leave per rank, from its first lane: the run ends with the
+                            // last rank's, and any later one would be a BadSession drop.
+                            if self.index == 0 {
+                                self.worker.leave();
+                                self.transmit(&mut send, clock.now());
+                            }
                         }
                         self.log.closing(self.worker.stats(), idle);
                         for (mut part, _) in backlog.drain(..) {

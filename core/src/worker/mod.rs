@@ -548,10 +548,11 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             return;
         }
         crate::trace::warning!(
-            "job {} rank {} lane {}: {}",
+            "job {} rank {} lane of slots {}..{}: {}",
             self.config.job,
             self.config.rank,
             self.config.slot_lo,
+            u32::from(self.config.slot_lo) + u32::from(self.config.window),
             err
         );
         self.phase = Phase::Failed;
