@@ -140,11 +140,14 @@ pub fn error_bound(inputs: &[Vec<f32>], count: usize, i: usize, exact: f64, op: 
     if exp == 0 {
         return 0.0;
     }
-    let unit = 2f64.powi(i32::from(exp) - 127) / 2147483647.0;
-    let quantization = match op {
-        Op::Sum => n * n * unit,
-        Op::Average => n * unit,
+    // n units of 2^(e + p − 31), p = max(1, ⌈log₂ n⌉).
+    let p = n.log2().ceil().max(1.0) as i32;
+    let unit = 2f64.powi(i32::from(exp) - 127 + p - 31);
+    let (quantization, rounding) = match op {
+        Op::Sum => (n * unit, 2f64.powi(-24)),
+        Op::Average if (n as u64).is_power_of_two() => (unit, 2f64.powi(-24)),
+        Op::Average => (unit, 3.0 * 2f64.powi(-24)),
     };
-    // Plus the final rounding to f32, and the smallest subnormal for results near zero.
-    quantization + exact.abs() * 2f64.powi(-24) + 2f64.powi(-149)
+    // Plus the rounding to f32, and the smallest subnormal for results near zero.
+    quantization + (exact.abs() + quantization) * rounding + 2f64.powi(-149)
 }

@@ -10,7 +10,7 @@ use std::vec::Vec;
 use half::{bf16, f16};
 use proptest::prelude::*;
 
-use super::scale::M;
+use super::scale::sum_bits;
 use super::*;
 
 /// Run one block through the pipeline; return `(exp_max, summed int32 payload)`.
@@ -91,11 +91,11 @@ fn blocks(max_n: usize, max_len: usize, max_field: u32) -> impl Strategy<Value =
     )
 }
 
-/// Check every output of `op` against the exact result: within `n` quantization units
-/// (`n² · 2^e_max / M` for the sum, `/ n` for the average) plus `2⁻²³` relative for the
-/// final rounding to f32, where *tiny* is `2⁻²⁰` of the unit bound (covering the binary64
-/// roundings of `c`, `d`, the products and the reference sum) plus `2⁻¹⁴⁹`, the absolute
-/// rounding error of an f32 subnormal result.
+/// Check every output of `op` against the exact result, with the bound of protocol.md §5.2:
+/// within `n` quantization units (`n · 2^(e_max + p − 31)` for the sum, `/ n` for the
+/// average) plus the rounding to f32 (`ρ = 2⁻²⁴` relative, `3 · 2⁻²⁴` for the average over
+/// a world that is not a power of two), plus `2⁻¹⁴⁹` for a subnormal result. The slack of
+/// `2⁻²⁰` relative covers the binary64 reference sum.
 fn check_error_bound(blocks: &[Vec<f32>], op: Op) -> Result<(), TestCaseError> {
     let n = blocks.len();
     let (exp_max, payload) = aggregate(blocks);
@@ -110,10 +110,11 @@ fn check_error_bound(blocks: &[Vec<f32>], op: Op) -> Result<(), TestCaseError> {
         prop_assert!(y.iter().all(|v| v.to_bits() == 0), "{:?}", y);
         return Ok(());
     };
-    let units = (n * n) as f64 * 2f64.powi(e) / f64::from(M) / divisor;
+    let (units, rho) = bound(n, e, op);
     for (i, &got) in y.iter().enumerate() {
         let exact = exact_sum(blocks, i) / divisor;
-        let tol = units * (1.0 + 2f64.powi(-20)) + 2f64.powi(-23) * exact.abs() + 2f64.powi(-149);
+        let slack = 1.0 + 2f64.powi(-20);
+        let tol = (units + rho * (exact.abs() + units)) * slack + 2f64.powi(-149);
         let err = (f64::from(got) - exact).abs();
         prop_assert!(
             err <= tol,
@@ -128,6 +129,18 @@ fn check_error_bound(blocks: &[Vec<f32>], op: Op) -> Result<(), TestCaseError> {
         );
     }
     Ok(())
+}
+
+/// The documented bound for `n` workers and exponent `e`: the quantization error in
+/// absolute terms and the relative error of the rounding to f32.
+fn bound(n: usize, e: i32, op: Op) -> (f64, f64) {
+    let p = sum_bits(n as u16);
+    let units = n as f64 * 2f64.powi(e + p - 31);
+    match op {
+        Op::Sum => (units, 2f64.powi(-24)),
+        Op::Average if n.is_power_of_two() => (units / n as f64, 2f64.powi(-24)),
+        Op::Average => (units / n as f64, 3.0 * 2f64.powi(-24)),
+    }
 }
 
 proptest! {
@@ -155,7 +168,7 @@ proptest! {
         let b = seeded_blocks(n, len, top.saturating_sub(spread).max(1), top, seed);
         let exp_max = b.iter().map(|x| block_exponent_f32(x)).max().unwrap_or(0);
         let scale = Scale::new(n as u16, exp_max);
-        let limit = if exp_max == NO_EXPONENT { 0 } else { i64::from(M) / n as i64 };
+        let limit = if exp_max == NO_EXPONENT { 0 } else { (1i64 << (31 - sum_bits(n as u16))) - 1 };
         prop_assert_eq!(i64::from(scale.limit()), limit);
         let mut payload = vec![0u8; 4 * len];
         let mut total = vec![0i64; len];
@@ -257,9 +270,15 @@ fn largest_values_fill_but_never_exceed_int32() {
                 let q = i64::from(scale.quantize_value(x));
                 assert!(q.abs() <= i64::from(scale.limit()));
                 let total = q * i64::from(n);
-                assert!(total.abs() <= i64::from(M), "n={n} x={x:e} total={total}");
-                // The range is used: within a few units of L.
-                assert!(q.abs() >= i64::from(scale.limit()) - (i64::from(M) >> 23) - 1);
+                assert!(
+                    total.abs() <= i64::from(i32::MAX),
+                    "n={n} x={x:e} total={total}"
+                );
+                // The range is used: within 2^(7-p) of L, less a subnormal's last bit.
+                assert!(
+                    q.abs() >= i64::from(scale.limit()) - 127,
+                    "n={n} x={x:e} q={q}"
+                );
             }
         }
     }
@@ -297,7 +316,7 @@ fn subnormal_only_blocks_sum_closely() {
     Unscale::new(3, exp_max, Op::Sum).dequantize_f32(&payload, &mut y);
     for (i, &got) in y.iter().enumerate() {
         let exact = exact_sum(&blocks, i);
-        // Three units of 9 · 2^-126 / M each are far below one subnormal step (2^-149).
+        // Three units of 2^(-126 + 2 - 31) each are far below one subnormal step (2^-149).
         assert!(
             (f64::from(got) - exact).abs() <= 2f64.powi(-149),
             "{i}: {got:e} vs {exact:e}"

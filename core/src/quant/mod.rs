@@ -11,16 +11,20 @@
 //! block ([`exponent_of`], [`block_exponent_f32`]), sent as one biased byte. The switch
 //! returns the maximum `e_max` over all workers' blocks, one use of the slot ahead (§5.3),
 //! and then every worker maps `[-2^e_max, 2^e_max]` onto `[-L, L]` with
-//! `L = floor((2³¹ − 1) / n)` ([`Scale`]), so that the sum of `n` values fits. The summed
-//! int32 come back and are mapped onto floats again ([`Unscale`]), as a sum or an average.
-//! A summed element is off from the exact sum by at most `n` units of `2^e_max / L`, plus
-//! the final rounding to f32.
+//! `L = 2^(31−p) − 1`, `p = max(1, ⌈log₂ n⌉)` ([`Scale`]), so that the sum of `n` values fits.
+//! The summed int32 come back and are mapped onto floats again ([`Unscale`]), as a sum or an
+//! average. A summed element is off from the exact sum by at most `n` units of
+//! `2^(e_max + p − 31)`, plus the rounding to f32.
 //!
-//! The arithmetic is specified to the bit (binary64 products, round to nearest even) so that
-//! every implementation — this crate, the P4 model, SmartNIC firmware — sends and reads the
-//! same integers. [`Scale::quantize_value`] and [`Unscale::dequantize_value`] spell it out
-//! for one value; the slice functions compute the same bits several values at a time, in
-//! loops the compiler vectorizes.
+//! Every scale factor is a power of two, so the scaling is exact in f32 and the arithmetic
+//! is specified to the bit with plain IEEE binary32 operations: every implementation — this
+//! crate, the P4 model, SmartNIC firmware — sends and reads the same integers. (SwitchML's
+//! `⌊(2³¹ − 1) / n⌋ / 2^e_max` uses up to one more bit of the int32 range when `n` is not a
+//! power of two, but needs binary64 products to be reproducible, at half the vector width.) [`Scale::quantize_value`] and [`Unscale::dequantize_value`] spell the
+//! arithmetic out for one value; the slice functions compute the same bits in loops the
+//! compiler vectorizes, which `switchml_dispatch` compiles for AVX2 too and picks at run
+//! time, so that a build for the x86-64 baseline runs on any x86-64 CPU and eight lanes
+//! wide on one with AVX2.
 //!
 //! f16 and bf16 go through f32 (exactly) on the way in and are rounded on the way out.
 //! int32 tensors are sent as they are ([`encode_i32`]); the sum is exact or flagged as

@@ -1,19 +1,23 @@
 //! Summed int32 back to floats: the worker's side of protocol.md §5.2 after the Result.
 //!
-//! `y = fl32(fl64(S) · d)` with `d = fl64(n / M) · 2^e_max` for the sum and
-//! `d = fl64(1 / M) · 2^e_max` for the average. f16 and bf16 outputs round the f32 result
-//! to nearest, ties to even.
+//! `t = fl32(fl32(S) · r)`, then `y = t · 2^s` rounded once to f32, with `r = 1`,
+//! `s = e_max + p − 31` for the sum and `r = fl32(2^p / n)`, `s = e_max − 31` for the
+//! average (`r = 1` too when `n` is a power of two). Every step is one IEEE binary32
+//! operation, so the slice paths vectorize at full f32 width; the scaling is exact unless
+//! `y` is subnormal or beyond the range. f16 and bf16 outputs round the f32 result to
+//! nearest, ties to even.
 //!
 //! A sum of finite values can lie beyond the output type's range; `y` is then ±∞, and the
 //! slice functions return where that first happened, so that the worker reports an
 //! overflow instead of handing back an infinity. When no sum of the block can get that
-//! far (`2³¹ · d` within the range: every block but those whose exponent is near the top
-//! of the type's range) the loop does not look.
+//! far (`2³¹ · r · 2^s` within the range: every block but those whose exponent is near the
+//! top of the type's range) the loop does not look.
 
 use half::{bf16, f16};
+use switchml_dispatch::dispatch;
 
 use super::exponent::exponent_value;
-use super::scale::{pow2, M};
+use super::scale::{pow2, pow2_f64, sum_bits};
 use super::Op;
 
 /// Dequantization for one block: built from the world size `n`, the switch's max exponent
@@ -21,8 +25,17 @@ use super::Op;
 #[derive(Debug, Clone, Copy)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Unscale {
-    /// `d`.
-    d: f64,
+    /// `r`: 1 for the sum, `fl32(2^p / n)` for the average.
+    r: f32,
+    /// `s`, the power of two applied to `t`.
+    s: i32,
+    /// `2^s` as two f32 factors, `a · b`: the first product exact, the second rounding
+    /// once; `b` is 1 unless `s < −126`.
+    a: f32,
+    /// See `a`.
+    b: f32,
+    /// `2³¹ · r · 2^s`, a bound on `|y|` (exact in binary64).
+    largest: f64,
     /// No exponent: every output is exactly +0.0.
     zero: bool,
 }
@@ -31,29 +44,48 @@ impl Unscale {
     /// Make the unscale for `world` workers (0 is treated as 1), the max exponent byte
     /// `exp_max` (`0`: every output is +0.0) and the reduction `op`.
     pub fn new(world: u16, exp_max: u8, op: Op) -> Unscale {
-        let n = f64::from(world.max(1));
-        match exponent_value(exp_max) {
-            Some(e) => {
-                let factor = match op {
-                    Op::Sum => n / f64::from(M),
-                    Op::Average => 1.0 / f64::from(M),
-                };
-                Unscale {
-                    d: factor * pow2(e),
-                    zero: false,
-                }
-            }
-            None => Unscale { d: 0.0, zero: true },
+        let n = world.max(1);
+        let p = sum_bits(n);
+        let Some(e) = exponent_value(exp_max) else {
+            return Unscale {
+                r: 1.0,
+                s: 0,
+                a: 0.0,
+                b: 0.0,
+                largest: 0.0,
+                zero: true,
+            };
+        };
+        let (r, s) = match op {
+            Op::Sum => (1.0, e + p - 31),
+            // 2^p / n lies in [1, 2]; f32 division is correctly rounded.
+            Op::Average => (pow2(p) / f32::from(n), e - 31),
+        };
+        // t is 0 or at least 1, so t · 2^(s+32) is a normal f32 for s ≥ −158: exact.
+        let (a, b) = if s >= -126 {
+            (pow2(s), 1.0)
+        } else {
+            (pow2(s + 32), pow2(-32))
+        };
+        Unscale {
+            r,
+            s,
+            a,
+            b,
+            largest: LARGEST_SUM * f64::from(r) * pow2_f64(s),
+            zero: false,
         }
     }
 
     /// Return y for one summed value (the scalar reference every vector path matches).
+    ///
+    /// The scaling is done in binary64, where `t · 2^s` is exact, and rounded once to f32.
     pub fn dequantize_value(&self, s: i32) -> f32 {
         if self.zero {
-            0.0
-        } else {
-            (f64::from(s) * self.d) as f32
+            return 0.0;
         }
+        let t = s as f32 * self.r;
+        (f64::from(t) * pow2_f64(self.s)) as f32
     }
 
     /// Dequantize the big-endian i32 payload `src` into `dst`; return the index in `dst`
@@ -92,37 +124,64 @@ impl Unscale {
         max: f64,
         is_infinite: impl Fn(T) -> bool,
     ) -> Option<usize> {
-        let values = src.chunks_exact(4).zip(dst.iter_mut());
         if self.zero {
-            for (_, y) in values {
+            for (_, y) in src.chunks_exact(4).zip(dst.iter_mut()) {
                 *y = from_f32(0.0);
             }
             return None;
         }
-        // One flat loop, as for quantization: it vectorizes cleanly.
-        let d = self.d;
-        let y = |b: &[u8]| {
-            let s = <[u8; 4]>::try_from(b).map_or(0, i32::from_be_bytes);
-            from_f32((f64::from(s) * d) as f32)
-        };
-        // |S| ≤ 2³¹; below `max` rounding cannot reach infinity (`max` is an f32).
-        if LARGEST_SUM * d <= max {
-            for (b, out) in values {
-                *out = y(b);
-            }
-            return None;
-        }
-        // Near the top of the range: the same loop, or-ing a flag (still no branch).
-        let mut overflow = false;
-        for (b, out) in values {
-            let v = y(b);
-            overflow |= is_infinite(v);
-            *out = v;
-        }
-        if !overflow {
+        // Multiplying by r = 1 or b = 1 changes no bit: those loops leave it out.
+        let (f, inf) = (&from_f32, &is_infinite);
+        let lanes = dispatch(
+            #[inline(always)]
+            || match (self.r != 1.0, self.b != 1.0) {
+                (false, false) => self.lanes::<false, false, T>(src, dst, f, max, inf),
+                (true, false) => self.lanes::<true, false, T>(src, dst, f, max, inf),
+                (false, true) => self.lanes::<false, true, T>(src, dst, f, max, inf),
+                (true, true) => self.lanes::<true, true, T>(src, dst, f, max, inf),
+            },
+        );
+        if !lanes {
             return None;
         }
         dst.iter().take(src.len() / 4).position(|&v| is_infinite(v))
+    }
+
+    /// One flat loop, which LLVM vectorizes cleanly; return whether an output may be
+    /// infinite.
+    #[inline(always)]
+    fn lanes<const AVERAGE: bool, const TINY: bool, T: Copy>(
+        &self,
+        src: &[u8],
+        dst: &mut [T],
+        from_f32: &impl Fn(f32) -> T,
+        max: f64,
+        is_infinite: &impl Fn(T) -> bool,
+    ) -> bool {
+        let values = src.chunks_exact(4).zip(dst.iter_mut());
+        let (r, a, b) = (self.r, self.a, self.b);
+        let y = |bytes: &[u8]| {
+            let s = <[u8; 4]>::try_from(bytes).map_or(0, i32::from_be_bytes);
+            let t = s as f32;
+            let t = if AVERAGE { t * r } else { t };
+            let y = t * a;
+            from_f32(if TINY { y * b } else { y })
+        };
+        // Below `max` rounding cannot reach infinity (`max` is an f32).
+        if self.largest <= max {
+            for (bytes, out) in values {
+                *out = y(bytes);
+            }
+            return false;
+        }
+        // Near the top of the range: the same loop, or-ing a flag (still no branch).
+        let mut overflow = false;
+        for (bytes, out) in values {
+            let v = y(bytes);
+            overflow |= is_infinite(v);
+            *out = v;
+        }
+        overflow
     }
 }
 
@@ -148,7 +207,8 @@ mod tests {
 
     #[test]
     fn known_values() {
-        // n = 2, e_max = 1 (byte 128): d = 2/M · 2 for the sum, 1/M · 2 for the average.
+        // n = 2 (p = 1), e_max = 1 (byte 128): s = -29 for the sum; r = 1, s = -30 for the
+        // average.
         let sum = Unscale::new(2, 128, Op::Sum);
         let avg = Unscale::new(2, 128, Op::Average);
         assert_eq!(sum.dequantize_value(1_073_741_824), 2.0);
@@ -158,7 +218,13 @@ mod tests {
         let mut dst = [0.0f32; 2];
         sum.dequantize_f32(&[0x40, 0, 0, 0, 0xff, 0xff, 0xff, 0xff], &mut dst);
         assert_eq!(dst[0], 2.0);
-        assert_eq!(dst[1], (-4.0f64 / f64::from(M)) as f32);
+        assert_eq!(dst[1], -2f32.powi(-29));
+        // n = 3 (p = 2): r = fl32(4/3) for the average, s = -30.
+        let avg = Unscale::new(3, 128, Op::Average);
+        let third = 4.0f32 / 3.0;
+        assert_eq!(avg.dequantize_value(3 << 28), 3.0 * third / 4.0);
+        let sum = Unscale::new(3, 128, Op::Sum);
+        assert_eq!(sum.dequantize_value(3 << 28), 3.0);
     }
 
     #[test]
@@ -181,8 +247,9 @@ mod tests {
 
     #[test]
     fn extreme_sums_stay_finite_or_overflow_to_infinity() {
+        // n = 1 (p = 1), e_max = 128: the largest q, 2^30 - 64, gives f32::MAX.
         let u = Unscale::new(1, 255, Op::Average);
-        assert!(u.dequantize_value(i32::MAX - 128).is_finite());
+        assert_eq!(u.dequantize_value((1 << 30) - 64), f32::MAX);
         assert!(u.dequantize_value(i32::MIN).is_infinite());
         let u = Unscale::new(1024, 1, Op::Sum);
         assert!(u.dequantize_value(i32::MIN) < 0.0);
@@ -220,7 +287,7 @@ mod tests {
         for (world, exp, op) in [
             (4, 200, Op::Sum),
             (1024, 128, Op::Sum),
-            (1, 254, Op::Average),
+            (2, 254, Op::Average),
         ] {
             let u = Unscale::new(world, exp, op);
             let src = bytes(&[i32::MIN, i32::MAX, 0, -1]);
@@ -309,11 +376,13 @@ mod tests {
 
         #[test]
         fn scalar_matches_the_spec_formula(s in any::<i32>(), world in 1u16..=1024, exp_max in 1u8..=255, op in op()) {
-            let n = f64::from(world);
-            let m = f64::from(M);
-            let p = 2f64.powi(i32::from(exp_max) - 127);
-            let d = match op { Op::Sum => (n / m) * p, Op::Average => (1.0 / m) * p };
-            let want = (f64::from(s) * d) as f32;
+            let p = f64::from(world).log2().ceil().max(1.0) as i32;
+            let e = i32::from(exp_max) - 127;
+            let (t, k) = match op {
+                Op::Sum => (s as f32, e + p - 31),
+                Op::Average => (s as f32 * (2f32.powi(p) / f32::from(world)), e - 31),
+            };
+            let want = (f64::from(t) * 2f64.powi(k)) as f32;
             prop_assert_eq!(Unscale::new(world, exp_max, op).dequantize_value(s).to_bits(), want.to_bits());
         }
     }

@@ -199,11 +199,13 @@ pub fn f64_sum(inputs: &[Vec<f32>]) -> Vec<f64> {
 }
 
 /// The largest error protocol.md §5.2 allows for a sum of `world` values whose block
-/// maximum magnitude is below `max_abs`: `n² · 2^e / (2³¹−1)` plus f32 rounding.
+/// maximum magnitude is below `max_abs`: `n · 2^(e + p − 31)`, `p = max(1, ⌈log₂ n⌉)`,
+/// plus f32 rounding.
 pub fn sum_bound(world: u16, max_abs: f64, exact: f64) -> f64 {
     let e = max_abs.log2().floor() + 1.0;
     let n = f64::from(world);
-    n * n * 2f64.powf(e) / 2147483647.0 + exact.abs() * 2f64.powi(-23) + 1e-30
+    let p = f64::from(world.max(2).next_power_of_two().trailing_zeros());
+    n * 2f64.powf(e + p - 31.0) + exact.abs() * 2f64.powi(-23) + 1e-30
 }
 
 /// Wait until the switch's published counters stop changing (nothing arrived for three
