@@ -5,8 +5,8 @@
 //! `bytes` back, unknown message types included (protocol.md §2).
 
 use super::{
-    data, peek, prefix, put_prefix, AbortPacket, AbortRepr, DataPacket, DataRepr, Error,
-    JoinPacket, JoinReplyPacket, JoinReplyRepr, JoinRepr, LeavePacket, LeaveRepr, MessageType,
+    data, peek, prefix, split_mut, AbortPacket, AbortRepr, DataPacket, DataRepr, Error, JoinPacket,
+    JoinReplyPacket, JoinReplyRepr, JoinRepr, LeavePacket, LeaveRepr, MessageType, Prefix,
     ProbePacket, ProbeReplyPacket, ProbeReplyRepr, ProbeRepr, Result, StatusPacket,
     StatusReplyPacket, StatusReplyRepr, StatusRepr, MAX_BITMAP_LEN,
 };
@@ -220,8 +220,9 @@ impl<'a> Message<'a> {
                 rank,
                 body,
             } => {
-                put_prefix(out, MessageType::Unknown(*msg_type), *job, *rank);
-                out[prefix::LEN..].copy_from_slice(body);
+                let (prefix, rest) = split_mut::<Prefix>(out);
+                *prefix = Prefix::new(MessageType::Unknown(*msg_type), *job, *rank);
+                rest.copy_from_slice(body);
             }
         }
         Ok(len)
