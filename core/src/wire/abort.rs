@@ -260,6 +260,23 @@ impl AbortRepr {
     }
 }
 
+/// One line: `Abort job 7 rank 1 reason WorldMismatch detail 8 epoch 0xdeadbeef session
+/// 0x00000000`. (The reason's `Display` is the sentence a user reads.)
+impl core::fmt::Display for AbortRepr {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "Abort job {} rank {} reason {:?} detail {} epoch {:#010x} session {:#010x}",
+            self.job,
+            super::show::Rank(self.rank),
+            self.reason,
+            self.detail,
+            self.epoch,
+            self.session
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -326,6 +343,20 @@ mod tests {
         let mut bad = BYTES;
         bad[0] = 2;
         assert_eq!(parse(&bad), Err(Error::Version(2)));
+    }
+
+    #[test]
+    fn display_is_one_line_with_the_key_fields() {
+        extern crate std;
+        use std::string::ToString;
+        assert_eq!(
+            REPR.to_string(),
+            "Abort job 7 rank 1 reason WorldMismatch detail 8 epoch 0xdeadbeef session 0x00000000"
+        );
+        assert_eq!(
+            AbortReason::Unknown(13).to_string(),
+            "unknown abort reason 0x0d"
+        );
     }
 
     #[test]

@@ -67,6 +67,19 @@ impl Flags {
     }
 }
 
+impl core::fmt::Display for Flags {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        super::show::flags(
+            f,
+            self.0,
+            &[
+                (Flags::OVERFLOW.0, "OVERFLOW"),
+                (Flags::RETRANSMIT.0, "RETRANSMIT"),
+            ],
+        )
+    }
+}
+
 /// Which of the two data messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -75,6 +88,12 @@ pub enum DataKind {
     Contribution,
     /// Switch → worker.
     Result,
+}
+
+impl core::fmt::Display for DataKind {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        core::fmt::Debug::fmt(self, f)
+    }
 }
 
 impl From<DataKind> for MessageType {
@@ -290,6 +309,30 @@ impl DataRepr {
     }
 }
 
+/// One line: `Contribution job 7 rank 3 slot 5 ver 1 seq 9 count 2 exp 130 session
+/// 0xa1b2c3d4 flags RETRANSMIT` (no `flags` when none is set).
+impl core::fmt::Display for DataRepr {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "{} job {} rank {} slot {} ver {} seq {} count {} exp {} session {:#010x}",
+            self.kind,
+            self.job,
+            super::show::Rank(self.rank),
+            self.slot,
+            self.ver,
+            self.seq,
+            self.count,
+            self.exp,
+            self.session
+        )?;
+        if self.flags != Flags::default() {
+            write!(f, " flags {}", self.flags)?;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -368,6 +411,33 @@ mod tests {
             DataRepr::parse(&DataPacket::new_unchecked(&bad[..])),
             Err(Error::Version(2))
         );
+    }
+
+    #[test]
+    fn display_is_one_line_with_the_key_fields() {
+        extern crate std;
+        use std::string::ToString;
+        assert_eq!(
+            REPR.to_string(),
+            "Contribution job 7 rank 3 slot 5 ver 1 seq 9 count 2 exp 130 session 0xa1b2c3d4 \
+             flags RETRANSMIT"
+        );
+        let result = DataRepr {
+            kind: DataKind::Result,
+            rank: crate::wire::RANK_ALL,
+            flags: Flags::OVERFLOW.with(Flags(0x80)),
+            ..REPR
+        };
+        assert_eq!(
+            result.to_string(),
+            "Result job 7 rank all slot 5 ver 1 seq 9 count 2 exp 130 session 0xa1b2c3d4 \
+             flags OVERFLOW|0x80"
+        );
+        let plain = DataRepr {
+            flags: Flags::default(),
+            ..REPR
+        };
+        assert!(plain.to_string().ends_with("session 0xa1b2c3d4"));
     }
 
     #[test]

@@ -183,6 +183,18 @@ impl JoinRepr {
     }
 }
 
+/// One line: `Join job 7 rank 3 world 4 slot_lo 8 slot_count 4 count 256 nonce 0x01020304`.
+/// The key is left out: a trace must not leak the job's credential.
+impl core::fmt::Display for JoinRepr {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "Join job {} rank {} world {} slot_lo {} slot_count {} count {} nonce {:#010x}",
+            self.job, self.rank, self.world, self.slot_lo, self.slot_count, self.count, self.nonce
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -266,6 +278,18 @@ mod tests {
         let mut bad = BYTES;
         JoinPacket::new_unchecked(&mut bad[..]).set_nonce(0);
         assert_eq!(parse(&bad), Err(Error::Field("nonce")));
+    }
+
+    #[test]
+    fn display_is_one_line_with_the_key_fields_but_not_the_key() {
+        extern crate std;
+        use std::string::ToString;
+        let line = REPR.to_string();
+        assert_eq!(
+            line,
+            "Join job 7 rank 3 world 4 slot_lo 8 slot_count 4 count 256 nonce 0x01020304"
+        );
+        assert!(!line.contains("1122334455667788"));
     }
 
     #[test]

@@ -68,6 +68,12 @@ impl JoinFlags {
     }
 }
 
+impl core::fmt::Display for JoinFlags {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        super::show::flags(f, self.0, &[(JoinFlags::COMPLETE.0, "COMPLETE")])
+    }
+}
+
 super::packet_view!(
     /// A zero-copy view of a JoinReply message.
     JoinReplyPacket,
@@ -293,6 +299,34 @@ impl<'a> JoinReplyRepr<'a> {
     }
 }
 
+/// One line: `JoinReply job 7 rank all world 10 epoch 0x01020304 session 0xcafef00d nonce
+/// 0x11223344 slot_count 16 lane_slots 8 count 256 max_count 1024 joined 10/10 flags
+/// COMPLETE` (`joined`: ranks in the bitmap / world; no `flags` when none is set).
+impl core::fmt::Display for JoinReplyRepr<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "JoinReply job {} rank {} world {} epoch {:#010x} session {:#010x} nonce {:#010x} \
+             slot_count {} lane_slots {} count {} max_count {} joined {}",
+            self.job,
+            super::show::Rank(self.rank),
+            self.world,
+            self.epoch,
+            self.session,
+            self.nonce,
+            self.slot_count,
+            self.lane_slots,
+            self.count,
+            self.max_count,
+            super::show::Ranks(self.joined, self.world)
+        )?;
+        if self.flags != JoinFlags::default() {
+            write!(f, " flags {}", self.flags)?;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -376,6 +410,18 @@ mod tests {
         big[..HEADER_LEN].copy_from_slice(&BYTES[..HEADER_LEN]);
         JoinReplyPacket::new_unchecked(&mut big[..]).set_bitmap_len(MAX_BITMAP_LEN as u16 + 1);
         assert_eq!(parse(&big), Err(Error::Field("bitmap_len")));
+    }
+
+    #[test]
+    fn display_is_one_line_with_the_key_fields() {
+        extern crate std;
+        use std::string::ToString;
+        assert_eq!(
+            REPR.to_string(),
+            "JoinReply job 7 rank all world 10 epoch 0x01020304 session 0xcafef00d \
+             nonce 0x11223344 slot_count 16 lane_slots 8 count 256 max_count 1024 \
+             joined 10/10 flags COMPLETE"
+        );
     }
 
     #[test]

@@ -99,6 +99,17 @@ impl LeaveRepr {
     }
 }
 
+/// One line: `Leave job 7 rank 2 session 0x01020304`.
+impl core::fmt::Display for LeaveRepr {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "Leave job {} rank {} session {:#010x}",
+            self.job, self.rank, self.session
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,6 +157,13 @@ mod tests {
         let mut bad = BYTES;
         bad[0] = 2;
         assert_eq!(parse(&bad), Err(Error::Version(2)));
+    }
+
+    #[test]
+    fn display_is_one_line_with_the_key_fields() {
+        extern crate std;
+        use std::string::ToString;
+        assert_eq!(REPR.to_string(), "Leave job 7 rank 2 session 0x01020304");
     }
 
     #[test]

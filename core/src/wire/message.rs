@@ -229,6 +229,35 @@ impl<'a> Message<'a> {
     }
 }
 
+/// One line, the message's `Repr`'s (`Contribution job 7 rank 3 slot 5 …`); a message of an
+/// unknown type shows its type byte, job, rank and body length. This is the form a packet
+/// trace prints.
+impl core::fmt::Display for Message<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Message::Data(repr, _) => repr.fmt(f),
+            Message::Join(repr) => repr.fmt(f),
+            Message::JoinReply(repr) => repr.fmt(f),
+            Message::Probe(repr) => repr.fmt(f),
+            Message::ProbeReply(repr) => repr.fmt(f),
+            Message::Abort(repr) => repr.fmt(f),
+            Message::Status(repr) => repr.fmt(f),
+            Message::StatusReply(repr) => repr.fmt(f),
+            Message::Leave(repr) => repr.fmt(f),
+            Message::Unknown {
+                msg_type,
+                job,
+                rank,
+                body,
+            } => write!(
+                f,
+                "Unknown type {msg_type:#04x} job {job} rank {rank} body_len {}",
+                body.len()
+            ),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -314,6 +343,34 @@ mod tests {
         };
         assert_eq!(msg.emit(&mut out), Ok(8));
         assert_eq!(out[..8], [1, 0xFE, 1, 2, 3, 4, 9, 9]);
+    }
+
+    #[test]
+    fn display_is_the_reprs_line() {
+        extern crate std;
+        use std::string::ToString;
+        let abort = [
+            1, 0x14, 0, 7, 0, 1, 6, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2,
+        ];
+        let msg = Message::parse(&abort).unwrap();
+        let Message::Abort(repr) = msg else {
+            panic!("{msg:?}")
+        };
+        assert_eq!(msg.to_string(), repr.to_string());
+        assert!(msg
+            .to_string()
+            .starts_with("Abort job 7 rank 1 reason Shutdown"));
+        let unknown = Message::parse(&[1, 0x42, 0, 7, 0, 1, 0xAB]).unwrap();
+        assert_eq!(
+            unknown.to_string(),
+            "Unknown type 0x42 job 7 rank 1 body_len 1"
+        );
+        assert_eq!(MessageType::Unknown(0x42).to_string(), "Unknown(0x42)");
+        assert_eq!(MessageType::JoinReply.to_string(), "JoinReply");
+        assert_eq!(
+            Error::Field("type").to_string(),
+            "invalid value in field `type`"
+        );
     }
 
     #[test]

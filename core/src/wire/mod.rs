@@ -9,7 +9,8 @@
 //! - a view `…Packet<T: AsRef<[u8]>>` with `new_unchecked`, `check_len`, `new_checked`,
 //!   `header()` (the fixed part in place) and `header_mut()`, getters named after the fields
 //!   and `set_*` twins when `T: AsMut<[u8]>`;
-//! - a plain `…Repr` with `parse`, `emit` and `buffer_len`.
+//! - a plain `…Repr` with `parse`, `emit` and `buffer_len`, and a one-line `Display` (the
+//!   form a packet trace prints: `Contribution job 7 rank 3 slot 5 ver 1 seq 9 …`).
 //!
 //! Variable-length tails (a Contribution's values, a bitmap) are the bytes after the header;
 //! a data message's values can also be viewed in place as network-endian `I32`s
@@ -277,6 +278,15 @@ impl From<MessageType> for u8 {
     }
 }
 
+impl core::fmt::Display for MessageType {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            MessageType::Unknown(b) => write!(f, "Unknown({b:#04x})"),
+            known => core::fmt::Debug::fmt(known, f),
+        }
+    }
+}
+
 /// The 6-byte prefix every message starts with (protocol.md §2), first in every header.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned,
@@ -406,4 +416,52 @@ pub fn peek(bytes: &[u8]) -> Result<(MessageType, u16, u16)> {
         return Err(Error::Version(p.version));
     }
     Ok((p.msg_type(), p.job.get(), p.rank.get()))
+}
+
+/// Pieces of the one-line `Display` of every `Repr` (a packet trace's format).
+pub(crate) mod show {
+    use core::fmt;
+
+    /// A rank field: `all` for [`super::RANK_ALL`], else the number.
+    pub(crate) struct Rank(pub u16);
+
+    impl fmt::Display for Rank {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            if self.0 == super::RANK_ALL {
+                f.write_str("all")
+            } else {
+                write!(f, "{}", self.0)
+            }
+        }
+    }
+
+    /// A bitmap as the number of ranks it holds over the world size: `9/12`.
+    pub(crate) struct Ranks<'a>(pub &'a [u8], pub u16);
+
+    impl fmt::Display for Ranks<'_> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            let set: u32 = self.0.iter().map(|b| b.count_ones()).sum();
+            write!(f, "{set}/{}", self.1)
+        }
+    }
+
+    /// Flag bits by name, `|`-separated, unknown bits in hex; `none` when no bit is set.
+    pub(crate) fn flags(f: &mut fmt::Formatter<'_>, bits: u8, names: &[(u8, &str)]) -> fmt::Result {
+        if bits == 0 {
+            return f.write_str("none");
+        }
+        let mut rest = bits;
+        let mut sep = "";
+        for &(bit, name) in names {
+            if rest & bit != 0 {
+                write!(f, "{sep}{name}")?;
+                rest &= !bit;
+                sep = "|";
+            }
+        }
+        if rest != 0 {
+            write!(f, "{sep}{rest:#04x}")?;
+        }
+        Ok(())
+    }
 }

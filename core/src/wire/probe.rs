@@ -159,6 +159,17 @@ impl ProbeRepr {
     }
 }
 
+/// One line: `Probe job 7 rank 2 slot 5 ver 0 seq 65536 session 0x0a0b0c0d`.
+impl core::fmt::Display for ProbeRepr {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "Probe job {} rank {} slot {} ver {} seq {} session {:#010x}",
+            self.job, self.rank, self.slot, self.ver, self.seq, self.session
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,6 +230,16 @@ mod tests {
         let mut bad = BYTES;
         bad[0] = 0xFF;
         assert_eq!(parse(&bad), Err(Error::Version(0xFF)));
+    }
+
+    #[test]
+    fn display_is_one_line_with_the_key_fields() {
+        extern crate std;
+        use std::string::ToString;
+        assert_eq!(
+            REPR.to_string(),
+            "Probe job 7 rank 2 slot 5 ver 0 seq 65536 session 0x0a0b0c0d"
+        );
     }
 
     #[test]

@@ -266,6 +266,28 @@ impl<'a> ProbeReplyRepr<'a> {
     }
 }
 
+/// One line: `ProbeReply job 7 rank 2 slot 5 ver 1 seq 9 state Collecting remaining 3
+/// world 12 seen 9/12 epoch 0x0000002a` (`seen`: ranks in the bitmap / world).
+impl core::fmt::Display for ProbeReplyRepr<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "ProbeReply job {} rank {} slot {} ver {} seq {} state {:?} remaining {} world {} \
+             seen {} epoch {:#010x}",
+            self.job,
+            super::show::Rank(self.rank),
+            self.slot,
+            self.ver,
+            self.seq,
+            self.state,
+            self.remaining,
+            self.world,
+            super::show::Ranks(self.seen, self.world),
+            self.epoch
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -339,6 +361,17 @@ mod tests {
         big[..HEADER_LEN].copy_from_slice(&BYTES[..HEADER_LEN]);
         ProbeReplyPacket::new_unchecked(&mut big[..]).set_bitmap_len(MAX_BITMAP_LEN as u16 + 1);
         assert_eq!(parse(&big), Err(Error::Field("bitmap_len")));
+    }
+
+    #[test]
+    fn display_is_one_line_with_the_key_fields() {
+        extern crate std;
+        use std::string::ToString;
+        assert_eq!(
+            REPR.to_string(),
+            "ProbeReply job 7 rank 2 slot 5 ver 1 seq 9 state Collecting remaining 3 world 12 \
+             seen 9/12 epoch 0x0000002a"
+        );
     }
 
     #[test]

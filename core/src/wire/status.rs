@@ -81,6 +81,13 @@ impl StatusRepr {
     }
 }
 
+/// One line: `Status job 7 rank 9`.
+impl core::fmt::Display for StatusRepr {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "Status job {} rank {}", self.job, self.rank)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,6 +105,16 @@ mod tests {
         let mut b = [0xAA; 8];
         StatusRepr { job: 7, rank: 9 }.emit(&mut StatusPacket::new_unchecked(&mut b[..]));
         assert_eq!(b, BYTES);
+    }
+
+    #[test]
+    fn display_is_one_line_with_the_key_fields() {
+        extern crate std;
+        use std::string::ToString;
+        assert_eq!(
+            StatusRepr { job: 7, rank: 9 }.to_string(),
+            "Status job 7 rank 9"
+        );
     }
 
     #[test]

@@ -58,6 +58,19 @@ impl StatusFlags {
     }
 }
 
+impl core::fmt::Display for StatusFlags {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        super::show::flags(
+            f,
+            self.0,
+            &[
+                (StatusFlags::ALL_JOINED.0, "ALL_JOINED"),
+                (StatusFlags::RUN_OPEN.0, "RUN_OPEN"),
+            ],
+        )
+    }
+}
+
 /// The number of drop classes a StatusReply reports, one counter each, in the order of
 /// protocol.md §3.8 (the switch's `DropReason::ALL`).
 pub const DROP_CLASSES: usize = 15;
@@ -280,6 +293,35 @@ impl<'a> StatusReplyRepr<'a> {
     }
 }
 
+/// One line: `StatusReply job 7 rank 1 world 10 slot_count 16 epoch 0x01020304 joined 10/10
+/// received 1 dropped 2 contributions 3 completions 4 runs 13 flags ALL_JOINED` (a few
+/// counters; `joined`: ranks in the bitmap / world; no `flags` when none is set).
+impl core::fmt::Display for StatusReplyRepr<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let c = &self.counters;
+        write!(
+            f,
+            "StatusReply job {} rank {} world {} slot_count {} epoch {:#010x} joined {} \
+             received {} dropped {} contributions {} completions {} runs {}",
+            self.job,
+            self.rank,
+            self.world,
+            self.slot_count,
+            self.epoch,
+            super::show::Ranks(self.joined, self.world),
+            c.received,
+            c.dropped,
+            c.contributions,
+            c.completions,
+            c.runs
+        )?;
+        if self.flags != StatusFlags::default() {
+            write!(f, " flags {}", self.flags)?;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -357,6 +399,17 @@ mod tests {
         assert_eq!(
             StatusReplyRepr::parse(&StatusReplyPacket::new_unchecked(&bad[..])),
             Err(Error::Reserved("status_reply.reserved"))
+        );
+    }
+
+    #[test]
+    fn display_is_one_line_with_the_key_fields() {
+        extern crate std;
+        use std::string::ToString;
+        assert_eq!(
+            repr(&[0xFF, 0x03]).to_string(),
+            "StatusReply job 7 rank 1 world 10 slot_count 16 epoch 0x01020304 joined 10/10 \
+             received 1 dropped 2 contributions 3 completions 4 runs 13 flags ALL_JOINED"
         );
     }
 
