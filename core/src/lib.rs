@@ -8,7 +8,12 @@
 //! The layers, bottom up:
 //!
 //! - [`wire`]: zero-copy views and validated `Repr`s for every message (Contribution,
-//!   Result, Join, JoinReply, Probe, ProbeReply, Abort). Parsing never panics on any bytes.
+//!   Result, Join, JoinReply, Probe, ProbeReply, Abort, Status, StatusReply, Leave). Each
+//!   fixed header is one `#[repr(C)]` struct of zerocopy's network-endian integers, so the
+//!   layout is written once; parsing never panics on any bytes. Every `Repr` and
+//!   [`wire::Message`] has a one-line `Display` (`Contribution job 7 rank 3 slot 5 ver 1 seq
+//!   9 count 2 exp 130 session 0x0a0b0c0d flags RETRANSMIT`), the form a packet trace
+//!   prints, and `defmt::Format` behind the `defmt` feature.
 //! - [`quant`]: block floating point. Per block a biased exponent byte; after the switch
 //!   returns the job-wide maximum, floats are scaled to int32 so that the `n`-way sum cannot
 //!   overflow, and the summed int32 are scaled back (sum or average). f32, f16, bf16 and

@@ -758,7 +758,7 @@ fn leave(rank: u16, session: u32) -> [u8; 12] {
 
 fn contribution_in(session: u32, rank: u16, slot: u16, seq: u32, values: &[i32]) -> [u8; 64] {
     let mut b = contribution(rank, slot, seq, 0, values);
-    b[wire::data::field::SESSION].copy_from_slice(&session.to_be_bytes());
+    wire::DataPacket::new_unchecked(&mut b[..]).set_session(session);
     b
 }
 

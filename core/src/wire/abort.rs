@@ -5,31 +5,35 @@
 //! 10-11: reserved | 12-15: epoch | 16-19: session
 //! ```
 
-use super::{
-    check_exact_len, get_u16, get_u32, prefix, put_prefix, put_u16, put_u32, Error, MessageType,
-    Result, VERSION,
-};
+use zerocopy::network_endian::{U16, U32};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-/// Field ranges.
-pub mod field {
-    use core::ops::Range;
+use super::{check_exact_len, Error, MessageType, Prefix, Result};
 
+/// An Abort message, in wire order.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned,
+)]
+#[repr(C)]
+pub struct Header {
+    /// Version, type, job and rank.
+    pub prefix: Prefix,
     /// Why the job cannot go on.
-    pub const REASON: usize = super::prefix::LEN;
+    pub reason: u8,
     /// Reserved byte.
-    pub const RESERVED_A: usize = REASON + 1;
+    pub reserved_a: u8,
     /// A number that depends on the reason.
-    pub const DETAIL: Range<usize> = RESERVED_A + 1..RESERVED_A + 3;
+    pub detail: U16,
     /// Reserved pair of bytes.
-    pub const RESERVED_B: Range<usize> = DETAIL.end..DETAIL.end + 2;
+    pub reserved_b: U16,
     /// The switch's incarnation (0 when a worker sends it).
-    pub const EPOCH: Range<usize> = RESERVED_B.end..RESERVED_B.end + 4;
+    pub epoch: U32,
     /// The job run's session token (0 in answer to a Join that opened no run).
-    pub const SESSION: Range<usize> = EPOCH.end..EPOCH.end + 4;
+    pub session: U32,
 }
 
-/// Length of an Abort message.
-pub const LEN: usize = field::SESSION.end;
+/// Length of an Abort message: the size of [`Header`].
+pub const LEN: usize = core::mem::size_of::<Header>();
 
 /// Why a job cannot go on; the table of protocol.md §3.6.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -137,7 +141,8 @@ impl core::fmt::Display for AbortReason {
 
 super::packet_view!(
     /// A zero-copy view of an Abort message.
-    AbortPacket
+    AbortPacket,
+    Header
 );
 
 impl<T: AsRef<[u8]>> AbortPacket<T> {
@@ -148,54 +153,54 @@ impl<T: AsRef<[u8]>> AbortPacket<T> {
 
     /// Return the reason field.
     pub fn reason(&self) -> AbortReason {
-        AbortReason::from(self.buffer.as_ref()[field::REASON])
+        AbortReason::from(self.header().reason)
     }
 
     /// Return the first reserved field.
     pub fn reserved_a(&self) -> u8 {
-        self.buffer.as_ref()[field::RESERVED_A]
+        self.header().reserved_a
     }
 
     /// Return the detail field.
     pub fn detail(&self) -> u16 {
-        get_u16(self.buffer.as_ref(), field::DETAIL)
+        self.header().detail.get()
     }
 
     /// Return the second reserved field.
     pub fn reserved_b(&self) -> u16 {
-        get_u16(self.buffer.as_ref(), field::RESERVED_B)
+        self.header().reserved_b.get()
     }
 
     /// Return the epoch field.
     pub fn epoch(&self) -> u32 {
-        get_u32(self.buffer.as_ref(), field::EPOCH)
+        self.header().epoch.get()
     }
 
     /// Return the session field.
     pub fn session(&self) -> u32 {
-        get_u32(self.buffer.as_ref(), field::SESSION)
+        self.header().session.get()
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> AbortPacket<T> {
     /// Set the reason field.
     pub fn set_reason(&mut self, r: AbortReason) {
-        self.buffer.as_mut()[field::REASON] = r.into();
+        self.header_mut().reason = r.into();
     }
 
     /// Set the detail field.
     pub fn set_detail(&mut self, v: u16) {
-        put_u16(self.buffer.as_mut(), field::DETAIL, v);
+        self.header_mut().detail.set(v);
     }
 
     /// Set the epoch field.
     pub fn set_epoch(&mut self, v: u32) {
-        put_u32(self.buffer.as_mut(), field::EPOCH, v);
+        self.header_mut().epoch.set(v);
     }
 
     /// Set the session field.
     pub fn set_session(&mut self, v: u32) {
-        put_u32(self.buffer.as_mut(), field::SESSION, v);
+        self.header_mut().session.set(v);
     }
 }
 
@@ -221,22 +226,18 @@ impl AbortRepr {
     /// Parse and validate an Abort message.
     pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &AbortPacket<&T>) -> Result<AbortRepr> {
         packet.check_len()?;
-        if packet.version() != VERSION {
-            return Err(Error::Version(packet.version()));
-        }
-        if packet.msg_type() != MessageType::Abort {
-            return Err(Error::Field("type"));
-        }
-        if packet.reserved_a() != 0 || packet.reserved_b() != 0 {
+        let h = packet.header();
+        h.prefix.check(MessageType::Abort)?;
+        if h.reserved_a != 0 || h.reserved_b != U16::ZERO {
             return Err(Error::Reserved("abort.reserved"));
         }
         Ok(AbortRepr {
-            job: packet.job_id(),
-            rank: packet.rank(),
-            reason: packet.reason(),
-            detail: packet.detail(),
-            epoch: packet.epoch(),
-            session: packet.session(),
+            job: h.prefix.job.get(),
+            rank: h.prefix.rank.get(),
+            reason: AbortReason::from(h.reason),
+            detail: h.detail.get(),
+            epoch: h.epoch.get(),
+            session: h.session.get(),
         })
     }
 
@@ -247,14 +248,32 @@ impl AbortRepr {
 
     /// Write the message. The packet must be at least [`LEN`] bytes long.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut AbortPacket<&mut T>) {
-        let b = packet.buffer.as_mut();
-        put_prefix(b, MessageType::Abort, self.job, self.rank);
-        b[field::REASON] = self.reason.into();
-        b[field::RESERVED_A] = 0;
-        put_u16(b, field::DETAIL, self.detail);
-        put_u16(b, field::RESERVED_B, 0);
-        put_u32(b, field::EPOCH, self.epoch);
-        put_u32(b, field::SESSION, self.session);
+        *packet.header_mut() = Header {
+            prefix: Prefix::new(MessageType::Abort, self.job, self.rank),
+            reason: self.reason.into(),
+            reserved_a: 0,
+            detail: U16::new(self.detail),
+            reserved_b: U16::ZERO,
+            epoch: U32::new(self.epoch),
+            session: U32::new(self.session),
+        };
+    }
+}
+
+/// One line: `Abort job 7 rank 1 reason WorldMismatch detail 8 epoch 0xdeadbeef session
+/// 0x00000000`. (The reason's `Display` is the sentence a user reads.)
+impl core::fmt::Display for AbortRepr {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "Abort job {} rank {} reason {:?} detail {} epoch {:#010x} session {:#010x}",
+            self.job,
+            super::show::Rank(self.rank),
+            self.reason,
+            self.detail,
+            self.epoch,
+            self.session
+        )
     }
 }
 
@@ -309,17 +328,35 @@ mod tests {
         assert_eq!(check(&long), Some(Error::TrailingBytes));
         let parse = |b: &[u8]| AbortRepr::parse(&AbortPacket::new_unchecked(b));
         let mut bad = BYTES;
-        bad[field::RESERVED_A] = 1;
+        AbortPacket::new_unchecked(&mut bad[..])
+            .header_mut()
+            .reserved_a = 1;
         assert_eq!(parse(&bad), Err(Error::Reserved("abort.reserved")));
         let mut bad = BYTES;
-        bad[field::RESERVED_B.end - 1] = 1;
+        AbortPacket::new_unchecked(&mut bad[..])
+            .header_mut()
+            .reserved_b = U16::new(1);
         assert_eq!(parse(&bad), Err(Error::Reserved("abort.reserved")));
         let mut bad = BYTES;
-        bad[prefix::TYPE] = 0x01;
+        AbortPacket::new_unchecked(&mut bad[..]).set_msg_type(MessageType::Contribution);
         assert_eq!(parse(&bad), Err(Error::Field("type")));
         let mut bad = BYTES;
         bad[0] = 2;
         assert_eq!(parse(&bad), Err(Error::Version(2)));
+    }
+
+    #[test]
+    fn display_is_one_line_with_the_key_fields() {
+        extern crate std;
+        use std::string::ToString;
+        assert_eq!(
+            REPR.to_string(),
+            "Abort job 7 rank 1 reason WorldMismatch detail 8 epoch 0xdeadbeef session 0x00000000"
+        );
+        assert_eq!(
+            AbortReason::Unknown(13).to_string(),
+            "unknown abort reason 0x0d"
+        );
     }
 
     #[test]

@@ -6,36 +6,41 @@
 //! 24-: count × i32
 //! ```
 
-use super::{get_u16, get_u32, prefix, put_prefix, Error, MessageType, Result, VERSION};
+use zerocopy::network_endian::{I32, U16, U32};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-/// Field ranges.
-pub mod field {
-    use core::ops::Range;
+use super::{check_tail_len, Error, MessageType, Prefix, Result, VERSION};
 
+/// The fixed header of a data message, in wire order.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned,
+)]
+#[repr(C)]
+pub struct Header {
+    /// Version, type, job and rank.
+    pub prefix: Prefix,
     /// Job-relative slot index.
-    pub const SLOT: Range<usize> = super::prefix::LEN..8;
+    pub slot: U16,
     /// Shadow version (0 or 1).
-    pub const VER: usize = SLOT.end;
+    pub ver: u8,
     /// Flag bits.
-    pub const FLAGS: usize = VER + 1;
+    pub flags: u8,
     /// Number of int32 values.
-    pub const COUNT: Range<usize> = FLAGS + 1..FLAGS + 3;
+    pub count: U16,
     /// Use number of the slot.
-    pub const SEQ: Range<usize> = COUNT.end..COUNT.end + 4;
+    pub seq: U32,
     /// Biased block exponent.
-    pub const EXP: usize = SEQ.end;
+    pub exp: u8,
     /// Reserved byte.
-    pub const RESERVED_A: usize = EXP + 1;
+    pub reserved_a: u8,
     /// Reserved pair of bytes.
-    pub const RESERVED_B: Range<usize> = RESERVED_A + 1..RESERVED_A + 3;
+    pub reserved_b: U16,
     /// The job run's session token (protocol.md §4.1).
-    pub const SESSION: Range<usize> = RESERVED_B.end..RESERVED_B.end + 4;
-    /// The values.
-    pub const VALUES: usize = SESSION.end;
+    pub session: U32,
 }
 
-/// Length of the data header.
-pub const HEADER_LEN: usize = field::VALUES;
+/// Length of the data header: the size of [`Header`]; the values follow it.
+pub const HEADER_LEN: usize = core::mem::size_of::<Header>();
 /// The largest count a datagram can carry over IPv4 (65,507 payload bytes).
 pub const MAX_COUNT: u16 = ((65_507 - HEADER_LEN) / 4) as u16;
 
@@ -62,6 +67,19 @@ impl Flags {
     }
 }
 
+impl core::fmt::Display for Flags {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        super::show::flags(
+            f,
+            self.0,
+            &[
+                (Flags::OVERFLOW.0, "OVERFLOW"),
+                (Flags::RETRANSMIT.0, "RETRANSMIT"),
+            ],
+        )
+    }
+}
+
 /// Which of the two data messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -70,6 +88,12 @@ pub enum DataKind {
     Contribution,
     /// Switch → worker.
     Result,
+}
+
+impl core::fmt::Display for DataKind {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        core::fmt::Debug::fmt(self, f)
+    }
 }
 
 impl From<DataKind> for MessageType {
@@ -83,115 +107,123 @@ impl From<DataKind> for MessageType {
 
 super::packet_view!(
     /// A zero-copy view of a data message.
-    DataPacket
+    DataPacket,
+    Header
 );
 
 impl<T: AsRef<[u8]>> DataPacket<T> {
     /// Check that the buffer holds the header and exactly `count` values.
     pub fn check_len(&self) -> Result<()> {
-        let len = self.buffer.as_ref().len();
-        if len < HEADER_LEN {
-            return Err(Error::Truncated);
-        }
-        let want = HEADER_LEN + 4 * self.count() as usize;
-        match len.cmp(&want) {
-            core::cmp::Ordering::Less => Err(Error::Truncated),
-            core::cmp::Ordering::Greater => Err(Error::TrailingBytes),
-            core::cmp::Ordering::Equal => Ok(()),
-        }
+        check_tail_len(self.buffer.as_ref().len(), HEADER_LEN, || {
+            4 * usize::from(self.count())
+        })
     }
 
     /// Return the slot field.
     pub fn slot(&self) -> u16 {
-        get_u16(self.buffer.as_ref(), field::SLOT)
+        self.header().slot.get()
     }
 
     /// Return the shadow version field.
     pub fn ver(&self) -> u8 {
-        self.buffer.as_ref()[field::VER]
+        self.header().ver
     }
 
     /// Return the flags field.
     pub fn flags(&self) -> Flags {
-        Flags(self.buffer.as_ref()[field::FLAGS])
+        Flags(self.header().flags)
     }
 
     /// Return the count field.
     pub fn count(&self) -> u16 {
-        get_u16(self.buffer.as_ref(), field::COUNT)
+        self.header().count.get()
     }
 
     /// Return the seq field.
     pub fn seq(&self) -> u32 {
-        get_u32(self.buffer.as_ref(), field::SEQ)
+        self.header().seq.get()
     }
 
     /// Return the exponent field.
     pub fn exp(&self) -> u8 {
-        self.buffer.as_ref()[field::EXP]
+        self.header().exp
     }
 
     /// Return the first reserved field.
     pub fn reserved_a(&self) -> u8 {
-        self.buffer.as_ref()[field::RESERVED_A]
+        self.header().reserved_a
     }
 
     /// Return the second reserved field.
     pub fn reserved_b(&self) -> u16 {
-        get_u16(self.buffer.as_ref(), field::RESERVED_B)
+        self.header().reserved_b.get()
     }
 
     /// Return the session field.
     pub fn session(&self) -> u32 {
-        get_u32(self.buffer.as_ref(), field::SESSION)
+        self.header().session.get()
     }
 
     /// Return the payload: the values as big-endian bytes.
     pub fn values(&self) -> &[u8] {
-        &self.buffer.as_ref()[field::VALUES..]
+        self.tail()
+    }
+
+    /// Return the payload in place as network-endian int32 (a trailing partial value, which
+    /// `check_len` rules out, is left out).
+    pub fn values_i32(&self) -> &[I32] {
+        let tail = self.tail();
+        <[I32]>::ref_from_prefix_with_elems(tail, tail.len() / 4).map_or(&[], |(v, _)| v)
     }
 
     /// Return value `i`, or `None` beyond the buffer.
     pub fn value(&self, i: usize) -> Option<i32> {
-        let b = self.values().get(4 * i..4 * i + 4)?;
-        Some(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+        self.values_i32().get(i).map(|v| v.get())
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> DataPacket<T> {
     /// Set the slot field.
     pub fn set_slot(&mut self, v: u16) {
-        self.buffer.as_mut()[field::SLOT].copy_from_slice(&v.to_be_bytes());
+        self.header_mut().slot.set(v);
     }
 
     /// Set the flags field.
     pub fn set_flags(&mut self, f: Flags) {
-        self.buffer.as_mut()[field::FLAGS] = f.0;
+        self.header_mut().flags = f.0;
     }
 
     /// Set the count field.
     pub fn set_count(&mut self, v: u16) {
-        self.buffer.as_mut()[field::COUNT].copy_from_slice(&v.to_be_bytes());
+        self.header_mut().count.set(v);
     }
 
     /// Set the seq field.
     pub fn set_seq(&mut self, v: u32) {
-        self.buffer.as_mut()[field::SEQ].copy_from_slice(&v.to_be_bytes());
+        self.header_mut().seq.set(v);
     }
 
     /// Set the exponent field.
     pub fn set_exp(&mut self, v: u8) {
-        self.buffer.as_mut()[field::EXP] = v;
+        self.header_mut().exp = v;
     }
 
     /// Set the session field.
     pub fn set_session(&mut self, v: u32) {
-        self.buffer.as_mut()[field::SESSION].copy_from_slice(&v.to_be_bytes());
+        self.header_mut().session.set(v);
     }
 
     /// Return the payload, mutably.
     pub fn values_mut(&mut self) -> &mut [u8] {
-        &mut self.buffer.as_mut()[field::VALUES..]
+        self.split_mut().1
+    }
+
+    /// Return the payload in place as network-endian int32, mutably (a trailing partial
+    /// value, which `check_len` rules out, is left out).
+    pub fn values_i32_mut(&mut self) -> &mut [I32] {
+        let tail = self.split_mut().1;
+        let n = tail.len() / 4;
+        <[I32]>::mut_from_prefix_with_elems(tail, n).map_or(&mut [], |(v, _)| v)
     }
 }
 
@@ -225,31 +257,32 @@ impl DataRepr {
     /// Parse and validate a data message header (values are read through the packet).
     pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &DataPacket<&T>) -> Result<DataRepr> {
         packet.check_len()?;
-        if packet.version() != VERSION {
-            return Err(Error::Version(packet.version()));
+        let h = packet.header();
+        if h.prefix.version != VERSION {
+            return Err(Error::Version(h.prefix.version));
         }
-        let kind = match packet.msg_type() {
+        let kind = match h.prefix.msg_type() {
             MessageType::Contribution => DataKind::Contribution,
             MessageType::Result => DataKind::Result,
             _ => return Err(Error::Field("type")),
         };
-        if packet.ver() > 1 {
+        if h.ver > 1 {
             return Err(Error::Field("ver"));
         }
-        if packet.reserved_a() != 0 || packet.reserved_b() != 0 {
+        if h.reserved_a != 0 || h.reserved_b != U16::ZERO {
             return Err(Error::Reserved("data.reserved"));
         }
         Ok(DataRepr {
             kind,
-            job: packet.job_id(),
-            rank: packet.rank(),
-            slot: packet.slot(),
-            ver: packet.ver(),
-            flags: packet.flags(),
-            count: packet.count(),
-            seq: packet.seq(),
-            exp: packet.exp(),
-            session: packet.session(),
+            job: h.prefix.job.get(),
+            rank: h.prefix.rank.get(),
+            slot: h.slot.get(),
+            ver: h.ver,
+            flags: Flags(h.flags),
+            count: h.count.get(),
+            seq: h.seq.get(),
+            exp: h.exp,
+            session: h.session.get(),
         })
     }
 
@@ -261,17 +294,42 @@ impl DataRepr {
     /// Write the header; the values are written through [`DataPacket::values_mut`].
     /// The packet must be at least `HEADER_LEN` bytes long.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut DataPacket<&mut T>) {
-        let b = packet.buffer.as_mut();
-        put_prefix(b, self.kind.into(), self.job, self.rank);
-        b[field::SLOT].copy_from_slice(&self.slot.to_be_bytes());
-        b[field::VER] = self.ver;
-        b[field::FLAGS] = self.flags.0;
-        b[field::COUNT].copy_from_slice(&self.count.to_be_bytes());
-        b[field::SEQ].copy_from_slice(&self.seq.to_be_bytes());
-        b[field::EXP] = self.exp;
-        b[field::RESERVED_A] = 0;
-        b[field::RESERVED_B].copy_from_slice(&[0, 0]);
-        b[field::SESSION].copy_from_slice(&self.session.to_be_bytes());
+        *packet.header_mut() = Header {
+            prefix: Prefix::new(self.kind.into(), self.job, self.rank),
+            slot: U16::new(self.slot),
+            ver: self.ver,
+            flags: self.flags.0,
+            count: U16::new(self.count),
+            seq: U32::new(self.seq),
+            exp: self.exp,
+            reserved_a: 0,
+            reserved_b: U16::ZERO,
+            session: U32::new(self.session),
+        };
+    }
+}
+
+/// One line: `Contribution job 7 rank 3 slot 5 ver 1 seq 9 count 2 exp 130 session
+/// 0xa1b2c3d4 flags RETRANSMIT` (no `flags` when none is set).
+impl core::fmt::Display for DataRepr {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "{} job {} rank {} slot {} ver {} seq {} count {} exp {} session {:#010x}",
+            self.kind,
+            self.job,
+            super::show::Rank(self.rank),
+            self.slot,
+            self.ver,
+            self.seq,
+            self.count,
+            self.exp,
+            self.session
+        )?;
+        if self.flags != Flags::default() {
+            write!(f, " flags {}", self.flags)?;
+        }
+        Ok(())
     }
 }
 
@@ -314,8 +372,8 @@ mod tests {
         assert_eq!(REPR.buffer_len(), 32);
         let mut p = DataPacket::new_unchecked(&mut buf[..]);
         REPR.emit(&mut p);
-        p.values_mut()[..4].copy_from_slice(&1i32.to_be_bytes());
-        p.values_mut()[4..].copy_from_slice(&(-2i32).to_be_bytes());
+        p.values_i32_mut()
+            .copy_from_slice(&[I32::new(1), I32::new(-2)]);
         assert_eq!(buf, BYTES);
     }
 
@@ -334,13 +392,15 @@ mod tests {
             Some(Error::TrailingBytes)
         );
         let mut bad = BYTES;
-        bad[field::VER] = 2;
+        DataPacket::new_unchecked(&mut bad[..]).header_mut().ver = 2;
         assert_eq!(
             DataRepr::parse(&DataPacket::new_unchecked(&bad[..])),
             Err(Error::Field("ver"))
         );
         let mut bad = BYTES;
-        bad[field::RESERVED_B.start] = 1;
+        DataPacket::new_unchecked(&mut bad[..])
+            .header_mut()
+            .reserved_b = U16::new(0x100);
         assert_eq!(
             DataRepr::parse(&DataPacket::new_unchecked(&bad[..])),
             Err(Error::Reserved("data.reserved"))
@@ -354,8 +414,36 @@ mod tests {
     }
 
     #[test]
+    fn display_is_one_line_with_the_key_fields() {
+        extern crate std;
+        use std::string::ToString;
+        assert_eq!(
+            REPR.to_string(),
+            "Contribution job 7 rank 3 slot 5 ver 1 seq 9 count 2 exp 130 session 0xa1b2c3d4 \
+             flags RETRANSMIT"
+        );
+        let result = DataRepr {
+            kind: DataKind::Result,
+            rank: crate::wire::RANK_ALL,
+            flags: Flags::OVERFLOW.with(Flags(0x80)),
+            ..REPR
+        };
+        assert_eq!(
+            result.to_string(),
+            "Result job 7 rank all slot 5 ver 1 seq 9 count 2 exp 130 session 0xa1b2c3d4 \
+             flags OVERFLOW|0x80"
+        );
+        let plain = DataRepr {
+            flags: Flags::default(),
+            ..REPR
+        };
+        assert!(plain.to_string().ends_with("session 0xa1b2c3d4"));
+    }
+
+    #[test]
     fn header_len_is_derived_from_the_fields() {
         assert_eq!(HEADER_LEN, 24);
+        assert_eq!(core::mem::offset_of!(Header, session), 20);
         assert_eq!(MAX_COUNT, 16370);
     }
 }

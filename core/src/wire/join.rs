@@ -5,37 +5,42 @@
 //! 10-11: slot_count | 12-13: count | 14-15: reserved | 16-19: nonce | 20-27: key
 //! ```
 
-use super::{
-    check_exact_len, get_u16, get_u32, get_u64, prefix, put_prefix, put_u16, put_u32, put_u64,
-    Error, MessageType, Result, VERSION,
-};
+use zerocopy::network_endian::{U16, U32, U64};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-/// Field ranges.
-pub mod field {
-    use core::ops::Range;
+use super::{check_exact_len, Error, MessageType, Prefix, Result};
 
+/// A Join message, in wire order.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned,
+)]
+#[repr(C)]
+pub struct Header {
+    /// Version, type, job and rank.
+    pub prefix: Prefix,
     /// The world size the worker believes the job has.
-    pub const WORLD: Range<usize> = super::prefix::LEN..8;
+    pub world: U16,
     /// First job-relative slot of the lane.
-    pub const SLOT_LO: Range<usize> = WORLD.end..WORLD.end + 2;
+    pub slot_lo: U16,
     /// Number of slots the lane will drive.
-    pub const SLOT_COUNT: Range<usize> = SLOT_LO.end..SLOT_LO.end + 2;
+    pub slot_count: U16,
     /// The chunk size `k` the lane will send.
-    pub const COUNT: Range<usize> = SLOT_COUNT.end..SLOT_COUNT.end + 2;
+    pub count: U16,
     /// Reserved pair of bytes.
-    pub const RESERVED: Range<usize> = COUNT.end..COUNT.end + 2;
+    pub reserved: U16,
     /// The worker process's incarnation: non-zero, random, the same for every lane.
-    pub const NONCE: Range<usize> = RESERVED.end..RESERVED.end + 4;
+    pub nonce: U32,
     /// The job's credential, given to its ranks out of band.
-    pub const KEY: Range<usize> = NONCE.end..NONCE.end + 8;
+    pub key: U64,
 }
 
-/// Length of a Join message.
-pub const LEN: usize = field::KEY.end;
+/// Length of a Join message: the size of [`Header`].
+pub const LEN: usize = core::mem::size_of::<Header>();
 
 super::packet_view!(
     /// A zero-copy view of a Join message.
-    JoinPacket
+    JoinPacket,
+    Header
 );
 
 impl<T: AsRef<[u8]>> JoinPacket<T> {
@@ -46,69 +51,69 @@ impl<T: AsRef<[u8]>> JoinPacket<T> {
 
     /// Return the world size field.
     pub fn world(&self) -> u16 {
-        get_u16(self.buffer.as_ref(), field::WORLD)
+        self.header().world.get()
     }
 
     /// Return the slot_lo field.
     pub fn slot_lo(&self) -> u16 {
-        get_u16(self.buffer.as_ref(), field::SLOT_LO)
+        self.header().slot_lo.get()
     }
 
     /// Return the slot_count field.
     pub fn slot_count(&self) -> u16 {
-        get_u16(self.buffer.as_ref(), field::SLOT_COUNT)
+        self.header().slot_count.get()
     }
 
     /// Return the count field.
     pub fn count(&self) -> u16 {
-        get_u16(self.buffer.as_ref(), field::COUNT)
+        self.header().count.get()
     }
 
     /// Return the reserved field.
     pub fn reserved(&self) -> u16 {
-        get_u16(self.buffer.as_ref(), field::RESERVED)
+        self.header().reserved.get()
     }
 
     /// Return the nonce field.
     pub fn nonce(&self) -> u32 {
-        get_u32(self.buffer.as_ref(), field::NONCE)
+        self.header().nonce.get()
     }
 
     /// Return the key field.
     pub fn key(&self) -> u64 {
-        get_u64(self.buffer.as_ref(), field::KEY)
+        self.header().key.get()
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> JoinPacket<T> {
     /// Set the world size field.
     pub fn set_world(&mut self, v: u16) {
-        put_u16(self.buffer.as_mut(), field::WORLD, v);
+        self.header_mut().world.set(v);
     }
 
     /// Set the slot_lo field.
     pub fn set_slot_lo(&mut self, v: u16) {
-        put_u16(self.buffer.as_mut(), field::SLOT_LO, v);
+        self.header_mut().slot_lo.set(v);
     }
 
     /// Set the slot_count field.
     pub fn set_slot_count(&mut self, v: u16) {
-        put_u16(self.buffer.as_mut(), field::SLOT_COUNT, v);
+        self.header_mut().slot_count.set(v);
     }
 
     /// Set the count field.
     pub fn set_count(&mut self, v: u16) {
-        put_u16(self.buffer.as_mut(), field::COUNT, v);
+        self.header_mut().count.set(v);
     }
 
     /// Set the nonce field.
     pub fn set_nonce(&mut self, v: u32) {
-        put_u32(self.buffer.as_mut(), field::NONCE, v);
+        self.header_mut().nonce.set(v);
     }
 
     /// Set the key field.
     pub fn set_key(&mut self, v: u64) {
-        put_u64(self.buffer.as_mut(), field::KEY, v);
+        self.header_mut().key.set(v);
     }
 }
 
@@ -138,27 +143,23 @@ impl JoinRepr {
     /// Parse and validate a Join message.
     pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &JoinPacket<&T>) -> Result<JoinRepr> {
         packet.check_len()?;
-        if packet.version() != VERSION {
-            return Err(Error::Version(packet.version()));
-        }
-        if packet.msg_type() != MessageType::Join {
-            return Err(Error::Field("type"));
-        }
-        if packet.reserved() != 0 {
+        let h = packet.header();
+        h.prefix.check(MessageType::Join)?;
+        if h.reserved != U16::ZERO {
             return Err(Error::Reserved("join.reserved"));
         }
-        if packet.nonce() == 0 {
+        if h.nonce == U32::ZERO {
             return Err(Error::Field("nonce"));
         }
         Ok(JoinRepr {
-            job: packet.job_id(),
-            rank: packet.rank(),
-            world: packet.world(),
-            slot_lo: packet.slot_lo(),
-            slot_count: packet.slot_count(),
-            count: packet.count(),
-            nonce: packet.nonce(),
-            key: packet.key(),
+            job: h.prefix.job.get(),
+            rank: h.prefix.rank.get(),
+            world: h.world.get(),
+            slot_lo: h.slot_lo.get(),
+            slot_count: h.slot_count.get(),
+            count: h.count.get(),
+            nonce: h.nonce.get(),
+            key: h.key.get(),
         })
     }
 
@@ -169,21 +170,35 @@ impl JoinRepr {
 
     /// Write the message. The packet must be at least [`LEN`] bytes long.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut JoinPacket<&mut T>) {
-        let b = packet.buffer.as_mut();
-        put_prefix(b, MessageType::Join, self.job, self.rank);
-        put_u16(b, field::WORLD, self.world);
-        put_u16(b, field::SLOT_LO, self.slot_lo);
-        put_u16(b, field::SLOT_COUNT, self.slot_count);
-        put_u16(b, field::COUNT, self.count);
-        put_u16(b, field::RESERVED, 0);
-        put_u32(b, field::NONCE, self.nonce);
-        put_u64(b, field::KEY, self.key);
+        *packet.header_mut() = Header {
+            prefix: Prefix::new(MessageType::Join, self.job, self.rank),
+            world: U16::new(self.world),
+            slot_lo: U16::new(self.slot_lo),
+            slot_count: U16::new(self.slot_count),
+            count: U16::new(self.count),
+            reserved: U16::ZERO,
+            nonce: U32::new(self.nonce),
+            key: U64::new(self.key),
+        };
+    }
+}
+
+/// One line: `Join job 7 rank 3 world 4 slot_lo 8 slot_count 4 count 256 nonce 0x01020304`.
+/// The key is left out: a trace must not leak the job's credential.
+impl core::fmt::Display for JoinRepr {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "Join job {} rank {} world {} slot_lo {} slot_count {} count {} nonce {:#010x}",
+            self.job, self.rank, self.world, self.slot_lo, self.slot_count, self.count, self.nonce
+        )
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::VERSION;
 
     // Job 7, rank 3 of 4, slots 8..12, k = 256, nonce 0x01020304, key 0x1122334455667788.
     const BYTES: [u8; 28] = [
@@ -253,14 +268,28 @@ mod tests {
         bad[0] = 0;
         assert_eq!(parse(&bad), Err(Error::Version(0)));
         let mut bad = BYTES;
-        bad[prefix::TYPE] = 0x12;
+        JoinPacket::new_unchecked(&mut bad[..]).set_msg_type(MessageType::Probe);
         assert_eq!(parse(&bad), Err(Error::Field("type")));
         let mut bad = BYTES;
-        bad[field::RESERVED.end - 1] = 1;
+        JoinPacket::new_unchecked(&mut bad[..])
+            .header_mut()
+            .reserved = U16::new(1);
         assert_eq!(parse(&bad), Err(Error::Reserved("join.reserved")));
         let mut bad = BYTES;
-        bad[field::NONCE].fill(0);
+        JoinPacket::new_unchecked(&mut bad[..]).set_nonce(0);
         assert_eq!(parse(&bad), Err(Error::Field("nonce")));
+    }
+
+    #[test]
+    fn display_is_one_line_with_the_key_fields_but_not_the_key() {
+        extern crate std;
+        use std::string::ToString;
+        let line = REPR.to_string();
+        assert_eq!(
+            line,
+            "Join job 7 rank 3 world 4 slot_lo 8 slot_count 4 count 256 nonce 0x01020304"
+        );
+        assert!(!line.contains("1122334455667788"));
     }
 
     #[test]

@@ -7,43 +7,45 @@
 //! 32-: joined bitmap (bitmap_len bytes)
 //! ```
 
-use super::{
-    check_exact_len, get_u16, get_u32, prefix, put_prefix, put_u16, put_u32, Error, MessageType,
-    Result, MAX_BITMAP_LEN, VERSION,
-};
+use zerocopy::network_endian::{U16, U32};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-/// Field ranges.
-pub mod field {
-    use core::ops::Range;
+use super::{check_tail_len, split, Error, MessageType, Prefix, Result, MAX_BITMAP_LEN};
 
+/// The fixed part of a JoinReply message, in wire order; the joined bitmap follows it.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned,
+)]
+#[repr(C)]
+pub struct Header {
+    /// Version, type, job and rank.
+    pub prefix: Prefix,
     /// The job's registered world size.
-    pub const WORLD: Range<usize> = super::prefix::LEN..8;
+    pub world: U16,
     /// Flag bits.
-    pub const FLAGS: usize = WORLD.end;
+    pub flags: u8,
     /// Reserved byte.
-    pub const RESERVED: usize = FLAGS + 1;
+    pub reserved: u8,
     /// The largest count the switch accepts.
-    pub const MAX_COUNT: Range<usize> = RESERVED + 1..RESERVED + 3;
+    pub max_count: U16,
     /// The switch's incarnation.
-    pub const EPOCH: Range<usize> = MAX_COUNT.end..MAX_COUNT.end + 4;
+    pub epoch: U32,
     /// Number of slots in the job's range.
-    pub const SLOT_COUNT: Range<usize> = EPOCH.end..EPOCH.end + 2;
+    pub slot_count: U16,
     /// Length of the bitmap in bytes.
-    pub const BITMAP_LEN: Range<usize> = SLOT_COUNT.end..SLOT_COUNT.end + 2;
+    pub bitmap_len: U16,
     /// The job run's session token, which the worker's later messages carry.
-    pub const SESSION: Range<usize> = BITMAP_LEN.end..BITMAP_LEN.end + 4;
+    pub session: U32,
     /// The nonce of the Join this answers (the completing Join's, for the multicast).
-    pub const NONCE: Range<usize> = SESSION.end..SESSION.end + 4;
+    pub nonce: U32,
     /// The run's agreed slots per lane.
-    pub const LANE_SLOTS: Range<usize> = NONCE.end..NONCE.end + 2;
+    pub lane_slots: U16,
     /// The run's agreed chunk size.
-    pub const COUNT: Range<usize> = LANE_SLOTS.end..LANE_SLOTS.end + 2;
-    /// The joined bitmap.
-    pub const BITMAP: usize = COUNT.end;
+    pub count: U16,
 }
 
-/// Length of the fixed part, before the bitmap.
-pub const HEADER_LEN: usize = field::BITMAP;
+/// Length of the fixed part, before the bitmap: the size of [`Header`].
+pub const HEADER_LEN: usize = core::mem::size_of::<Header>();
 
 /// The flag bits of a JoinReply. Unknown bits are kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -66,137 +68,142 @@ impl JoinFlags {
     }
 }
 
+impl core::fmt::Display for JoinFlags {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        super::show::flags(f, self.0, &[(JoinFlags::COMPLETE.0, "COMPLETE")])
+    }
+}
+
 super::packet_view!(
     /// A zero-copy view of a JoinReply message.
-    JoinReplyPacket
+    JoinReplyPacket,
+    Header
 );
 
 impl<T: AsRef<[u8]>> JoinReplyPacket<T> {
     /// Check that the buffer holds the fixed part and exactly `bitmap_len` bitmap bytes.
     pub fn check_len(&self) -> Result<()> {
-        let len = self.buffer.as_ref().len();
-        if len < HEADER_LEN {
-            return Err(Error::Truncated);
-        }
-        check_exact_len(len, HEADER_LEN + self.bitmap_len() as usize)
+        check_tail_len(self.buffer.as_ref().len(), HEADER_LEN, || {
+            usize::from(self.bitmap_len())
+        })
     }
 
     /// Return the world size field.
     pub fn world(&self) -> u16 {
-        get_u16(self.buffer.as_ref(), field::WORLD)
+        self.header().world.get()
     }
 
     /// Return the flags field.
     pub fn flags(&self) -> JoinFlags {
-        JoinFlags(self.buffer.as_ref()[field::FLAGS])
+        JoinFlags(self.header().flags)
     }
 
     /// Return the reserved field.
     pub fn reserved(&self) -> u8 {
-        self.buffer.as_ref()[field::RESERVED]
+        self.header().reserved
     }
 
     /// Return the max_count field.
     pub fn max_count(&self) -> u16 {
-        get_u16(self.buffer.as_ref(), field::MAX_COUNT)
+        self.header().max_count.get()
     }
 
     /// Return the epoch field.
     pub fn epoch(&self) -> u32 {
-        get_u32(self.buffer.as_ref(), field::EPOCH)
+        self.header().epoch.get()
     }
 
     /// Return the slot_count field.
     pub fn slot_count(&self) -> u16 {
-        get_u16(self.buffer.as_ref(), field::SLOT_COUNT)
+        self.header().slot_count.get()
     }
 
     /// Return the bitmap_len field.
     pub fn bitmap_len(&self) -> u16 {
-        get_u16(self.buffer.as_ref(), field::BITMAP_LEN)
+        self.header().bitmap_len.get()
     }
 
     /// Return the session field.
     pub fn session(&self) -> u32 {
-        get_u32(self.buffer.as_ref(), field::SESSION)
+        self.header().session.get()
     }
 
     /// Return the nonce field.
     pub fn nonce(&self) -> u32 {
-        get_u32(self.buffer.as_ref(), field::NONCE)
+        self.header().nonce.get()
     }
 
     /// Return the lane_slots field.
     pub fn lane_slots(&self) -> u16 {
-        get_u16(self.buffer.as_ref(), field::LANE_SLOTS)
+        self.header().lane_slots.get()
     }
 
     /// Return the count field.
     pub fn count(&self) -> u16 {
-        get_u16(self.buffer.as_ref(), field::COUNT)
+        self.header().count.get()
     }
 
     /// Return the joined bitmap: `bitmap_len` bytes after the fixed part.
     pub fn bitmap(&self) -> &[u8] {
-        &self.buffer.as_ref()[HEADER_LEN..HEADER_LEN + self.bitmap_len() as usize]
+        &self.tail()[..usize::from(self.bitmap_len())]
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> JoinReplyPacket<T> {
     /// Set the world size field.
     pub fn set_world(&mut self, v: u16) {
-        put_u16(self.buffer.as_mut(), field::WORLD, v);
+        self.header_mut().world.set(v);
     }
 
     /// Set the flags field.
     pub fn set_flags(&mut self, f: JoinFlags) {
-        self.buffer.as_mut()[field::FLAGS] = f.0;
+        self.header_mut().flags = f.0;
     }
 
     /// Set the max_count field.
     pub fn set_max_count(&mut self, v: u16) {
-        put_u16(self.buffer.as_mut(), field::MAX_COUNT, v);
+        self.header_mut().max_count.set(v);
     }
 
     /// Set the epoch field.
     pub fn set_epoch(&mut self, v: u32) {
-        put_u32(self.buffer.as_mut(), field::EPOCH, v);
+        self.header_mut().epoch.set(v);
     }
 
     /// Set the slot_count field.
     pub fn set_slot_count(&mut self, v: u16) {
-        put_u16(self.buffer.as_mut(), field::SLOT_COUNT, v);
+        self.header_mut().slot_count.set(v);
     }
 
     /// Set the bitmap_len field.
     pub fn set_bitmap_len(&mut self, v: u16) {
-        put_u16(self.buffer.as_mut(), field::BITMAP_LEN, v);
+        self.header_mut().bitmap_len.set(v);
     }
 
     /// Set the session field.
     pub fn set_session(&mut self, v: u32) {
-        put_u32(self.buffer.as_mut(), field::SESSION, v);
+        self.header_mut().session.set(v);
     }
 
     /// Set the nonce field.
     pub fn set_nonce(&mut self, v: u32) {
-        put_u32(self.buffer.as_mut(), field::NONCE, v);
+        self.header_mut().nonce.set(v);
     }
 
     /// Set the lane_slots field.
     pub fn set_lane_slots(&mut self, v: u16) {
-        put_u16(self.buffer.as_mut(), field::LANE_SLOTS, v);
+        self.header_mut().lane_slots.set(v);
     }
 
     /// Set the count field.
     pub fn set_count(&mut self, v: u16) {
-        put_u16(self.buffer.as_mut(), field::COUNT, v);
+        self.header_mut().count.set(v);
     }
 
     /// Return the joined bitmap mutably: `bitmap_len` bytes after the fixed part.
     pub fn bitmap_mut(&mut self) -> &mut [u8] {
-        let end = HEADER_LEN + self.bitmap_len() as usize;
-        &mut self.buffer.as_mut()[HEADER_LEN..end]
+        let len = usize::from(self.bitmap_len());
+        &mut self.split_mut().1[..len]
     }
 }
 
@@ -237,34 +244,28 @@ impl<'a> JoinReplyRepr<'a> {
         packet: &JoinReplyPacket<&'a T>,
     ) -> Result<JoinReplyRepr<'a>> {
         packet.check_len()?;
-        if packet.version() != VERSION {
-            return Err(Error::Version(packet.version()));
-        }
-        if packet.msg_type() != MessageType::JoinReply {
-            return Err(Error::Field("type"));
-        }
-        let bitmap_len = packet.bitmap_len() as usize;
-        if bitmap_len > MAX_BITMAP_LEN {
+        // Borrow the bitmap for 'a, not for the lifetime of `packet`.
+        let (h, bitmap) = split::<Header>(packet.buffer.as_ref());
+        h.prefix.check(MessageType::JoinReply)?;
+        if usize::from(h.bitmap_len.get()) > MAX_BITMAP_LEN {
             return Err(Error::Field("bitmap_len"));
         }
-        if packet.reserved() != 0 {
+        if h.reserved != 0 {
             return Err(Error::Reserved("join_reply.reserved"));
         }
-        // Borrow the bitmap for 'a, not for the lifetime of `packet`.
-        let bytes: &'a [u8] = packet.buffer.as_ref();
         Ok(JoinReplyRepr {
-            job: packet.job_id(),
-            rank: packet.rank(),
-            world: packet.world(),
-            flags: packet.flags(),
-            max_count: packet.max_count(),
-            epoch: packet.epoch(),
-            slot_count: packet.slot_count(),
-            session: packet.session(),
-            nonce: packet.nonce(),
-            lane_slots: packet.lane_slots(),
-            count: packet.count(),
-            joined: &bytes[HEADER_LEN..HEADER_LEN + bitmap_len],
+            job: h.prefix.job.get(),
+            rank: h.prefix.rank.get(),
+            world: h.world.get(),
+            flags: JoinFlags(h.flags),
+            max_count: h.max_count.get(),
+            epoch: h.epoch.get(),
+            slot_count: h.slot_count.get(),
+            session: h.session.get(),
+            nonce: h.nonce.get(),
+            lane_slots: h.lane_slots.get(),
+            count: h.count.get(),
+            joined: bitmap,
         })
     }
 
@@ -279,20 +280,50 @@ impl<'a> JoinReplyRepr<'a> {
         &self,
         packet: &mut JoinReplyPacket<&mut T>,
     ) {
-        let b = packet.buffer.as_mut();
-        put_prefix(b, MessageType::JoinReply, self.job, self.rank);
-        put_u16(b, field::WORLD, self.world);
-        b[field::FLAGS] = self.flags.0;
-        b[field::RESERVED] = 0;
-        put_u16(b, field::MAX_COUNT, self.max_count);
-        put_u32(b, field::EPOCH, self.epoch);
-        put_u16(b, field::SLOT_COUNT, self.slot_count);
-        put_u16(b, field::BITMAP_LEN, self.joined.len() as u16);
-        put_u32(b, field::SESSION, self.session);
-        put_u32(b, field::NONCE, self.nonce);
-        put_u16(b, field::LANE_SLOTS, self.lane_slots);
-        put_u16(b, field::COUNT, self.count);
-        b[HEADER_LEN..HEADER_LEN + self.joined.len()].copy_from_slice(self.joined);
+        let (h, bitmap) = packet.split_mut();
+        *h = Header {
+            prefix: Prefix::new(MessageType::JoinReply, self.job, self.rank),
+            world: U16::new(self.world),
+            flags: self.flags.0,
+            reserved: 0,
+            max_count: U16::new(self.max_count),
+            epoch: U32::new(self.epoch),
+            slot_count: U16::new(self.slot_count),
+            bitmap_len: U16::new(self.joined.len() as u16),
+            session: U32::new(self.session),
+            nonce: U32::new(self.nonce),
+            lane_slots: U16::new(self.lane_slots),
+            count: U16::new(self.count),
+        };
+        bitmap[..self.joined.len()].copy_from_slice(self.joined);
+    }
+}
+
+/// One line: `JoinReply job 7 rank all world 10 epoch 0x01020304 session 0xcafef00d nonce
+/// 0x11223344 slot_count 16 lane_slots 8 count 256 max_count 1024 joined 10/10 flags
+/// COMPLETE` (`joined`: ranks in the bitmap / world; no `flags` when none is set).
+impl core::fmt::Display for JoinReplyRepr<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "JoinReply job {} rank {} world {} epoch {:#010x} session {:#010x} nonce {:#010x} \
+             slot_count {} lane_slots {} count {} max_count {} joined {}",
+            self.job,
+            super::show::Rank(self.rank),
+            self.world,
+            self.epoch,
+            self.session,
+            self.nonce,
+            self.slot_count,
+            self.lane_slots,
+            self.count,
+            self.max_count,
+            super::show::Ranks(self.joined, self.world)
+        )?;
+        if self.flags != JoinFlags::default() {
+            write!(f, " flags {}", self.flags)?;
+        }
+        Ok(())
     }
 }
 
@@ -364,10 +395,12 @@ mod tests {
             JoinReplyRepr::parse(&JoinReplyPacket::new_unchecked(b))
         }
         let mut bad = BYTES;
-        bad[prefix::TYPE] = 0x10;
+        JoinReplyPacket::new_unchecked(&mut bad[..]).set_msg_type(MessageType::Join);
         assert_eq!(parse(&bad), Err(Error::Field("type")));
         let mut bad = BYTES;
-        bad[field::RESERVED] = 0x01;
+        JoinReplyPacket::new_unchecked(&mut bad[..])
+            .header_mut()
+            .reserved = 0x01;
         assert_eq!(parse(&bad), Err(Error::Reserved("join_reply.reserved")));
         let mut bad = BYTES;
         bad[0] = 2;
@@ -375,12 +408,25 @@ mod tests {
         // 129 bitmap bytes: the right length for its header, but over the limit.
         let mut big = [0u8; HEADER_LEN + MAX_BITMAP_LEN + 1];
         big[..HEADER_LEN].copy_from_slice(&BYTES[..HEADER_LEN]);
-        big[field::BITMAP_LEN].copy_from_slice(&(MAX_BITMAP_LEN as u16 + 1).to_be_bytes());
+        JoinReplyPacket::new_unchecked(&mut big[..]).set_bitmap_len(MAX_BITMAP_LEN as u16 + 1);
         assert_eq!(parse(&big), Err(Error::Field("bitmap_len")));
+    }
+
+    #[test]
+    fn display_is_one_line_with_the_key_fields() {
+        extern crate std;
+        use std::string::ToString;
+        assert_eq!(
+            REPR.to_string(),
+            "JoinReply job 7 rank all world 10 epoch 0x01020304 session 0xcafef00d \
+             nonce 0x11223344 slot_count 16 lane_slots 8 count 256 max_count 1024 \
+             joined 10/10 flags COMPLETE"
+        );
     }
 
     #[test]
     fn header_len_is_derived_from_the_fields() {
         assert_eq!(HEADER_LEN, 32);
+        assert_eq!(core::mem::offset_of!(Header, count), 30);
     }
 }

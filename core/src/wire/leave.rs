@@ -4,27 +4,32 @@
 //!  0: version | 1: type | 2-3: job | 4-5: rank | 6-7: reserved | 8-11: session
 //! ```
 
-use super::{
-    check_exact_len, get_u16, get_u32, prefix, put_prefix, put_u16, put_u32, Error, MessageType,
-    Result, VERSION,
-};
+use zerocopy::network_endian::{U16, U32};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-/// Field ranges.
-pub mod field {
-    use core::ops::Range;
+use super::{check_exact_len, Error, MessageType, Prefix, Result};
 
+/// A Leave message, in wire order.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned,
+)]
+#[repr(C)]
+pub struct Header {
+    /// Version, type, job and rank.
+    pub prefix: Prefix,
     /// Reserved pair of bytes.
-    pub const RESERVED: Range<usize> = super::prefix::LEN..8;
+    pub reserved: U16,
     /// The job run's session token.
-    pub const SESSION: Range<usize> = RESERVED.end..RESERVED.end + 4;
+    pub session: U32,
 }
 
-/// Length of a Leave message.
-pub const LEN: usize = field::SESSION.end;
+/// Length of a Leave message: the size of [`Header`].
+pub const LEN: usize = core::mem::size_of::<Header>();
 
 super::packet_view!(
     /// A zero-copy view of a Leave message.
-    LeavePacket
+    LeavePacket,
+    Header
 );
 
 impl<T: AsRef<[u8]>> LeavePacket<T> {
@@ -35,19 +40,19 @@ impl<T: AsRef<[u8]>> LeavePacket<T> {
 
     /// Return the reserved field.
     pub fn reserved(&self) -> u16 {
-        get_u16(self.buffer.as_ref(), field::RESERVED)
+        self.header().reserved.get()
     }
 
     /// Return the session field.
     pub fn session(&self) -> u32 {
-        get_u32(self.buffer.as_ref(), field::SESSION)
+        self.header().session.get()
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> LeavePacket<T> {
     /// Set the session field.
     pub fn set_session(&mut self, v: u32) {
-        put_u32(self.buffer.as_mut(), field::SESSION, v);
+        self.header_mut().session.set(v);
     }
 }
 
@@ -67,19 +72,15 @@ impl LeaveRepr {
     /// Parse and validate a Leave message.
     pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &LeavePacket<&T>) -> Result<LeaveRepr> {
         packet.check_len()?;
-        if packet.version() != VERSION {
-            return Err(Error::Version(packet.version()));
-        }
-        if packet.msg_type() != MessageType::Leave {
-            return Err(Error::Field("type"));
-        }
-        if packet.reserved() != 0 {
+        let h = packet.header();
+        h.prefix.check(MessageType::Leave)?;
+        if h.reserved != U16::ZERO {
             return Err(Error::Reserved("leave.reserved"));
         }
         Ok(LeaveRepr {
-            job: packet.job_id(),
-            rank: packet.rank(),
-            session: packet.session(),
+            job: h.prefix.job.get(),
+            rank: h.prefix.rank.get(),
+            session: h.session.get(),
         })
     }
 
@@ -90,10 +91,22 @@ impl LeaveRepr {
 
     /// Write the message. The packet must be at least [`LEN`] bytes long.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut LeavePacket<&mut T>) {
-        let b = packet.buffer.as_mut();
-        put_prefix(b, MessageType::Leave, self.job, self.rank);
-        put_u16(b, field::RESERVED, 0);
-        put_u32(b, field::SESSION, self.session);
+        *packet.header_mut() = Header {
+            prefix: Prefix::new(MessageType::Leave, self.job, self.rank),
+            reserved: U16::ZERO,
+            session: U32::new(self.session),
+        };
+    }
+}
+
+/// One line: `Leave job 7 rank 2 session 0x01020304`.
+impl core::fmt::Display for LeaveRepr {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "Leave job {} rank {} session {:#010x}",
+            self.job, self.rank, self.session
+        )
     }
 }
 
@@ -134,14 +147,23 @@ mod tests {
         assert_eq!(check(&long), Some(Error::TrailingBytes));
         let parse = |b: &[u8]| LeaveRepr::parse(&LeavePacket::new_unchecked(b));
         let mut bad = BYTES;
-        bad[field::RESERVED.start] = 1;
+        LeavePacket::new_unchecked(&mut bad[..])
+            .header_mut()
+            .reserved = U16::new(0x100);
         assert_eq!(parse(&bad), Err(Error::Reserved("leave.reserved")));
         let mut bad = BYTES;
-        bad[prefix::TYPE] = 0x15;
+        LeavePacket::new_unchecked(&mut bad[..]).set_msg_type(MessageType::Status);
         assert_eq!(parse(&bad), Err(Error::Field("type")));
         let mut bad = BYTES;
         bad[0] = 2;
         assert_eq!(parse(&bad), Err(Error::Version(2)));
+    }
+
+    #[test]
+    fn display_is_one_line_with_the_key_fields() {
+        extern crate std;
+        use std::string::ToString;
+        assert_eq!(REPR.to_string(), "Leave job 7 rank 2 session 0x01020304");
     }
 
     #[test]

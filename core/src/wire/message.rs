@@ -5,8 +5,8 @@
 //! `bytes` back, unknown message types included (protocol.md §2).
 
 use super::{
-    data, peek, prefix, put_prefix, AbortPacket, AbortRepr, DataPacket, DataRepr, Error,
-    JoinPacket, JoinReplyPacket, JoinReplyRepr, JoinRepr, LeavePacket, LeaveRepr, MessageType,
+    data, peek, prefix, split_mut, AbortPacket, AbortRepr, DataPacket, DataRepr, Error, JoinPacket,
+    JoinReplyPacket, JoinReplyRepr, JoinRepr, LeavePacket, LeaveRepr, MessageType, Prefix,
     ProbePacket, ProbeReplyPacket, ProbeReplyRepr, ProbeRepr, Result, StatusPacket,
     StatusReplyPacket, StatusReplyRepr, StatusRepr, MAX_BITMAP_LEN,
 };
@@ -220,11 +220,41 @@ impl<'a> Message<'a> {
                 rank,
                 body,
             } => {
-                put_prefix(out, MessageType::Unknown(*msg_type), *job, *rank);
-                out[prefix::LEN..].copy_from_slice(body);
+                let (prefix, rest) = split_mut::<Prefix>(out);
+                *prefix = Prefix::new(MessageType::Unknown(*msg_type), *job, *rank);
+                rest.copy_from_slice(body);
             }
         }
         Ok(len)
+    }
+}
+
+/// One line, the message's `Repr`'s (`Contribution job 7 rank 3 slot 5 …`); a message of an
+/// unknown type shows its type byte, job, rank and body length. This is the form a packet
+/// trace prints.
+impl core::fmt::Display for Message<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Message::Data(repr, _) => repr.fmt(f),
+            Message::Join(repr) => repr.fmt(f),
+            Message::JoinReply(repr) => repr.fmt(f),
+            Message::Probe(repr) => repr.fmt(f),
+            Message::ProbeReply(repr) => repr.fmt(f),
+            Message::Abort(repr) => repr.fmt(f),
+            Message::Status(repr) => repr.fmt(f),
+            Message::StatusReply(repr) => repr.fmt(f),
+            Message::Leave(repr) => repr.fmt(f),
+            Message::Unknown {
+                msg_type,
+                job,
+                rank,
+                body,
+            } => write!(
+                f,
+                "Unknown type {msg_type:#04x} job {job} rank {rank} body_len {}",
+                body.len()
+            ),
+        }
     }
 }
 
@@ -313,6 +343,34 @@ mod tests {
         };
         assert_eq!(msg.emit(&mut out), Ok(8));
         assert_eq!(out[..8], [1, 0xFE, 1, 2, 3, 4, 9, 9]);
+    }
+
+    #[test]
+    fn display_is_the_reprs_line() {
+        extern crate std;
+        use std::string::ToString;
+        let abort = [
+            1, 0x14, 0, 7, 0, 1, 6, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2,
+        ];
+        let msg = Message::parse(&abort).unwrap();
+        let Message::Abort(repr) = msg else {
+            panic!("{msg:?}")
+        };
+        assert_eq!(msg.to_string(), repr.to_string());
+        assert!(msg
+            .to_string()
+            .starts_with("Abort job 7 rank 1 reason Shutdown"));
+        let unknown = Message::parse(&[1, 0x42, 0, 7, 0, 1, 0xAB]).unwrap();
+        assert_eq!(
+            unknown.to_string(),
+            "Unknown type 0x42 job 7 rank 1 body_len 1"
+        );
+        assert_eq!(MessageType::Unknown(0x42).to_string(), "Unknown(0x42)");
+        assert_eq!(MessageType::JoinReply.to_string(), "JoinReply");
+        assert_eq!(
+            Error::Field("type").to_string(),
+            "invalid value in field `type`"
+        );
     }
 
     #[test]

@@ -1,23 +1,36 @@
 //! The wire format: zero-copy views and validated representations of every message.
 //!
-//! `docs/protocol.md` is the specification; field ranges live in each message's `field`
-//! module and nowhere else. Each message has, in the style of smoltcp's `wire`:
+//! `docs/protocol.md` is the specification. Each message's fixed part is one
+//! `#[repr(C)]` struct of zerocopy's network-endian integers (`…::Header`, with the shared
+//! [`Prefix`] first), derived `FromBytes`, `IntoBytes`, `KnownLayout`, `Immutable` and
+//! `Unaligned`: the struct is the layout, and `HEADER_LEN` (or `LEN`) is its size, never
+//! typed twice. On top of it each message has, in the style of smoltcp's `wire`:
 //!
 //! - a view `…Packet<T: AsRef<[u8]>>` with `new_unchecked`, `check_len`, `new_checked`,
-//!   getters named after the fields and `set_*` twins when `T: AsMut<[u8]>`;
-//! - a plain `…Repr` with `parse`, `emit` and `buffer_len`.
+//!   `header()` (the fixed part in place) and `header_mut()`, getters named after the fields
+//!   and `set_*` twins when `T: AsMut<[u8]>`;
+//! - a plain `…Repr` with `parse`, `emit` and `buffer_len`, and a one-line `Display` (the
+//!   form a packet trace prints: `Contribution job 7 rank 3 slot 5 ver 1 seq 9 …`).
+//!
+//! Variable-length tails (a Contribution's values, a bitmap) are the bytes after the header;
+//! a data message's values can also be viewed in place as network-endian `I32`s
+//! ([`DataPacket::values_i32`]).
 //!
 //! The contract: after `check_len` (or `new_checked`) succeeds, no getter panics; `emit`
-//! never panics on a buffer of `buffer_len()` bytes; `parse` never panics on any bytes.
-//! Unknown code points (message types, abort reasons, slot states, flag bits) parse and
-//! round-trip; reserved fields must be zero.
+//! never panics on a buffer of `buffer_len()` bytes; `parse` never panics on any bytes. (A
+//! getter or setter on a buffer shorter than the message's header panics.) Unknown code
+//! points (message types, abort reasons, slot states, flag bits) parse and round-trip;
+//! reserved fields must be zero.
 
-/// Define a message's zero-copy view: the struct, its constructors and the accessors of the
-/// prefix every message shares (§2). Each message module writes `check_len` and its own
-/// field accessors next to it; the contract is smoltcp's: after `check_len` succeeds, no
-/// accessor panics.
+use zerocopy::network_endian::U16;
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
+
+/// Define a message's zero-copy view over its header struct: the view, its constructors,
+/// the header in place, and the accessors of the prefix every message shares (§2). Each
+/// message module writes `check_len` and its own field accessors next to it; the contract is
+/// smoltcp's: after `check_len` succeeds, no accessor panics.
 macro_rules! packet_view {
-    ($(#[$doc:meta])* $name:ident) => {
+    ($(#[$doc:meta])* $name:ident, $header:ty) => {
         $(#[$doc])*
         #[derive(Debug, Clone)]
         pub struct $name<T: AsRef<[u8]>> {
@@ -42,46 +55,82 @@ macro_rules! packet_view {
                 self.buffer
             }
 
+            /// Return the fixed header in place. Panics if the buffer is shorter than it.
+            #[inline]
+            pub fn header(&self) -> &$header {
+                $crate::wire::split::<$header>(self.buffer.as_ref()).0
+            }
+
+            /// Return the bytes after the fixed header. Panics if the buffer is shorter than it.
+            #[inline]
+            #[allow(dead_code)] // Fixed-length messages have no tail.
+            fn tail(&self) -> &[u8] {
+                $crate::wire::split::<$header>(self.buffer.as_ref()).1
+            }
+
             /// Return the version field.
+            #[inline]
             pub fn version(&self) -> u8 {
-                self.buffer.as_ref()[$crate::wire::prefix::VERSION]
+                $crate::wire::prefix_of(self.buffer.as_ref()).version
             }
 
             /// Return the message type field.
+            #[inline]
             pub fn msg_type(&self) -> $crate::wire::MessageType {
-                $crate::wire::MessageType::from(self.buffer.as_ref()[$crate::wire::prefix::TYPE])
+                $crate::wire::prefix_of(self.buffer.as_ref()).msg_type()
             }
 
             /// Return the job id field.
+            #[inline]
             pub fn job_id(&self) -> u16 {
-                $crate::wire::get_u16(self.buffer.as_ref(), $crate::wire::prefix::JOB)
+                $crate::wire::prefix_of(self.buffer.as_ref()).job.get()
             }
 
             /// Return the rank field.
+            #[inline]
             pub fn rank(&self) -> u16 {
-                $crate::wire::get_u16(self.buffer.as_ref(), $crate::wire::prefix::RANK)
+                $crate::wire::prefix_of(self.buffer.as_ref()).rank.get()
             }
         }
 
         impl<T: AsRef<[u8]> + AsMut<[u8]>> $name<T> {
+            /// Return the fixed header in place, mutably. Panics if the buffer is shorter
+            /// than it.
+            #[inline]
+            pub fn header_mut(&mut self) -> &mut $header {
+                $crate::wire::split_mut::<$header>(self.buffer.as_mut()).0
+            }
+
+            /// Return the header and the bytes after it, mutably. Panics if the buffer is
+            /// shorter than the header.
+            #[inline]
+            #[allow(dead_code)] // Fixed-length messages have no tail.
+            fn split_mut(&mut self) -> (&mut $header, &mut [u8]) {
+                $crate::wire::split_mut::<$header>(self.buffer.as_mut())
+            }
+
             /// Set the version field.
+            #[inline]
             pub fn set_version(&mut self, v: u8) {
-                self.buffer.as_mut()[$crate::wire::prefix::VERSION] = v;
+                $crate::wire::prefix_of_mut(self.buffer.as_mut()).version = v;
             }
 
             /// Set the message type field.
+            #[inline]
             pub fn set_msg_type(&mut self, t: $crate::wire::MessageType) {
-                self.buffer.as_mut()[$crate::wire::prefix::TYPE] = t.into();
+                $crate::wire::prefix_of_mut(self.buffer.as_mut()).msg_type = t.into();
             }
 
             /// Set the job id field.
+            #[inline]
             pub fn set_job_id(&mut self, v: u16) {
-                $crate::wire::put_u16(self.buffer.as_mut(), $crate::wire::prefix::JOB, v);
+                $crate::wire::prefix_of_mut(self.buffer.as_mut()).job.set(v);
             }
 
             /// Set the rank field.
+            #[inline]
             pub fn set_rank(&mut self, v: u16) {
-                $crate::wire::put_u16(self.buffer.as_mut(), $crate::wire::prefix::RANK, v);
+                $crate::wire::prefix_of_mut(self.buffer.as_mut()).rank.set(v);
             }
         }
     };
@@ -204,9 +253,10 @@ impl From<u8> for MessageType {
     }
 }
 
-impl From<MessageType> for u8 {
-    fn from(t: MessageType) -> u8 {
-        match t {
+impl MessageType {
+    /// Return the type byte.
+    pub const fn to_u8(self) -> u8 {
+        match self {
             MessageType::Contribution => 0x01,
             MessageType::Result => 0x02,
             MessageType::Join => 0x10,
@@ -222,62 +272,114 @@ impl From<MessageType> for u8 {
     }
 }
 
-/// The 6-byte prefix every message starts with (protocol.md §2).
-pub mod prefix {
-    use core::ops::Range;
+impl From<MessageType> for u8 {
+    fn from(t: MessageType) -> u8 {
+        t.to_u8()
+    }
+}
 
+impl core::fmt::Display for MessageType {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            MessageType::Unknown(b) => write!(f, "Unknown({b:#04x})"),
+            known => core::fmt::Debug::fmt(known, f),
+        }
+    }
+}
+
+/// The 6-byte prefix every message starts with (protocol.md §2), first in every header.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned,
+)]
+#[repr(C)]
+pub struct Prefix {
     /// Protocol version.
-    pub const VERSION: usize = 0;
+    pub version: u8,
     /// Message type.
-    pub const TYPE: usize = 1;
+    pub msg_type: u8,
     /// Job id.
-    pub const JOB: Range<usize> = 2..4;
+    pub job: U16,
     /// Rank.
-    pub const RANK: Range<usize> = 4..6;
-    /// Length of the prefix.
-    pub const LEN: usize = RANK.end;
+    pub rank: U16,
 }
 
-/// Read a big-endian u16 at `r` (callers have checked the length).
-#[inline]
-pub(crate) fn get_u16(b: &[u8], r: core::ops::Range<usize>) -> u16 {
-    let mut a = [0u8; 2];
-    a.copy_from_slice(&b[r]);
-    u16::from_be_bytes(a)
+impl Prefix {
+    /// Return the prefix of a message of this crate's [`VERSION`].
+    #[inline]
+    pub const fn new(msg_type: MessageType, job: u16, rank: u16) -> Prefix {
+        Prefix {
+            version: VERSION,
+            msg_type: msg_type.to_u8(),
+            job: U16::new(job),
+            rank: U16::new(rank),
+        }
+    }
+
+    /// Return the message type.
+    #[inline]
+    pub fn msg_type(&self) -> MessageType {
+        MessageType::from(self.msg_type)
+    }
+
+    /// Check the version, then that the type is `want`.
+    #[inline]
+    pub(crate) fn check(&self, want: MessageType) -> Result<()> {
+        if self.version != VERSION {
+            return Err(Error::Version(self.version));
+        }
+        if self.msg_type() != want {
+            return Err(Error::Field("type"));
+        }
+        Ok(())
+    }
 }
 
-/// Read a big-endian u32 at `r` (callers have checked the length).
-#[inline]
-pub(crate) fn get_u32(b: &[u8], r: core::ops::Range<usize>) -> u32 {
-    let mut a = [0u8; 4];
-    a.copy_from_slice(&b[r]);
-    u32::from_be_bytes(a)
+/// The prefix's length.
+pub mod prefix {
+    /// Length of the prefix: the size of [`super::Prefix`].
+    pub const LEN: usize = core::mem::size_of::<super::Prefix>();
 }
 
-/// Read a big-endian u64 at `r` (callers have checked the length).
+/// Split `b` into a header `H` and the bytes after it.
+///
+/// Every header is `Unaligned`, so the only way to fail is a buffer shorter than `H`; the
+/// views' `check_len` rules that out before any accessor runs.
 #[inline]
-pub(crate) fn get_u64(b: &[u8], r: core::ops::Range<usize>) -> u64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&b[r]);
-    u64::from_be_bytes(a)
+pub(crate) fn split<H: FromBytes + KnownLayout + Immutable>(b: &[u8]) -> (&H, &[u8]) {
+    match H::ref_from_prefix(b) {
+        Ok(split) => split,
+        Err(_) => shorter_than_header(),
+    }
 }
 
-/// Write a big-endian u16 at `r` (callers have checked the length).
+/// Split `b` into a header `H` and the bytes after it, mutably (see [`split`]).
 #[inline]
-pub(crate) fn put_u16(b: &mut [u8], r: core::ops::Range<usize>, v: u16) {
-    b[r].copy_from_slice(&v.to_be_bytes());
+pub(crate) fn split_mut<H: FromBytes + IntoBytes + KnownLayout>(
+    b: &mut [u8],
+) -> (&mut H, &mut [u8]) {
+    match H::mut_from_prefix(b) {
+        Ok(split) => split,
+        Err(_) => shorter_than_header(),
+    }
 }
 
-/// Write a big-endian u32 at `r` (callers have checked the length).
-#[inline]
-pub(crate) fn put_u32(b: &mut [u8], r: core::ops::Range<usize>, v: u32) {
-    b[r].copy_from_slice(&v.to_be_bytes());
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn shorter_than_header() -> ! {
+    panic!("buffer shorter than the message header (call check_len first)")
 }
 
-/// Write a big-endian u64 at `r` (callers have checked the length).
+/// Return the prefix of `b` (callers have checked the length).
 #[inline]
-pub(crate) fn put_u64(b: &mut [u8], r: core::ops::Range<usize>, v: u64) {
-    b[r].copy_from_slice(&v.to_be_bytes());
+pub(crate) fn prefix_of(b: &[u8]) -> &Prefix {
+    split::<Prefix>(b).0
+}
+
+/// Return the prefix of `b` mutably (callers have checked the length).
+#[inline]
+pub(crate) fn prefix_of_mut(b: &mut [u8]) -> &mut Prefix {
+    split_mut::<Prefix>(b).0
 }
 
 /// Check that a buffer of `len` bytes holds exactly `want` bytes.
@@ -290,27 +392,76 @@ pub(crate) fn check_exact_len(len: usize, want: usize) -> Result<()> {
     }
 }
 
+/// Check that a buffer of `len` bytes holds a `header`-byte header and then exactly
+/// `tail` bytes.
+#[inline]
+pub(crate) fn check_tail_len(
+    len: usize,
+    header: usize,
+    tail: impl FnOnce() -> usize,
+) -> Result<()> {
+    if len < header {
+        return Err(Error::Truncated);
+    }
+    check_exact_len(len, header + tail())
+}
+
 /// Peek at the prefix: version, type, job and rank, without validating the rest.
 #[inline]
 pub fn peek(bytes: &[u8]) -> Result<(MessageType, u16, u16)> {
-    if bytes.len() < prefix::LEN {
+    let Ok((p, _)) = Prefix::ref_from_prefix(bytes) else {
         return Err(Error::Truncated);
+    };
+    if p.version != VERSION {
+        return Err(Error::Version(p.version));
     }
-    if bytes[prefix::VERSION] != VERSION {
-        return Err(Error::Version(bytes[prefix::VERSION]));
-    }
-    Ok((
-        MessageType::from(bytes[prefix::TYPE]),
-        get_u16(bytes, prefix::JOB),
-        get_u16(bytes, prefix::RANK),
-    ))
+    Ok((p.msg_type(), p.job.get(), p.rank.get()))
 }
 
-/// Write the prefix (callers have checked the length).
-#[inline]
-pub(crate) fn put_prefix(b: &mut [u8], kind: MessageType, job: u16, rank: u16) {
-    b[prefix::VERSION] = VERSION;
-    b[prefix::TYPE] = kind.into();
-    b[prefix::JOB].copy_from_slice(&job.to_be_bytes());
-    b[prefix::RANK].copy_from_slice(&rank.to_be_bytes());
+/// Pieces of the one-line `Display` of every `Repr` (a packet trace's format).
+pub(crate) mod show {
+    use core::fmt;
+
+    /// A rank field: `all` for [`super::RANK_ALL`], else the number.
+    pub(crate) struct Rank(pub u16);
+
+    impl fmt::Display for Rank {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            if self.0 == super::RANK_ALL {
+                f.write_str("all")
+            } else {
+                write!(f, "{}", self.0)
+            }
+        }
+    }
+
+    /// A bitmap as the number of ranks it holds over the world size: `9/12`.
+    pub(crate) struct Ranks<'a>(pub &'a [u8], pub u16);
+
+    impl fmt::Display for Ranks<'_> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            let set: u32 = self.0.iter().map(|b| b.count_ones()).sum();
+            write!(f, "{set}/{}", self.1)
+        }
+    }
+
+    /// Flag bits by name, `|`-separated, unknown bits in hex; `none` when no bit is set.
+    pub(crate) fn flags(f: &mut fmt::Formatter<'_>, bits: u8, names: &[(u8, &str)]) -> fmt::Result {
+        if bits == 0 {
+            return f.write_str("none");
+        }
+        let mut rest = bits;
+        let mut sep = "";
+        for &(bit, name) in names {
+            if rest & bit != 0 {
+                write!(f, "{sep}{name}")?;
+                rest &= !bit;
+                sep = "|";
+            }
+        }
+        if rest != 0 {
+            write!(f, "{sep}{rest:#04x}")?;
+        }
+        Ok(())
+    }
 }

@@ -5,35 +5,40 @@
 //! 10-11: reserved | 12-15: seq | 16-19: session
 //! ```
 
-use super::{
-    check_exact_len, get_u16, get_u32, prefix, put_prefix, put_u16, put_u32, Error, MessageType,
-    Result, VERSION,
-};
+use zerocopy::network_endian::{U16, U32};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-/// Field ranges.
-pub mod field {
-    use core::ops::Range;
+use super::{check_exact_len, Error, MessageType, Prefix, Result};
 
+/// A Probe message, in wire order.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned,
+)]
+#[repr(C)]
+pub struct Header {
+    /// Version, type, job and rank.
+    pub prefix: Prefix,
     /// Job-relative slot index.
-    pub const SLOT: Range<usize> = super::prefix::LEN..8;
+    pub slot: U16,
     /// Shadow version (0 or 1).
-    pub const VER: usize = SLOT.end;
+    pub ver: u8,
     /// Reserved byte.
-    pub const RESERVED_A: usize = VER + 1;
+    pub reserved_a: u8,
     /// Reserved pair of bytes.
-    pub const RESERVED_B: Range<usize> = RESERVED_A + 1..RESERVED_A + 3;
+    pub reserved_b: U16,
     /// The use the worker is waiting for.
-    pub const SEQ: Range<usize> = RESERVED_B.end..RESERVED_B.end + 4;
+    pub seq: U32,
     /// The job run's session token.
-    pub const SESSION: Range<usize> = SEQ.end..SEQ.end + 4;
+    pub session: U32,
 }
 
-/// Length of a Probe message.
-pub const LEN: usize = field::SESSION.end;
+/// Length of a Probe message: the size of [`Header`].
+pub const LEN: usize = core::mem::size_of::<Header>();
 
 super::packet_view!(
     /// A zero-copy view of a Probe message.
-    ProbePacket
+    ProbePacket,
+    Header
 );
 
 impl<T: AsRef<[u8]>> ProbePacket<T> {
@@ -44,54 +49,54 @@ impl<T: AsRef<[u8]>> ProbePacket<T> {
 
     /// Return the slot field.
     pub fn slot(&self) -> u16 {
-        get_u16(self.buffer.as_ref(), field::SLOT)
+        self.header().slot.get()
     }
 
     /// Return the shadow version field.
     pub fn ver(&self) -> u8 {
-        self.buffer.as_ref()[field::VER]
+        self.header().ver
     }
 
     /// Return the first reserved field.
     pub fn reserved_a(&self) -> u8 {
-        self.buffer.as_ref()[field::RESERVED_A]
+        self.header().reserved_a
     }
 
     /// Return the second reserved field.
     pub fn reserved_b(&self) -> u16 {
-        get_u16(self.buffer.as_ref(), field::RESERVED_B)
+        self.header().reserved_b.get()
     }
 
     /// Return the seq field.
     pub fn seq(&self) -> u32 {
-        get_u32(self.buffer.as_ref(), field::SEQ)
+        self.header().seq.get()
     }
 
     /// Return the session field.
     pub fn session(&self) -> u32 {
-        get_u32(self.buffer.as_ref(), field::SESSION)
+        self.header().session.get()
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> ProbePacket<T> {
     /// Set the slot field.
     pub fn set_slot(&mut self, v: u16) {
-        put_u16(self.buffer.as_mut(), field::SLOT, v);
+        self.header_mut().slot.set(v);
     }
 
     /// Set the shadow version field.
     pub fn set_ver(&mut self, v: u8) {
-        self.buffer.as_mut()[field::VER] = v;
+        self.header_mut().ver = v;
     }
 
     /// Set the seq field.
     pub fn set_seq(&mut self, v: u32) {
-        put_u32(self.buffer.as_mut(), field::SEQ, v);
+        self.header_mut().seq.set(v);
     }
 
     /// Set the session field.
     pub fn set_session(&mut self, v: u32) {
-        put_u32(self.buffer.as_mut(), field::SESSION, v);
+        self.header_mut().session.set(v);
     }
 }
 
@@ -117,25 +122,21 @@ impl ProbeRepr {
     /// Parse and validate a Probe message.
     pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &ProbePacket<&T>) -> Result<ProbeRepr> {
         packet.check_len()?;
-        if packet.version() != VERSION {
-            return Err(Error::Version(packet.version()));
-        }
-        if packet.msg_type() != MessageType::Probe {
-            return Err(Error::Field("type"));
-        }
-        if packet.ver() > 1 {
+        let h = packet.header();
+        h.prefix.check(MessageType::Probe)?;
+        if h.ver > 1 {
             return Err(Error::Field("ver"));
         }
-        if packet.reserved_a() != 0 || packet.reserved_b() != 0 {
+        if h.reserved_a != 0 || h.reserved_b != U16::ZERO {
             return Err(Error::Reserved("probe.reserved"));
         }
         Ok(ProbeRepr {
-            job: packet.job_id(),
-            rank: packet.rank(),
-            slot: packet.slot(),
-            ver: packet.ver(),
-            seq: packet.seq(),
-            session: packet.session(),
+            job: h.prefix.job.get(),
+            rank: h.prefix.rank.get(),
+            slot: h.slot.get(),
+            ver: h.ver,
+            seq: h.seq.get(),
+            session: h.session.get(),
         })
     }
 
@@ -146,14 +147,26 @@ impl ProbeRepr {
 
     /// Write the message. The packet must be at least [`LEN`] bytes long.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut ProbePacket<&mut T>) {
-        let b = packet.buffer.as_mut();
-        put_prefix(b, MessageType::Probe, self.job, self.rank);
-        put_u16(b, field::SLOT, self.slot);
-        b[field::VER] = self.ver;
-        b[field::RESERVED_A] = 0;
-        put_u16(b, field::RESERVED_B, 0);
-        put_u32(b, field::SEQ, self.seq);
-        put_u32(b, field::SESSION, self.session);
+        *packet.header_mut() = Header {
+            prefix: Prefix::new(MessageType::Probe, self.job, self.rank),
+            slot: U16::new(self.slot),
+            ver: self.ver,
+            reserved_a: 0,
+            reserved_b: U16::ZERO,
+            seq: U32::new(self.seq),
+            session: U32::new(self.session),
+        };
+    }
+}
+
+/// One line: `Probe job 7 rank 2 slot 5 ver 0 seq 65536 session 0x0a0b0c0d`.
+impl core::fmt::Display for ProbeRepr {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "Probe job {} rank {} slot {} ver {} seq {} session {:#010x}",
+            self.job, self.rank, self.slot, self.ver, self.seq, self.session
+        )
     }
 }
 
@@ -199,20 +212,34 @@ mod tests {
         assert_eq!(check(&long), Some(Error::TrailingBytes));
         let parse = |b: &[u8]| ProbeRepr::parse(&ProbePacket::new_unchecked(b));
         let mut bad = BYTES;
-        bad[field::VER] = 2;
+        ProbePacket::new_unchecked(&mut bad[..]).set_ver(2);
         assert_eq!(parse(&bad), Err(Error::Field("ver")));
         let mut bad = BYTES;
-        bad[field::RESERVED_A] = 0x80;
+        ProbePacket::new_unchecked(&mut bad[..])
+            .header_mut()
+            .reserved_a = 0x80;
         assert_eq!(parse(&bad), Err(Error::Reserved("probe.reserved")));
         let mut bad = BYTES;
-        bad[field::RESERVED_B.start] = 1;
+        ProbePacket::new_unchecked(&mut bad[..])
+            .header_mut()
+            .reserved_b = U16::new(0x100);
         assert_eq!(parse(&bad), Err(Error::Reserved("probe.reserved")));
         let mut bad = BYTES;
-        bad[prefix::TYPE] = 0x13;
+        ProbePacket::new_unchecked(&mut bad[..]).set_msg_type(MessageType::ProbeReply);
         assert_eq!(parse(&bad), Err(Error::Field("type")));
         let mut bad = BYTES;
         bad[0] = 0xFF;
         assert_eq!(parse(&bad), Err(Error::Version(0xFF)));
+    }
+
+    #[test]
+    fn display_is_one_line_with_the_key_fields() {
+        extern crate std;
+        use std::string::ToString;
+        assert_eq!(
+            REPR.to_string(),
+            "Probe job 7 rank 2 slot 5 ver 0 seq 65536 session 0x0a0b0c0d"
+        );
     }
 
     #[test]

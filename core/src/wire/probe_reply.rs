@@ -6,37 +6,39 @@
 //! 24-: seen bitmap (bitmap_len bytes)
 //! ```
 
-use super::{
-    check_exact_len, get_u16, get_u32, prefix, put_prefix, put_u16, put_u32, Error, MessageType,
-    Result, MAX_BITMAP_LEN, VERSION,
-};
+use zerocopy::network_endian::{U16, U32};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-/// Field ranges.
-pub mod field {
-    use core::ops::Range;
+use super::{check_tail_len, split, Error, MessageType, Prefix, Result, MAX_BITMAP_LEN};
 
+/// The fixed part of a ProbeReply message, in wire order; the seen bitmap follows it.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned,
+)]
+#[repr(C)]
+pub struct Header {
+    /// Version, type, job and rank.
+    pub prefix: Prefix,
     /// Job-relative slot index.
-    pub const SLOT: Range<usize> = super::prefix::LEN..8;
+    pub slot: U16,
     /// Shadow version (0 or 1).
-    pub const VER: usize = SLOT.end;
+    pub ver: u8,
     /// Slot state.
-    pub const STATE: usize = VER + 1;
+    pub state: u8,
     /// Contributions still missing.
-    pub const REMAINING: Range<usize> = STATE + 1..STATE + 3;
+    pub remaining: U16,
     /// The use number the switch holds.
-    pub const SEQ: Range<usize> = REMAINING.end..REMAINING.end + 4;
+    pub seq: U32,
     /// The switch's incarnation.
-    pub const EPOCH: Range<usize> = SEQ.end..SEQ.end + 4;
+    pub epoch: U32,
     /// The job's world size.
-    pub const WORLD: Range<usize> = EPOCH.end..EPOCH.end + 2;
+    pub world: U16,
     /// Length of the bitmap in bytes.
-    pub const BITMAP_LEN: Range<usize> = WORLD.end..WORLD.end + 2;
-    /// The seen bitmap.
-    pub const BITMAP: usize = BITMAP_LEN.end;
+    pub bitmap_len: U16,
 }
 
-/// Length of the fixed part, before the bitmap.
-pub const HEADER_LEN: usize = field::BITMAP;
+/// Length of the fixed part, before the bitmap: the size of [`Header`].
+pub const HEADER_LEN: usize = core::mem::size_of::<Header>();
 
 /// The state of a slot version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -76,110 +78,109 @@ impl From<SlotState> for u8 {
 
 super::packet_view!(
     /// A zero-copy view of a ProbeReply message.
-    ProbeReplyPacket
+    ProbeReplyPacket,
+    Header
 );
 
 impl<T: AsRef<[u8]>> ProbeReplyPacket<T> {
     /// Check that the buffer holds the fixed part and exactly `bitmap_len` bitmap bytes.
     pub fn check_len(&self) -> Result<()> {
-        let len = self.buffer.as_ref().len();
-        if len < HEADER_LEN {
-            return Err(Error::Truncated);
-        }
-        check_exact_len(len, HEADER_LEN + self.bitmap_len() as usize)
+        check_tail_len(self.buffer.as_ref().len(), HEADER_LEN, || {
+            usize::from(self.bitmap_len())
+        })
     }
 
     /// Return the slot field.
     pub fn slot(&self) -> u16 {
-        get_u16(self.buffer.as_ref(), field::SLOT)
+        self.header().slot.get()
     }
 
     /// Return the shadow version field.
     pub fn ver(&self) -> u8 {
-        self.buffer.as_ref()[field::VER]
+        self.header().ver
     }
 
     /// Return the state field.
     pub fn state(&self) -> SlotState {
-        SlotState::from(self.buffer.as_ref()[field::STATE])
+        SlotState::from(self.header().state)
     }
 
     /// Return the remaining field.
     pub fn remaining(&self) -> u16 {
-        get_u16(self.buffer.as_ref(), field::REMAINING)
+        self.header().remaining.get()
     }
 
     /// Return the seq field.
     pub fn seq(&self) -> u32 {
-        get_u32(self.buffer.as_ref(), field::SEQ)
+        self.header().seq.get()
     }
 
     /// Return the epoch field.
     pub fn epoch(&self) -> u32 {
-        get_u32(self.buffer.as_ref(), field::EPOCH)
+        self.header().epoch.get()
     }
 
     /// Return the world size field.
     pub fn world(&self) -> u16 {
-        get_u16(self.buffer.as_ref(), field::WORLD)
+        self.header().world.get()
     }
 
     /// Return the bitmap_len field.
     pub fn bitmap_len(&self) -> u16 {
-        get_u16(self.buffer.as_ref(), field::BITMAP_LEN)
+        self.header().bitmap_len.get()
     }
 
     /// Return the seen bitmap: `bitmap_len` bytes after the fixed part.
     pub fn bitmap(&self) -> &[u8] {
-        &self.buffer.as_ref()[HEADER_LEN..HEADER_LEN + self.bitmap_len() as usize]
+        &self.tail()[..usize::from(self.bitmap_len())]
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> ProbeReplyPacket<T> {
     /// Set the slot field.
     pub fn set_slot(&mut self, v: u16) {
-        put_u16(self.buffer.as_mut(), field::SLOT, v);
+        self.header_mut().slot.set(v);
     }
 
     /// Set the shadow version field.
     pub fn set_ver(&mut self, v: u8) {
-        self.buffer.as_mut()[field::VER] = v;
+        self.header_mut().ver = v;
     }
 
     /// Set the state field.
     pub fn set_state(&mut self, s: SlotState) {
-        self.buffer.as_mut()[field::STATE] = s.into();
+        self.header_mut().state = s.into();
     }
 
     /// Set the remaining field.
     pub fn set_remaining(&mut self, v: u16) {
-        put_u16(self.buffer.as_mut(), field::REMAINING, v);
+        self.header_mut().remaining.set(v);
     }
 
     /// Set the seq field.
     pub fn set_seq(&mut self, v: u32) {
-        put_u32(self.buffer.as_mut(), field::SEQ, v);
+        self.header_mut().seq.set(v);
     }
 
     /// Set the epoch field.
     pub fn set_epoch(&mut self, v: u32) {
-        put_u32(self.buffer.as_mut(), field::EPOCH, v);
+        self.header_mut().epoch.set(v);
     }
 
     /// Set the world size field.
     pub fn set_world(&mut self, v: u16) {
-        put_u16(self.buffer.as_mut(), field::WORLD, v);
+        self.header_mut().world.set(v);
     }
 
     /// Set the bitmap_len field.
     pub fn set_bitmap_len(&mut self, v: u16) {
-        put_u16(self.buffer.as_mut(), field::BITMAP_LEN, v);
+        self.header_mut().bitmap_len.set(v);
     }
 
     /// Return the seen bitmap mutably: `bitmap_len` bytes after the fixed part.
     pub fn bitmap_mut(&mut self) -> &mut [u8] {
-        let end = HEADER_LEN + self.bitmap_len() as usize;
-        &mut self.buffer.as_mut()[HEADER_LEN..end]
+        let len = usize::from(self.bitmap_len());
+        &mut self.split_mut().1[..len]
     }
 }
 
@@ -215,32 +216,26 @@ impl<'a> ProbeReplyRepr<'a> {
         packet: &ProbeReplyPacket<&'a T>,
     ) -> Result<ProbeReplyRepr<'a>> {
         packet.check_len()?;
-        if packet.version() != VERSION {
-            return Err(Error::Version(packet.version()));
-        }
-        if packet.msg_type() != MessageType::ProbeReply {
-            return Err(Error::Field("type"));
-        }
-        if packet.ver() > 1 {
+        // Borrow the bitmap for 'a, not for the lifetime of `packet`.
+        let (h, bitmap) = split::<Header>(packet.buffer.as_ref());
+        h.prefix.check(MessageType::ProbeReply)?;
+        if h.ver > 1 {
             return Err(Error::Field("ver"));
         }
-        let bitmap_len = packet.bitmap_len() as usize;
-        if bitmap_len > MAX_BITMAP_LEN {
+        if usize::from(h.bitmap_len.get()) > MAX_BITMAP_LEN {
             return Err(Error::Field("bitmap_len"));
         }
-        // Borrow the bitmap for 'a, not for the lifetime of `packet`.
-        let bytes: &'a [u8] = packet.buffer.as_ref();
         Ok(ProbeReplyRepr {
-            job: packet.job_id(),
-            rank: packet.rank(),
-            slot: packet.slot(),
-            ver: packet.ver(),
-            state: packet.state(),
-            remaining: packet.remaining(),
-            seq: packet.seq(),
-            epoch: packet.epoch(),
-            world: packet.world(),
-            seen: &bytes[HEADER_LEN..HEADER_LEN + bitmap_len],
+            job: h.prefix.job.get(),
+            rank: h.prefix.rank.get(),
+            slot: h.slot.get(),
+            ver: h.ver,
+            state: SlotState::from(h.state),
+            remaining: h.remaining.get(),
+            seq: h.seq.get(),
+            epoch: h.epoch.get(),
+            world: h.world.get(),
+            seen: bitmap,
         })
     }
 
@@ -255,17 +250,41 @@ impl<'a> ProbeReplyRepr<'a> {
         &self,
         packet: &mut ProbeReplyPacket<&mut T>,
     ) {
-        let b = packet.buffer.as_mut();
-        put_prefix(b, MessageType::ProbeReply, self.job, self.rank);
-        put_u16(b, field::SLOT, self.slot);
-        b[field::VER] = self.ver;
-        b[field::STATE] = self.state.into();
-        put_u16(b, field::REMAINING, self.remaining);
-        put_u32(b, field::SEQ, self.seq);
-        put_u32(b, field::EPOCH, self.epoch);
-        put_u16(b, field::WORLD, self.world);
-        put_u16(b, field::BITMAP_LEN, self.seen.len() as u16);
-        b[HEADER_LEN..HEADER_LEN + self.seen.len()].copy_from_slice(self.seen);
+        let (h, bitmap) = packet.split_mut();
+        *h = Header {
+            prefix: Prefix::new(MessageType::ProbeReply, self.job, self.rank),
+            slot: U16::new(self.slot),
+            ver: self.ver,
+            state: self.state.into(),
+            remaining: U16::new(self.remaining),
+            seq: U32::new(self.seq),
+            epoch: U32::new(self.epoch),
+            world: U16::new(self.world),
+            bitmap_len: U16::new(self.seen.len() as u16),
+        };
+        bitmap[..self.seen.len()].copy_from_slice(self.seen);
+    }
+}
+
+/// One line: `ProbeReply job 7 rank 2 slot 5 ver 1 seq 9 state Collecting remaining 3
+/// world 12 seen 9/12 epoch 0x0000002a` (`seen`: ranks in the bitmap / world).
+impl core::fmt::Display for ProbeReplyRepr<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "ProbeReply job {} rank {} slot {} ver {} seq {} state {:?} remaining {} world {} \
+             seen {} epoch {:#010x}",
+            self.job,
+            super::show::Rank(self.rank),
+            self.slot,
+            self.ver,
+            self.seq,
+            self.state,
+            self.remaining,
+            self.world,
+            super::show::Ranks(self.seen, self.world),
+            self.epoch
+        )
     }
 }
 
@@ -330,18 +349,29 @@ mod tests {
             ProbeReplyRepr::parse(&ProbeReplyPacket::new_unchecked(b))
         }
         let mut bad = BYTES;
-        bad[field::VER] = 3;
+        ProbeReplyPacket::new_unchecked(&mut bad[..]).set_ver(3);
         assert_eq!(parse(&bad), Err(Error::Field("ver")));
         let mut bad = BYTES;
-        bad[prefix::TYPE] = 0x11;
+        ProbeReplyPacket::new_unchecked(&mut bad[..]).set_msg_type(MessageType::JoinReply);
         assert_eq!(parse(&bad), Err(Error::Field("type")));
         let mut bad = BYTES;
         bad[0] = 0;
         assert_eq!(parse(&bad), Err(Error::Version(0)));
         let mut big = [0u8; HEADER_LEN + MAX_BITMAP_LEN + 1];
         big[..HEADER_LEN].copy_from_slice(&BYTES[..HEADER_LEN]);
-        big[field::BITMAP_LEN].copy_from_slice(&(MAX_BITMAP_LEN as u16 + 1).to_be_bytes());
+        ProbeReplyPacket::new_unchecked(&mut big[..]).set_bitmap_len(MAX_BITMAP_LEN as u16 + 1);
         assert_eq!(parse(&big), Err(Error::Field("bitmap_len")));
+    }
+
+    #[test]
+    fn display_is_one_line_with_the_key_fields() {
+        extern crate std;
+        use std::string::ToString;
+        assert_eq!(
+            REPR.to_string(),
+            "ProbeReply job 7 rank 2 slot 5 ver 1 seq 9 state Collecting remaining 3 world 12 \
+             seen 9/12 epoch 0x0000002a"
+        );
     }
 
     #[test]

@@ -4,24 +4,30 @@
 //!  0: version | 1: type | 2-3: job | 4-5: rank (any; echoed) | 6-7: reserved
 //! ```
 
-use super::{
-    check_exact_len, get_u16, prefix, put_prefix, put_u16, Error, MessageType, Result, VERSION,
-};
+use zerocopy::network_endian::U16;
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-/// Field ranges.
-pub mod field {
-    use core::ops::Range;
+use super::{check_exact_len, Error, MessageType, Prefix, Result};
 
+/// A Status message, in wire order.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned,
+)]
+#[repr(C)]
+pub struct Header {
+    /// Version, type, job and rank.
+    pub prefix: Prefix,
     /// Reserved pair of bytes.
-    pub const RESERVED: Range<usize> = super::prefix::LEN..8;
+    pub reserved: U16,
 }
 
-/// Length of a Status message.
-pub const LEN: usize = field::RESERVED.end;
+/// Length of a Status message: the size of [`Header`].
+pub const LEN: usize = core::mem::size_of::<Header>();
 
 super::packet_view!(
     /// A zero-copy view of a Status message.
-    StatusPacket
+    StatusPacket,
+    Header
 );
 
 impl<T: AsRef<[u8]>> StatusPacket<T> {
@@ -32,7 +38,7 @@ impl<T: AsRef<[u8]>> StatusPacket<T> {
 
     /// Return the reserved field.
     pub fn reserved(&self) -> u16 {
-        get_u16(self.buffer.as_ref(), field::RESERVED)
+        self.header().reserved.get()
     }
 }
 
@@ -50,18 +56,14 @@ impl StatusRepr {
     /// Parse and validate a Status message.
     pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &StatusPacket<&T>) -> Result<StatusRepr> {
         packet.check_len()?;
-        if packet.version() != VERSION {
-            return Err(Error::Version(packet.version()));
-        }
-        if packet.msg_type() != MessageType::Status {
-            return Err(Error::Field("type"));
-        }
-        if packet.reserved() != 0 {
+        let h = packet.header();
+        h.prefix.check(MessageType::Status)?;
+        if h.reserved != U16::ZERO {
             return Err(Error::Reserved("status.reserved"));
         }
         Ok(StatusRepr {
-            job: packet.job_id(),
-            rank: packet.rank(),
+            job: h.prefix.job.get(),
+            rank: h.prefix.rank.get(),
         })
     }
 
@@ -72,9 +74,17 @@ impl StatusRepr {
 
     /// Write the message into a buffer of at least [`LEN`] bytes.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut StatusPacket<&mut T>) {
-        let b = packet.buffer.as_mut();
-        put_prefix(b, MessageType::Status, self.job, self.rank);
-        put_u16(b, field::RESERVED, 0);
+        *packet.header_mut() = Header {
+            prefix: Prefix::new(MessageType::Status, self.job, self.rank),
+            reserved: U16::ZERO,
+        };
+    }
+}
+
+/// One line: `Status job 7 rank 9`.
+impl core::fmt::Display for StatusRepr {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "Status job {} rank {}", self.job, self.rank)
     }
 }
 
@@ -95,6 +105,16 @@ mod tests {
         let mut b = [0xAA; 8];
         StatusRepr { job: 7, rank: 9 }.emit(&mut StatusPacket::new_unchecked(&mut b[..]));
         assert_eq!(b, BYTES);
+    }
+
+    #[test]
+    fn display_is_one_line_with_the_key_fields() {
+        extern crate std;
+        use std::string::ToString;
+        assert_eq!(
+            StatusRepr { job: 7, rank: 9 }.to_string(),
+            "Status job 7 rank 9"
+        );
     }
 
     #[test]

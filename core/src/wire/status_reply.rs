@@ -7,37 +7,39 @@
 //! 20-251: twenty-nine u64 counters | 252-: joined bitmap
 //! ```
 
-use super::{
-    check_exact_len, get_u16, get_u32, prefix, put_prefix, put_u16, put_u32, Error, MessageType,
-    Result, MAX_BITMAP_LEN, VERSION,
-};
+use zerocopy::network_endian::{U16, U32, U64};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-/// Field ranges.
-pub mod field {
-    use core::ops::Range;
+use super::{check_tail_len, split, Error, MessageType, Prefix, Result, MAX_BITMAP_LEN};
 
+/// The fixed part of a StatusReply message, in wire order; the joined bitmap follows it.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned,
+)]
+#[repr(C)]
+pub struct Header {
+    /// Version, type, job and rank.
+    pub prefix: Prefix,
     /// The job's world size.
-    pub const WORLD: Range<usize> = super::prefix::LEN..8;
+    pub world: U16,
     /// Flag bits.
-    pub const FLAGS: usize = WORLD.end;
+    pub flags: u8,
     /// Reserved byte.
-    pub const RESERVED_A: usize = FLAGS + 1;
+    pub reserved_a: u8,
     /// Slots in the job's range.
-    pub const SLOT_COUNT: Range<usize> = RESERVED_A + 1..RESERVED_A + 3;
+    pub slot_count: U16,
     /// The switch's incarnation.
-    pub const EPOCH: Range<usize> = SLOT_COUNT.end..SLOT_COUNT.end + 4;
+    pub epoch: U32,
     /// Length of the bitmap in bytes.
-    pub const BITMAP_LEN: Range<usize> = EPOCH.end..EPOCH.end + 2;
+    pub bitmap_len: U16,
     /// Reserved pair of bytes.
-    pub const RESERVED_B: Range<usize> = BITMAP_LEN.end..BITMAP_LEN.end + 2;
-    /// The counters, [`super::StatusCounters::COUNT`] big-endian u64s.
-    pub const COUNTERS: usize = RESERVED_B.end;
-    /// The joined bitmap.
-    pub const BITMAP: usize = COUNTERS + 8 * super::StatusCounters::COUNT;
+    pub reserved_b: U16,
+    /// The counters, in the order of [`StatusCounters::to_array`].
+    pub counters: [U64; StatusCounters::COUNT],
 }
 
-/// Length of the fixed part, before the bitmap.
-pub const HEADER_LEN: usize = field::BITMAP;
+/// Length of the fixed part, before the bitmap: the size of [`Header`].
+pub const HEADER_LEN: usize = core::mem::size_of::<Header>();
 
 /// The flag bits of a StatusReply. Unknown bits are kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -53,6 +55,19 @@ impl StatusFlags {
     /// Return whether every bit of `other` is set.
     pub const fn contains(self, other: StatusFlags) -> bool {
         self.0 & other.0 == other.0
+    }
+}
+
+impl core::fmt::Display for StatusFlags {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        super::show::flags(
+            f,
+            self.0,
+            &[
+                (StatusFlags::ALL_JOINED.0, "ALL_JOINED"),
+                (StatusFlags::RUN_OPEN.0, "RUN_OPEN"),
+            ],
+        )
     }
 }
 
@@ -149,68 +164,57 @@ impl StatusCounters {
 
 super::packet_view!(
     /// A zero-copy view of a StatusReply message.
-    StatusReplyPacket
+    StatusReplyPacket,
+    Header
 );
 
 impl<T: AsRef<[u8]>> StatusReplyPacket<T> {
     /// Check that the buffer holds the fixed part and exactly `bitmap_len` bitmap bytes.
     pub fn check_len(&self) -> Result<()> {
-        let len = self.buffer.as_ref().len();
-        if len < HEADER_LEN {
-            return Err(Error::Truncated);
-        }
-        check_exact_len(len, HEADER_LEN + usize::from(self.bitmap_len()))
-    }
-
-    fn b(&self) -> &[u8] {
-        self.buffer.as_ref()
+        check_tail_len(self.buffer.as_ref().len(), HEADER_LEN, || {
+            usize::from(self.bitmap_len())
+        })
     }
 
     /// Return the world size field.
     pub fn world(&self) -> u16 {
-        get_u16(self.b(), field::WORLD)
+        self.header().world.get()
     }
 
     /// Return the flags field.
     pub fn flags(&self) -> StatusFlags {
-        StatusFlags(self.b()[field::FLAGS])
+        StatusFlags(self.header().flags)
     }
 
     /// Return the slot count field.
     pub fn slot_count(&self) -> u16 {
-        get_u16(self.b(), field::SLOT_COUNT)
+        self.header().slot_count.get()
     }
 
     /// Return the epoch field.
     pub fn epoch(&self) -> u32 {
-        get_u32(self.b(), field::EPOCH)
+        self.header().epoch.get()
     }
 
     /// Return the bitmap length field.
     pub fn bitmap_len(&self) -> u16 {
-        get_u16(self.b(), field::BITMAP_LEN)
+        self.header().bitmap_len.get()
     }
 
     /// Return whether both reserved fields are zero.
     pub fn reserved_is_zero(&self) -> bool {
-        self.b()[field::RESERVED_A] == 0 && get_u16(self.b(), field::RESERVED_B) == 0
+        let h = self.header();
+        h.reserved_a == 0 && h.reserved_b == U16::ZERO
     }
 
     /// Return the counters.
     pub fn counters(&self) -> StatusCounters {
-        let mut a = [0u64; StatusCounters::COUNT];
-        for (i, c) in a.iter_mut().enumerate() {
-            let at = field::COUNTERS + 8 * i;
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&self.b()[at..at + 8]);
-            *c = u64::from_be_bytes(w);
-        }
-        StatusCounters::from_array(a)
+        StatusCounters::from_array(self.header().counters.map(U64::get))
     }
 
     /// Return the joined bitmap.
     pub fn bitmap(&self) -> &[u8] {
-        &self.b()[HEADER_LEN..]
+        self.tail()
     }
 }
 
@@ -242,28 +246,24 @@ impl<'a> StatusReplyRepr<'a> {
         packet: &StatusReplyPacket<&'a T>,
     ) -> Result<StatusReplyRepr<'a>> {
         packet.check_len()?;
-        if packet.version() != VERSION {
-            return Err(Error::Version(packet.version()));
-        }
-        if packet.msg_type() != MessageType::StatusReply {
-            return Err(Error::Field("type"));
-        }
-        if usize::from(packet.bitmap_len()) > MAX_BITMAP_LEN {
+        // Borrow the bitmap for 'a, not for the lifetime of `packet`.
+        let (h, bitmap) = split::<Header>(packet.buffer.as_ref());
+        h.prefix.check(MessageType::StatusReply)?;
+        if usize::from(h.bitmap_len.get()) > MAX_BITMAP_LEN {
             return Err(Error::Field("bitmap_len"));
         }
         if !packet.reserved_is_zero() {
             return Err(Error::Reserved("status_reply.reserved"));
         }
-        let bytes: &'a [u8] = packet.buffer.as_ref();
         Ok(StatusReplyRepr {
-            job: packet.job_id(),
-            rank: packet.rank(),
-            world: packet.world(),
-            flags: packet.flags(),
-            slot_count: packet.slot_count(),
-            epoch: packet.epoch(),
-            counters: packet.counters(),
-            joined: &bytes[HEADER_LEN..],
+            job: h.prefix.job.get(),
+            rank: h.prefix.rank.get(),
+            world: h.world.get(),
+            flags: StatusFlags(h.flags),
+            slot_count: h.slot_count.get(),
+            epoch: h.epoch.get(),
+            counters: StatusCounters::from_array(h.counters.map(U64::get)),
+            joined: bitmap,
         })
     }
 
@@ -277,20 +277,48 @@ impl<'a> StatusReplyRepr<'a> {
         &self,
         packet: &mut StatusReplyPacket<&mut T>,
     ) {
-        let b = packet.buffer.as_mut();
-        put_prefix(b, MessageType::StatusReply, self.job, self.rank);
-        put_u16(b, field::WORLD, self.world);
-        b[field::FLAGS] = self.flags.0;
-        b[field::RESERVED_A] = 0;
-        put_u16(b, field::SLOT_COUNT, self.slot_count);
-        put_u32(b, field::EPOCH, self.epoch);
-        put_u16(b, field::BITMAP_LEN, self.joined.len() as u16);
-        put_u16(b, field::RESERVED_B, 0);
-        for (i, c) in self.counters.to_array().iter().enumerate() {
-            let at = field::COUNTERS + 8 * i;
-            b[at..at + 8].copy_from_slice(&c.to_be_bytes());
+        let (h, bitmap) = packet.split_mut();
+        *h = Header {
+            prefix: Prefix::new(MessageType::StatusReply, self.job, self.rank),
+            world: U16::new(self.world),
+            flags: self.flags.0,
+            reserved_a: 0,
+            slot_count: U16::new(self.slot_count),
+            epoch: U32::new(self.epoch),
+            bitmap_len: U16::new(self.joined.len() as u16),
+            reserved_b: U16::ZERO,
+            counters: self.counters.to_array().map(U64::new),
+        };
+        bitmap[..self.joined.len()].copy_from_slice(self.joined);
+    }
+}
+
+/// One line: `StatusReply job 7 rank 1 world 10 slot_count 16 epoch 0x01020304 joined 10/10
+/// received 1 dropped 2 contributions 3 completions 4 runs 13 flags ALL_JOINED` (a few
+/// counters; `joined`: ranks in the bitmap / world; no `flags` when none is set).
+impl core::fmt::Display for StatusReplyRepr<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let c = &self.counters;
+        write!(
+            f,
+            "StatusReply job {} rank {} world {} slot_count {} epoch {:#010x} joined {} \
+             received {} dropped {} contributions {} completions {} runs {}",
+            self.job,
+            self.rank,
+            self.world,
+            self.slot_count,
+            self.epoch,
+            super::show::Ranks(self.joined, self.world),
+            c.received,
+            c.dropped,
+            c.contributions,
+            c.completions,
+            c.runs
+        )?;
+        if self.flags != StatusFlags::default() {
+            write!(f, " flags {}", self.flags)?;
         }
-        b[HEADER_LEN..HEADER_LEN + self.joined.len()].copy_from_slice(self.joined);
+        Ok(())
     }
 }
 
@@ -371,6 +399,17 @@ mod tests {
         assert_eq!(
             StatusReplyRepr::parse(&StatusReplyPacket::new_unchecked(&bad[..])),
             Err(Error::Reserved("status_reply.reserved"))
+        );
+    }
+
+    #[test]
+    fn display_is_one_line_with_the_key_fields() {
+        extern crate std;
+        use std::string::ToString;
+        assert_eq!(
+            repr(&[0xFF, 0x03]).to_string(),
+            "StatusReply job 7 rank 1 world 10 slot_count 16 epoch 0x01020304 joined 10/10 \
+             received 1 dropped 2 contributions 3 completions 4 runs 13 flags ALL_JOINED"
         );
     }
 

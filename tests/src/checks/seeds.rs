@@ -12,7 +12,8 @@ use crate::checks::switch::{self, session_of, SwitchOp, NONCES};
 use crate::checks::worker::{self, Setup, TensorSpec, WorkerOp};
 use crate::scenarios;
 use crate::vectors::{load, WIRE};
-use switchml_core::wire::{join, prefix, MessageType};
+use switchml_core::wire::{join, JoinPacket, MessageType, Prefix};
+use zerocopy::FromBytes;
 
 /// Named seed inputs of one target: `(name, bytes)`.
 pub type Seeds = Vec<(String, Vec<u8>)>;
@@ -84,29 +85,23 @@ fn leave(rank: u16, session: u32) -> SwitchOp {
 /// test job (3 slots, chunks of `K` = 4), keeping each one's relation to the run's shape:
 /// whole range to whole range, half to one slot, a chunk one too large still too large.
 fn fit_join(bytes: &mut [u8]) {
-    let field =
-        |r: core::ops::Range<usize>, b: &[u8]| u16::from_be_bytes([b[r.start], b[r.start + 1]]);
-    let (lo, n, count) = (
-        join::field::SLOT_LO,
-        join::field::SLOT_COUNT,
-        join::field::COUNT,
-    );
-    let slot_lo = match field(lo.clone(), bytes) {
+    let mut join = JoinPacket::new_unchecked(bytes);
+    let slot_lo = match join.slot_lo() {
         4 => 1,
         other => other,
     };
-    let slot_count = match field(n.clone(), bytes) {
+    let slot_count = match join.slot_count() {
         8 => 3,
         4 => 1,
         other => other,
     };
-    let chunk = match field(count.clone(), bytes) {
+    let chunk = match join.count() {
         c @ 0..=8 => c.div_ceil(2),
         c => c - 4,
     };
-    bytes[lo].copy_from_slice(&slot_lo.to_be_bytes());
-    bytes[n].copy_from_slice(&slot_count.to_be_bytes());
-    bytes[count].copy_from_slice(&chunk.to_be_bytes());
+    join.set_slot_lo(slot_lo);
+    join.set_slot_count(slot_count);
+    join.set_count(chunk);
 }
 
 /// The golden switch scenarios, one after the other with a job restart between them, as raw
@@ -124,13 +119,12 @@ fn scenarios() -> Vec<SwitchOp> {
                 continue;
             };
             if job == s.job.id {
-                bytes[prefix::JOB].copy_from_slice(&switch::JOB_IDS[0].to_be_bytes());
-                let key = join::field::KEY;
+                let (prefix, _) = Prefix::mut_from_prefix(&mut bytes).expect("peek read it");
+                prefix.job.set(switch::JOB_IDS[0]);
                 if kind == MessageType::Join && bytes.len() == join::LEN {
-                    let right = u64::from_be_bytes(bytes[key.clone()].try_into().expect("8"));
+                    let mut join = JoinPacket::new_unchecked(&mut bytes[..]);
                     // The scenario's key becomes the job's; a wrong one stays wrong.
-                    let mapped = switch::KEYS[0] ^ right ^ s.job.key;
-                    bytes[key].copy_from_slice(&mapped.to_be_bytes());
+                    join.set_key(switch::KEYS[0] ^ join.key() ^ s.job.key);
                     fit_join(&mut bytes);
                 }
             }

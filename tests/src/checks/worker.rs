@@ -491,7 +491,7 @@ impl Checker {
                     "resend without RETRANSMIT"
                 );
                 // The flags byte is the only one a resend may change.
-                let flags = switchml_core::wire::data::field::FLAGS;
+                let flags = core::mem::offset_of!(switchml_core::wire::data::Header, flags);
                 let same = first.len() == bytes.len()
                     && first
                         .iter()
