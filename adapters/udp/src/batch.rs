@@ -1,33 +1,60 @@
 //! Batched datagram I/O: one `recvmmsg(2)` or `sendmmsg(2)` moves up to a batch of
 //! datagrams, so the per-syscall cost is paid once per batch instead of once per packet.
+//! With segmentation offload ([`offload`](crate::offload)) one entry of either carries a
+//! run of datagrams: a send groups equal-size datagrams to one destination behind one
+//! `UDP_SEGMENT`, and a receive cuts a `UDP_GRO` buffer back into datagrams at its stride,
+//! so that callers still see one datagram at a time.
 //!
 //! Both batches own every buffer they use, allocated once: nothing allocates per packet.
-//! The C headers (`mmsghdr`, `iovec`) point into those buffers and are rebuilt right before
-//! each syscall, so moving a batch never leaves a dangling pointer behind.
+//! The C headers (`mmsghdr`, `iovec`, control messages) point into those buffers and are
+//! rebuilt right before each syscall, so moving a batch never leaves a dangling pointer
+//! behind.
 
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
 use std::time::Duration;
 
+use crate::offload::{
+    gro_split, gro_stride, gso_run, set_segment, Control, GRO_BUFFER, GRO_MAX_SEGMENTS,
+};
 use crate::sockaddr::{from_storage, to_storage};
 use crate::socket::wait_writable;
 
 /// Datagrams received by one `recvmmsg`.
 pub struct RecvBatch {
+    /// The longest datagram kept whole; a longer one is reported cut.
     size: usize,
+    /// Bytes per receive buffer: `size`, or [`GRO_BUFFER`] with GRO.
+    room: usize,
+    gro: bool,
     bufs: Vec<u8>,
     addrs: Vec<libc::sockaddr_storage>,
     iovecs: Vec<libc::iovec>,
     headers: Vec<libc::mmsghdr>,
+    controls: Vec<Control>,
+    /// The datagrams of the last `recv`, GRO buffers cut at their stride.
+    datagrams: Vec<Received>,
     received: usize,
     refused: bool,
 }
 
 // SAFETY: the raw pointers inside `iovecs` and `headers` point only into this batch's own
-// heap buffers, are rewritten before every syscall and are never dereferenced by Rust code;
-// no other thread can reach them.
+// heap buffers, are rewritten before every syscall and are never dereferenced by Rust code
+// outside the calls that fill them; no other thread can reach them.
 unsafe impl Send for RecvBatch {}
+
+/// Where one received datagram lies.
+#[derive(Debug, Clone, Copy, Default)]
+struct Received {
+    /// The receive buffer (and source address) it came in.
+    entry: usize,
+    /// Its first byte in `bufs`.
+    start: usize,
+    /// Its length, at most `size`.
+    len: usize,
+    truncated: bool,
+}
 
 /// One received datagram.
 #[derive(Debug)]
@@ -36,14 +63,22 @@ pub struct Datagram<'a> {
     pub bytes: &'a [u8],
     /// Where it came from.
     pub from: Option<SocketAddr>,
-    /// Whether it was longer than the buffer and cut (`MSG_TRUNC`).
+    /// Whether it was longer than the batch's datagram size and cut.
     pub truncated: bool,
 }
 
 impl RecvBatch {
-    /// Make room for `batch` datagrams of up to `size` bytes each.
+    /// Make room for `batch` datagrams of up to `size` bytes each (no GRO).
     pub fn new(batch: usize, size: usize) -> RecvBatch {
+        RecvBatch::with_gro(batch, size, false)
+    }
+
+    /// Make room for `batch` receive buffers for datagrams of up to `size` bytes each; with
+    /// `gro` (the socket has `UDP_GRO` on), each buffer holds a coalesced run of them.
+    pub fn with_gro(batch: usize, size: usize, gro: bool) -> RecvBatch {
         let batch = batch.max(1);
+        let room = if gro { GRO_BUFFER.max(size) } else { size };
+        let per_entry = if gro { GRO_MAX_SEGMENTS } else { 1 };
         // SAFETY: all-zero is a valid value of these plain C structs (null pointers, zero
         // lengths); they are filled in before use.
         let (storage, iovec, header) = unsafe {
@@ -55,17 +90,22 @@ impl RecvBatch {
         };
         RecvBatch {
             size,
-            bufs: vec![0; batch * size],
+            room,
+            gro,
+            bufs: vec![0; batch * room],
             addrs: vec![storage; batch],
             iovecs: vec![iovec; batch],
             headers: vec![header; batch],
+            controls: vec![Control::EMPTY; if gro { batch } else { 0 }],
+            datagrams: vec![Received::default(); batch * per_entry],
             received: 0,
             refused: false,
         }
     }
 
-    /// Receive what is waiting on non-blocking `fd`, up to a batch; return how many.
-    /// Nothing waiting is `Ok(0)`, and so is a refusal ([`RecvBatch::refused`]).
+    /// Receive what is waiting on non-blocking `fd`, up to a batch; return how many
+    /// datagrams came (a GRO buffer counts as the datagrams it holds). Nothing waiting is
+    /// `Ok(0)`, and so is a refusal ([`RecvBatch::refused`]).
     pub fn recv(&mut self, fd: RawFd) -> io::Result<usize> {
         self.received = 0;
         self.refused = false;
@@ -77,20 +117,29 @@ impl RecvBatch {
             .zip(self.addrs.iter_mut())
             .enumerate()
         {
-            // SAFETY: `i * size` is within `bufs` (len `batch * size`).
-            iov.iov_base = unsafe { base.add(i * self.size) }.cast();
-            iov.iov_len = self.size;
+            // SAFETY: `i * room` is within `bufs` (len `batch * room`).
+            iov.iov_base = unsafe { base.add(i * self.room) }.cast();
+            iov.iov_len = self.room;
             hdr.msg_hdr.msg_name = (addr as *mut libc::sockaddr_storage).cast();
             hdr.msg_hdr.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
             hdr.msg_hdr.msg_iov = iov;
             hdr.msg_hdr.msg_iovlen = 1;
-            hdr.msg_hdr.msg_control = std::ptr::null_mut();
-            hdr.msg_hdr.msg_controllen = 0;
+            match self.controls.get_mut(i) {
+                Some(c) => {
+                    hdr.msg_hdr.msg_control = c.as_mut_ptr();
+                    hdr.msg_hdr.msg_controllen = size_of::<Control>() as _;
+                }
+                None => {
+                    hdr.msg_hdr.msg_control = std::ptr::null_mut();
+                    hdr.msg_hdr.msg_controllen = 0;
+                }
+            }
             hdr.msg_hdr.msg_flags = 0;
             hdr.msg_len = 0;
         }
-        // SAFETY: every header points at a live iovec covering `size` bytes of `bufs` and
-        // at a live sockaddr_storage with its size; the count passed is the array length.
+        // SAFETY: every header points at a live iovec covering `room` bytes of `bufs`, at a
+        // live sockaddr_storage with its size, and at a live control buffer with its size
+        // (or none); the count passed is the array length.
         let n = unsafe {
             libc::recvmmsg(
                 fd,
@@ -112,8 +161,39 @@ impl RecvBatch {
                 _ => Err(err),
             };
         }
-        self.received = n as usize;
+        let entries = (n as usize).min(self.headers.len());
+        for entry in 0..entries {
+            self.split(entry);
+        }
         Ok(self.received)
+    }
+
+    /// List the datagrams of receive buffer `entry`: one, or a GRO run cut at its stride.
+    fn split(&mut self, entry: usize) {
+        let hdr = &self.headers[entry];
+        let len = (hdr.msg_len as usize).min(self.room);
+        let cut = hdr.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
+        let stride = if self.gro {
+            gro_stride(&hdr.msg_hdr)
+        } else {
+            None
+        };
+        let mut parts = gro_split(len, stride).peekable();
+        while let Some((at, part)) = parts.next() {
+            let Some(slot) = self.datagrams.get_mut(self.received) else {
+                // More than a buffer can hold (the kernel never coalesces that many): the
+                // rest is lost, as an overflowing socket buffer would lose it.
+                return;
+            };
+            let last = parts.peek().is_none();
+            *slot = Received {
+                entry,
+                start: entry * self.room + at,
+                len: part.min(self.size),
+                truncated: part > self.size || (cut && last),
+            };
+            self.received += 1;
+        }
     }
 
     /// Return whether the last `recv` found, instead of datagrams, that one we sent on this
@@ -127,27 +207,34 @@ impl RecvBatch {
         if i >= self.received {
             return None;
         }
-        let hdr = &self.headers[i];
-        let len = (hdr.msg_len as usize).min(self.size);
-        let start = i * self.size;
+        let d = self.datagrams.get(i)?;
         Some(Datagram {
-            bytes: &self.bufs[start..start + len],
-            from: from_storage(&self.addrs[i]),
-            truncated: hdr.msg_hdr.msg_flags & libc::MSG_TRUNC != 0,
+            bytes: self.bufs.get(d.start..d.start + d.len)?,
+            from: self.addrs.get(d.entry).and_then(from_storage),
+            truncated: d.truncated,
         })
     }
 }
 
 /// Datagrams queued for one `sendmmsg`. Several entries may share one buffer (replicas of
-/// a multicast).
+/// a multicast). With GSO ([`SendBatch::set_gso`]) a flush groups the queued datagrams by
+/// destination (keeping their order per destination) and sends each run of equal-size
+/// datagrams to one destination as one `UDP_SEGMENT` message.
 pub struct SendBatch {
     size: usize,
     bufs: Vec<u8>,
     used: usize,
     entries: Vec<Entry>,
     queued: usize,
+    gso: bool,
+    /// The order a flush sends the entries in.
+    order: Vec<usize>,
+    /// One per entry, in `order`: a message's datagrams are consecutive iovecs.
     iovecs: Vec<libc::iovec>,
     headers: Vec<libc::mmsghdr>,
+    controls: Vec<Control>,
+    /// How many datagrams each built message carries.
+    segments: Vec<usize>,
     failure: Option<Failure>,
 }
 
@@ -159,6 +246,7 @@ unsafe impl Send for SendBatch {}
 struct Entry {
     buf: usize,
     len: usize,
+    dest: Option<SocketAddr>,
     to: libc::sockaddr_storage,
     to_len: libc::socklen_t,
 }
@@ -251,6 +339,7 @@ impl SendBatch {
         let entry = Entry {
             buf: 0,
             len: 0,
+            dest: None,
             to: storage,
             to_len: 0,
         };
@@ -260,10 +349,21 @@ impl SendBatch {
             used: 0,
             entries: vec![entry; entries],
             queued: 0,
+            gso: false,
+            order: Vec::with_capacity(entries),
             iovecs: vec![iovec; entries],
             headers: vec![header; entries],
+            controls: vec![Control::EMPTY; entries],
+            segments: vec![0; entries],
             failure: None,
         }
+    }
+
+    /// Send runs of equal-size datagrams to one destination as one GSO message (the socket
+    /// must support `UDP_SEGMENT`: [`Offload::enable`](crate::offload::Offload::enable)).
+    /// A send that fails with `EIO` turns it off again.
+    pub fn set_gso(&mut self, on: bool) {
+        self.gso = on;
     }
 
     /// Return the next free buffer and its index, or `None` when every buffer is taken.
@@ -298,6 +398,7 @@ impl SendBatch {
         };
         e.buf = buf;
         e.len = len.min(self.size);
+        e.dest = to.copied();
         e.to_len = match to {
             Some(a) => to_storage(a, &mut e.to),
             None => 0,
@@ -310,47 +411,36 @@ impl SendBatch {
     /// them) until [`SendBatch::clear`].
     ///
     /// A datagram the kernel will not send (a bad destination, say) is skipped and counted
-    /// as failed, and the rest go on; [`SendBatch::take_failure`] tells the first. Only an
-    /// unusable socket ([`is_fatal`]) is an error. The loop ends: each turn either moves past
-    /// a datagram or uses up one of a bounded number of waits for room.
+    /// as failed, and the rest go on; [`SendBatch::take_failure`] tells the first. A GSO
+    /// message the kernel refuses is sent again one datagram at a time, so that each
+    /// datagram's fate is its own (and `EIO`, a device that cannot segment, turns GSO off).
+    /// Only an unusable socket ([`is_fatal`]) is an error. The loop ends: each turn either
+    /// moves past a datagram, splits a GSO message once, or uses up one of a bounded number
+    /// of waits for room.
     pub fn flush(&mut self, fd: RawFd) -> io::Result<Flushed> {
         let mut done = Flushed::default();
-        let base = self.bufs.as_mut_ptr();
-        for i in 0..self.queued {
-            let e = &mut self.entries[i];
-            let (iov, hdr) = (&mut self.iovecs[i], &mut self.headers[i]);
-            // SAFETY: `e.buf < used <= buffers`, so the offset is within `bufs`.
-            iov.iov_base = unsafe { base.add(e.buf * self.size) }.cast();
-            iov.iov_len = e.len;
-            hdr.msg_hdr.msg_name = if e.to_len == 0 {
-                std::ptr::null_mut()
-            } else {
-                (&mut e.to as *mut libc::sockaddr_storage).cast()
-            };
-            hdr.msg_hdr.msg_namelen = e.to_len;
-            hdr.msg_hdr.msg_iov = iov;
-            hdr.msg_hdr.msg_iovlen = 1;
-            hdr.msg_hdr.msg_control = std::ptr::null_mut();
-            hdr.msg_hdr.msg_controllen = 0;
-            hdr.msg_hdr.msg_flags = 0;
-            hdr.msg_len = 0;
-        }
+        self.arrange();
+        // Entries before `at` (in `order`) are done; those before `alone` go one per message.
         let mut at = 0;
+        let mut alone = 0;
         let mut stalls = 0;
         while at < self.queued {
-            // SAFETY: headers `at..queued` were initialised above to point at live iovecs
-            // over `bufs` and at live addresses (or null for a connected socket).
+            let messages = self.build(at, alone);
+            // SAFETY: `build` initialised headers `0..messages` to point at live iovecs
+            // over `bufs`, at live addresses (or null for a connected socket) and at live
+            // control buffers (or none); `messages` is at most the array length.
             let n = unsafe {
                 libc::sendmmsg(
                     fd,
-                    self.headers.as_mut_ptr().add(at),
-                    (self.queued - at) as libc::c_uint,
+                    self.headers.as_mut_ptr(),
+                    messages as libc::c_uint,
                     libc::MSG_DONTWAIT,
                 )
             };
             if n > 0 {
-                at += n as usize;
-                done.sent += n as usize;
+                let sent: usize = self.segments[..(n as usize).min(messages)].iter().sum();
+                at += sent;
+                done.sent += sent;
                 continue;
             }
             let err = io::Error::last_os_error();
@@ -364,6 +454,13 @@ impl SendBatch {
                 SendError::Fatal => {
                     self.queued = 0;
                     return Err(err);
+                }
+                SendError::Datagram if self.segments[0] > 1 => {
+                    // Retry the run one datagram at a time: each gets its own verdict.
+                    if errno == libc::EIO {
+                        self.gso = false;
+                    }
+                    alone = at + self.segments[0];
                 }
                 SendError::Datagram => {
                     self.note_failure(at, errno);
@@ -388,6 +485,72 @@ impl SendBatch {
         Ok(done)
     }
 
+    /// Decide the order of the queued entries: as queued, or with GSO grouped by
+    /// destination, each destination's datagrams in the order they were queued (the daemon
+    /// queues a result to every lane, then the next result to every lane: grouped, each
+    /// lane's results make one run).
+    fn arrange(&mut self) {
+        self.order.clear();
+        self.order.extend(0..self.queued);
+        let entries = &self.entries[..self.queued];
+        let mixed = entries.windows(2).any(|w| w[0].dest != w[1].dest);
+        if self.gso && mixed {
+            self.order
+                .sort_unstable_by(|&a, &b| entries[a].dest.cmp(&entries[b].dest).then(a.cmp(&b)));
+        }
+    }
+
+    /// Build the headers for the entries from `order[at]` on, GSO runs where allowed (not
+    /// before `order[alone]`); return how many messages.
+    fn build(&mut self, at: usize, alone: usize) -> usize {
+        let base = self.bufs.as_mut_ptr();
+        let mut e = at;
+        let mut m = 0;
+        while e < self.queued && m < self.headers.len() {
+            let run = if self.gso && e >= alone {
+                let entries = &self.entries;
+                gso_run(
+                    self.order[e..self.queued]
+                        .iter()
+                        .map(|&i| (entries[i].dest, entries[i].len)),
+                )
+                .max(1)
+            } else {
+                1
+            };
+            for k in e..e + run {
+                let entry = &self.entries[self.order[k]];
+                let iov = &mut self.iovecs[k];
+                // SAFETY: `entry.buf < used <= buffers`, so the offset is within `bufs`.
+                iov.iov_base = unsafe { base.add(entry.buf * self.size) }.cast();
+                iov.iov_len = entry.len;
+            }
+            let first = &mut self.entries[self.order[e]];
+            let hdr = &mut self.headers[m];
+            hdr.msg_hdr.msg_name = if first.to_len == 0 {
+                std::ptr::null_mut()
+            } else {
+                (&mut first.to as *mut libc::sockaddr_storage).cast()
+            };
+            hdr.msg_hdr.msg_namelen = first.to_len;
+            hdr.msg_hdr.msg_iov = &mut self.iovecs[e];
+            hdr.msg_hdr.msg_iovlen = run as _;
+            hdr.msg_hdr.msg_control = std::ptr::null_mut();
+            hdr.msg_hdr.msg_controllen = 0;
+            if run > 1 {
+                // `gso_run` keeps a run's datagrams under 65,000 bytes.
+                let segment = u16::try_from(first.len).unwrap_or(u16::MAX);
+                set_segment(&mut hdr.msg_hdr, &mut self.controls[m], segment);
+            }
+            hdr.msg_hdr.msg_flags = 0;
+            hdr.msg_len = 0;
+            self.segments[m] = run;
+            e += run;
+            m += 1;
+        }
+        m
+    }
+
     /// Return the first datagram that failed since the last call, if any.
     pub fn take_failure(&mut self) -> Option<Failure> {
         self.failure.take()
@@ -397,10 +560,10 @@ impl SendBatch {
     fn note_failure(&mut self, at: usize, errno: i32) {
         if self.failure.is_none() {
             let to = self
-                .entries
+                .order
                 .get(at)
-                .filter(|e| e.to_len != 0)
-                .and_then(|e| from_storage(&e.to));
+                .and_then(|&i| self.entries.get(i))
+                .and_then(|e| e.dest);
             self.failure = Some(Failure { to, errno });
         }
     }
@@ -463,6 +626,116 @@ mod tests {
         assert_eq!(got[1], (b"ab".to_vec(), false));
         assert_eq!(got[2], (vec![7; 16], true));
         assert!(recv.get(3).is_none());
+    }
+
+    /// Receive until `want` datagrams came or five seconds passed.
+    fn receive_all(recv: &mut RecvBatch, fd: RawFd, want: usize) -> Vec<(Vec<u8>, bool)> {
+        let mut got = Vec::new();
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while got.len() < want && std::time::Instant::now() < deadline {
+            crate::socket::wait_readable(fd, None, Duration::from_millis(50)).unwrap();
+            let n = recv.recv(fd).unwrap();
+            for k in 0..n {
+                let d = recv.get(k).unwrap();
+                got.push((d.bytes.to_vec(), d.truncated));
+            }
+        }
+        got
+    }
+
+    fn offloaded() -> Option<(UdpSocket, UdpSocket)> {
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let (oa, ob) = (
+            crate::offload::Offload::enable(a.as_raw_fd()),
+            crate::offload::Offload::enable(b.as_raw_fd()),
+        );
+        (oa.gso && ob.gro).then_some((a, b))
+    }
+
+    #[test]
+    fn gso_runs_per_destination_come_back_whole_through_gro() {
+        let Some((a, b)) = offloaded() else {
+            eprintln!("no UDP GSO/GRO on this kernel: nothing to test");
+            return;
+        };
+        let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let (to_b, to_c) = (b.local_addr().unwrap(), c.local_addr().unwrap());
+        let mut send = SendBatch::new(8, 128, 16);
+        send.set_gso(true);
+        // Interleaved as the daemon queues replicas: b, c, b, c, ... then a short one to b.
+        for k in 0..5u8 {
+            let (i, buf) = send.buffer().unwrap();
+            buf[..100].fill(k);
+            assert!(send.push(i, 100, Some(&to_b)));
+            assert!(send.push(i, 100, Some(&to_c)));
+        }
+        let (i, buf) = send.buffer().unwrap();
+        buf[..40].fill(9);
+        assert!(send.push(i, 40, Some(&to_b)));
+        let out = send.flush(a.as_raw_fd()).unwrap();
+        assert_eq!((out.sent, out.failed), (11, 0));
+        send.clear();
+        // One receive buffer: the six datagrams to b can only arrive in one call if the
+        // kernel kept the GSO run whole and GRO handed it over at its stride.
+        let mut recv = RecvBatch::with_gro(1, 128, true);
+        let fd = b.as_raw_fd();
+        crate::socket::wait_readable(fd, None, Duration::from_secs(5)).unwrap();
+        assert_eq!(recv.recv(fd).unwrap(), 6);
+        for k in 0..5u8 {
+            let d = recv.get(k as usize).unwrap();
+            assert_eq!((d.bytes, d.truncated), (&[k; 100][..], false));
+            assert_eq!(d.from, Some(a.local_addr().unwrap()));
+        }
+        let last = recv.get(5).unwrap();
+        assert_eq!((last.bytes, last.truncated), (&[9; 40][..], false));
+        assert!(recv.get(6).is_none());
+        // c got its five, in order, through a plain receive batch.
+        let mut plain = RecvBatch::new(8, 128);
+        let got = receive_all(&mut plain, c.as_raw_fd(), 5);
+        let want: Vec<_> = (0..5u8).map(|k| (vec![k; 100], false)).collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_gro_run_of_oversized_datagrams_is_cut_datagram_by_datagram() {
+        let Some((a, b)) = offloaded() else {
+            return;
+        };
+        let to = b.local_addr().unwrap();
+        let mut send = SendBatch::new(1, 300, 4);
+        send.set_gso(true);
+        let (i, buf) = send.buffer().unwrap();
+        buf.fill(3);
+        for _ in 0..3 {
+            assert!(send.push(i, 300, Some(&to)));
+        }
+        assert_eq!(send.flush(a.as_raw_fd()).unwrap().sent, 3);
+        // Datagrams of up to 100 bytes: each 300-byte one is oversized, not the buffer.
+        let mut recv = RecvBatch::with_gro(4, 100, true);
+        let got = receive_all(&mut recv, b.as_raw_fd(), 3);
+        assert_eq!(got, vec![(vec![3; 100], true); 3]);
+    }
+
+    #[test]
+    fn a_refused_gso_run_is_retried_one_datagram_at_a_time() {
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let gso = crate::offload::Offload::enable(a.as_raw_fd()).gso;
+        let to = b.local_addr().unwrap();
+        let nowhere: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let mut send = SendBatch::new(1, 16, 8);
+        send.set_gso(gso);
+        let (i, _) = send.buffer().unwrap();
+        for dest in [nowhere, to, nowhere, to, nowhere] {
+            assert!(send.push(i, 16, Some(&dest)));
+        }
+        let out = send.flush(a.as_raw_fd()).unwrap();
+        assert_eq!((out.sent, out.failed, out.refused), (2, 3, 0));
+        let failure = send.take_failure().unwrap();
+        assert_eq!((failure.to, failure.errno), (Some(nowhere), libc::EINVAL));
+        let mut recv = RecvBatch::with_gro(4, 16, gso);
+        assert_eq!(receive_all(&mut recv, b.as_raw_fd(), 2).len(), 2);
     }
 
     #[test]

@@ -30,12 +30,15 @@ use crate::batch::{is_fatal, RecvBatch, SendBatch};
 use crate::clock::Clock;
 use crate::daemon_log::DaemonLog;
 use crate::loss::LossInjector;
+use crate::offload::Offload;
 use crate::socket::{size_buffer, wait_readable, Buffer};
 use crate::source::is_bad_source;
 use crate::traffic::{DaemonCounters, JobTraffic};
 
 /// Datagrams per `recvmmsg`.
 pub const RECV_BATCH: usize = 64;
+/// Receive buffers per `recvmmsg` with GRO, each of up to 64 datagrams coalesced.
+const GRO_BATCH: usize = 16;
 /// Datagrams per `sendmmsg`.
 const SEND_ENTRIES: usize = 256;
 /// Socket buffer the daemon asks for, each way.
@@ -150,8 +153,16 @@ impl<G: ControlPlane> Daemon<G> {
                 );
             }
         }
-        let counters = DaemonCounters::default();
+        let offload = Offload::enable(socket.as_raw_fd());
+        log::info!(
+            "UDP segmentation offload: GSO {}, GRO {}",
+            if offload.gso { "on" } else { "off" },
+            if offload.gro { "on" } else { "off" }
+        );
         let out_len = LONGEST.max(SoftEndpoint::<G>::OUT_LEN);
+        let mut send = SendBatch::new(RECV_BATCH, out_len, SEND_ENTRIES);
+        send.set_gso(offload.gso);
+        let counters = DaemonCounters::default();
         Ok(Daemon {
             socket,
             endpoint,
@@ -161,10 +172,14 @@ impl<G: ControlPlane> Daemon<G> {
                 log::info!("losing {:.2}% of datagrams each way (seed {s})", r * 100.0);
                 LossInjector::new(r, s)
             }),
-            // Exactly the largest valid message: the kernel cuts any longer datagram and says
-            // so (`MSG_TRUNC`), so that it counts as `Oversized`.
-            recv: RecvBatch::new(RECV_BATCH, out_len),
-            send: SendBatch::new(RECV_BATCH, out_len, SEND_ENTRIES),
+            // Exactly the largest valid message: a longer datagram is cut (by the kernel,
+            // `MSG_TRUNC`, or when cut out of a GRO buffer) and says so, so that it counts
+            // as `Oversized`.
+            recv: match offload.gro {
+                true => RecvBatch::with_gro(GRO_BATCH, out_len, true),
+                false => RecvBatch::new(RECV_BATCH, out_len),
+            },
+            send,
             log: DaemonLog::new(),
             admin,
         })

@@ -23,6 +23,7 @@ use crate::batch::{RecvBatch, SendBatch};
 use crate::clock::{to_std, Clock};
 use crate::error::Error;
 use crate::lane_log::LaneLog;
+use crate::offload::Offload;
 use crate::part::Part;
 use crate::socket::{wait_readable, Wake};
 
@@ -32,6 +33,8 @@ pub const MAX_WINDOW: usize = 1024;
 pub const QUEUE: usize = 16;
 /// Datagrams per `recvmmsg`/`sendmmsg`.
 pub const BATCH: usize = 64;
+/// Receive buffers per `recvmmsg` with GRO, each of up to 64 datagrams coalesced.
+const GRO_BATCH: usize = 16;
 /// The longest sleep without a timer, so that a lane notices a closed command channel.
 const IDLE_WAIT: Duration = Duration::from_millis(100);
 
@@ -109,8 +112,15 @@ impl Lane {
         let fd = self.socket.as_raw_fd();
         // Replies are at most a Result; control messages are shorter than any Result buffer
         // of 256 bytes or more.
-        let mut recv = RecvBatch::new(BATCH, config.max_datagram().max(256));
-        let mut send = SendBatch::new(BATCH, config.max_datagram().max(256), BATCH);
+        let size = config.max_datagram().max(256);
+        let offload = Offload::enable(fd);
+        log::debug!("lane {}: UDP offload {offload:?}", self.index);
+        let mut recv = match offload.gro {
+            true => RecvBatch::with_gro(GRO_BATCH, size, true),
+            false => RecvBatch::new(BATCH, size),
+        };
+        let mut send = SendBatch::new(BATCH, size, BATCH);
+        send.set_gso(offload.gso);
         let mut backlog: VecDeque<(Part, Op)> = VecDeque::new();
         loop {
             loop {

@@ -57,6 +57,7 @@ mod lane;
 mod lane_log;
 mod log_limit;
 mod loss;
+mod offload;
 mod part;
 mod running_switch;
 mod settings;
