@@ -4,7 +4,7 @@
 //! machine ([`switchml_core::worker::Worker`], unchanged) driven over a smoltcp
 //! [`Interface`](smoltcp::iface::Interface) and UDP socket on any
 //! [`smoltcp::phy::Device`]. `no_std`, no allocator: every buffer is sized by const
-//! generics ([`Storage`]) and lives where the firmware puts it.
+//! generics ([`Storage`], [`Buffers`]) and lives where the firmware puts it.
 //!
 //! The layers, bottom up:
 //!
@@ -24,7 +24,7 @@
 //! A firmware's main loop:
 //!
 //! ```text
-//! let mut node = Node::new(nic, clock, &net_config, storage);
+//! let mut node = Node::new(nic, clock, &net_config, storage, buffers);
 //! let mut worker = Worker::<_, SLOTS, QUEUE>::new(config)?;
 //! worker.submit(node.now(), tensor, Op::Sum)?;
 //! loop {
@@ -50,4 +50,4 @@ mod node;
 pub mod time;
 
 pub use clock::{Clock, DelayClock, TickClock, TickSource};
-pub use node::{NetConfig, Node, NodeStats, Storage};
+pub use node::{Buffers, NetConfig, Node, NodeStats, Storage};

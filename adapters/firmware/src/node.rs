@@ -30,38 +30,54 @@ pub struct NetConfig {
     pub seed: u64,
 }
 
-/// The memory a node works in, sized at compile time: the UDP socket's receive and
-/// transmit rings (`PACKETS` datagrams and `BYTES` bytes each) and one datagram of
-/// `DATAGRAM` bytes (at least the worker's `Config::max_datagram`) for the worker to write
-/// into. Put it in a `static` (or a `static mut` local of the entry function).
-pub struct Storage<'a, const PACKETS: usize, const BYTES: usize, const DATAGRAM: usize> {
+/// The socket bookkeeping a node needs, sized at compile time: room for `PACKETS`
+/// datagrams in each direction. Small; its initialiser is not all zeros, so a `static` of
+/// it lands in `.data` (flash and RAM).
+pub struct Storage<'a, const PACKETS: usize> {
     sockets: [SocketStorage<'a>; 1],
     rx_meta: [udp::PacketMetadata; PACKETS],
-    rx_bytes: [u8; BYTES],
     tx_meta: [udp::PacketMetadata; PACKETS],
-    tx_bytes: [u8; BYTES],
-    datagram: [u8; DATAGRAM],
 }
 
-impl<const PACKETS: usize, const BYTES: usize, const DATAGRAM: usize>
-    Storage<'_, PACKETS, BYTES, DATAGRAM>
-{
+impl<const PACKETS: usize> Storage<'_, PACKETS> {
     /// Empty storage (a `const fn`, so that it can initialise a `static`).
     pub const fn new() -> Self {
         Storage {
             sockets: [SocketStorage::EMPTY],
             rx_meta: [udp::PacketMetadata::EMPTY; PACKETS],
-            rx_bytes: [0; BYTES],
             tx_meta: [udp::PacketMetadata::EMPTY; PACKETS],
-            tx_bytes: [0; BYTES],
+        }
+    }
+}
+
+impl<const PACKETS: usize> Default for Storage<'_, PACKETS> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The bytes a node works in, sized at compile time: the UDP socket's receive and
+/// transmit rings of `BYTES` each, and one datagram of `DATAGRAM` bytes (at least the
+/// worker's `Config::max_datagram`) for the worker to write into. All zeros, so a `static`
+/// of it costs no flash (`.bss`).
+pub struct Buffers<const BYTES: usize, const DATAGRAM: usize> {
+    rx: [u8; BYTES],
+    tx: [u8; BYTES],
+    datagram: [u8; DATAGRAM],
+}
+
+impl<const BYTES: usize, const DATAGRAM: usize> Buffers<BYTES, DATAGRAM> {
+    /// Zeroed buffers.
+    pub const fn new() -> Self {
+        Buffers {
+            rx: [0; BYTES],
+            tx: [0; BYTES],
             datagram: [0; DATAGRAM],
         }
     }
 }
 
-impl<const PACKETS: usize, const BYTES: usize, const DATAGRAM: usize> Default
-    for Storage<'_, PACKETS, BYTES, DATAGRAM>
-{
+impl<const BYTES: usize, const DATAGRAM: usize> Default for Buffers<BYTES, DATAGRAM> {
     fn default() -> Self {
         Self::new()
     }
@@ -101,12 +117,14 @@ pub struct Node<'a, D: Device, C: Clock> {
 const FLUSH_ROUNDS: usize = 8;
 
 impl<'a, D: Device, C: Clock> Node<'a, D, C> {
-    /// Bring the interface up on `device` with `config`, the socket bound to its port.
+    /// Bring the interface up on `device` with `config`, the socket bound to its port, in
+    /// `storage` and `buffers`.
     pub fn new<const P: usize, const B: usize, const G: usize>(
         mut device: D,
         mut clock: C,
         config: &NetConfig,
-        storage: &'a mut Storage<'a, P, B, G>,
+        storage: &'a mut Storage<'a, P>,
+        buffers: &'a mut Buffers<B, G>,
     ) -> Self {
         let mut iface_config =
             IfaceConfig::new(HardwareAddress::Ethernet(EthernetAddress(config.mac)));
@@ -124,14 +142,12 @@ impl<'a, D: Device, C: Clock> Node<'a, D, C> {
         let Storage {
             sockets,
             rx_meta,
-            rx_bytes,
             tx_meta,
-            tx_bytes,
-            datagram,
         } = storage;
+        let Buffers { rx, tx, datagram } = buffers;
         let mut socket = udp::Socket::new(
-            udp::PacketBuffer::new(&mut rx_meta[..], &mut rx_bytes[..]),
-            udp::PacketBuffer::new(&mut tx_meta[..], &mut tx_bytes[..]),
+            udp::PacketBuffer::new(&mut rx_meta[..], &mut rx[..]),
+            udp::PacketBuffer::new(&mut tx_meta[..], &mut tx[..]),
         );
         // Port 0 is the only refusal, and then smoltcp picks none: say so at the first send.
         let _ = socket.bind(config.port);
