@@ -19,7 +19,8 @@ Public names:
 - ``SUM``, ``AVERAGE``: the reduction names ``op`` takes.
 - Exceptions, all ``SwitchMLError`` (a ``RuntimeError``) with the Rust error's words:
   ``ConfigError``, ``SwitchUnreachableError``, ``JoinTimeoutError``, ``StreamError``
-  (a stalled slot and the ranks missing, a restarted switch), ``NonFiniteError``.
+  (a stalled slot and the ranks missing, a switch that stopped or restarted),
+  ``NonFiniteError``.
 - ``switchml.torch`` (import it explicitly): the ``DistributedDataParallel``
   communication hook ``allreduce_hook`` and the ``"switchml"`` torch.distributed backend.
 
