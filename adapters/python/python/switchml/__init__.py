@@ -1,0 +1,175 @@
+"""switchml: all-reduce through a switch (SwitchML-style in-network aggregation).
+
+Workers quantize float tensors to int32 with a shared per-block exponent, a switch adds
+them, and every worker gets the sum back. This package is the Python face of the Rust
+library switchml-rs (its UDP adapter): a thin compiled module plus this pure-Python layer.
+
+Public names:
+
+- ``Communicator``: a worker's connection to a job at the switch. ``allreduce(tensor,
+  op)`` reduces a NumPy array or a CPU torch tensor in place (float32, int32, float16,
+  bfloat16), zero-copy, the GIL released; ``allreduce_async`` returns a ``Handle``.
+  Settings come from keyword arguments, else the environment (``RANK``, ``WORLD_SIZE``,
+  ``SWITCHML_SWITCH`` or ``MASTER_ADDR``, ``SWITCHML_JOB``, ``SWITCHML_JOB_KEY``, ...),
+  else a TOML file, else the defaults.
+- ``Handle``: an all-reduce in flight, with ``wait()`` and ``is_completed()``.
+- ``Switch``: the software switch on a thread of this process (tests, one host); across
+  hosts run ``switchml switch --job ID:WORLD``.
+- ``fresh_key()``: a random job key for a switch and its workers to share.
+- ``SUM``, ``AVERAGE``: the reduction names ``op`` takes.
+- Exceptions, all ``SwitchMLError`` (a ``RuntimeError``) with the Rust error's words:
+  ``ConfigError``, ``SwitchUnreachableError``, ``JoinTimeoutError``, ``StreamError``
+  (a stalled slot and the ranks missing, a switch that stopped or restarted),
+  ``NonFiniteError``.
+- ``switchml.torch`` (import it explicitly): the ``DistributedDataParallel``
+  communication hook ``allreduce_hook`` and the ``"switchml"`` torch.distributed backend.
+
+Example, two ranks in one process::
+
+    import threading, numpy as np, switchml
+    with switchml.Switch(["1:2"]) as switch:
+        def rank(r):
+            with switchml.Communicator(rank=r, world_size=2, switch=switch.address,
+                                       job=1) as comm:
+                x = np.full(1000, 1.0 + r, dtype=np.float32)
+                comm.allreduce(x)              # x is now 3.0 everywhere
+        threads = [threading.Thread(target=rank, args=(r,)) for r in range(2)]
+        [t.start() for t in threads]; [t.join() for t in threads]
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Tuple
+
+import numpy as np
+
+from . import _switchml
+from ._switchml import (
+    ConfigError,
+    Handle,
+    JoinTimeoutError,
+    NonFiniteError,
+    StreamError,
+    Switch,
+    SwitchMLError,
+    SwitchUnreachableError,
+    fresh_key,
+)
+
+__all__ = [
+    "AVERAGE",
+    "Communicator",
+    "ConfigError",
+    "Handle",
+    "JoinTimeoutError",
+    "NonFiniteError",
+    "SUM",
+    "StreamError",
+    "Switch",
+    "SwitchMLError",
+    "SwitchUnreachableError",
+    "fresh_key",
+]
+
+SUM = "sum"
+"""The element-wise sum over the ranks."""
+AVERAGE = "average"
+"""The element-wise sum divided by the number of ranks (float types)."""
+
+_NUMPY_DTYPES = {
+    np.dtype(np.float32): "f32",
+    np.dtype(np.int32): "i32",
+    np.dtype(np.float16): "f16",
+}
+
+
+def _torch_dtypes() -> dict:
+    torch = sys.modules["torch"]
+    return {
+        torch.float32: "f32",
+        torch.int32: "i32",
+        torch.float16: "f16",
+        torch.bfloat16: "bf16",
+    }
+
+
+def _as_buffer(tensor: Any, dtype: str | None) -> Tuple[Any, str]:
+    """Return (an object exporting the tensor's memory, its switchml dtype name)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(tensor, torch.Tensor):
+        if tensor.device.type != "cpu":
+            raise ValueError(
+                f"the tensor is on {tensor.device}: switchml reduces host memory; copy it "
+                "with .cpu() (switchml.torch.allreduce_hook does this for DDP buckets)"
+            )
+        if not tensor.is_contiguous():
+            raise ValueError("the tensor is not contiguous: call .contiguous() first")
+        kind = _torch_dtypes().get(tensor.dtype)
+        if kind is None:
+            raise TypeError(
+                f"dtype {tensor.dtype}: switchml reduces float32, int32, float16 and bfloat16"
+            )
+        t = tensor.detach()
+        if kind in ("f16", "bf16"):
+            return t.view(torch.int16).numpy().view(np.uint16), kind
+        return t.numpy(), kind
+    if isinstance(tensor, np.ndarray):
+        if dtype is not None:
+            return (tensor.view(np.uint16) if dtype in ("f16", "bf16") else tensor), dtype
+        kind = _NUMPY_DTYPES.get(tensor.dtype)
+        if kind is None:
+            raise TypeError(
+                f"dtype {tensor.dtype}: switchml reduces float32, int32 and float16 arrays "
+                "(bfloat16: pass a uint16 array with dtype='bf16')"
+            )
+        if not tensor.flags.c_contiguous:
+            raise ValueError("the array is not C-contiguous: use np.ascontiguousarray")
+        return (tensor.view(np.uint16) if kind == "f16" else tensor), kind
+    if dtype is None:
+        raise TypeError(
+            f"{type(tensor).__name__}: pass a NumPy array or a torch tensor, or a buffer "
+            "with dtype='f32'|'i32'|'f16'|'bf16'"
+        )
+    return tensor, dtype
+
+
+class Communicator(_switchml.Communicator):
+    """A worker's connection to a job at the switch.
+
+    Keywords (all optional; each one left out comes from the environment, else from the
+    TOML file ``config_file`` or ``SWITCHML_CONFIG``, else from the defaults):
+    rank (``RANK``), world_size (``WORLD_SIZE``), switch ("host:port":
+    ``SWITCHML_SWITCH``, else ``MASTER_ADDR`` with ``SWITCHML_PORT``, default 48864),
+    job (``SWITCHML_JOB``, default 0), key (an int or hex text: ``SWITCHML_JOB_KEY``),
+    lanes, window, count, rto_ms, max_rto_ms, retries, join_timeout_ms, coalesce_us
+    (``SWITCHML_LANES``, ``SWITCHML_WINDOW``, ...), config_file.
+
+    The constructor returns once every rank has joined, or raises the error that says who
+    did not. Every rank must reduce the same tensors (shapes, types) in the same order.
+    Use it as a context manager, or call ``close()``.
+    """
+
+    def allreduce(self, tensor: Any, op: str = SUM, *, dtype: str | None = None) -> Any:
+        """All-reduce ``tensor`` in place and return it.
+
+        tensor: a C-contiguous, writable NumPy array (float32, int32, float16) or CPU
+        torch tensor (float32, int32, float16, bfloat16); its own memory is reduced, no
+        copy. op: ``"sum"`` or ``"average"``. dtype: only for a raw buffer or a uint16
+        array holding bfloat16 (``"bf16"``). The GIL is released while the switch works.
+        A tensor with a NaN or an infinity raises ``NonFiniteError`` and is left as it was.
+        """
+        buffer, kind = _as_buffer(tensor, dtype)
+        self.allreduce_buffer(buffer, kind, op)
+        return tensor
+
+    def allreduce_async(self, tensor: Any, op: str = SUM, *, dtype: str | None = None) -> Handle:
+        """Start an all-reduce of ``tensor``; return a ``Handle``.
+
+        ``handle.wait()`` writes the result into ``tensor`` (or raises the error);
+        ``handle.is_completed()`` polls. The data is copied when the call is made and
+        written back at ``wait()``: leave ``tensor`` alone until then. Several may be in
+        flight; every rank must start them in the same order. Arguments as ``allreduce``.
+        """
+        buffer, kind = _as_buffer(tensor, dtype)
+        return self.allreduce_buffer_async(buffer, kind, op)

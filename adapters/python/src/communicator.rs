@@ -1,0 +1,245 @@
+//! `Communicator`: a worker's connection to a job at the switch, configured from keyword
+//! arguments over the environment (`RANK`, `WORLD_SIZE`, `SWITCHML_SWITCH` or
+//! `MASTER_ADDR`, `SWITCHML_JOB`, `SWITCHML_JOB_KEY`, ...) over a TOML file over the
+//! defaults: `switchml_udp::Settings`'s order, unchanged.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use switchml_udp::{Communicator as UdpCommunicator, Settings};
+
+use crate::errors::{to_py, SwitchMLError};
+use crate::tensor::{self, parse_op, Dtype, Handle};
+
+/// A worker's connection to a job at the switch (the Rust `switchml_udp::Communicator`).
+///
+/// Every keyword left out comes from the environment, else from the TOML file
+/// `config_file` (or `SWITCHML_CONFIG`), else from the defaults: rank (`RANK`),
+/// world_size (`WORLD_SIZE`), switch ("host:port"; `SWITCHML_SWITCH`, else `MASTER_ADDR`
+/// with `SWITCHML_PORT`, default 48864), job (`SWITCHML_JOB`, default 0), key (the job's
+/// key, an int or a hex string; `SWITCHML_JOB_KEY`), lanes, window, count, rto_ms,
+/// max_rto_ms, retries, join_timeout_ms, coalesce_us (`SWITCHML_LANES`, ...). The
+/// constructor returns once every rank has joined (the GIL released meanwhile).
+#[pyclass(module = "switchml._switchml", subclass, frozen)]
+pub struct Communicator {
+    inner: Mutex<Option<Arc<UdpCommunicator>>>,
+}
+
+impl Communicator {
+    /// Return the connection, or raise if it was closed.
+    fn get(&self) -> PyResult<Arc<UdpCommunicator>> {
+        self.inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .ok_or_else(|| SwitchMLError::new_err("the communicator is closed"))
+    }
+}
+
+/// Read a job key given as an int or as hex text (an optional `0x`).
+fn key_of(key: &Bound<'_, PyAny>) -> PyResult<u64> {
+    if let Ok(k) = key.extract::<u64>() {
+        return Ok(k);
+    }
+    let text: String = key
+        .extract()
+        .map_err(|_| PyTypeError::new_err("key: expected an int or a hex string"))?;
+    let hex = text.trim().trim_start_matches("0x");
+    u64::from_str_radix(hex, 16)
+        .map_err(|e| PyValueError::new_err(format!("key {text:?}: {e} (expected hex)")))
+}
+
+#[pymethods]
+impl Communicator {
+    #[new]
+    #[pyo3(signature = (*, rank=None, world_size=None, switch=None, job=None, key=None,
+        lanes=None, window=None, count=None, rto_ms=None, max_rto_ms=None, retries=None,
+        join_timeout_ms=None, coalesce_us=None, config_file=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        rank: Option<u16>,
+        world_size: Option<u16>,
+        switch: Option<String>,
+        job: Option<u16>,
+        key: Option<&Bound<'_, PyAny>>,
+        lanes: Option<u16>,
+        window: Option<u16>,
+        count: Option<u16>,
+        rto_ms: Option<u64>,
+        max_rto_ms: Option<u64>,
+        retries: Option<u16>,
+        join_timeout_ms: Option<u64>,
+        coalesce_us: Option<u64>,
+        config_file: Option<PathBuf>,
+    ) -> PyResult<Communicator> {
+        let mut args = Settings::default();
+        args.rank = rank;
+        args.world_size = world_size;
+        args.switch = switch;
+        args.job = job;
+        args.key = key.map(key_of).transpose()?;
+        args.lanes = lanes;
+        args.window = window;
+        args.count = count;
+        args.rto = rto_ms.map(Duration::from_millis);
+        args.max_rto = max_rto_ms.map(Duration::from_millis);
+        args.retries = retries;
+        args.join_timeout = join_timeout_ms.map(Duration::from_millis);
+        args.coalesce = coalesce_us.map(Duration::from_micros);
+        let config = args
+            .layered(config_file.as_deref(), |name| std::env::var(name).ok())
+            .and_then(|s| s.config())
+            .map_err(to_py)?;
+        let comm = py
+            .allow_threads(|| UdpCommunicator::connect(&config))
+            .map_err(to_py)?;
+        Ok(Communicator {
+            inner: Mutex::new(Some(Arc::new(comm))),
+        })
+    }
+
+    /// All-reduce a writable, C-contiguous buffer in place, zero-copy, the GIL released.
+    ///
+    /// dtype is "f32", "i32", "f16" or "bf16" (the two 16-bit types as a uint16 buffer);
+    /// op is "sum" or "average". `switchml.Communicator.allreduce` takes NumPy arrays and
+    /// torch tensors and calls this.
+    #[pyo3(signature = (buffer, dtype, op="sum"))]
+    fn allreduce_buffer(
+        &self,
+        py: Python<'_>,
+        buffer: &Bound<'_, PyAny>,
+        dtype: &str,
+        op: &str,
+    ) -> PyResult<()> {
+        let (dtype, op) = (Dtype::parse(dtype)?, parse_op(op)?);
+        let comm = self.get()?;
+        tensor::allreduce(py, &comm, buffer, dtype, op)
+    }
+
+    /// Start an all-reduce of a buffer; return a `Handle` whose `wait()` writes the result
+    /// back (the data is copied in now and out at `wait()`). Arguments as
+    /// `allreduce_buffer`. Every rank must start the same tensors in the same order.
+    #[pyo3(signature = (buffer, dtype, op="sum"))]
+    fn allreduce_buffer_async(
+        &self,
+        buffer: &Bound<'_, PyAny>,
+        dtype: &str,
+        op: &str,
+    ) -> PyResult<Handle> {
+        let (dtype, op) = (Dtype::parse(dtype)?, parse_op(op)?);
+        let comm = self.get()?;
+        tensor::allreduce_async(&comm, buffer, dtype, op)
+    }
+
+    /// Return the worker's counters, added over its lanes: sent (contributions, resends
+    /// included), retransmissions, results, stale_results, ignored, tensors.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.get()?.stats();
+        let d = PyDict::new(py);
+        d.set_item("sent", s.sent)?;
+        d.set_item("retransmissions", s.retransmissions)?;
+        d.set_item("results", s.results)?;
+        d.set_item("stale_results", s.stale_results)?;
+        d.set_item("ignored", s.ignored)?;
+        d.set_item("tensors", s.tensors)?;
+        Ok(d)
+    }
+
+    /// Return each lane's smoothed round trip and current retransmission timeout, in
+    /// seconds (srtt is None until a round trip was measured).
+    fn timing<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        self.get()?
+            .timing()
+            .into_iter()
+            .map(|t| {
+                let d = PyDict::new(py);
+                d.set_item("srtt", t.srtt.map(|s| s.as_secs_f64()))?;
+                d.set_item("rto", t.rto.as_secs_f64())?;
+                Ok(d)
+            })
+            .collect()
+    }
+
+    /// Return the settings in force: rank, world_size, switch, job, lanes, window, count,
+    /// rto_ms, max_rto_ms, retries, join_timeout_ms, coalesce_us (not the key).
+    fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let comm = self.get()?;
+        let c = comm.config();
+        let d = PyDict::new(py);
+        d.set_item("rank", c.rank)?;
+        d.set_item("world_size", c.world)?;
+        d.set_item("switch", c.switch.to_string())?;
+        d.set_item("job", c.job)?;
+        d.set_item("lanes", c.lanes)?;
+        d.set_item("window", c.window)?;
+        d.set_item("count", c.count)?;
+        d.set_item("rto_ms", c.rto.as_millis())?;
+        d.set_item("max_rto_ms", c.max_rto.as_millis())?;
+        d.set_item("retries", c.retries)?;
+        d.set_item("join_timeout_ms", c.join_timeout.as_millis())?;
+        d.set_item("coalesce_us", c.coalesce.as_micros())?;
+        Ok(d)
+    }
+
+    /// This worker's rank.
+    #[getter]
+    fn rank(&self) -> PyResult<u16> {
+        Ok(self.get()?.rank())
+    }
+
+    /// The number of ranks.
+    #[getter]
+    fn world_size(&self) -> PyResult<u16> {
+        Ok(self.get()?.world())
+    }
+
+    /// The switch's epoch when this worker joined (a restarted switch has a new one).
+    #[getter]
+    fn epoch(&self) -> PyResult<u32> {
+        Ok(self.get()?.epoch())
+    }
+
+    /// Whether `close()` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_none()
+    }
+
+    /// Leave the job and stop the lanes (the GIL released); later calls raise. A handle
+    /// still in flight finishes or fails on its own.
+    fn close(&self, py: Python<'_>) {
+        let comm = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
+        py.allow_threads(move || drop(comm));
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+        self.close(py);
+        false
+    }
+
+    fn __repr__(&self) -> String {
+        match self.get() {
+            Ok(c) => {
+                let c = c.config();
+                format!(
+                    "Communicator(rank={}, world_size={}, switch='{}', job={})",
+                    c.rank, c.world, c.switch, c.job
+                )
+            }
+            Err(_) => "Communicator(closed)".into(),
+        }
+    }
+}

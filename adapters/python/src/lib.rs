@@ -1,0 +1,48 @@
+//! The Python binding of switchml-rs: the `switchml._switchml` extension module.
+//!
+//! A thin layer over `switchml_udp` and nothing of the protocol: [`Communicator`] wraps
+//! the UDP communicator (settings, blocking and asynchronous all-reduce over Python
+//! buffers, counters), [`Switch`] the in-process software switch, and `errors` turns the
+//! Rust errors into Python exceptions with the same words. The GIL is released around
+//! every call that can block. The pure-Python package around it (`python/switchml/`)
+//! takes NumPy arrays and torch tensors and holds the PyTorch hook.
+
+mod communicator;
+mod errors;
+mod switch;
+mod tensor;
+
+use pyo3::prelude::*;
+
+use communicator::Communicator;
+use switch::Switch;
+use tensor::Handle;
+
+/// Return a fresh random job key (64 bits from the OS), as a switch and its workers share.
+#[pyfunction]
+fn fresh_key() -> u64 {
+    switchml_udp::fresh_key()
+}
+
+/// The compiled core of the `switchml` package; import `switchml` instead.
+#[pymodule]
+fn _switchml(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<Communicator>()?;
+    m.add_class::<Handle>()?;
+    m.add_class::<Switch>()?;
+    m.add_function(wrap_pyfunction!(fresh_key, m)?)?;
+    m.add("SwitchMLError", py.get_type::<errors::SwitchMLError>())?;
+    m.add("ConfigError", py.get_type::<errors::ConfigError>())?;
+    m.add(
+        "SwitchUnreachableError",
+        py.get_type::<errors::SwitchUnreachableError>(),
+    )?;
+    m.add(
+        "JoinTimeoutError",
+        py.get_type::<errors::JoinTimeoutError>(),
+    )?;
+    m.add("StreamError", py.get_type::<errors::StreamError>())?;
+    m.add("NonFiniteError", py.get_type::<errors::NonFiniteError>())?;
+    Ok(())
+}

@@ -1,0 +1,182 @@
+"""The binding over NumPy arrays: in-place sums and averages of every type, the async
+handle, counters, and errors that keep the Rust words."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import switchml
+from conftest import run_ranks
+
+
+def test_float32_sum_in_place_without_copies(switch):
+    def body(comm):
+        x = np.full(5000, 1.0 + comm.rank, dtype=np.float32)
+        address = x.__array_interface__["data"][0]
+        assert comm.allreduce(x) is x
+        assert x.__array_interface__["data"][0] == address
+        return x
+
+    for x in run_ranks(2, body, switch=switch.address, job=1).values():
+        assert np.all(x == 3.0)
+
+
+def test_every_type_and_average(switch):
+    def body(comm):
+        r = comm.rank
+        i = np.arange(1000, dtype=np.int32) * (r + 1)
+        h = np.full(300, 0.5 * (r + 1), dtype=np.float16)
+        f = np.full(700, 2.0 * (r + 1), dtype=np.float32)
+        comm.allreduce(i)
+        comm.allreduce(h, switchml.SUM)
+        comm.allreduce(f, switchml.AVERAGE)
+        return i, h, f
+
+    for i, h, f in run_ranks(3, body, switch=switch.address, job=2).values():
+        assert np.array_equal(i, np.arange(1000, dtype=np.int32) * 6)
+        assert np.all(h == np.float16(3.0))
+        assert np.allclose(f, 4.0)
+
+
+def test_bfloat16_from_raw_uint16(switch):
+    one = np.uint16(0x3F80)  # bfloat16 1.0
+
+    def body(comm):
+        x = np.full(64, one, dtype=np.uint16)
+        comm.allreduce(x, dtype="bf16")
+        return x
+
+    for x in run_ranks(2, body, switch=switch.address, job=1).values():
+        assert np.all(x == np.uint16(0x4000))  # bfloat16 2.0
+
+
+def test_async_handles_in_flight_together(switch):
+    def body(comm):
+        xs = [np.full(2000, float(k + comm.rank), dtype=np.float32) for k in range(4)]
+        handles = [comm.allreduce_async(x) for x in xs]
+        for h in handles:
+            h.wait()
+            assert h.is_completed()
+        handles[0].wait()  # again: returns at once
+        return xs, comm.stats()
+
+    for xs, stats in run_ranks(2, body, switch=switch.address, job=1).values():
+        for k, x in enumerate(xs):
+            assert np.all(x == 2 * k + 1)
+        # The lanes publish their counters as they go: only check they are there.
+        assert stats["sent"] > 0 and stats["results"] > 0
+        assert set(stats) >= {"retransmissions", "stale_results", "ignored", "tensors"}
+
+
+def test_settings_from_the_environment(switch, monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("SWITCHML_SWITCH", switch.address)
+    monkeypatch.setenv("SWITCHML_JOB", "1")
+    monkeypatch.setenv("SWITCHML_LANES", "1")
+
+    def body(comm):
+        return comm.config()
+
+    # RANK comes from the keyword (arguments beat the environment).
+    for r, config in run_ranks(2, body).items():
+        assert config["rank"] == r
+        assert (config["world_size"], config["job"], config["lanes"]) == (2, 1, 1)
+        assert config["switch"] == switch.address
+
+
+def test_refused_inputs(switch):
+    def body(comm):
+        with pytest.raises(switchml.NonFiniteError, match="element 1 is NaN"):
+            comm.allreduce(np.array([0.0, np.nan], dtype=np.float32))
+        with pytest.raises(TypeError, match="float64"):
+            comm.allreduce(np.zeros(4))
+        with pytest.raises(ValueError, match="contiguous"):
+            comm.allreduce(np.zeros((4, 4), dtype=np.float32)[:, 1])
+        frozen = np.zeros(4, dtype=np.float32)
+        frozen.flags.writeable = False
+        with pytest.raises(ValueError, match="read-only"):
+            comm.allreduce(frozen)
+        x = np.ones(8, dtype=np.float32)
+        comm.allreduce(x)  # the stream goes on after the refusals
+        return x
+
+    for x in run_ranks(2, body, switch=switch.address, job=1).values():
+        assert np.all(x == 2.0)
+
+
+def test_missing_setting_is_named(monkeypatch):
+    for name in ("RANK", "SWITCHML_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(switchml.ConfigError, match="RANK is not set"):
+        switchml.Communicator(world_size=1, switch="127.0.0.1:1")
+
+
+def test_a_rank_that_never_joins_is_named(switch):
+    with pytest.raises(switchml.StreamError, match="ranks 1 never joined"):
+        switchml.Communicator(rank=0, world_size=2, switch=switch.address, job=1,
+                              join_timeout_ms=300)
+
+
+def test_a_rank_that_never_contributes_is_named_with_the_slot(switch):
+    def body(comm):
+        if comm.rank == 0:
+            with pytest.raises(switchml.StreamError, match=r"slot 0 stalled .* ranks 1"):
+                comm.allreduce(np.ones(10, dtype=np.float32))
+        return True
+
+    run_ranks(2, body, switch=switch.address, job=1, rto_ms=2, retries=3)
+
+
+def test_a_stopped_and_restarted_switch_is_reported():
+    """As adapters/udp/tests/restart.rs: the stopping switch tells its runs."""
+    ready, go, outcome = threading.Barrier(3), threading.Event(), {}
+
+    def body(comm):
+        ready.wait()
+        go.wait()
+        with pytest.raises(switchml.StreamError) as e:
+            comm.allreduce(np.ones(10, dtype=np.float32))
+        outcome[comm.rank] = str(e.value)
+        return True
+
+    with switchml.Switch(["1:2"]) as first:
+        port = first.port
+        ranks = threading.Thread(
+            target=run_ranks, args=(2, body), kwargs={"switch": first.address, "job": 1}
+        )
+        ranks.start()
+        ready.wait()
+    with switchml.Switch(["1:2"], bind=f"127.0.0.1:{port}"):
+        go.set()
+        ranks.join(30)
+    assert len(outcome) == 2, outcome
+    for message in outcome.values():
+        assert "the switch is shutting down" in message, message
+
+
+def test_nothing_listening_is_reported():
+    with switchml.Switch(["1:1"]) as s:
+        address = s.address
+    with pytest.raises(switchml.SwitchUnreachableError, match="nothing listens at"):
+        switchml.Communicator(rank=0, world_size=1, switch=address)
+
+
+def test_closed_communicator_raises():
+    with switchml.Switch(["3:1"]) as s:
+        c = switchml.Communicator(rank=0, world_size=1, switch=s.address, job=3)
+        c.close()
+        assert c.closed
+        with pytest.raises(switchml.SwitchMLError, match="closed"):
+            c.allreduce(np.ones(1, dtype=np.float32))
+
+
+def test_switch_counters_and_job_tuples():
+    with switchml.Switch([(4, 1, 16, 0xABC)]) as s:
+        with switchml.Communicator(rank=0, world_size=1, switch=s.address, job=4,
+                                   key="abc", lanes=1, window=16) as c:
+            x = np.ones(100, dtype=np.float32)
+            c.allreduce(x)
+        final = s.stop()
+    assert np.all(x == 1.0)
+    assert final["received"] > 0 and final["jobs"][4]["received"] > 0
