@@ -90,6 +90,10 @@ pub fn main() -> Result<(), Box<dyn std::error::Error>> {
                         results[rank] = Some(buf);
                     }
                     Event::Failed(e) => return Err(format!("rank {rank}: {e}").into()),
+                    // Only a sharded switch moves lanes; this one is a single shard.
+                    Event::Redirected { shard, .. } => {
+                        return Err(format!("rank {rank}: moved to shard {shard}").into())
+                    }
                 }
             }
         }

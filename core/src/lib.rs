@@ -28,6 +28,8 @@
 //!   feed it packets and timeouts, poll it for datagrams, timers and events. It streams
 //!   chunks through a window of slots, primes exponents, retransmits with backoff, and names
 //!   the slot and the missing ranks when a peer never contributes.
+//! - [`shard`]: the rule that spreads a switch over several independent shards (threads,
+//!   cores): lane `l` belongs to shard `l mod N`, on the switch's port plus `l mod N`.
 //! - [`time`]: our own microsecond `Instant` and `Duration`.
 //!
 //! What this crate does **not** do: sockets, threads, clocks, sending the copies of a
@@ -52,6 +54,7 @@ extern crate std;
 
 pub mod quant;
 pub mod ranks;
+pub mod shard;
 pub mod switch;
 pub mod time;
 mod trace;

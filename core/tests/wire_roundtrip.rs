@@ -92,14 +92,14 @@ fn join() -> impl Strategy<Value = JoinRepr> {
 fn join_reply() -> impl Strategy<Value = (JoinReplyRepr<'static>, Vec<u8>)> {
     (
         any::<[u16; 7]>(),
-        any::<u8>(),
+        any::<[u8; 2]>(),
         any::<[u32; 3]>(),
         vec(any::<u8>(), 0..=MAX_BITMAP_LEN),
     )
         .prop_map(
             |(
                 [job, rank, world, max_count, slot_count, lane_slots, count],
-                flags,
+                [flags, shards],
                 [epoch, session, nonce],
                 bitmap,
             )| {
@@ -108,6 +108,7 @@ fn join_reply() -> impl Strategy<Value = (JoinReplyRepr<'static>, Vec<u8>)> {
                     rank,
                     world,
                     flags: JoinFlags(flags),
+                    shards,
                     max_count,
                     epoch,
                     slot_count,

@@ -168,6 +168,7 @@ pub fn reason_name(r: AbortReason) -> String {
         AbortReason::LaneMismatch => "lane_mismatch".into(),
         AbortReason::ChunkMismatch => "chunk_mismatch".into(),
         AbortReason::SessionEnded => "session_ended".into(),
+        AbortReason::WrongShard => "wrong_shard".into(),
         AbortReason::Unknown(b) => format!("{b:#04x}"),
     }
 }

@@ -2,10 +2,12 @@
 //! 1 M to 64 M f32 elements, with the CPU time it costs, against PyTorch's Gloo backend
 //! (`torch.distributed`, TCP on 127.0.0.1) measured in the same run on the same machine.
 //!
-//! Gloo runs as `/usr/bin/python3 gloo_bench.py` (the script is built into this binary):
-//! Debian's `python3-torch` is importable from the system interpreter only
-//! (`scripts/install-gloo` installs it).
+//! Gloo runs as `PYTHON gloo_bench.py` (the script is built into this binary), `PYTHON`
+//! being `--python`, else `SWITCHML_PYTHON`, else `/usr/bin/python3`: Debian's
+//! `python3-torch` is importable from the system interpreter (`scripts/install-gloo`
+//! installs it); elsewhere torch often lives in a virtual environment.
 
+use std::path::PathBuf;
 use std::process::Command;
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -18,6 +20,12 @@ use crate::Tuning;
 
 const GLOO_SCRIPT: &str = include_str!("../gloo_bench.py");
 const PYTHON: &str = "/usr/bin/python3";
+
+/// The Python to run Gloo with: `flag`, else `SWITCHML_PYTHON`, else [`PYTHON`].
+pub fn python(flag: Option<PathBuf>) -> PathBuf {
+    flag.or_else(|| std::env::var_os("SWITCHML_PYTHON").map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from(PYTHON))
+}
 
 /// One measurement.
 #[derive(Debug, Clone, Copy, Default)]
@@ -37,12 +45,14 @@ impl Point {
     }
 }
 
-/// Run the bench; return the exit code.
+/// Run the bench (against Gloo run by `gloo`'s Python, if any, and the switch with
+/// `shards` threads); return the exit code.
 pub fn bench(
     workers: &[u16],
     sizes: &[usize],
     iterations: u32,
-    gloo: bool,
+    gloo: Option<PathBuf>,
+    shards: usize,
     tuning: &Tuning,
     json_out: bool,
 ) -> i32 {
@@ -79,7 +89,7 @@ pub fn bench(
                 verify: false,
             };
             let hidden = ProgressBar::hidden();
-            match run_local(p, &w, &tuned, 0.0, &hidden) {
+            match run_local(p, &w, &tuned, (0.0, shards), &hidden) {
                 Ok(r) if r.problem.is_none() => ours.push(Some((
                     Point {
                         seconds: r.elapsed.as_secs_f64(),
@@ -100,9 +110,9 @@ pub fn bench(
             }
             progress.inc(1);
         }
-        let theirs = if gloo {
+        let theirs = if let Some(python) = &gloo {
             progress.set_message(format!("gloo P={p}"));
-            run_gloo(p, sizes, iterations).unwrap_or_else(|e| {
+            run_gloo(python, p, sizes, iterations).unwrap_or_else(|e| {
                 progress.println(format!("gloo P={p}: {e}"));
                 vec![None; sizes.len()]
             })
@@ -195,7 +205,12 @@ fn print_table(rows: &[Row], iterations: u32, json_out: bool) {
 }
 
 /// Run the Gloo script for `p` workers; one point per size.
-fn run_gloo(p: u16, sizes: &[usize], iterations: u32) -> Result<Vec<Option<Point>>, String> {
+fn run_gloo(
+    python: &std::path::Path,
+    p: u16,
+    sizes: &[usize],
+    iterations: u32,
+) -> Result<Vec<Option<Point>>, String> {
     let dir = std::env::temp_dir().join(format!("switchml-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let script = dir.join("gloo_bench.py");
@@ -205,7 +220,7 @@ fn run_gloo(p: u16, sizes: &[usize], iterations: u32) -> Result<Vec<Option<Point
         .map_err(|e| e.to_string())?
         .port();
     let list: Vec<String> = sizes.iter().map(usize::to_string).collect();
-    let out = Command::new(PYTHON)
+    let out = Command::new(python)
         .arg(&script)
         .args([
             "--workers",
@@ -218,13 +233,17 @@ fn run_gloo(p: u16, sizes: &[usize], iterations: u32) -> Result<Vec<Option<Point
             &port.to_string(),
         ])
         .output()
-        .map_err(|e| format!("cannot run {PYTHON}: {e} (run scripts/install-gloo)"))?;
+        .map_err(|e| {
+            let python = python.display();
+            format!("cannot run {python}: {e} (run scripts/install-gloo, or give --python)")
+        })?;
     let _ = std::fs::remove_dir_all(&dir);
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         let last = err.lines().last().unwrap_or("");
         return Err(format!(
-            "{PYTHON} gloo_bench.py failed: {last} (is torch installed? scripts/install-gloo)"
+            "{} gloo_bench.py failed: {last} (is torch installed? scripts/install-gloo)",
+            python.display()
         ));
     }
     let text = String::from_utf8_lossy(&out.stdout);

@@ -62,13 +62,14 @@ pub fn local_config(workers: u16, tuning: &Tuning) -> Result<CommConfig, String>
     tuning.apply(CommConfig::new(0, workers.max(1), LOOPBACK, JOB))
 }
 
-/// Start a switch and `workers` ranks in this process and run `w`, each rank set up as
-/// `tuned` says (its rank, world, switch, job and key are the run's own).
+/// Start a switch (losing `drop_rate` of datagrams each way, `shards` threads) and
+/// `workers` ranks in this process and run `w`, each rank set up as `tuned` says (its rank,
+/// world, switch, job and key are the run's own).
 pub fn run_local(
     workers: u16,
     w: &Workload,
     tuned: &CommConfig,
-    drop_rate: f64,
+    (drop_rate, shards): (f64, usize),
     progress: &ProgressBar,
 ) -> Result<LocalRun, String> {
     // A fresh key per run: only this process's ranks can join its switch.
@@ -85,6 +86,7 @@ pub fn run_local(
         }],
         drop_rate,
         seed: w.seed,
+        shards,
         ..SwitchConfig::new(LOOPBACK, vec![])
     })
     .map_err(|e| format!("switch: {e}"))?;
@@ -173,8 +175,15 @@ pub fn run_local(
     Ok(run)
 }
 
-/// `switchml demo`.
-pub fn demo(workers: u16, w: &Workload, tuning: &Tuning, drop_rate: f64, json_out: bool) -> i32 {
+/// `switchml demo`; `switch`: the drop rate and the switch's shards.
+pub fn demo(
+    workers: u16,
+    w: &Workload,
+    tuning: &Tuning,
+    switch: (f64, usize),
+    json_out: bool,
+) -> i32 {
+    let (drop_rate, shards) = switch;
     let tuned = match local_config(workers, tuning) {
         Ok(c) => c,
         Err(e) => {
@@ -184,7 +193,7 @@ pub fn demo(workers: u16, w: &Workload, tuning: &Tuning, drop_rate: f64, json_ou
     };
     if !json_out {
         println!(
-            "switchml demo: {workers} workers × {} {:?} elements, {} iteration(s), {} lanes × {} slots, {} values/packet, loss {:.1}% — switch and workers on 127.0.0.1",
+            "switchml demo: {workers} workers × {} {:?} elements, {} iteration(s), {} lanes × {} slots, {} values/packet, loss {:.1}%, {shards} switch shard(s) — switch and workers on 127.0.0.1",
             w.elements, w.dtype, w.iterations, tuned.lanes, tuned.window, tuned.count, drop_rate * 100.0
         );
     }
@@ -201,7 +210,7 @@ pub fn demo(workers: u16, w: &Workload, tuning: &Tuning, drop_rate: f64, json_ou
     );
     progress.enable_steady_tick(Duration::from_millis(100));
     let started = Instant::now();
-    let run = run_local(workers, w, &tuned, drop_rate, &progress);
+    let run = run_local(workers, w, &tuned, switch, &progress);
     progress.finish_and_clear();
     let run = match run {
         Ok(r) => r,

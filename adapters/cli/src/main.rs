@@ -58,6 +58,9 @@ enum Command {
         /// Lose each datagram at the switch with this probability (each way).
         #[arg(long, default_value_t = 0.0)]
         drop_rate: f64,
+        /// Switch shards, a thread each [default: one per core].
+        #[arg(long)]
+        threads: Option<usize>,
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
@@ -86,6 +89,11 @@ enum Command {
         /// of the P4 programs: at most 256 values a packet, 64 ranks a job).
         #[arg(long, default_value_t = SwitchPipeline::Reference)]
         pipeline: SwitchPipeline,
+        /// Shards, a thread each with its own switch, on consecutive ports from --bind's;
+        /// lane l of every worker goes to shard l mod N by itself (docs/protocol.md §1.1)
+        /// [default: one per core].
+        #[arg(long)]
+        threads: Option<usize>,
         /// Lose each datagram with this probability (each way), like SwitchML's drop simulator.
         #[arg(long, default_value_t = 0.0)]
         drop_rate: f64,
@@ -166,6 +174,12 @@ enum Command {
         /// Skip the Gloo comparison.
         #[arg(long)]
         no_gloo: bool,
+        /// Switch shards, a thread each [default: one per core].
+        #[arg(long)]
+        threads: Option<usize>,
+        /// The Python that imports torch, for Gloo [else SWITCHML_PYTHON, else /usr/bin/python3].
+        #[arg(long)]
+        python: Option<PathBuf>,
         #[command(flatten)]
         tuning: Tuning,
         /// Print JSON.
@@ -335,8 +349,13 @@ fn main() {
             work,
             tuning,
             drop_rate,
+            threads,
             json,
-        } => demo::demo(workers, &work.workload(elements), &tuning, drop_rate, json),
+        } => {
+            let threads = threads.unwrap_or_else(switchml_udp::default_shards);
+            let w = work.workload(elements);
+            demo::demo(workers, &w, &tuning, (drop_rate, threads), json)
+        }
         Command::Switch {
             bind,
             jobs,
@@ -346,10 +365,12 @@ fn main() {
             admin,
             spare_slots,
             pipeline,
+            threads,
             report_every,
             json,
         } => {
             let config = SwitchConfig {
+                shards: threads.unwrap_or_else(switchml_udp::default_shards),
                 drop_rate,
                 seed,
                 idle_timeout: std::time::Duration::from_secs(idle_timeout),
@@ -399,9 +420,15 @@ fn main() {
             sizes,
             iterations,
             no_gloo,
+            threads,
+            python,
             tuning,
             json,
-        } => bench::bench(&workers, &sizes, iterations, !no_gloo, &tuning, json),
+        } => {
+            let gloo = (!no_gloo).then(|| bench::python(python));
+            let threads = threads.unwrap_or_else(switchml_udp::default_shards);
+            bench::bench(&workers, &sizes, iterations, gloo, threads, &tuning, json)
+        }
     };
     std::process::exit(code);
 }

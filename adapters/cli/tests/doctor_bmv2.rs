@@ -84,6 +84,7 @@ fn p4_switch() -> String {
                 rank: s.rank,
                 world: 3,
                 flags: StatusFlags::RUN_OPEN,
+                shards: 0,
                 slot_count: 8,
                 epoch: 0x0102_0304,
                 counters: StatusCounters::default(), // a P4 data plane cannot read them

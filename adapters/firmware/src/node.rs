@@ -106,7 +106,10 @@ pub struct Node<'a, D: Device, C: Clock> {
     iface: Interface,
     sockets: SocketSet<'a>,
     udp: SocketHandle,
+    /// Where the worker's datagrams go: the switch, or its lane's shard (§1.1).
     switch: IpEndpoint,
+    /// The switch's port: its first shard's.
+    switch_port: u16,
     datagram: &'a mut [u8],
     /// The length of a datagram in `datagram` the socket had no room for.
     pending: Option<usize>,
@@ -160,10 +163,24 @@ impl<'a, D: Device, C: Clock> Node<'a, D, C> {
             sockets,
             udp,
             switch: IpEndpoint::new(config.switch.0.into(), config.switch.1),
+            switch_port: config.switch.1,
             datagram: &mut datagram[..],
             pending: None,
             stats: NodeStats::default(),
         }
+    }
+
+    /// Talk to shard `shard` of the switch from now on: what a worker's
+    /// [`Event::Redirected`](switchml_core::worker::Event::Redirected) asks (protocol.md
+    /// §1.1). A shard past port 65535 cannot exist; the request is then ignored and the
+    /// worker's join timeout reports the lane.
+    pub fn move_to_shard(&mut self, shard: u16) {
+        let Some(port) = switchml_core::shard::shard_port(self.switch_port, shard) else {
+            warning!("shard {} has no port", shard);
+            return;
+        };
+        self.switch.port = port;
+        debug!("joining shard {} at {}", shard, self.switch);
     }
 
     /// Return the clock's reading now.

@@ -336,6 +336,7 @@ fn start_lane(
     let state = Lane {
         index: usize::from(lane),
         socket,
+        switch: config.switch,
         worker,
         commands,
         wake: Arc::clone(&wake),

@@ -25,12 +25,13 @@ use std::time::Duration;
 use switchml_core::switch::{ControlPlane, DropReason, Endpoint, JobConfig, Route, Transmit};
 use switchml_core::wire;
 
-use crate::admin::{AdminRequest, AdminSocket};
+use crate::admin::AdminRequest;
 use crate::batch::{is_fatal, RecvBatch, SendBatch};
 use crate::clock::Clock;
 use crate::daemon_log::DaemonLog;
 use crate::loss::LossInjector;
 use crate::offload::Offload;
+use crate::shards::{ask_peers, AdminRole};
 use crate::socket::{size_buffer, wait_readable, Buffer};
 use crate::source::is_bad_source;
 use crate::traffic::{DaemonCounters, JobTraffic};
@@ -121,7 +122,7 @@ pub struct Daemon<G> {
     recv: RecvBatch,
     send: SendBatch,
     log: DaemonLog,
-    admin: Option<AdminSocket>,
+    admin: AdminRole,
 }
 
 /// Lanes per rank the address table has room for.
@@ -129,16 +130,21 @@ pub const MAX_LANES: usize = 64;
 
 impl<G: ControlPlane> Daemon<G> {
     /// Serve `endpoint` (jobs come with [`Daemon::add_job`]) on `socket`, taking admin
-    /// requests on `admin`; `loss` is `(rate, seed)`.
-    pub fn new(
+    /// requests as `admin` says; `loss` is `(rate, seed)`.
+    pub(crate) fn new(
         socket: UdpSocket,
         endpoint: SoftEndpoint<G>,
-        admin: Option<AdminSocket>,
+        admin: AdminRole,
         loss: Option<(f64, u64)>,
     ) -> io::Result<Daemon<G>> {
         socket.set_nonblocking(true)?;
         let addr = socket.local_addr()?;
-        log::info!("switch daemon on {addr}");
+        let shard = endpoint.shard();
+        log::info!(
+            "switch daemon on {addr} (shard {} of {})",
+            shard.index(),
+            shard.count()
+        );
         let buffers = [
             (Buffer::Receive, "receive", "rmem_max"),
             (Buffer::Send, "send", "wmem_max"),
@@ -192,7 +198,8 @@ impl<G: ControlPlane> Daemon<G> {
             Some(k) => k,
             None => crate::running_switch::key_from_env()?,
         };
-        if key == 0 {
+        let first_shard = self.endpoint.shard().index() == 0;
+        if key == 0 && first_shard {
             log::warn!(
                 "job {}: no key (SWITCHML_JOB_KEY): anyone who reaches the switch can join it",
                 spec.id
@@ -240,7 +247,12 @@ impl<G: ControlPlane> Daemon<G> {
             job: spec.id,
             ..JobTraffic::default()
         });
-        log::info!(
+        log::log!(
+            if first_shard {
+                log::Level::Info
+            } else {
+                log::Level::Debug
+            },
             "job {}: {} ranks, slots {}..{}",
             spec.id,
             spec.world,
@@ -287,12 +299,38 @@ impl<G: ControlPlane> Daemon<G> {
             .collect()
     }
 
-    /// Answer the admin socket's waiting clients.
+    /// Answer the admin socket's waiting clients (shard 0), passing each request on to the
+    /// other shards; or do what shard 0 passed on (any other shard).
     fn serve_admin(&mut self) {
-        let Some(admin) = self.admin.take() else {
-            return;
-        };
-        admin.serve(|request| match request {
+        match &mut self.admin {
+            AdminRole::Leader { socket, .. } => {
+                let Some(admin) = socket.take() else {
+                    return;
+                };
+                admin.serve(|request| {
+                    let mine = self.answer(request.clone());
+                    match &self.admin {
+                        AdminRole::Leader { peers, .. } => ask_peers(peers, &request, mine),
+                        AdminRole::Follower(_) => mine,
+                    }
+                });
+                if let AdminRole::Leader { socket, .. } = &mut self.admin {
+                    *socket = Some(admin);
+                }
+            }
+            AdminRole::Follower(requests) => {
+                let waiting: Vec<_> = requests.try_iter().collect();
+                for r in waiting {
+                    let answer = self.answer(r.request);
+                    let _ = r.reply.send(answer);
+                }
+            }
+        }
+    }
+
+    /// Do one admin request; return the answer line(s).
+    fn answer(&mut self, request: Result<AdminRequest, String>) -> String {
+        match request {
             Err(e) => format!("error: {e}"),
             Ok(AdminRequest::Add(spec)) => match self.add_job(&spec) {
                 Ok(c) => format!(
@@ -317,8 +355,7 @@ impl<G: ControlPlane> Daemon<G> {
                 }
                 reply
             }
-        });
-        self.admin = Some(admin);
+        }
     }
 
     /// Return the counters, with the switch's copied in.
@@ -327,6 +364,7 @@ impl<G: ControlPlane> Daemon<G> {
         let switch = self.endpoint.switch();
         c.switch = switch.switch_counters();
         c.expired_runs = self.endpoint.expired_runs();
+        c.redirected = self.endpoint.redirected();
         for j in &mut c.jobs {
             if let Some(job) = switch.job_snapshot(j.job) {
                 j.switch = job.counters;

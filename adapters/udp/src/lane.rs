@@ -8,7 +8,7 @@
 //! decision — what to send, when to resend, when to give up — is the worker's.
 
 use std::collections::VecDeque;
-use std::net::UdpSocket;
+use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
@@ -81,6 +81,8 @@ pub struct Timing {
 pub(crate) struct Lane {
     pub(crate) index: usize,
     pub(crate) socket: UdpSocket,
+    /// The switch's address: its first shard's (protocol.md §1.1).
+    pub(crate) switch: SocketAddr,
     pub(crate) worker: Box<LaneWorker>,
     pub(crate) commands: Receiver<Command>,
     pub(crate) wake: Arc<Wake>,
@@ -138,12 +140,9 @@ impl Lane {
                         } else {
                             // Done: say so, so that the switch ends the run once every
                             // rank has left and the job can run again (protocol.md §4.1).
-                            // One Leave per rank, from its first lane: the run ends with the
-                            // last rank's, and any later one would be a BadSession drop.
-                            if self.index == 0 {
-                                self.worker.leave();
-                                self.transmit(&mut send, clock.now());
-                            }
+                            // The worker sends it only from the first lane of its shard.
+                            self.worker.leave();
+                            self.transmit(&mut send, clock.now());
                         }
                         self.log.closing(self.worker.stats(), idle);
                         for (mut part, _) in backlog.drain(..) {
@@ -189,6 +188,8 @@ impl Lane {
                     }
                 }
             }
+            // Before the next send: a redirect must move the socket first.
+            self.deliver_events();
             if self.worker.poll_timeout().is_some_and(|t| t <= now) {
                 self.worker.handle_timeout(now);
             }
@@ -310,6 +311,7 @@ impl Lane {
     fn deliver_events(&mut self) {
         while let Some(event) = self.worker.poll_event() {
             match event {
+                Event::Redirected { shard, shards } => self.move_to_shard(shard, shards),
                 Event::Joined { epoch } => {
                     self.log.joined(epoch, self.worker.config());
                     let _ = self.reports.send(Report::Joined {
@@ -343,6 +345,29 @@ impl Lane {
                     buf.set_outcome(outcome);
                 }
             }
+        }
+    }
+
+    /// Send to shard `shard` of the switch from now on (protocol.md §1.1). If the socket
+    /// cannot move, the lane's Join goes unanswered and the worker's join timeout says so.
+    fn move_to_shard(&mut self, shard: u16, shards: u16) {
+        let port = switchml_core::shard::shard_port(self.switch.port(), shard);
+        let Some(port) = port else {
+            log::warn!(
+                "lane {}: shard {shard} of {shards} has no port above {}",
+                self.index,
+                self.switch
+            );
+            return;
+        };
+        let mut to = self.switch;
+        to.set_port(port);
+        match self.socket.connect(to) {
+            Ok(()) => log::info!(
+                "lane {}: the switch has {shards} shards; joining shard {shard} at {to}",
+                self.index
+            ),
+            Err(e) => log::warn!("lane {}: connect to shard {shard} at {to}: {e}", self.index),
         }
     }
 

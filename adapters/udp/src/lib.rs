@@ -61,6 +61,7 @@ mod offload;
 mod part;
 mod running_switch;
 mod settings;
+mod shards;
 mod sockaddr;
 mod socket;
 mod source;
@@ -76,6 +77,7 @@ pub use lane::Timing;
 pub use part::Element;
 pub use running_switch::{fresh_key, RunningSwitch, SwitchConfig, SwitchPipeline};
 pub use settings::Settings;
+pub use shards::default_shards;
 pub use switchml_core::quant::{ElementType, Op};
 pub use traffic::{DaemonCounters, JobTraffic};
 

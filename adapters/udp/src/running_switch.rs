@@ -7,6 +7,10 @@
 //! are laid out one after another in the pool, and a new epoch is drawn at every start, so
 //! that workers of a restarted switch learn that it lost their job.
 //!
+//! With several shards (`SwitchConfig::shards`, protocol.md §1.1) each is a daemon thread
+//! of its own, on consecutive ports from [`RunningSwitch::addr`]'s, with its own switch and
+//! pool holding every job ([`crate::shards`]).
+//!
 //! Served by the daemon, the P4 model answers Status with real counters: every datagram
 //! the daemon hands it or drops before it (oversized, bad source) is counted in the
 //! model's own drop and job counters, as the reference counts them. What is not real on
@@ -23,11 +27,13 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use switchml_core::shard::Shard;
 use switchml_core::switch::{ControlPlane, Slot, Switch};
 use switchml_p4model::{Config as ModelConfig, Pipeline, SwitchAddr};
 
 use crate::admin::AdminSocket;
 use crate::daemon::{Daemon, JobSpec, SoftEndpoint};
+use crate::shards::{bind_shards, AdminRole};
 use crate::traffic::DaemonCounters;
 
 /// Values per slot: the largest `count` the software switch accepts.
@@ -101,6 +107,9 @@ pub struct SwitchConfig {
     pub spare_slots: usize,
     /// Which switch serves.
     pub pipeline: SwitchPipeline,
+    /// Shards: daemon threads, each on its own port (the next after the previous shard's)
+    /// with its own switch (protocol.md §1.1). Workers find theirs by themselves.
+    pub shards: usize,
 }
 
 impl SwitchConfig {
@@ -115,6 +124,7 @@ impl SwitchConfig {
             admin: None,
             spare_slots: 0,
             pipeline: SwitchPipeline::default(),
+            shards: 1,
         }
     }
 }
@@ -131,11 +141,16 @@ pub fn key_from_env() -> Result<u64, String> {
     }
 }
 
-/// A switch daemon running on its own thread.
+/// A switch daemon running on its own threads, one per shard.
 pub struct RunningSwitch {
     addr: SocketAddr,
     epoch: u32,
     stop: Arc<AtomicBool>,
+    shards: Vec<ShardThread>,
+}
+
+/// One shard's thread and the counters it publishes.
+struct ShardThread {
     counters: Arc<Mutex<DaemonCounters>>,
     thread: Option<JoinHandle<io::Result<()>>>,
 }
@@ -145,37 +160,67 @@ const PUBLISH_EVERY: Duration = Duration::from_millis(50);
 
 impl RunningSwitch {
     /// Bind, set up the jobs and start serving; errors (a taken port, a job that does not
-    /// fit) come back here, before the thread runs.
+    /// fit) come back here, before any shard serves.
     pub fn start(config: &SwitchConfig) -> io::Result<RunningSwitch> {
-        let socket = UdpSocket::bind(config.bind)
-            .map_err(|e| io::Error::new(e.kind(), format!("bind {}: {e}", config.bind)))?;
-        let addr = socket.local_addr()?;
+        let sockets = bind_shards(config.bind, config.shards)?;
+        let addr = sockets[0].local_addr()?;
         let epoch = fresh_epoch();
         let stop = Arc::new(AtomicBool::new(false));
-        let counters = Arc::new(Mutex::new(DaemonCounters::default()));
+        // Every shard holds the same jobs: take the environment's key once.
+        let mut config = config.clone();
+        for job in &mut config.jobs {
+            if job.key.is_none() {
+                job.key = Some(key_from_env().map_err(io::Error::other)?);
+            }
+        }
+        let admin = config.admin.as_deref().map(AdminSocket::bind).transpose()?;
+        let count = sockets.len();
         let (ready_tx, ready) = mpsc::channel::<io::Result<()>>();
-        let thread = {
-            let (config, stop, counters) =
-                (config.clone(), Arc::clone(&stop), Arc::clone(&counters));
-            std::thread::Builder::new()
-                .name("switchml-switch".into())
-                .spawn(move || serve(socket, &config, epoch, &stop, &counters, &ready_tx))?
-        };
-        match ready.recv() {
-            Ok(Ok(())) => Ok(RunningSwitch {
-                addr,
-                epoch,
-                stop,
+        let mut shards = Vec::with_capacity(count);
+        let roles = AdminRole::for_shards(count, admin);
+        for (index, (socket, role)) in sockets.into_iter().zip(roles).enumerate() {
+            let shard = u16::try_from(index)
+                .ok()
+                .and_then(|i| Shard::new(i, count as u16))
+                .ok_or_else(|| io::Error::other("shard numbering"))?;
+            let counters = Arc::new(Mutex::new(DaemonCounters::default()));
+            let thread = {
+                let (config, stop, counters, ready) = (
+                    config.clone(),
+                    Arc::clone(&stop),
+                    Arc::clone(&counters),
+                    ready_tx.clone(),
+                );
+                std::thread::Builder::new()
+                    .name(format!("switchml-switch{index}"))
+                    .spawn(move || {
+                        serve(
+                            socket, &config, epoch, shard, role, &stop, &counters, &ready,
+                        )
+                    })?
+            };
+            shards.push(ShardThread {
                 counters,
                 thread: Some(thread),
-            }),
-            Ok(Err(e)) => Err(e),
-            Err(_) => Err(thread
-                .join()
-                .ok()
-                .and_then(Result::err)
-                .unwrap_or_else(|| io::Error::other("the switch thread died during set-up"))),
+            });
         }
+        drop(ready_tx);
+        let mut running = RunningSwitch {
+            addr,
+            epoch,
+            stop,
+            shards,
+        };
+        for _ in 0..count {
+            let failure = match ready.recv() {
+                Ok(Ok(())) => continue,
+                Ok(Err(e)) => e,
+                Err(_) => io::Error::other("a switch thread died during set-up"),
+            };
+            let _ = running.shut_down();
+            return Err(failure);
+        }
+        Ok(running)
     }
 
     /// Return the address it listens on.
@@ -188,14 +233,33 @@ impl RunningSwitch {
         self.epoch
     }
 
-    /// Return the counters as last published (at most 50 ms old).
-    pub fn counters(&self) -> DaemonCounters {
-        self.counters.lock().map(|c| c.clone()).unwrap_or_default()
+    /// Return the number of shards.
+    pub fn shards(&self) -> usize {
+        self.shards.len()
     }
 
-    /// Return whether the daemon thread is still serving.
+    /// Return the counters as last published (at most 50 ms old), every shard's added up.
+    pub fn counters(&self) -> DaemonCounters {
+        let mut total = DaemonCounters::default();
+        for c in self.shard_counters() {
+            total.add(&c);
+        }
+        total
+    }
+
+    /// Return each shard's counters as last published (at most 50 ms old).
+    pub fn shard_counters(&self) -> Vec<DaemonCounters> {
+        self.shards
+            .iter()
+            .map(|s| s.counters.lock().map(|c| c.clone()).unwrap_or_default())
+            .collect()
+    }
+
+    /// Return whether every shard's thread is still serving.
     pub fn is_running(&self) -> bool {
-        self.thread.as_ref().is_some_and(|t| !t.is_finished())
+        self.shards
+            .iter()
+            .all(|s| s.thread.as_ref().is_some_and(|t| !t.is_finished()))
     }
 
     /// Stop serving, close the socket and return the final counters.
@@ -206,11 +270,20 @@ impl RunningSwitch {
 
     fn shut_down(&mut self) -> io::Result<()> {
         self.stop.store(true, Ordering::Relaxed);
-        match self.thread.take().map(JoinHandle::join) {
-            Some(Ok(r)) => r,
-            Some(Err(_)) => Err(io::Error::other("the switch thread panicked")),
-            None => Ok(()),
+        let mut result = Ok(());
+        for (i, s) in self.shards.iter_mut().enumerate() {
+            let r = match s.thread.take().map(JoinHandle::join) {
+                Some(Ok(r)) => r,
+                Some(Err(_)) => Err(io::Error::other(format!(
+                    "the switch thread of shard {i} panicked"
+                ))),
+                None => Ok(()),
+            };
+            if result.is_ok() {
+                result = r;
+            }
         }
+        result
     }
 }
 
@@ -220,11 +293,14 @@ impl Drop for RunningSwitch {
     }
 }
 
-/// The daemon thread: build the switch, then serve it.
+/// A shard's daemon thread: build its switch, then serve it.
+#[allow(clippy::too_many_arguments)] // one thread's whole world, passed once
 fn serve(
     socket: UdpSocket,
     config: &SwitchConfig,
     epoch: u32,
+    shard: Shard,
+    admin: AdminRole,
     stop: &AtomicBool,
     publish: &Mutex<DaemonCounters>,
     ready: &mpsc::Sender<io::Result<()>>,
@@ -235,7 +311,8 @@ fn serve(
         SwitchPipeline::Reference => {
             let mut pool = vec![Slot::<MAX_COUNT, RANK_WORDS>::IDLE; slots];
             let switch = SoftSwitch::new(&mut pool, epoch);
-            serve_with(switch, socket, config, stop, publish, ready)
+            let endpoint = endpoint(switch, config, shard);
+            serve_with(endpoint, socket, config, admin, stop, publish, ready)
         }
         SwitchPipeline::P4Model => {
             let model = Pipeline::new(ModelConfig {
@@ -246,33 +323,39 @@ fn serve(
                 max_count: switchml_p4model::MAX_COUNT,
                 switch: SwitchAddr::default(),
             });
-            serve_with(model, socket, config, stop, publish, ready)
+            let endpoint = endpoint(model, config, shard);
+            serve_with(endpoint, socket, config, admin, stop, publish, ready)
         }
     }
 }
 
-/// Report readiness and serve `switch` until stopped.
+/// The endpoint of shard `shard` around `switch`.
+fn endpoint<G: ControlPlane>(switch: G, config: &SwitchConfig, shard: Shard) -> SoftEndpoint<G> {
+    let idle = switchml_core::time::Duration::from_micros(
+        u64::try_from(config.idle_timeout.as_micros()).unwrap_or(u64::MAX),
+    );
+    SoftEndpoint::new(switch, idle).with_shard(shard)
+}
+
+/// Report readiness and serve `endpoint` until stopped.
 fn serve_with<G: ControlPlane>(
-    switch: G,
+    endpoint: SoftEndpoint<G>,
     socket: UdpSocket,
     config: &SwitchConfig,
+    admin: AdminRole,
     stop: &AtomicBool,
     publish: &Mutex<DaemonCounters>,
     ready: &mpsc::Sender<io::Result<()>>,
 ) -> io::Result<()> {
-    let idle = switchml_core::time::Duration::from_micros(
-        u64::try_from(config.idle_timeout.as_micros()).unwrap_or(u64::MAX),
-    );
-    let endpoint = SoftEndpoint::new(switch, idle);
     let fail = |e: io::Error| {
         let _ = ready.send(Err(e));
         Ok(())
     };
-    let admin = match config.admin.as_deref().map(AdminSocket::bind).transpose() {
-        Ok(a) => a,
-        Err(e) => return fail(e),
-    };
-    let loss = Some((config.drop_rate, config.seed));
+    // Each shard loses its own datagrams.
+    let seed = config
+        .seed
+        .wrapping_add(u64::from(endpoint.shard().index()));
+    let loss = Some((config.drop_rate, seed));
     let mut daemon = match Daemon::new(socket, endpoint, admin, loss) {
         Ok(d) => d,
         Err(e) => return fail(e),

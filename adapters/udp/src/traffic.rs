@@ -51,6 +51,8 @@ pub struct DaemonCounters {
     pub recv_errors: u64,
     /// Runs released after being idle.
     pub expired_runs: u64,
+    /// Joins sent on to their lane's shard (Abort `WrongShard`, protocol.md §1.1).
+    pub redirected: u64,
     /// The switch's counters: drops by reason (these two classes included), verdicts.
     pub switch: Counters,
     /// Per registered job.
@@ -66,5 +68,45 @@ impl DaemonCounters {
     /// Return the counters of job `id`.
     pub fn job(&self, id: u16) -> Option<&JobTraffic> {
         self.jobs.iter().find(|j| j.job == id)
+    }
+
+    /// Add another shard's counters to these (protocol.md §1.1): every count adds up,
+    /// job by job.
+    pub fn add(&mut self, o: &DaemonCounters) {
+        let DaemonCounters {
+            received,
+            sent,
+            send_failures,
+            injected_losses,
+            oversized,
+            bad_source,
+            recv_errors,
+            expired_runs,
+            redirected,
+            switch,
+            jobs,
+        } = o;
+        self.received += received;
+        self.sent += sent;
+        self.send_failures += send_failures;
+        self.injected_losses += injected_losses;
+        self.oversized += oversized;
+        self.bad_source += bad_source;
+        self.recv_errors += recv_errors;
+        self.expired_runs += expired_runs;
+        self.redirected += redirected;
+        self.switch += switch;
+        for j in jobs {
+            match self.jobs.iter_mut().find(|m| m.job == j.job) {
+                Some(m) => {
+                    m.received += j.received;
+                    m.replies += j.replies;
+                    m.multicasts += j.multicasts;
+                    m.sent += j.sent;
+                    m.switch += &j.switch;
+                }
+                None => self.jobs.push(*j),
+            }
+        }
     }
 }

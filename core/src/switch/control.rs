@@ -149,6 +149,7 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
             job: j.job,
             rank,
             world: c.world,
+            shards: 0,
             flags: if complete {
                 JoinFlags::COMPLETE
             } else {
@@ -300,6 +301,7 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
             rank: q.rank,
             world: job.config.world,
             flags,
+            shards: 0,
             slot_count: job.config.slot_count,
             epoch: self.epoch,
             counters: StatusCounters {

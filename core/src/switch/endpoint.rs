@@ -11,10 +11,18 @@
 //! `world × lanes` entries, lane `l` being the lane of slots `l·lane_slots ..`. Every entry
 //! is tagged with the session it was learned in, so a new run never routes to an old one.
 //! No address is a credential here: admission is the key and the session (§4.1).
+//!
+//! An endpoint can be one shard of a sharded switch ([`Endpoint::with_shard`], §1.1): it
+//! then answers a Join of a lane another shard serves with Abort `WrongShard`, before the
+//! switch sees it, and writes the number of shards into its JoinReplies and StatusReplies.
 
 use super::{ControlPlane, DropReason, JobConfig, JobError, Verdict};
+use crate::shard::Shard;
 use crate::time::{Duration, Instant};
-use crate::wire::{self, AbortPacket, DataPacket, JoinPacket, JoinReplyPacket, MessageType};
+use crate::wire::{
+    self, AbortPacket, AbortReason, AbortRepr, DataPacket, JoinPacket, JoinReplyPacket,
+    MessageType, StatusReplyPacket,
+};
 
 /// One learned lane: where it sends from, and the run it joined.
 pub type Route<A> = Option<(A, u32)>;
@@ -59,6 +67,8 @@ pub struct Endpoint<A, S, G, const JOBS: usize> {
     routes: [Option<JobRoutes<S>>; JOBS],
     idle_timeout: Duration,
     expired: u64,
+    shard: Shard,
+    redirected: u64,
     _address: core::marker::PhantomData<A>,
 }
 
@@ -78,8 +88,27 @@ where
             routes: [const { None }; JOBS],
             idle_timeout,
             expired: 0,
+            shard: Shard::SINGLE,
+            redirected: 0,
             _address: core::marker::PhantomData,
         }
+    }
+
+    /// Serve as shard `shard` of a sharded switch (protocol.md §1.1).
+    #[must_use]
+    pub fn with_shard(mut self, shard: Shard) -> Self {
+        self.shard = shard;
+        self
+    }
+
+    /// Return which shard this endpoint is.
+    pub fn shard(&self) -> Shard {
+        self.shard
+    }
+
+    /// Return how many Joins were sent to their lane's shard (Abort `WrongShard`).
+    pub fn redirected(&self) -> u64 {
+        self.redirected
     }
 
     /// Return the switch (its jobs and counters).
@@ -135,6 +164,9 @@ where
     /// Handle one datagram from `from`: the switch decides, the endpoint learns the lane of
     /// an accepted Join and says where the answer goes.
     pub fn handle(&mut self, now: Instant, from: A, bytes: &[u8], out: &mut [u8]) -> Transmit {
+        if let Some(t) = self.redirect(bytes, out) {
+            return t;
+        }
         let verdict = self.switch.process(bytes, out);
         let (job, len, multicast) = match verdict {
             Verdict::Drop(_) => return Transmit::Nothing,
@@ -147,10 +179,21 @@ where
             Verdict::Unicast { job, len, .. } => (job, len, false),
             Verdict::Multicast { job, len } => (job, len, true),
         };
-        let Some(answer) = out.get(..len) else {
+        let Some(answer) = out.get_mut(..len) else {
             return Transmit::Nothing;
         };
         let kind = wire::peek(answer).map(|(k, _, _)| k).ok();
+        let shards = self.shard.wire_count();
+        match kind {
+            Some(MessageType::JoinReply) if shards > 1 => {
+                JoinReplyPacket::new_unchecked(&mut *answer).set_shards(shards)
+            }
+            Some(MessageType::StatusReply) if shards > 1 => {
+                StatusReplyPacket::new_unchecked(&mut *answer).set_shards(shards)
+            }
+            _ => {}
+        }
+        let answer = &*answer;
         let session = match kind {
             Some(MessageType::JoinReply) => JoinReplyPacket::new_unchecked(answer).session(),
             Some(MessageType::Result) => DataPacket::new_unchecked(answer).session(),
@@ -176,6 +219,32 @@ where
             slot,
             len,
         }
+    }
+
+    /// Answer a Join of a lane that another shard serves with Abort `WrongShard`, naming
+    /// the number of shards and the Join's nonce (§1.1, §3.6); `None` for anything else.
+    fn redirect(&mut self, bytes: &[u8], out: &mut [u8]) -> Option<Transmit> {
+        if self.shard.count() <= 1 || wire::peek(bytes).ok()?.0 != MessageType::Join {
+            return None;
+        }
+        let join = JoinPacket::new_checked(bytes).ok()?;
+        // A slot count of 0 is the switch's to refuse.
+        let lane = join.slot_lo().checked_div(join.slot_count())?;
+        if self.shard.serves_lane(lane) {
+            return None;
+        }
+        let repr = AbortRepr {
+            job: join.job_id(),
+            rank: join.rank(),
+            reason: AbortReason::WrongShard,
+            detail: self.shard.count(),
+            epoch: self.switch.epoch(),
+            session: join.nonce(),
+        };
+        let len = repr.buffer_len();
+        repr.emit(&mut AbortPacket::new_unchecked(out.get_mut(..len)?));
+        self.redirected += 1;
+        Some(Transmit::Reply { len })
     }
 
     /// Record where the lane of the accepted Join in `bytes` sends from.

@@ -88,6 +88,38 @@ pub struct JobCounters {
     pub unauthorized: u64,
 }
 
+/// A job's counters on several switches (the shards of one, §1.1) add up.
+impl core::ops::AddAssign<&JobCounters> for JobCounters {
+    fn add_assign(&mut self, o: &JobCounters) {
+        let JobCounters {
+            contributions,
+            completions,
+            retransmit_replies,
+            duplicates,
+            stale,
+            rejected,
+            joins,
+            probes,
+            aborts,
+            overflows,
+            runs,
+            unauthorized,
+        } = *o;
+        self.contributions += contributions;
+        self.completions += completions;
+        self.retransmit_replies += retransmit_replies;
+        self.duplicates += duplicates;
+        self.stale += stale;
+        self.rejected += rejected;
+        self.joins += joins;
+        self.probes += probes;
+        self.aborts += aborts;
+        self.overflows += overflows;
+        self.runs += runs;
+        self.unauthorized += unauthorized;
+    }
+}
+
 /// A registered job.
 #[derive(Debug, Clone)]
 pub struct Job<const WORDS: usize> {

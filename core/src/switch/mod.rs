@@ -182,6 +182,19 @@ impl Counters {
     }
 }
 
+/// Counters of several switches (the shards of one, §1.1) add up.
+impl core::ops::AddAssign<&Counters> for Counters {
+    fn add_assign(&mut self, o: &Counters) {
+        self.received += o.received;
+        self.consumed += o.consumed;
+        self.multicast += o.multicast;
+        self.unicast += o.unicast;
+        for (d, o) in self.dropped.iter_mut().zip(o.dropped) {
+            *d += o;
+        }
+    }
+}
+
 /// The reference switch. `K`: values per slot (the largest count accepted); `WORDS`: 64-rank
 /// words per seen bitmap (`64·WORDS` ranks per job); `JOBS`: job table size.
 pub struct Switch<'a, const K: usize, const WORDS: usize, const JOBS: usize> {

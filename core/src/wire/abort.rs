@@ -63,6 +63,9 @@ pub enum AbortReason {
     ChunkMismatch,
     /// 12: the sender's session is not the job's current run (detail 0).
     SessionEnded,
+    /// 13: the Join reached a shard that does not serve its lane (detail: the switch's
+    /// number of shards; the lane's shard is `lane mod shards`, protocol.md §1.1).
+    WrongShard,
     /// A reason this version does not know.
     Unknown(u8),
 }
@@ -82,6 +85,7 @@ impl From<u8> for AbortReason {
             10 => AbortReason::LaneMismatch,
             11 => AbortReason::ChunkMismatch,
             12 => AbortReason::SessionEnded,
+            13 => AbortReason::WrongShard,
             other => AbortReason::Unknown(other),
         }
     }
@@ -102,6 +106,7 @@ impl From<AbortReason> for u8 {
             AbortReason::LaneMismatch => 10,
             AbortReason::ChunkMismatch => 11,
             AbortReason::SessionEnded => 12,
+            AbortReason::WrongShard => 13,
             AbortReason::Unknown(other) => other,
         }
     }
@@ -133,6 +138,9 @@ impl core::fmt::Display for AbortReason {
             }
             AbortReason::SessionEnded => {
                 f.write_str("the switch no longer runs this session of the job")
+            }
+            AbortReason::WrongShard => {
+                f.write_str("this shard of the switch does not serve the lane")
             }
             AbortReason::Unknown(b) => write!(f, "unknown abort reason {b:#04x}"),
         }

@@ -1,7 +1,7 @@
 //! JoinReply (0x11): the switch's answer to a Join (protocol.md §3.3).
 //!
 //! ```text
-//!  0: version | 1: type | 2-3: job | 4-5: rank | 6-7: world | 8: flags | 9: reserved
+//!  0: version | 1: type | 2-3: job | 4-5: rank | 6-7: world | 8: flags | 9: shards
 //! 10-11: max_count | 12-15: epoch | 16-17: slot_count | 18-19: bitmap_len
 //! 20-23: session | 24-27: nonce | 28-29: lane_slots | 30-31: count
 //! 32-: joined bitmap (bitmap_len bytes)
@@ -24,8 +24,8 @@ pub struct Header {
     pub world: U16,
     /// Flag bits.
     pub flags: u8,
-    /// Reserved byte.
-    pub reserved: u8,
+    /// The switch's number of shards (protocol.md §1.1); 0 for an unsharded switch.
+    pub shards: u8,
     /// The largest count the switch accepts.
     pub max_count: U16,
     /// The switch's incarnation.
@@ -98,9 +98,9 @@ impl<T: AsRef<[u8]>> JoinReplyPacket<T> {
         JoinFlags(self.header().flags)
     }
 
-    /// Return the reserved field.
-    pub fn reserved(&self) -> u8 {
-        self.header().reserved
+    /// Return the shards field.
+    pub fn shards(&self) -> u8 {
+        self.header().shards
     }
 
     /// Return the max_count field.
@@ -158,6 +158,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> JoinReplyPacket<T> {
     /// Set the flags field.
     pub fn set_flags(&mut self, f: JoinFlags) {
         self.header_mut().flags = f.0;
+    }
+
+    /// Set the shards field.
+    pub fn set_shards(&mut self, v: u8) {
+        self.header_mut().shards = v;
     }
 
     /// Set the max_count field.
@@ -219,6 +224,8 @@ pub struct JoinReplyRepr<'a> {
     pub world: u16,
     /// Flag bits.
     pub flags: JoinFlags,
+    /// The switch's number of shards (protocol.md §1.1); 0 means an unsharded switch, as 1.
+    pub shards: u8,
     /// The largest count the switch accepts in a Contribution.
     pub max_count: u16,
     /// The switch's incarnation.
@@ -250,14 +257,12 @@ impl<'a> JoinReplyRepr<'a> {
         if usize::from(h.bitmap_len.get()) > MAX_BITMAP_LEN {
             return Err(Error::Field("bitmap_len"));
         }
-        if h.reserved != 0 {
-            return Err(Error::Reserved("join_reply.reserved"));
-        }
         Ok(JoinReplyRepr {
             job: h.prefix.job.get(),
             rank: h.prefix.rank.get(),
             world: h.world.get(),
             flags: JoinFlags(h.flags),
+            shards: h.shards,
             max_count: h.max_count.get(),
             epoch: h.epoch.get(),
             slot_count: h.slot_count.get(),
@@ -285,7 +290,7 @@ impl<'a> JoinReplyRepr<'a> {
             prefix: Prefix::new(MessageType::JoinReply, self.job, self.rank),
             world: U16::new(self.world),
             flags: self.flags.0,
-            reserved: 0,
+            shards: self.shards,
             max_count: U16::new(self.max_count),
             epoch: U32::new(self.epoch),
             slot_count: U16::new(self.slot_count),
@@ -320,6 +325,9 @@ impl core::fmt::Display for JoinReplyRepr<'_> {
             self.max_count,
             super::show::Ranks(self.joined, self.world)
         )?;
+        if self.shards > 1 {
+            write!(f, " shards {}", self.shards)?;
+        }
         if self.flags != JoinFlags::default() {
             write!(f, " flags {}", self.flags)?;
         }
@@ -331,11 +339,11 @@ impl core::fmt::Display for JoinReplyRepr<'_> {
 mod tests {
     use super::*;
 
-    // Job 7, multicast, world 10, COMPLETE, max_count 1024, epoch 0x01020304, 16 slots,
+    // Job 7, multicast, world 10, COMPLETE, a switch of 4 shards, max_count 1024, epoch 0x01020304, 16 slots,
     // session 0xCAFEF00D, answering nonce 0x11223344, lanes of 8 slots, chunks of 256, every
     // rank joined: bitmap ff 03.
     const BYTES: [u8; 34] = [
-        0x01, 0x11, 0x00, 0x07, 0xFF, 0xFF, 0x00, 0x0A, 0x01, 0x00, 0x04, 0x00, 0x01, 0x02, 0x03,
+        0x01, 0x11, 0x00, 0x07, 0xFF, 0xFF, 0x00, 0x0A, 0x01, 0x04, 0x04, 0x00, 0x01, 0x02, 0x03,
         0x04, 0x00, 0x10, 0x00, 0x02, 0xCA, 0xFE, 0xF0, 0x0D, 0x11, 0x22, 0x33, 0x44, 0x00, 0x08,
         0x01, 0x00, 0xFF, 0x03,
     ];
@@ -344,6 +352,7 @@ mod tests {
         rank: 0xFFFF,
         world: 10,
         flags: JoinFlags::COMPLETE,
+        shards: 4,
         max_count: 1024,
         epoch: 0x0102_0304,
         slot_count: 16,
@@ -397,11 +406,13 @@ mod tests {
         let mut bad = BYTES;
         JoinReplyPacket::new_unchecked(&mut bad[..]).set_msg_type(MessageType::Join);
         assert_eq!(parse(&bad), Err(Error::Field("type")));
-        let mut bad = BYTES;
-        JoinReplyPacket::new_unchecked(&mut bad[..])
-            .header_mut()
-            .reserved = 0x01;
-        assert_eq!(parse(&bad), Err(Error::Reserved("join_reply.reserved")));
+        let mut one = BYTES;
+        JoinReplyPacket::new_unchecked(&mut one[..]).set_shards(0);
+        assert_eq!(
+            parse(&one).map(|r| r.shards),
+            Ok(0),
+            "0: an unsharded switch"
+        );
         let mut bad = BYTES;
         bad[0] = 2;
         assert_eq!(parse(&bad), Err(Error::Version(2)));
@@ -420,7 +431,7 @@ mod tests {
             REPR.to_string(),
             "JoinReply job 7 rank all world 10 epoch 0x01020304 session 0xcafef00d \
              nonce 0x11223344 slot_count 16 lane_slots 8 count 256 max_count 1024 \
-             joined 10/10 flags COMPLETE"
+             joined 10/10 shards 4 flags COMPLETE"
         );
     }
 

@@ -402,6 +402,7 @@ mod tests {
             rank: 2,
             world: 3,
             flags: JoinFlags::COMPLETE,
+            shards: 0,
             max_count: 256,
             epoch: 0,
             slot_count: 1,

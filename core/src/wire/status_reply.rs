@@ -2,7 +2,7 @@
 //! job and what the switch counted.
 //!
 //! ```text
-//!  0: version | 1: type | 2-3: job | 4-5: rank | 6-7: world | 8: flags | 9: reserved
+//!  0: version | 1: type | 2-3: job | 4-5: rank | 6-7: world | 8: flags | 9: shards
 //! 10-11: slot_count | 12-15: epoch | 16-17: bitmap_len | 18-19: reserved
 //! 20-251: twenty-nine u64 counters | 252-: joined bitmap
 //! ```
@@ -24,8 +24,8 @@ pub struct Header {
     pub world: U16,
     /// Flag bits.
     pub flags: u8,
-    /// Reserved byte.
-    pub reserved_a: u8,
+    /// The switch's number of shards (protocol.md §1.1); 0 for an unsharded switch.
+    pub shards: u8,
     /// Slots in the job's range.
     pub slot_count: U16,
     /// The switch's incarnation.
@@ -201,10 +201,14 @@ impl<T: AsRef<[u8]>> StatusReplyPacket<T> {
         self.header().bitmap_len.get()
     }
 
-    /// Return whether both reserved fields are zero.
+    /// Return whether the reserved field is zero.
     pub fn reserved_is_zero(&self) -> bool {
-        let h = self.header();
-        h.reserved_a == 0 && h.reserved_b == U16::ZERO
+        self.header().reserved_b == U16::ZERO
+    }
+
+    /// Return the shards field.
+    pub fn shards(&self) -> u8 {
+        self.header().shards
     }
 
     /// Return the counters.
@@ -215,6 +219,13 @@ impl<T: AsRef<[u8]>> StatusReplyPacket<T> {
     /// Return the joined bitmap.
     pub fn bitmap(&self) -> &[u8] {
         self.tail()
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> StatusReplyPacket<T> {
+    /// Set the shards field.
+    pub fn set_shards(&mut self, v: u8) {
+        self.header_mut().shards = v;
     }
 }
 
@@ -230,6 +241,9 @@ pub struct StatusReplyRepr<'a> {
     pub world: u16,
     /// Flag bits.
     pub flags: StatusFlags,
+    /// The switch's number of shards (protocol.md §1.1); 0 means an unsharded switch, as 1.
+    /// The counters and the run are the answering shard's.
+    pub shards: u8,
     /// Slots in the job's range.
     pub slot_count: u16,
     /// The switch's epoch.
@@ -260,6 +274,7 @@ impl<'a> StatusReplyRepr<'a> {
             rank: h.prefix.rank.get(),
             world: h.world.get(),
             flags: StatusFlags(h.flags),
+            shards: h.shards,
             slot_count: h.slot_count.get(),
             epoch: h.epoch.get(),
             counters: StatusCounters::from_array(h.counters.map(U64::get)),
@@ -282,7 +297,7 @@ impl<'a> StatusReplyRepr<'a> {
             prefix: Prefix::new(MessageType::StatusReply, self.job, self.rank),
             world: U16::new(self.world),
             flags: self.flags.0,
-            reserved_a: 0,
+            shards: self.shards,
             slot_count: U16::new(self.slot_count),
             epoch: U32::new(self.epoch),
             bitmap_len: U16::new(self.joined.len() as u16),
@@ -337,6 +352,7 @@ mod tests {
             rank: 1,
             world: 10,
             flags: StatusFlags::ALL_JOINED,
+            shards: 3,
             slot_count: 16,
             epoch: 0x0102_0304,
             counters: StatusCounters::from_array(a),
@@ -349,7 +365,7 @@ mod tests {
     fn known_bytes() -> [u8; LEN] {
         let mut b = [0u8; LEN];
         b[..20].copy_from_slice(&[
-            0x01, 0x16, 0x00, 0x07, 0x00, 0x01, 0x00, 0x0A, 0x01, 0x00, 0x00, 0x10, 0x01, 0x02,
+            0x01, 0x16, 0x00, 0x07, 0x00, 0x01, 0x00, 0x0A, 0x01, 0x03, 0x00, 0x10, 0x01, 0x02,
             0x03, 0x04, 0x00, 0x02, 0x00, 0x00,
         ]);
         for i in 0..StatusCounters::COUNT {

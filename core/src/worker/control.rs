@@ -79,6 +79,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         }
         // The run this lane is in; a run replaced while joining gives the newer one.
         self.session = r.session;
+        self.shards = u16::from(r.shards).max(1);
         self.joined = Some(WorldSet::from_bitmap(r.joined));
         if r.flags.contains(JoinFlags::COMPLETE) {
             crate::trace::info!(
@@ -92,6 +93,29 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             self.timers.stop(Timer::JoinResend);
             self.timers.stop(Timer::JoinDeadline);
         }
+    }
+
+    /// The Join reached a shard that does not serve this lane (§1.1): move to the lane's
+    /// shard and join there at once. The same answer again (a Join that was already on its
+    /// way) changes nothing; a switch that keeps refusing ends in the join timeout.
+    fn redirect(&mut self, shards: u16) {
+        let shards = shards.max(1);
+        if shards == self.shards {
+            self.stats.ignored += 1;
+            return;
+        }
+        self.shards = shards;
+        let shard = crate::shard::shard_of_lane(self.lane(), shards);
+        crate::trace::info!(
+            "job {} rank {}: the switch has {} shards; lane {} moves to shard {}",
+            self.config.job,
+            self.config.rank,
+            shards,
+            self.lane(),
+            shard
+        );
+        self.redirect_event = Some(shard);
+        self.join_due = true;
     }
 
     /// Record the switch's epoch; fail if it changed. Return whether to go on.
@@ -155,6 +179,10 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
 
     pub(super) fn on_abort(&mut self, a: &AbortRepr) {
         let me = self.config.rank;
+        if a.reason == AbortReason::WrongShard && self.phase == Phase::Joining {
+            self.redirect(a.detail);
+            return;
+        }
         if a.reason == AbortReason::WorkerFailed {
             if a.rank != me {
                 self.fail(WorkerError::PeerAborted {

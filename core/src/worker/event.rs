@@ -29,6 +29,15 @@ pub enum Event<B> {
     },
     /// The stream cannot go on. Every queued tensor follows as `Done` with an error.
     Failed(WorkerError),
+    /// The switch is sharded and this lane belongs to shard `shard` of `shards`: send every
+    /// later datagram to that shard, at the switch's port plus `shard` (protocol.md §1.1,
+    /// [`crate::shard::shard_port`]). The Join goes out again at once.
+    Redirected {
+        /// The lane's shard.
+        shard: u16,
+        /// The switch's number of shards.
+        shards: u16,
+    },
 }
 
 /// Why one tensor's result is not good.

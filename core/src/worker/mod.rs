@@ -177,6 +177,10 @@ pub struct Worker<B, const SLOTS: usize, const QUEUE: usize> {
     session: u32,
     /// A Leave to send.
     leave_pending: bool,
+    /// The switch's number of shards, as it announced it (1 until it does, §1.1).
+    shards: u16,
+    /// The shard to move to, not yet told to the adapter.
+    redirect_event: Option<u16>,
     /// Ranks joined at the last JoinReply; whether any came.
     joined: Option<WorldSet>,
     join_due: bool,
@@ -235,6 +239,8 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             epoch: None,
             session: 0,
             leave_pending: false,
+            shards: 1,
+            redirect_event: None,
             joined: None,
             join_due: true,
             refusals: 0,
@@ -282,14 +288,27 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
 
     /// End this rank's part in the run: once nothing is queued or in flight, send a Leave
     /// (at the next `poll_transmit`) so that the switch can end the run when every rank
-    /// has left (protocol.md §4.1). Does nothing unless the stream is running and idle.
+    /// has left (protocol.md §4.1). Call it on every lane: only the first lane of each
+    /// shard sends one (lane `l < shards`, §6), the others just stop, since a shard's run
+    /// ends with its last rank's Leave and a later one would be a `BadSession` drop. Does
+    /// nothing unless the stream is running and idle.
     pub fn leave(&mut self) {
         if self.phase == Phase::Running && self.is_idle() {
             self.phase = Phase::Left;
-            self.leave_pending = true;
+            self.leave_pending = self.lane() < self.shards;
             self.timers = TimerTable::default();
             self.slot_timers = SlotTimers::new();
         }
+    }
+
+    /// Return this lane's index among the rank's lanes (`slot_lo / window`, §6).
+    pub fn lane(&self) -> u16 {
+        self.config.slot_lo / self.config.window
+    }
+
+    /// Return the switch's number of shards as it announced it (1 until it does, §1.1).
+    pub fn shards(&self) -> u16 {
+        self.shards
     }
 
     /// Return whether every rank has joined and the stream is live.
@@ -513,6 +532,12 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
     /// Return the next event.
     #[must_use]
     pub fn poll_event(&mut self) -> Option<Event<B>> {
+        if let Some(shard) = self.redirect_event.take() {
+            return Some(Event::Redirected {
+                shard,
+                shards: self.shards,
+            });
+        }
         if self.joined_event {
             self.joined_event = false;
             return self.epoch.map(|epoch| Event::Joined { epoch });

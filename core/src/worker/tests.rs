@@ -462,6 +462,7 @@ fn a_joining_worker_takes_only_answers_to_its_own_join() {
             job: 3,
             rank: if complete { 0xFFFF } else { 0 },
             world: 2,
+            shards: 0,
             flags: if complete {
                 JoinFlags::COMPLETE
             } else {

@@ -93,6 +93,7 @@ impl ReplyBuilder {
             job,
             rank,
             world,
+            shards: 0,
             flags: if complete {
                 JoinFlags::COMPLETE
             } else {
@@ -162,6 +163,7 @@ impl ReplyBuilder {
             rank,
             world,
             flags,
+            shards: 0,
             slot_count,
             epoch: self.epoch,
             counters,

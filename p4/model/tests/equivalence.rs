@@ -503,6 +503,7 @@ impl Gen {
                     rank: 0xFFFF,
                     world: *world,
                     flags: StatusFlags::default(),
+                    shards: 0,
                     slot_count: 4,
                     epoch: 0xE90C,
                     counters: StatusCounters::from_array([*joined; StatusCounters::COUNT]),

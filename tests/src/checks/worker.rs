@@ -515,6 +515,15 @@ impl Checker {
 
     fn on_event(&mut self, event: Event<Buf>) {
         match event {
+            Event::Redirected { shard, shards } => {
+                assert!(shards >= 2, "redirected by a switch of {shards} shards");
+                let lane = self.worker.lane();
+                assert_eq!(
+                    shard,
+                    switchml_core::shard::shard_of_lane(lane, shards),
+                    "lane {lane} sent to the wrong shard"
+                );
+            }
             Event::Joined { epoch } => {
                 assert!(!self.joined_event, "Joined twice");
                 assert!(
@@ -654,6 +663,7 @@ impl Checker {
                     } else {
                         u16::from(*world % 6)
                     },
+                    shards: 0,
                     flags: if *complete {
                         JoinFlags::COMPLETE
                     } else {

@@ -212,6 +212,10 @@ fn allreduce(
                 Err(e) => fail(format_args!("all-reduce failed: {e}")),
             },
             Some(Event::Failed(e)) => fail(format_args!("worker failed: {e}")),
+            Some(Event::Redirected { shard, shards }) => {
+                hprintln!("qemu-worker: the switch has {} shards; joining shard {}", shards, shard);
+                node.move_to_shard(shard);
+            }
             None => {}
         }
     }

@@ -52,6 +52,7 @@ pub fn lane_stream(
         rank: RANK_ALL,
         world: config.world,
         flags: JoinFlags::COMPLETE,
+        shards: 0,
         max_count: 1024,
         epoch: 1,
         slot_count: config.lanes * config.window,

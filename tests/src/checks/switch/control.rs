@@ -141,6 +141,7 @@ impl Checker<'_> {
             job: j.job,
             rank: if completes { RANK_ALL } else { j.rank },
             world,
+            shards: 0,
             flags: if complete {
                 JoinFlags::COMPLETE
             } else {
