@@ -5,6 +5,10 @@
 //! packets vanish), the round-trip time, the switch's epoch, and for the job: its world
 //! size, which ranks joined and which are missing, and its counters.
 //!
+//! A sharded switch (protocol.md §1.1) says how many shards it has: each is asked in turn,
+//! at the next ports, and the counters are added up over all of them (who joined is shard
+//! 0's view: every rank's lane 0 is there).
+//!
 //! A P4 switch answers the same Status, but its StatusReply's counters are zeros (its data
 //! plane cannot read them). With `--bmv2-cli 'simple_switch_CLI --thrift-port 9090'` the
 //! doctor reads them through BMv2's control plane instead ([`bmv2`]) and prints them under
@@ -29,6 +33,8 @@ enum Answer {
         all_joined: bool,
         joined: WorldSet,
         counters: Vec<(&'static str, u64)>,
+        /// The switch's number of shards (1 when not sharded).
+        shards: u16,
     },
     Abort(String, u32),
 }
@@ -40,6 +46,8 @@ struct Findings<'a> {
     refused: bool,
     /// Counters read through the control plane (`--bmv2-cli`), or why they could not be.
     control: Option<Result<Vec<(&'static str, u64)>, String>>,
+    /// Shards of a sharded switch that did not answer.
+    silent: &'a [u16],
 }
 
 /// Run the doctor; return 0 if the switch answered and knows the job (and, with
@@ -89,14 +97,67 @@ pub fn doctor(switch: &str, job: u16, probes: u32, json_out: bool, bmv2_cli: Opt
             }
         }
     }
+    let silent = match &mut answer {
+        Some(Answer::Status {
+            shards, counters, ..
+        }) => add_other_shards(addr, job, *shards, counters),
+        _ => Vec::new(),
+    };
     let control = bmv2_cli.map(|cli| bmv2::read_counters(cli, job).map(|c| counter_list(&c)));
     let findings = Findings {
         rtts: &rtts,
         answer: answer.as_ref(),
         refused,
         control,
+        silent: &silent,
     };
     print_report(addr, job, probes, &findings, json_out)
+}
+
+/// Ask shards 1.. of a switch of `shards` at `addr` (shard 0) about `job` and add their
+/// counters to `counters`; return the shards that did not answer.
+fn add_other_shards(
+    addr: SocketAddr,
+    job: u16,
+    shards: u16,
+    counters: &mut [(&'static str, u64)],
+) -> Vec<u16> {
+    let mut silent = Vec::new();
+    for shard in 1..shards {
+        let port = switchml_core::shard::shard_port(addr.port(), shard);
+        let mut at = addr;
+        let answer = port.and_then(|p| {
+            at.set_port(p);
+            ask(&open(at).ok()?, job)
+        });
+        match answer {
+            Some(Answer::Status { counters: c, .. }) => {
+                for ((_, total), (_, n)) in counters.iter_mut().zip(c) {
+                    *total += n;
+                }
+            }
+            _ => silent.push(shard),
+        }
+    }
+    silent
+}
+
+/// One Status to `socket` about `job`; its answer, if one comes in time.
+fn ask(socket: &UdpSocket, job: u16) -> Option<Answer> {
+    let req = StatusRepr { job, rank: 0 };
+    let mut out = [0u8; 16];
+    let len = req.buffer_len().min(out.len());
+    req.emit(&mut StatusPacket::new_unchecked(&mut out[..len]));
+    socket.send(&out[..len]).ok()?;
+    let sent = Instant::now();
+    let mut buf = [0u8; 2048];
+    while sent.elapsed() < ANSWER_WAIT {
+        let n = socket.recv(&mut buf).ok()?;
+        if let Some(a) = parse(&buf[..n], job) {
+            return Some(a);
+        }
+    }
+    None
 }
 
 fn open(addr: SocketAddr) -> std::io::Result<UdpSocket> {
@@ -122,6 +183,7 @@ fn parse(bytes: &[u8], job: u16) -> Option<Answer> {
             all_joined: r.flags.contains(StatusFlags::ALL_JOINED),
             joined: WorldSet::from_bitmap(r.joined),
             counters: counter_list(&r.counters),
+            shards: u16::from(r.shards).max(1),
         }),
         Message::Abort(a) if a.job == job => Some(Answer::Abort(
             format!("{} (detail {})", a.reason, a.detail),
@@ -174,7 +236,9 @@ fn print_report(addr: SocketAddr, job: u16, probes: u32, f: &Findings, json_out:
             joined.complement_within(*world)
         ),
     };
-    let ok = matches!(answer, Some(Answer::Status { .. })) && !matches!(control, Some(Err(_)));
+    let ok = matches!(answer, Some(Answer::Status { .. }))
+        && !matches!(control, Some(Err(_)))
+        && f.silent.is_empty();
     // A StatusReply whose counters are all zero is a P4 switch's: the reference counts at
     // least the Status itself.
     let p4_zeros = matches!(answer, Some(Answer::Status { counters, .. })
@@ -201,7 +265,10 @@ fn print_report(addr: SocketAddr, job: u16, probes: u32, f: &Findings, json_out:
                 all_joined,
                 joined,
                 counters,
+                shards,
             }) => {
+                v["shards"] = json!(shards);
+                v["silent_shards"] = json!(f.silent);
                 v["epoch"] = json!(epoch);
                 v["world"] = json!(world);
                 v["slots"] = json!(slot_count);
@@ -245,9 +312,17 @@ fn print_report(addr: SocketAddr, job: u16, probes: u32, f: &Findings, json_out:
                 epoch,
                 joined,
                 counters,
+                shards,
                 ..
             }) => {
                 println!("  epoch {epoch:#010x}; job {job}: {world} ranks, {slot_count} slots");
+                if *shards > 1 {
+                    let silent = match f.silent {
+                        [] => String::new(),
+                        s => format!("; NO answer from shards {s:?}"),
+                    };
+                    println!("  shards: {shards} (counters added up over every shard{silent})");
+                }
                 println!(
                     "  joined: [{joined}]  missing: [{}]",
                     joined.complement_within(*world)

@@ -30,13 +30,16 @@ pub fn switch(config: SwitchConfig, report_every: u64, json_out: bool) -> i32 {
             .collect();
         println!(
             "{}",
-            json!({"listening": sw.addr().to_string(), "epoch": sw.epoch(), "pipeline": pipeline.name(), "jobs": jobs, "drop_rate": drop_rate})
+            json!({"listening": sw.addr().to_string(), "shards": sw.shards(), "epoch": sw.epoch(), "pipeline": pipeline.name(), "jobs": jobs, "drop_rate": drop_rate})
         );
     } else {
+        let last = sw.addr().port() as usize + sw.shards() - 1;
         println!(
-            "listening on {} (epoch {:#010x}, {pipeline} pipeline)",
+            "listening on {} (epoch {:#010x}, {pipeline} pipeline, {} shard(s): ports {}..={last})",
             sw.addr(),
-            sw.epoch()
+            sw.epoch(),
+            sw.shards(),
+            sw.addr().port()
         );
         for j in &jobs {
             println!("  job {}: {} ranks, {} slots", j.id, j.world, j.slots);

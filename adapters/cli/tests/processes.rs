@@ -269,6 +269,58 @@ fn doctor_reports_every_drop_class_the_daemon_counts(pipeline: &str) {
     drop(sw);
 }
 
+/// A sharded switch (`--threads 3`): the doctor asks every shard and adds their counters up.
+#[test]
+fn doctor_adds_up_the_counters_of_every_shard() {
+    let args = [
+        "switch",
+        "--bind",
+        "127.0.0.1:0",
+        "--job",
+        "5:2:32",
+        "--threads",
+        "3",
+    ];
+    let sw = Proc::start(&args);
+    let line = sw.expect_line("listening on", Duration::from_secs(20));
+    assert!(line.contains("3 shard(s)"), "{line}");
+    let addr: std::net::SocketAddr = line.split_whitespace().nth(2).unwrap().parse().unwrap();
+    let junk = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    for shard in [1u16, 2] {
+        let mut at = addr;
+        at.set_port(addr.port() + shard);
+        for _ in 0..shard {
+            junk.send_to(&[0u8; 9000], at).unwrap();
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let a = addr.to_string();
+        let (code, out, _) = run(&[
+            "doctor", "--switch", &a, "--job", "5", "--probes", "1", "--json",
+        ]);
+        let v: serde_json::Value = serde_json::from_str(out.trim()).expect("json");
+        assert_eq!(code, Some(0), "{v}");
+        assert_eq!(
+            (
+                v["shards"].as_u64(),
+                v["silent_shards"].as_array().map(Vec::len)
+            ),
+            (Some(3), Some(0))
+        );
+        // Three Status requests reached the switch: one per shard.
+        if v["counters"]["oversized"] == 3 {
+            assert!(v["counters"]["switch_received"].as_u64() >= Some(6), "{v}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the shards' drops never added up: {v}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 #[test]
 fn demo_verifies_floats_and_integers_with_loss() {
     let (code, out, err) = run(&[
