@@ -90,13 +90,15 @@ pub fn bench(
             };
             let hidden = ProgressBar::hidden();
             match run_local(p, &w, &tuned, (0.0, shards), &hidden) {
-                Ok(r) if r.problem.is_none() => ours.push(Some((
-                    Point {
+                Ok(r) if r.problem.is_none() => ours.push(Some(Ours {
+                    point: Point {
                         seconds: r.elapsed.as_secs_f64(),
                         cpu_seconds: r.cpu.as_secs_f64(),
                     },
-                    r.retransmissions,
-                ))),
+                    retransmissions: r.retransmissions,
+                    sent: r.sent,
+                    switch_share: r.switch_share,
+                })),
                 Ok(r) => {
                     failed = true;
                     progress.println(format!("P={p} n={n}: {}", r.problem.unwrap_or_default()));
@@ -128,7 +130,18 @@ pub fn bench(
     i32::from(failed)
 }
 
-type Row = (u16, usize, Option<(Point, u64)>, Option<Point>);
+/// A switchml-rs measurement.
+#[derive(Debug, Clone, Copy)]
+struct Ours {
+    point: Point,
+    retransmissions: u64,
+    /// Contributions sent, resends included.
+    sent: u64,
+    /// The switch's share of the CPU (the rest is the ranks').
+    switch_share: f64,
+}
+
+type Row = (u16, usize, Option<Ours>, Option<Point>);
 
 fn print_table(rows: &[Row], iterations: u32, json_out: bool) {
     if json_out {
@@ -147,10 +160,18 @@ fn print_table(rows: &[Row], iterations: u32, json_out: bool) {
                     "workers": p,
                     "elements": n,
                     "iterations": iterations,
-                    "switchml": o.map(|(pt, r)| { let mut s = side(&pt); s["retransmissions"] = json!(r); s }),
+                    "switchml": o.map(|o| {
+                        let mut s = side(&o.point);
+                        let cpu = o.point.cpu_per_gb(*n, iterations);
+                        s["retransmissions"] = json!(o.retransmissions);
+                        s["packets_sent"] = json!(o.sent);
+                        s["switch_cpu_seconds_per_gb"] = json!(cpu * o.switch_share);
+                        s["ranks_cpu_seconds_per_gb"] = json!(cpu * (1.0 - o.switch_share));
+                        s
+                    }),
                     "gloo": g.as_ref().map(side),
                     "speedup_vs_gloo": match (o, g) {
-                        (Some((a, _)), Some(b)) => Some(b.seconds / a.seconds),
+                        (Some(a), Some(b)) => Some(b.seconds / a.point.seconds),
                         _ => None,
                     },
                 })
@@ -159,9 +180,9 @@ fn print_table(rows: &[Row], iterations: u32, json_out: bool) {
         println!("{}", json!({ "bench": v }));
         return;
     }
-    println!("loopback all-reduce of f32 tensors, {iterations} iterations each; elements/s as every worker sees them; CPU = all processes, per GB of one worker's tensor");
+    println!("loopback all-reduce of f32 tensors, {iterations} iterations each; elements/s as every worker sees them; CPU = all processes, per GB of one worker's tensor (switchml: switch + ranks)");
     println!(
-        "{:>2} {:>10} | {:>14} {:>9} {:>8} {:>6} | {:>14} {:>9} | {:>7} {:>9}",
+        "{:>2} {:>10} | {:>14} {:>9} {:>13} {:>6} | {:>14} {:>9} | {:>7} {:>9}",
         "P",
         "elements",
         "switchml el/s",
@@ -175,12 +196,19 @@ fn print_table(rows: &[Row], iterations: u32, json_out: bool) {
     );
     for (p, n, o, g) in rows {
         let (oe, og, oc, or) = match o {
-            Some((pt, r)) => (
-                si(pt.eps(*n, iterations)),
-                format!("{:.3}", pt.eps(*n, iterations) * 4.0 / 1e9),
-                format!("{:.2}", pt.cpu_per_gb(*n, iterations)),
-                r.to_string(),
-            ),
+            Some(o) => {
+                let (pt, cpu) = (o.point, o.point.cpu_per_gb(*n, iterations));
+                (
+                    si(pt.eps(*n, iterations)),
+                    format!("{:.3}", pt.eps(*n, iterations) * 4.0 / 1e9),
+                    format!(
+                        "{:.2}+{:.2}",
+                        cpu * o.switch_share,
+                        cpu * (1.0 - o.switch_share)
+                    ),
+                    o.retransmissions.to_string(),
+                )
+            }
             None => ("failed".into(), "-".into(), "-".into(), "-".into()),
         };
         let (ge, gc) = match g {
@@ -191,14 +219,14 @@ fn print_table(rows: &[Row], iterations: u32, json_out: bool) {
             None => ("-".into(), "-".into()),
         };
         let (speedup, cpu_ratio) = match (o, g) {
-            (Some((a, _)), Some(b)) => (
-                format!("{:.2}×", b.seconds / a.seconds),
-                format!("{:.2}×", a.cpu_seconds / b.cpu_seconds.max(1e-9)),
+            (Some(a), Some(b)) => (
+                format!("{:.2}×", b.seconds / a.point.seconds),
+                format!("{:.2}×", a.point.cpu_seconds / b.cpu_seconds.max(1e-9)),
             ),
             _ => ("-".into(), "-".into()),
         };
         println!(
-            "{p:>2} {n:>10} | {oe:>14} {og:>9} {oc:>8} {or:>6} | {ge:>14} {gc:>9} | {speedup:>7} {cpu_ratio:>9}"
+            "{p:>2} {n:>10} | {oe:>14} {og:>9} {oc:>13} {or:>6} | {ge:>14} {gc:>9} | {speedup:>7} {cpu_ratio:>9}"
         );
     }
     println!("speedup = gloo time / switchml time; CPU ratio = switchml CPU / gloo CPU");

@@ -32,6 +32,9 @@ pub struct LocalRun {
     pub elapsed: Duration,
     /// CPU time of the whole process (switch and workers) while the all-reduces ran.
     pub cpu: Duration,
+    /// The switch's share of the process's CPU over the whole run (join included): its
+    /// shard threads' time over all of the process's.
+    pub switch_share: f64,
     /// Resends over all ranks.
     pub retransmissions: u64,
     /// Contributions sent over all ranks.
@@ -76,6 +79,7 @@ pub fn run_local(
     let key = switchml_udp::fresh_key();
     let slots = u16::try_from(tuned.slots())
         .map_err(|_| format!("{} slots are more than a job can have", tuned.slots()))?;
+    let cpu_before = crate::run::cpu_time();
     let sw = RunningSwitch::start(&SwitchConfig {
         bind: LOOPBACK,
         jobs: vec![JobSpec {
@@ -123,11 +127,13 @@ pub fn run_local(
             .collect()
     });
     let counters = sw.stop().map_err(|e| format!("switch: {e}"))?;
+    let whole = crate::run::cpu_time().saturating_sub(cpu_before);
     let mut run = LocalRun {
         elements: w.elements,
         iterations: w.iterations,
         elapsed: Duration::ZERO,
         cpu: Duration::ZERO,
+        switch_share: (counters.cpu.as_secs_f64() / whole.as_secs_f64().max(1e-9)).min(1.0),
         retransmissions: 0,
         sent: 0,
         max_error: 0.0,

@@ -35,6 +35,9 @@ pub const QUEUE: usize = 16;
 pub const BATCH: usize = 64;
 /// Receive buffers per `recvmmsg` with GRO, each of up to 64 datagrams coalesced.
 const GRO_BATCH: usize = 16;
+/// Batches read after the first before timers are looked at (bounded, so that a flood
+/// cannot keep a lane from ever resending).
+const DRAIN_ROUNDS: usize = 16;
 /// The longest sleep without a timer, so that a lane notices a closed command channel.
 const IDLE_WAIT: Duration = Duration::from_millis(100);
 
@@ -181,12 +184,18 @@ impl Lane {
                 // nothing listens at the switch's address).
                 self.worker.handle_unreachable(now);
             }
-            for i in 0..got {
-                if let Some(d) = recv.get(i) {
-                    if !d.truncated {
-                        self.worker.handle_packet(now, d.bytes);
-                    }
+            self.handle_batch(&recv, got, now);
+            // Read everything that has arrived before any timer may fire: a lane that was
+            // off the CPU finds many results waiting, and timers checked after reading only
+            // the first batch would resend uses whose results sit in the socket buffer.
+            let mut rounds = 0;
+            while got > 0 && rounds < DRAIN_ROUNDS {
+                got = self.receive(&mut recv, fd);
+                if recv.refused() {
+                    self.worker.handle_unreachable(now);
                 }
+                self.handle_batch(&recv, got, now);
+                rounds += 1;
             }
             // Before the next send: a redirect must move the socket first.
             self.deliver_events();
@@ -201,6 +210,17 @@ impl Lane {
                     srtt: self.worker.smoothed_rtt().map(to_std),
                     rto: to_std(self.worker.current_rto()),
                 };
+            }
+        }
+    }
+
+    /// Hand the first `got` datagrams of `recv` to the worker.
+    fn handle_batch(&mut self, recv: &RecvBatch, got: usize, now: switchml_core::time::Instant) {
+        for i in 0..got {
+            if let Some(d) = recv.get(i) {
+                if !d.truncated {
+                    self.worker.handle_packet(now, d.bytes);
+                }
             }
         }
     }

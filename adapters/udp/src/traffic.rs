@@ -53,6 +53,8 @@ pub struct DaemonCounters {
     pub expired_runs: u64,
     /// Joins sent on to their lane's shard (Abort `WrongShard`, protocol.md §1.1).
     pub redirected: u64,
+    /// CPU time (user + system) of the daemon's threads, one per shard.
+    pub cpu: std::time::Duration,
     /// The switch's counters: drops by reason (these two classes included), verdicts.
     pub switch: Counters,
     /// Per registered job.
@@ -83,9 +85,11 @@ impl DaemonCounters {
             recv_errors,
             expired_runs,
             redirected,
+            cpu,
             switch,
             jobs,
         } = o;
+        self.cpu += *cpu;
         self.received += received;
         self.sent += sent;
         self.send_failures += send_failures;

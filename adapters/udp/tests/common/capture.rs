@@ -52,7 +52,8 @@ pub fn lane_stream(
         rank: RANK_ALL,
         world: config.world,
         flags: JoinFlags::COMPLETE,
-        shards: 0,
+        // A shard per lane: every lane is the first of its shard and ends with a Leave.
+        shards: config.lanes as u8,
         max_count: 1024,
         epoch: 1,
         slot_count: config.lanes * config.window,
