@@ -69,3 +69,30 @@ fn abs(x: f64) -> f64 {
         x
     }
 }
+
+/// The POSIX `cksum` of `words` as little-endian bytes (CRC-32, polynomial 0x04C11DB7,
+/// the length appended), so that the e2e script can compare this rank's result with the
+/// host ranks' `--output` files: every rank must get the same bits.
+pub fn cksum(words: impl Iterator<Item = u32>) -> u32 {
+    fn feed(crc: u32, byte: u8) -> u32 {
+        let mut crc = crc ^ (u32::from(byte) << 24);
+        for _ in 0..8 {
+            crc = if crc & 0x8000_0000 != 0 {
+                (crc << 1) ^ 0x04C1_1DB7
+            } else {
+                crc << 1
+            };
+        }
+        crc
+    }
+    let mut len = 0usize;
+    let mut crc = words
+        .inspect(|_| len += 4)
+        .flat_map(u32::to_le_bytes)
+        .fold(0, feed);
+    while len > 0 {
+        crc = feed(crc, len as u8);
+        len >>= 8;
+    }
+    !crc
+}

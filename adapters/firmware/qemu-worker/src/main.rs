@@ -213,7 +213,11 @@ fn allreduce(
             },
             Some(Event::Failed(e)) => fail(format_args!("worker failed: {e}")),
             Some(Event::Redirected { shard, shards }) => {
-                hprintln!("qemu-worker: the switch has {} shards; joining shard {}", shards, shard);
+                hprintln!(
+                    "qemu-worker: the switch has {} shards; joining shard {}",
+                    shards,
+                    shard
+                );
                 node.move_to_shard(shard);
             }
             None => {}
@@ -270,6 +274,12 @@ fn report(result: Elements<'_>, args: &Args, world: u16, timed: Duration, n: u32
         timed,
         rate as u64
     );
+    let bits = match &result {
+        Elements::I32(y) => data::cksum(y.iter().map(|&v| v as u32)),
+        Elements::F32(y) => data::cksum(y.iter().map(|v| v.to_bits())),
+        _ => 0,
+    };
+    hprintln!("qemu-worker: result cksum {} {}", bits, args.elements * 4);
     match result {
         Elements::I32(y) => match data::check_i32(y, args.seed, world) {
             None => {
