@@ -204,13 +204,18 @@ impl Lane {
             }
             let rto = self.worker.current_rto();
             self.log.tick(now, self.worker.stats(), rto);
-            if let Ok(mut shared) = self.shared.lock() {
-                shared.stats = *self.worker.stats();
-                shared.timing = Timing {
-                    srtt: self.worker.smoothed_rtt().map(to_std),
-                    rto: to_std(self.worker.current_rto()),
-                };
-            }
+            self.publish();
+        }
+    }
+
+    /// Share the worker's counters and round-trip estimate with the application.
+    fn publish(&self) {
+        if let Ok(mut shared) = self.shared.lock() {
+            shared.stats = *self.worker.stats();
+            shared.timing = Timing {
+                srtt: self.worker.smoothed_rtt().map(to_std),
+                rto: to_std(self.worker.current_rto()),
+            };
         }
     }
 
@@ -329,6 +334,8 @@ impl Lane {
 
     /// Hand finished parts back and report joins and failures.
     fn deliver_events(&mut self) {
+        // Counters first: whoever sees its tensor done sees every datagram it took.
+        self.publish();
         while let Some(event) = self.worker.poll_event() {
             match event {
                 Event::Redirected { shard, shards } => self.move_to_shard(shard, shards),
