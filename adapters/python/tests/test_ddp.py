@@ -59,3 +59,35 @@ def test_ddp_over_the_switchml_backend_and_hook():
     with switchml.Switch([(1, 2, 256, key)]) as s:
         mp.spawn(backend_and_hook, args=(2, free_port(), s.address, f"{key:x}"), nprocs=2)
         assert s.counters()["received"] > 0
+
+
+def hooked_on_cuda(rank, world, port, address, key):
+    """DDP of a model on the GPU over Gloo, its buckets averaged through the switch: the
+    hook copies each CUDA bucket to host memory and the average back."""
+    import switchml.torch as switchml_torch
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
+                            rank=rank, world_size=world)
+    comm = switchml.Communicator(rank=rank, world_size=world, switch=address, job=1,
+                                 key=int(key, 16))
+    model = torch.nn.Linear(4, 2).cuda()
+    hooked = torch.nn.parallel.DistributedDataParallel(model)
+    hooked.register_comm_hook(comm, switchml_torch.allreduce_hook)
+    for _ in range(3):
+        hooked.zero_grad()
+        hooked(torch.ones(3, 4, device="cuda") * (rank + 1)).sum().backward()
+    grad = hooked.module.weight.grad
+    assert grad.device.type == "cuda"
+    assert torch.allclose(grad.cpu(), torch.full((2, 4), 4.5)), grad
+    assert torch.allclose(hooked.module.bias.grad.cpu(), torch.full((2,), 3.0))
+    comm.close()
+    dist.destroy_process_group()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(),
+                    reason="no CUDA device: the hook's copies to host and back are untested here")
+def test_ddp_on_cuda_through_the_hook():
+    key = switchml.fresh_key()
+    with switchml.Switch([(1, 2, 256, key)]) as s:
+        mp.spawn(hooked_on_cuda, args=(2, free_port(), s.address, f"{key:x}"), nprocs=2)
+        assert s.counters()["received"] > 0
