@@ -19,6 +19,7 @@ use crate::run::{Dtype, Workload};
 use crate::Tuning;
 
 const GLOO_SCRIPT: &str = include_str!("../gloo_bench.py");
+const PLOT_SCRIPT: &str = include_str!("../bench_plot.py");
 const PYTHON: &str = "/usr/bin/python3";
 
 /// The Python to run Gloo with: `flag`, else `SWITCHML_PYTHON`, else [`PYTHON`].
@@ -45,18 +46,31 @@ impl Point {
     }
 }
 
-/// Run the bench (against Gloo run by `gloo`'s Python, if any, and the switch with
-/// `shards` threads); return the exit code.
-pub fn bench(
-    workers: &[u16],
-    sizes: &[usize],
-    iterations: u32,
-    gloo: Option<PathBuf>,
-    shards: usize,
-    tuning: &Tuning,
-    json_out: bool,
-) -> i32 {
-    let iterations = iterations.max(1);
+/// What to measure and how to report it.
+pub struct Options {
+    /// Worker counts.
+    pub workers: Vec<u16>,
+    /// Tensor sizes, in elements.
+    pub sizes: Vec<usize>,
+    /// All-reduces per measurement.
+    pub iterations: u32,
+    /// The Python to run Gloo with; `None`: no Gloo.
+    pub gloo: Option<PathBuf>,
+    /// The switch's shards.
+    pub shards: usize,
+    /// Draw elements/s against P into this PNG (matplotlib in the Python of `python`).
+    pub plot: Option<PathBuf>,
+    /// The Python that draws the plot.
+    pub python: PathBuf,
+    /// Print JSON instead of the table.
+    pub json: bool,
+}
+
+/// Run the bench; return the exit code.
+pub fn bench(o: &Options, tuning: &Tuning) -> i32 {
+    let (workers, sizes, gloo, shards, json_out) =
+        (&o.workers[..], &o.sizes[..], &o.gloo, o.shards, o.json);
+    let iterations = o.iterations.max(1);
     let tuned = match crate::demo::local_config(1, tuning) {
         Ok(c) => c,
         Err(e) => {
@@ -112,7 +126,7 @@ pub fn bench(
             }
             progress.inc(1);
         }
-        let theirs = if let Some(python) = &gloo {
+        let theirs = if let Some(python) = gloo {
             progress.set_message(format!("gloo P={p}"));
             run_gloo(python, p, sizes, iterations).unwrap_or_else(|e| {
                 progress.println(format!("gloo P={p}: {e}"));
@@ -127,6 +141,12 @@ pub fn bench(
     }
     progress.finish_and_clear();
     print_table(&rows, iterations, json_out);
+    if let Some(png) = &o.plot {
+        if let Err(e) = plot(&o.python, &rows_json(&rows, iterations), png) {
+            eprintln!("plot: {e}");
+            failed = true;
+        }
+    }
     i32::from(failed)
 }
 
@@ -143,41 +163,46 @@ struct Ours {
 
 type Row = (u16, usize, Option<Ours>, Option<Point>);
 
+/// The rows as the `--json` document: `{"bench": [...]}`.
+fn rows_json(rows: &[Row], iterations: u32) -> Value {
+    let v: Vec<Value> = rows
+        .iter()
+        .map(|(p, n, o, g)| {
+            let side = |pt: &Point| {
+                json!({
+                    "seconds": pt.seconds / f64::from(iterations),
+                    "elements_per_sec": pt.eps(*n, iterations),
+                    "gbytes_per_sec": pt.eps(*n, iterations) * 4.0 / 1e9,
+                    "cpu_seconds_per_gb": pt.cpu_per_gb(*n, iterations),
+                })
+            };
+            json!({
+                "workers": p,
+                "elements": n,
+                "iterations": iterations,
+                "switchml": o.map(|o| {
+                    let mut s = side(&o.point);
+                    let cpu = o.point.cpu_per_gb(*n, iterations);
+                    s["retransmissions"] = json!(o.retransmissions);
+                    s["packets_sent"] = json!(o.sent);
+                    s["switch_cpu_seconds_per_gb"] = json!(cpu * o.switch_share);
+                    s["ranks_cpu_seconds_per_gb"] = json!(cpu * (1.0 - o.switch_share));
+                    s
+                }),
+                "gloo": g.as_ref().map(side),
+                "speedup_vs_gloo": match (o, g) {
+                    (Some(a), Some(b)) => Some(b.seconds / a.point.seconds),
+                    _ => None,
+                },
+            })
+        })
+        .collect();
+    json!({ "bench": v })
+}
+
 fn print_table(rows: &[Row], iterations: u32, json_out: bool) {
     if json_out {
-        let v: Vec<Value> = rows
-            .iter()
-            .map(|(p, n, o, g)| {
-                let side = |pt: &Point| {
-                    json!({
-                        "seconds": pt.seconds / f64::from(iterations),
-                        "elements_per_sec": pt.eps(*n, iterations),
-                        "gbytes_per_sec": pt.eps(*n, iterations) * 4.0 / 1e9,
-                        "cpu_seconds_per_gb": pt.cpu_per_gb(*n, iterations),
-                    })
-                };
-                json!({
-                    "workers": p,
-                    "elements": n,
-                    "iterations": iterations,
-                    "switchml": o.map(|o| {
-                        let mut s = side(&o.point);
-                        let cpu = o.point.cpu_per_gb(*n, iterations);
-                        s["retransmissions"] = json!(o.retransmissions);
-                        s["packets_sent"] = json!(o.sent);
-                        s["switch_cpu_seconds_per_gb"] = json!(cpu * o.switch_share);
-                        s["ranks_cpu_seconds_per_gb"] = json!(cpu * (1.0 - o.switch_share));
-                        s
-                    }),
-                    "gloo": g.as_ref().map(side),
-                    "speedup_vs_gloo": match (o, g) {
-                        (Some(a), Some(b)) => Some(b.seconds / a.point.seconds),
-                        _ => None,
-                    },
-                })
-            })
-            .collect();
-        println!("{}", json!({ "bench": v }));
+        println!("{}", rows_json(rows, iterations));
         return;
     }
     println!("loopback all-reduce of f32 tensors, {iterations} iterations each; elements/s as every worker sees them; CPU = all processes, per GB of one worker's tensor (switchml: switch + ranks)");
@@ -230,6 +255,31 @@ fn print_table(rows: &[Row], iterations: u32, json_out: bool) {
         );
     }
     println!("speedup = gloo time / switchml time; CPU ratio = switchml CPU / gloo CPU");
+}
+
+/// Draw `results` (the `--json` document) into `png` with `python` and matplotlib.
+fn plot(python: &std::path::Path, results: &Value, png: &std::path::Path) -> Result<(), String> {
+    let dir = std::env::temp_dir().join(format!("switchml-plot-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let (script, data) = (dir.join("bench_plot.py"), dir.join("bench.json"));
+    std::fs::write(&script, PLOT_SCRIPT).map_err(|e| e.to_string())?;
+    std::fs::write(&data, results.to_string()).map_err(|e| e.to_string())?;
+    let out = Command::new(python)
+        .arg(&script)
+        .arg(&data)
+        .arg(png)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", python.display()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = out?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err.lines().last().unwrap_or("").to_string();
+        return Err(format!(
+            "{last} (is matplotlib installed? apt-get install python3-matplotlib)"
+        ));
+    }
+    Ok(())
 }
 
 /// Run the Gloo script for `p` workers; one point per size.

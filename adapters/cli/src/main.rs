@@ -177,9 +177,13 @@ enum Command {
         /// Switch shards, a thread each [default: one per core].
         #[arg(long)]
         threads: Option<usize>,
-        /// The Python that imports torch, for Gloo [else SWITCHML_PYTHON, else /usr/bin/python3].
+        /// The Python that imports torch, for Gloo, and matplotlib, for --plot [else
+        /// SWITCHML_PYTHON, else /usr/bin/python3].
         #[arg(long)]
         python: Option<PathBuf>,
+        /// Draw elements/s against the number of workers, both systems, into this PNG.
+        #[arg(long, value_name = "PNG")]
+        plot: Option<PathBuf>,
         #[command(flatten)]
         tuning: Tuning,
         /// Print JSON.
@@ -422,12 +426,22 @@ fn main() {
             no_gloo,
             threads,
             python,
+            plot,
             tuning,
             json,
         } => {
-            let gloo = (!no_gloo).then(|| bench::python(python));
-            let threads = threads.unwrap_or_else(switchml_udp::default_shards);
-            bench::bench(&workers, &sizes, iterations, gloo, threads, &tuning, json)
+            let python = bench::python(python);
+            let options = bench::Options {
+                workers,
+                sizes,
+                iterations,
+                gloo: (!no_gloo).then(|| python.clone()),
+                shards: threads.unwrap_or_else(switchml_udp::default_shards),
+                plot,
+                python,
+                json,
+            };
+            bench::bench(&options, &tuning)
         }
     };
     std::process::exit(code);
