@@ -166,6 +166,8 @@ def main():
     p.add_argument("--steps", type=int, default=60, help="training steps per run")
     p.add_argument("--hidden", type=int, default=1024, help="width of the two hidden layers")
     p.add_argument("--eval-every", type=int, default=5)
+    p.add_argument("--target", type=float, default=0.95,
+                   help="test accuracy whose time to reach the report states (recorded)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--count", type=int, default=256, help="switchml values per packet")
     p.add_argument("--window", type=int, default=128, help="switchml slots per lane")
