@@ -42,12 +42,13 @@ def load_digits(seed):
     return (tx - mean) / std, ty, (vx - mean) / std, vy
 
 
-def model(seed):
+def model(seed, hidden=HIDDEN):
+    """The MLP 64-hidden-hidden-10 (bench/train_rank.py widens it), seeded."""
     torch.manual_seed(seed)
     return torch.nn.Sequential(
-        torch.nn.Linear(64, HIDDEN), torch.nn.ReLU(),
-        torch.nn.Linear(HIDDEN, HIDDEN), torch.nn.ReLU(),
-        torch.nn.Linear(HIDDEN, 10),
+        torch.nn.Linear(64, hidden), torch.nn.ReLU(),
+        torch.nn.Linear(hidden, hidden), torch.nn.ReLU(),
+        torch.nn.Linear(hidden, 10),
     )
 
 
