@@ -116,7 +116,6 @@ fn median_times(
     (ta[reps / 2], tb[reps / 2])
 }
 
-/// Time memcpy and the round trip in this process and print their throughput ratio.
 /// Time memcpy and the round trip over `len` elements in this process; print their ratio.
 ///
 /// Two sizes are reported: 64 Ki elements (256 KiB, in cache, where memcpy runs at cache

@@ -42,6 +42,7 @@ REASONS = {
     10: "lane_mismatch",
     11: "chunk_mismatch",
     12: "session_ended",
+    13: "wrong_shard",
 }
 STATES = {0: "idle", 1: "collecting", 2: "complete"}
 
@@ -145,12 +146,13 @@ def bitmap(ranks, world):
 
 
 def join_reply(
-    job, rank, world, flags, max_count, epoch, slot_count, session, nonce, lane_slots, count, joined
+    job, rank, world, flags, max_count, epoch, slot_count, session, nonce, lane_slots, count, joined,
+    shards=0,
 ):
     b = prefix(TYPES["join_reply"], job, rank)
     b += struct.pack(
         ">HBBHIHHIIHH",
-        world, flags, 0, max_count, epoch, slot_count, len(joined), session, nonce,
+        world, flags, shards, max_count, epoch, slot_count, len(joined), session, nonce,
         lane_slots, count,
     )
     b += joined
@@ -160,6 +162,7 @@ def join_reply(
         ("rank", rank),
         ("world", world),
         ("flags", f"0x{flags:02x}"),
+        ("shards", shards),
         ("max_count", max_count),
         ("epoch", epoch),
         ("slot_count", slot_count),
@@ -232,9 +235,9 @@ def status(job, rank):
     return [("type", "status"), ("job", job), ("rank", rank)], b
 
 
-def status_reply(job, rank, world, flags, slot_count, epoch, counters, joined):
+def status_reply(job, rank, world, flags, slot_count, epoch, counters, joined, shards=0):
     b = prefix(TYPES["status_reply"], job, rank) + struct.pack(
-        ">HBBHIHH", world, flags, 0, slot_count, epoch, len(joined), 0
+        ">HBBHIHH", world, flags, shards, slot_count, epoch, len(joined), 0
     )
     b += b"".join(struct.pack(">Q", c) for c in counters) + joined
     fields = [
@@ -243,6 +246,7 @@ def status_reply(job, rank, world, flags, slot_count, epoch, counters, joined):
         ("rank", rank),
         ("world", world),
         ("flags", f"0x{flags:02x}"),
+        ("shards", shards),
         ("slot_count", slot_count),
         ("epoch", epoch),
         ("joined", "0x" + joined.hex()),
@@ -417,6 +421,17 @@ vector(
     f, b, 32,
 )
 
+vector(
+    "join_reply_sharded",
+    "JoinReply to rank 1 of job 7 from one shard of a switch of 4 (protocol.md §1.1):"
+    " otherwise as join_reply_partial",
+    *join_reply(
+        7, 1, 4, 0x00, 1024, 0x01020304, 16, SESSION, JOIN_NONCE, 4, 256, bitmap([0, 1], 4),
+        shards=4,
+    ),
+    32,
+)
+
 f, b = join_reply(
     2, 1023, 1024, 0x01, 16370, 0xFFFFFFFF, 65535, 0xFFFFFFFF, 0xFFFFFFFF, 65535, 16370,
     bitmap(range(1024), 1024),
@@ -485,6 +500,8 @@ ABORTS = {
     11: (1, 256, 0xDEADBEEF, JOIN_NONCE,
          "a Join whose chunk size is not the 256 the run agreed"),
     12: (1, 0, 0xDEADBEEF, SESSION, "a Probe of a session that is not the job's run"),
+    13: (1, 4, 0xDEADBEEF, JOIN_NONCE,
+         "a Join of lane 1 at shard 0 of a switch of 4 shards (lane 1's is shard 1)"),
 }
 for reason, name in REASONS.items():
     rank, detail, epoch, session, answers = ABORTS[reason]
@@ -537,12 +554,12 @@ vector(
 drops = [i + 1 for i in range(15)]
 f, b = status_reply(
     7, 0xFFFF, 4, 0x03, 16, 0x01020304,
-    list(range(1, 15)) + drops, bitmap(range(4), 4),
+    list(range(1, 15)) + drops, bitmap(range(4), 4), shards=3,
 )
 vector(
     "status_reply_all_joined",
-    "StatusReply for job 7: every rank of 4 joined the open run (ALL_JOINED | RUN_OPEN);"
-    " counter i is i + 1, every drop class distinct",
+    "StatusReply for job 7 from one shard of a switch of 3: every rank of 4 joined its open"
+    " run (ALL_JOINED | RUN_OPEN); counter i is i + 1, every drop class distinct",
     f, b, 252,
 )
 
@@ -634,8 +651,6 @@ invalid(
     "field bitmap_len",
     bytes(big) + b"\xff" * 129,
 )
-invalid("join_reply_reserved", "A JoinReply with reserved byte 9 set", "reserved",
-        with_byte(jr, 9, 1))
 invalid("probe_ver_2", "A Probe about version 2 of a slot", "field ver", with_byte(probe_b, 8, 2))
 invalid("probe_reserved_9", "A Probe with reserved byte 9 set", "reserved",
         with_byte(probe_b, 9, 1))
