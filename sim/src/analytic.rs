@@ -91,3 +91,17 @@ pub fn bdp_slots(s: &Scenario) -> f64 {
     let packet = wire_bytes(s.data_payload());
     slot_round_trip(s) as f64 / serialisation_ns(s, packet)
 }
+
+/// Return what follows the last byte an uplink sends before the all-reduce can end: the
+/// propagation to the switch, the switch, a full packet serialised on the downlink, the
+/// propagation to the rank.
+pub fn last_packet_trip_ns(s: &Scenario) -> f64 {
+    let packet = wire_bytes(s.data_payload());
+    (2 * s.propagation + s.switch_latency) as f64 + serialisation_ns(s, packet)
+}
+
+/// Return the least time an uplink carrying `bytes` lets an all-reduce take: the bytes at
+/// line rate, then the last packet's trip.
+pub fn time_bound_ns(s: &Scenario, bytes: u64) -> f64 {
+    serialisation_ns(s, bytes) + last_packet_trip_ns(s)
+}

@@ -1,0 +1,132 @@
+//! What the simulated protocol does under loss, full queues and a straggler, and that a
+//! seed replays exactly.
+
+use switchml_sim::analytic::{switchml_link_bytes, time_bound_ns};
+use switchml_sim::{in_network, ring, Dtype, Scenario, Straggler};
+
+fn small(workers: u16) -> Scenario {
+    Scenario {
+        workers,
+        elements: 1 << 19,
+        bucket_elements: 1 << 18,
+        window: 64,
+        dtype: Dtype::F32,
+        ..Scenario::default()
+    }
+}
+
+#[test]
+fn under_loss_every_sum_is_still_exact_and_lost_packets_are_resent() {
+    let s = Scenario {
+        loss: 0.01,
+        ..small(4)
+    };
+    let r = in_network::simulate(&s);
+    let (lost, _) = r.network_drops();
+    let p = r.protocol.unwrap();
+    assert!(lost > 0);
+    assert_eq!(r.wrong_elements, 0);
+    assert!(r.failures.is_empty(), "{:?}", r.failures);
+    assert!(
+        p.retransmissions >= lost,
+        "{} resends for {lost} losses",
+        p.retransmissions
+    );
+    // Each loss costs at least one timeout somewhere.
+    let lossless = in_network::simulate(&small(4)).completion.unwrap();
+    assert!(r.completion.unwrap() > lossless + 1_000_000);
+}
+
+#[test]
+fn a_lost_contribution_makes_every_rank_resend_a_lost_result_only_its_rank() {
+    // A contribution lost on an uplink leaves its use incomplete: every rank's timer for
+    // the slot fires and all P resend (P − 1 of them in vain: duplicates at the switch, or
+    // answers to a use already complete). A lost Result costs one resend.
+    let s = Scenario {
+        loss: 0.002,
+        ..small(8)
+    };
+    let r = in_network::simulate(&s);
+    let p = r.protocol.unwrap();
+    let lost_up: u64 = r.uplinks.iter().map(|l| l.lost).sum();
+    let lost_down: u64 = r.downlinks.iter().map(|l| l.lost).sum();
+    assert!(lost_up > 0 && lost_down > 0);
+    assert!(p.retransmissions >= 7 * lost_up + lost_down, "{p:?}");
+    assert!(p.switch_duplicates > 0 && p.stale_results > 0, "{p:?}");
+}
+
+#[test]
+fn a_queue_too_short_for_the_window_tail_drops_and_the_protocol_recovers() {
+    let s = Scenario {
+        queue_packets: 16,
+        ..small(4)
+    };
+    let r = in_network::simulate(&s);
+    let (_, tail_dropped) = r.network_drops();
+    assert!(tail_dropped > 0);
+    assert_eq!(r.wrong_elements, 0);
+    assert!(r.completion.is_some(), "{:?}", r.failures);
+}
+
+#[test]
+fn a_seed_replays_exactly_and_another_seed_loses_other_packets() {
+    let s = Scenario {
+        loss: 0.005,
+        ..small(4)
+    };
+    let a = in_network::simulate(&s);
+    let b = in_network::simulate(&s);
+    assert_eq!(
+        (a.completion, a.protocol, a.network_drops(), &a.uplinks),
+        (b.completion, b.protocol, b.network_drops(), &b.uplinks)
+    );
+    let c = in_network::simulate(&Scenario { seed: 2, ..s });
+    assert_ne!(a.uplinks, c.uplinks);
+}
+
+#[test]
+fn a_late_rank_delays_the_in_network_job_by_its_lateness_and_the_ring_by_less() {
+    // Nothing aggregates in the switch without the late rank; the ring's other ranks get
+    // on with the steps that do not wait for it.
+    let delay = 2_000_000;
+    let s = small(4);
+    let late = Scenario {
+        straggler: Straggler {
+            delay,
+            bits_per_sec: None,
+        },
+        ..s
+    };
+    let on_time = in_network::simulate(&s).completion.unwrap();
+    let t = in_network::simulate(&late).completion.unwrap();
+    let ratio = t as f64 / (on_time + delay) as f64;
+    assert!(
+        (0.999..1.001).contains(&ratio),
+        "{t} vs {on_time} + {delay}"
+    );
+    let on_time = ring::simulate(&s).completion.unwrap();
+    let t = ring::simulate(&late).completion.unwrap();
+    assert!(
+        delay < t && t < on_time + delay,
+        "ring: {t} vs {on_time} + {delay}"
+    );
+}
+
+#[test]
+fn a_rank_on_a_slower_link_sets_the_pace() {
+    let s = Scenario {
+        straggler: Straggler {
+            delay: 0,
+            bits_per_sec: Some(25_000_000_000),
+        },
+        ..small(4)
+    };
+    let r = in_network::simulate(&s);
+    let t = r.completion.unwrap() as f64;
+    let slow = Scenario {
+        bits_per_sec: 25_000_000_000,
+        ..s
+    };
+    let bound = time_bound_ns(&slow, switchml_link_bytes(&s));
+    assert!((1.0..1.02).contains(&(t / bound)), "{t} vs {bound}");
+}
