@@ -41,38 +41,53 @@ def run(**flags):
     return result
 
 
-def experiments(quick):
+def experiments(quick, only=None):
     mib = 8 if quick else 100
     small = 4 if quick else 25
     seeds = [1] if quick else [1, 2, 3]
     out = {}
-    print("workers: aggregated elements/s against P")
-    out["workers"] = [
-        run(workers=p, mib=mib, algorithm="both") for p in ([2, 4, 8, 16] if quick else [2, 4, 8, 16, 32])
-    ]
-    print("pool: elements/s against the pool size")
-    windows = [1, 4, 16, 64, 256] if quick else [1, 2, 4, 8, 16, 32, 64, 128, 256]
-    out["pool"] = [
-        run(workers=8, mib=small, bucket_mib=small, window=w, prop_ns=prop)
-        for prop in [1000, 5000]
-        for w in windows
-    ]
-    print("loss: time inflation under loss, two retransmission timeouts")
-    rates = [0, 0.0001, 0.001, 0.01]
-    out["loss"] = [
-        run(workers=16, mib=mib, loss=loss, rto_us=rto, seed=seed)
-        for rto in [1000, 100]
-        for loss in rates
-        for seed in (seeds if loss > 0 else [1])
-    ]
-    print("stragglers: one late or slow rank")
-    out["stragglers"] = [
-        run(workers=16, mib=small, bucket_mib=small, algorithm="both", straggler_delay_us=d)
-        for d in [0, 500, 1000, 2000, 4000]
-    ] + [
-        run(workers=16, mib=small, bucket_mib=small, algorithm="both", straggler_gbps=g)
-        for g in [100, 50, 25, 10]
-    ]
+
+    def want(name):
+        return only in (None, name)
+
+    if want("workers"):
+        print("workers: aggregated elements/s against P")
+        out["workers"] = [
+            run(workers=p, mib=mib, algorithm="both") for p in ([2, 4, 8, 16] if quick else [2, 4, 8, 16, 32])
+        ]
+    if want("pool"):
+        print("pool: elements/s against the pool size")
+        windows = [1, 4, 16, 64, 256] if quick else [1, 2, 4, 8, 16, 32, 64, 128, 256]
+        out["pool"] = [
+            run(workers=8, mib=small, bucket_mib=small, window=w, prop_ns=prop)
+            for prop in [1000, 5000]
+            for w in windows
+        ]
+    if want("loss"):
+        print("loss: time inflation under loss, two retransmission timeouts")
+        rates = [0, 0.0001, 0.001, 0.01]
+        out["loss"] = [
+            run(workers=16, mib=mib, loss=loss, rto_us=rto, seed=seed)
+            for rto in [1000, 100]
+            for loss in rates
+            for seed in (seeds if loss > 0 else [1])
+        ]
+    if want("stragglers"):
+        print("stragglers: one late or slow rank")
+        out["stragglers"] = [
+            run(workers=16, mib=small, bucket_mib=small, algorithm="both", straggler_delay_us=d)
+            for d in [0, 500, 1000, 2000, 4000]
+        ] + [
+            run(workers=16, mib=small, bucket_mib=small, algorithm="both", straggler_gbps=g)
+            for g in [100, 50, 25, 10]
+        ]
+    if want("recovery"):
+        print("recovery: what the timeout policy costs under loss (the core's rto and max_rto knobs)")
+        out["recovery"] = [
+            run(workers=16, mib=mib, loss=loss, rto_us=rto, max_rto_us=max_rto)
+            for loss in [0.001, 0.01]
+            for rto, max_rto in [(1000, 64000), (1000, 1000), (100, 6400), (100, 100)]
+        ]
     return out
 
 
@@ -190,22 +205,49 @@ def plot(data):
     a2.set_title(f"16 workers, {mib(late[0])} MiB: a slow rank")
     save(fig, "stragglers")
 
+    # Recovery: completion time and wasted resends per timeout policy.
+    pts = [d["runs"][0] for d in data["recovery"]]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.8))
+    losses = sorted({r["scenario"]["loss"] for r in pts})
+    width = 0.8 / len(losses)
+    for j, loss in enumerate(losses):
+        row = [r for r in pts if r["scenario"]["loss"] == loss]
+        xs = [i + j * width for i in range(len(row))]
+        a1.bar(xs, [r["completion_ns"] / 1e6 for r in row], width, label=f"{loss * 100:g}% loss")
+        wasted = [
+            (r["protocol"]["retransmissions"] - r["lost"]) / max(r["protocol"]["retransmissions"], 1)
+            for r in row
+        ]
+        a2.bar(xs, [w * 100 for w in wasted], width, label=f"{loss * 100:g}% loss")
+        labels = [f"rto {r['scenario']['rto_us'] / 1000:g} ms\nmax {r['scenario']['max_rto_us'] / 1000:g} ms" for r in row]
+    for a in (a1, a2):
+        a.set_xticks([i + width * (len(losses) - 1) / 2 for i in range(len(labels))], labels, fontsize=7)
+        a.legend(fontsize=8)
+    a1.set_yscale("log")
+    a1.set_ylabel("completion time (ms)")
+    a1.set_title(f"16 workers, {mib(data['recovery'][0])} MiB, 100 Gb/s")
+    a2.set_ylabel("resends beyond one per loss (% of resends)")
+    a2.set_title("resends that a targeted recovery would save")
+    save(fig, "recovery")
+
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small tensors, fewer points")
     parser.add_argument("--plot-only", action="store_true", help="plot sim/results as they are")
+    parser.add_argument("--only", help="rerun only this experiment, keep the others' results")
     args = parser.parse_args()
-    names = ["workers", "pool", "loss", "stragglers"]
-    if args.plot_only:
-        data = {n: json.load(open(os.path.join(RESULTS, n + ".json"))) for n in names}
-    else:
+    names = ["workers", "pool", "loss", "stragglers", "recovery"]
+    if args.plot_only or args.only:
+        data = {n: json.load(open(os.path.join(RESULTS, n + ".json"))) for n in names if n != args.only}
+    if not args.plot_only:
         subprocess.run(["cargo", "build", "--release", "--locked", "-p", "switchml-sim"], cwd=ROOT, check=True)
-        data = experiments(args.quick)
+        fresh = experiments(args.quick, args.only)
         os.makedirs(RESULTS, exist_ok=True)
-        for n in names:
+        for n, points in fresh.items():
             with open(os.path.join(RESULTS, n + ".json"), "w") as f:
-                json.dump(data[n], f, indent=1)
+                json.dump(points, f, indent=1)
+        data = {**data, **fresh} if args.only else fresh
     plot(data)
     print(f"figures in {FIGURES}, results in {RESULTS}")
 

@@ -114,6 +114,7 @@ impl RunReport {
                 "k": scenario.count,
                 "window": scenario.window,
                 "rto_us": scenario.rto_us,
+                "max_rto_us": scenario.max_rto_us,
                 "dtype": format!("{:?}", scenario.dtype).to_lowercase(),
                 "seed": scenario.seed,
                 "straggler_delay_ns": scenario.straggler.delay,

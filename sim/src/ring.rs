@@ -6,9 +6,12 @@
 //! `(w − t) mod P` to rank `w + 1`, in packets of `k` values behind the same 24-byte header
 //! and framing as SwitchML's, so the two carry payload equally well. It is pipelined per
 //! packet: packet `j` of step `t + 1` leaves as soon as packet `j` of step `t` has arrived,
-//! the most any ring implementation can overlap. Hosts are infinitely fast and the links
-//! lossless (a ring runs over a reliable transport; loss is not modelled here), so this is
-//! the ring's best case.
+//! the most any ring implementation can overlap. A rank that starts late (a straggler)
+//! forwards nothing before it starts: in the reduce-scatter it must add its own data to what
+//! it passes on. Hosts are infinitely fast and the fabric lossless and flow-controlled (RDMA
+//! over PFC, or TCP): modelled as links without loss and with unbounded queues, which for
+//! work-conserving FIFO links gives the same times as back-pressure. This is the ring's best
+//! case.
 
 use std::time::Instant as WallClock;
 
@@ -74,6 +77,8 @@ pub fn simulate(scenario: &Scenario) -> RunReport {
     };
     let lossless = |rank: u16| LinkConfig {
         loss: 0.0,
+        queue_bytes: u64::MAX,
+        queue_packets: usize::MAX,
         ..scenario.link(rank)
     };
     let mut uplinks: Vec<Link> = (0..world as u16)
@@ -92,6 +97,9 @@ pub fn simulate(scenario: &Scenario) -> RunReport {
         .collect();
     let mut received = vec![0u64; world];
     let mut finished: Vec<Option<Nanos>> = vec![None; world];
+    let mut started = vec![false; world];
+    // What a rank received before it started: (step, packet) to pass on once it has.
+    let mut held: Vec<Vec<(u32, u32)>> = vec![Vec::new(); world];
     let mut queue = EventQueue::default();
     for rank in 0..world {
         let delay = if rank == 0 {
@@ -110,8 +118,12 @@ pub fn simulate(scenario: &Scenario) -> RunReport {
     while let Some((now, event)) = queue.pop() {
         match event {
             Event::Start { rank } => {
+                started[rank] = true;
                 for packet in 0..chunks.packets(chunks.sent(rank, 0)) {
                     send(&mut queue, &mut uplinks[rank], now, rank, 0, packet);
+                }
+                for (step, packet) in std::mem::take(&mut held[rank]) {
+                    send(&mut queue, &mut uplinks[rank], now, rank, step, packet);
                 }
             }
             Event::AtSwitch { from, step, packet } => {
@@ -128,7 +140,11 @@ pub fn simulate(scenario: &Scenario) -> RunReport {
                     finished[to] = Some(now);
                 }
                 if step + 1 < chunks.steps() {
-                    send(&mut queue, &mut uplinks[to], now, to, step + 1, packet);
+                    if started[to] {
+                        send(&mut queue, &mut uplinks[to], now, to, step + 1, packet);
+                    } else {
+                        held[to].push((step + 1, packet));
+                    }
                 }
             }
         }
