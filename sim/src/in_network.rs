@@ -1,5 +1,6 @@
-//! The in-network all-reduce: the core's worker state machines and the core's switch (its
-//! [`Endpoint`], as the UDP daemon serves it) on a star of modelled links.
+//! The in-network all-reduce: the core's worker state machines and a switch — the core's
+//! reference switch or the Rust model of the P4 pipeline (`p4/model`), served by the
+//! core's [`Endpoint`] as the UDP daemon serves either — on a star of modelled links.
 //!
 //! ```text
 //!  worker 0 ──uplink──▶ ┌────────┐ ──downlink──▶ worker 0
@@ -19,15 +20,16 @@ use std::rc::Rc;
 use std::time::Instant as WallClock;
 
 use switchml_core::quant::{Elements, Op, Tensor};
-use switchml_core::switch::{Endpoint, JobConfig, Route, Slot, Switch, Transmit};
+use switchml_core::switch::{ControlPlane, Endpoint, JobConfig, Route, Slot, Switch, Transmit};
 use switchml_core::time::Duration;
 use switchml_core::worker::{Config, Event as WorkerEvent, Worker};
+use switchml_p4model::pipeline::{Config as ModelConfig, Pipeline};
 
 use crate::clock::{from_core, to_core, Nanos};
 use crate::events::EventQueue;
 use crate::link::{wire_bytes, Delivery, Link};
 use crate::report::{ProtocolCounters, RunReport};
-use crate::scenario::{Dtype, Scenario};
+use crate::scenario::{Dtype, Scenario, SwitchModel};
 
 /// The largest `k` the simulated switch accepts (the reference switch's maximum).
 pub const MAX_COUNT: usize = 1024;
@@ -43,8 +45,8 @@ const KEY: u64 = 0x5157_4D4C_0000_0001;
 /// Simulated time after which a run is abandoned as stuck.
 const GIVE_UP: Nanos = 600_000_000_000;
 
-type SimSwitch<'a> = Switch<'a, MAX_COUNT, 1, 1>;
-type SimEndpoint<'a> = Endpoint<usize, Vec<Route<usize>>, SimSwitch<'a>, 1>;
+/// The switch's front as the UDP daemon has it: addresses are rank numbers here.
+type SimEndpoint<G> = Endpoint<usize, Vec<Route<usize>>, G, 1>;
 type SimWorker = Worker<Bucket, MAX_WINDOW, QUEUE>;
 
 /// One bucket of a rank's tensor.
@@ -125,19 +127,19 @@ struct Host {
     failure: Option<String>,
 }
 
-/// A run of the in-network all-reduce.
-struct Run<'a> {
+/// A run of the in-network all-reduce through switch `G`.
+struct Run<G> {
     scenario: Scenario,
     now: Nanos,
     queue: EventQueue<Event>,
-    endpoint: SimEndpoint<'a>,
+    endpoint: SimEndpoint<G>,
     hosts: Vec<Host>,
     out: Vec<u8>,
     tx: Vec<u8>,
     wrong_elements: u64,
 }
 
-/// Simulate `scenario`'s all-reduce through the switch and report it.
+/// Simulate `scenario`'s all-reduce through the switch it names and report it.
 pub fn simulate(scenario: &Scenario) -> RunReport {
     assert!(
         usize::from(scenario.count) <= MAX_COUNT,
@@ -147,9 +149,29 @@ pub fn simulate(scenario: &Scenario) -> RunReport {
         usize::from(scenario.window) <= MAX_WINDOW,
         "window above {MAX_WINDOW}"
     );
+    let slots = usize::from(scenario.window);
+    match scenario.switch {
+        SwitchModel::Reference => {
+            let mut pool = vec![Slot::<MAX_COUNT, 1>::IDLE; slots];
+            simulate_with(scenario, Switch::<'_, MAX_COUNT, 1, 1>::new(&mut pool, 1))
+        }
+        SwitchModel::P4Model => {
+            let model = Pipeline::new(ModelConfig {
+                slots,
+                jobs: 1,
+                workers: usize::from(scenario.workers),
+                epoch: 1,
+                max_count: switchml_p4model::MAX_COUNT,
+                switch: Default::default(),
+            });
+            simulate_with(scenario, model)
+        }
+    }
+}
+
+fn simulate_with<G: ControlPlane>(scenario: &Scenario, switch: G) -> RunReport {
     let wall = WallClock::now();
-    let mut pool = vec![Slot::IDLE; usize::from(scenario.window)];
-    let mut run = Run::new(scenario, &mut pool);
+    let mut run = Run::new(scenario, switch);
     run.join();
     let start = run.now;
     for h in &mut run.hosts {
@@ -172,10 +194,10 @@ pub fn simulate(scenario: &Scenario) -> RunReport {
     run.report(start, wall.elapsed().as_secs_f64())
 }
 
-impl<'a> Run<'a> {
-    fn new(scenario: &Scenario, pool: &'a mut [Slot<MAX_COUNT, 1>]) -> Run<'a> {
+impl<G: ControlPlane> Run<G> {
+    fn new(scenario: &Scenario, switch: G) -> Run<G> {
         let world = scenario.workers;
-        let mut endpoint = Endpoint::new(Switch::new(pool, 1), Duration::from_secs(3600));
+        let mut endpoint = Endpoint::new(switch, Duration::from_secs(3600));
         let job = JobConfig {
             id: JOB,
             world,
@@ -221,7 +243,7 @@ impl<'a> Run<'a> {
             queue: EventQueue::default(),
             endpoint,
             hosts,
-            out: vec![0; SimEndpoint::OUT_LEN],
+            out: vec![0; SimEndpoint::<G>::OUT_LEN],
             tx: vec![0; scenario.data_payload().max(64)],
             wrong_elements: 0,
         }
@@ -387,13 +409,14 @@ impl<'a> Run<'a> {
     fn report(&self, start: Nanos, wall_secs: f64) -> RunReport {
         let end = self.hosts.iter().filter_map(|h| h.finished).max();
         let finished = self.hosts.iter().all(|h| h.finished.is_some());
-        let job = self.endpoint.switch().job(JOB).expect("the job").counters();
+        let switch = self.endpoint.switch();
+        let job = switch.job_snapshot(JOB).expect("the job").counters;
         let mut protocol = ProtocolCounters {
             switch_completions: job.completions,
             switch_retransmit_replies: job.retransmit_replies,
             switch_duplicates: job.duplicates,
             switch_stale: job.stale,
-            switch_drops: self.endpoint.switch().counters().total_drops(),
+            switch_drops: switch.switch_counters().total_drops(),
             ..ProtocolCounters::default()
         };
         for h in &self.hosts {

@@ -7,7 +7,7 @@
 use std::process::ExitCode;
 
 use serde_json::json;
-use switchml_sim::{analytic, in_network, ring, Dtype, RunReport, Scenario};
+use switchml_sim::{analytic, in_network, ring, Dtype, RunReport, Scenario, SwitchModel};
 
 const USAGE: &str = "\
 switchml-sim: a discrete-event simulation of one all-reduce on a star of links
@@ -28,6 +28,7 @@ switchml-sim: a discrete-event simulation of one all-reduce on a star of links
   --straggler-delay-us T   rank 0 starts T later
   --straggler-gbps G       rank 0's links run at G
   --algorithm switchml|ring|both   (switchml)
+  --switch reference|p4-model      the aggregator (reference; the P4 model takes k <= 256)
   --json               print JSON instead of a summary
 ";
 
@@ -76,6 +77,13 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                     other => return Err(format!("--dtype {other}: f32 or i32")),
                 }
             }
+            "--switch" => {
+                s.switch = match value.as_str() {
+                    "reference" => SwitchModel::Reference,
+                    "p4-model" => SwitchModel::P4Model,
+                    other => return Err(format!("--switch {other}: reference or p4-model")),
+                }
+            }
             "--algorithm" => {
                 algorithms = match value.as_str() {
                     "switchml" => vec!["switchml"],
@@ -86,6 +94,11 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             }
             other => return Err(format!("unknown flag {other}")),
         }
+    }
+    if s.switch == SwitchModel::P4Model
+        && (usize::from(s.count) > usize::from(switchml_p4model::MAX_COUNT) || s.workers > 64)
+    {
+        return Err("the P4 model takes k <= 256 and 64 ranks".into());
     }
     if s.workers == 0 || s.elements == 0 || s.bucket_elements == 0 || s.count == 0 {
         return Err("workers, tensor, bucket and k must be non-zero".into());

@@ -119,6 +119,7 @@ impl RunReport {
                 "seed": scenario.seed,
                 "straggler_delay_ns": scenario.straggler.delay,
                 "straggler_gbps": scenario.straggler.bits_per_sec.map(|b| b as f64 / 1e9),
+                "switch": format!("{:?}", scenario.switch),
             },
             "finished": self.completion.is_some(),
             "completion_ns": self.completion,

@@ -14,6 +14,16 @@ pub enum Dtype {
     I32,
 }
 
+/// Which switch aggregates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SwitchModel {
+    /// The core's reference switch (k up to 1,024).
+    #[default]
+    Reference,
+    /// The Rust model of the P4 pipeline, register by register (k up to 256, 64 ranks).
+    P4Model,
+}
+
 /// One worker slowed down: rank 0 starts late, or has slower links, or both.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Straggler {
@@ -59,6 +69,8 @@ pub struct Scenario {
     pub seed: u64,
     /// A slow rank, if any.
     pub straggler: Straggler,
+    /// The switch.
+    pub switch: SwitchModel,
 }
 
 impl Default for Scenario {
@@ -82,6 +94,7 @@ impl Default for Scenario {
             dtype: Dtype::F32,
             seed: 1,
             straggler: Straggler::default(),
+            switch: SwitchModel::Reference,
         }
     }
 }

@@ -2,7 +2,7 @@
 //! seed replays exactly.
 
 use switchml_sim::analytic::{switchml_link_bytes, time_bound_ns};
-use switchml_sim::{in_network, ring, Dtype, Scenario, Straggler};
+use switchml_sim::{in_network, ring, Dtype, Scenario, Straggler, SwitchModel};
 
 fn small(workers: u16) -> Scenario {
     Scenario {
@@ -136,4 +136,29 @@ fn a_rank_on_a_slower_link_sets_the_pace_and_the_ring_needs_no_bounded_queue() {
     });
     let ring_on_time = ring::simulate(&small(4)).completion.unwrap();
     assert!(ring.completion.unwrap() > 3 * ring_on_time);
+}
+
+#[test]
+fn the_p4_model_makes_the_reference_switchs_decisions_under_loss() {
+    // Same packets, same losses: every time and every counter must be the same whichever
+    // switch aggregates.
+    let s = Scenario {
+        loss: 0.003,
+        ..small(4)
+    };
+    let reference = in_network::simulate(&s);
+    let model = in_network::simulate(&Scenario {
+        switch: SwitchModel::P4Model,
+        ..s
+    });
+    assert!(reference.network_drops().0 > 0);
+    assert_eq!(model.wrong_elements, 0);
+    assert_eq!(
+        (
+            reference.completion,
+            reference.protocol,
+            &reference.downlinks
+        ),
+        (model.completion, model.protocol, &model.downlinks)
+    );
 }
