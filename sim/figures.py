@@ -92,6 +92,13 @@ def experiments(quick, only=None):
             run(workers=16, mib=small, bucket_mib=small, algorithm="both", straggler_gbps=g)
             for g in [100, 50, 25, 10]
         ]
+    if want("resends"):
+        print("resends: resends per lost packet, loss on the uplinks or the downlinks only")
+        out["resends"] = [
+            run(workers=p, mib=small, loss=0.001, loss_on=side, max_rto_us=1000)
+            for side in ["up", "down"]
+            for p in ([4, 16] if quick else [2, 4, 8, 16, 32])
+        ]
     return out
 
 
@@ -225,6 +232,24 @@ def plot(data):
     a2.set_title(f"16 workers, {mib(late[0])} MiB: a slow rank")
     save(fig, "stragglers")
 
+    # Resends per lost packet, by the direction of the loss.
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for i, side in enumerate(["uplinks", "downlinks"]):
+        pts = [d["runs"][0] for d in data["resends"] if d["runs"][0]["scenario"]["loss_on"] == side]
+        ps = [r["scenario"]["workers"] for r in pts]
+        what = "a Contribution lost (uplinks)" if side == "uplinks" else "a Result lost (downlinks)"
+        ax.plot(ps, [r["protocol"]["resends_per_drop"] for r in pts], "o-", color=f"C{i}", label=what)
+    ax.plot(ps, ps, "k:", lw=0.8, label="P: every rank resends")
+    ax.plot(ps, [1] * len(ps), "k--", lw=0.8, label="1: only the rank that lost it")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set_xticks(ps, [str(p) for p in ps])
+    ax.set_xlabel("workers P")
+    ax.set_ylabel("worker resends per packet lost")
+    ax.set_title(f"0.1% loss on one direction, fixed 1 ms timeout, {mib(data['resends'][0])} MiB")
+    ax.legend(fontsize=8)
+    save(fig, "resends")
+
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -232,7 +257,7 @@ def main():
     parser.add_argument("--plot-only", action="store_true", help="plot sim/results as they are")
     parser.add_argument("--only", help="rerun only this experiment, keep the others' results")
     args = parser.parse_args()
-    names = ["workers", "pool", "loss", "stragglers"]
+    names = ["workers", "pool", "loss", "stragglers", "resends"]
     if args.plot_only or args.only:
         data = {n: json.load(open(os.path.join(RESULTS, n + ".json"))) for n in names if n != args.only}
     if not args.plot_only:

@@ -29,7 +29,7 @@ use crate::clock::{from_core, to_core, Nanos};
 use crate::events::EventQueue;
 use crate::link::{wire_bytes, Delivery, Link};
 use crate::report::{ProtocolCounters, RunReport};
-use crate::scenario::{Dtype, Scenario, SwitchModel};
+use crate::scenario::{Direction, Dtype, Scenario, SwitchModel};
 
 /// The largest `k` the simulated switch accepts (the reference switch's maximum).
 pub const MAX_COUNT: usize = 1024;
@@ -225,8 +225,8 @@ impl<G: ControlPlane> Run<G> {
                 let seed = scenario.seed.wrapping_mul(0x1_0001) ^ (u64::from(rank) << 1);
                 Host {
                     worker: Box::new(Worker::new(config).expect("a valid lane config")),
-                    uplink: Link::new(scenario.link(rank), seed),
-                    downlink: Link::new(scenario.link(rank), seed | 1 << 63),
+                    uplink: Link::new(scenario.link(rank, Direction::Up), seed),
+                    downlink: Link::new(scenario.link(rank, Direction::Down), seed | 1 << 63),
                     armed: None,
                     joined: false,
                     started: false,

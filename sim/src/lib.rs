@@ -39,4 +39,4 @@ mod rng;
 pub mod scenario;
 
 pub use report::RunReport;
-pub use scenario::{Dtype, Scenario, Straggler, SwitchModel};
+pub use scenario::{Direction, Dtype, LossOn, Scenario, Straggler, SwitchModel};

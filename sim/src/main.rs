@@ -7,7 +7,7 @@
 use std::process::ExitCode;
 
 use serde_json::json;
-use switchml_sim::{analytic, in_network, ring, Dtype, RunReport, Scenario, SwitchModel};
+use switchml_sim::{analytic, in_network, ring, Dtype, LossOn, RunReport, Scenario, SwitchModel};
 
 const USAGE: &str = "\
 switchml-sim: a discrete-event simulation of one all-reduce on a star of links
@@ -21,6 +21,7 @@ switchml-sim: a discrete-event simulation of one all-reduce on a star of links
   --prop-ns T          one-way propagation delay per link (1000)
   --switch-ns T        switch latency (0)
   --loss X             loss probability on every link (0)
+  --loss-on both|up|down   which links lose (both)
   --queue-kib Q        transmit queue limit per link (16384)
   --rto-us T           first retransmission timeout (1000); --max-rto-us (64000)
   --dtype f32|i32      element type (f32)
@@ -75,6 +76,14 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                     "f32" => Dtype::F32,
                     "i32" => Dtype::I32,
                     other => return Err(format!("--dtype {other}: f32 or i32")),
+                }
+            }
+            "--loss-on" => {
+                s.loss_on = match value.as_str() {
+                    "both" => LossOn::Both,
+                    "up" => LossOn::Uplinks,
+                    "down" => LossOn::Downlinks,
+                    other => return Err(format!("--loss-on {other}: both, up or down")),
                 }
             }
             "--switch" => {

@@ -108,6 +108,7 @@ impl RunReport {
                 "propagation_ns": scenario.propagation,
                 "switch_latency_ns": scenario.switch_latency,
                 "loss": scenario.loss,
+                "loss_on": format!("{:?}", scenario.loss_on).to_lowercase(),
                 "queue_bytes": scenario.queue_bytes,
                 "elements": scenario.elements,
                 "bucket_elements": scenario.bucket_elements,

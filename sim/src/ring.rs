@@ -21,7 +21,7 @@ use crate::clock::Nanos;
 use crate::events::EventQueue;
 use crate::link::{wire_bytes, Delivery, Link, LinkConfig};
 use crate::report::RunReport;
-use crate::scenario::Scenario;
+use crate::scenario::{Direction, Scenario};
 
 enum Event {
     /// Packet `packet` of step `step`, from rank `from`, reaches the switch.
@@ -79,7 +79,7 @@ pub fn simulate(scenario: &Scenario) -> RunReport {
         loss: 0.0,
         queue_bytes: u64::MAX,
         queue_packets: usize::MAX,
-        ..scenario.link(rank)
+        ..scenario.link(rank, Direction::Up)
     };
     let mut uplinks: Vec<Link> = (0..world as u16)
         .map(|r| Link::new(lossless(r), 0))

@@ -24,6 +24,27 @@ pub enum SwitchModel {
     P4Model,
 }
 
+/// Which links lose packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LossOn {
+    /// Uplinks and downlinks.
+    #[default]
+    Both,
+    /// Only the uplinks (Contributions and Joins are lost).
+    Uplinks,
+    /// Only the downlinks (Results and JoinReplies are lost).
+    Downlinks,
+}
+
+/// A link's direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Rank to switch.
+    Up,
+    /// Switch to rank.
+    Down,
+}
+
 /// One worker slowed down: rank 0 starts late, or has slower links, or both.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Straggler {
@@ -44,8 +65,10 @@ pub struct Scenario {
     pub propagation: Nanos,
     /// Time the switch takes from a packet's arrival to its answer's enqueueing.
     pub switch_latency: Nanos,
-    /// Every link's loss probability (uplinks and downlinks).
+    /// The loss probability of every link `loss_on` names.
     pub loss: f64,
+    /// Which links lose packets.
+    pub loss_on: LossOn,
     /// Every transmit queue's limit in bytes.
     pub queue_bytes: u64,
     /// Every transmit queue's limit in packets.
@@ -83,6 +106,7 @@ impl Default for Scenario {
             propagation: 1000,
             switch_latency: 0,
             loss: 0.0,
+            loss_on: LossOn::Both,
             queue_bytes: 16 << 20,
             queue_packets: usize::MAX,
             elements: 25 << 20,
@@ -100,13 +124,19 @@ impl Default for Scenario {
 }
 
 impl Scenario {
-    /// Return the link config of `rank`'s links.
-    pub fn link(&self, rank: u16) -> LinkConfig {
+    /// Return the link config of `rank`'s link in `direction`.
+    pub fn link(&self, rank: u16, direction: Direction) -> LinkConfig {
         let slow = self.straggler.bits_per_sec.filter(|_| rank == 0);
+        let lossy = matches!(
+            (self.loss_on, direction),
+            (LossOn::Both, _)
+                | (LossOn::Uplinks, Direction::Up)
+                | (LossOn::Downlinks, Direction::Down)
+        );
         LinkConfig {
             bits_per_sec: slow.unwrap_or(self.bits_per_sec),
             propagation: self.propagation,
-            loss: self.loss,
+            loss: if lossy { self.loss } else { 0.0 },
             queue_bytes: self.queue_bytes,
             queue_packets: self.queue_packets,
         }

@@ -2,7 +2,7 @@
 //! seed replays exactly.
 
 use switchml_sim::analytic::{switchml_link_bytes, time_bound_ns};
-use switchml_sim::{in_network, ring, Dtype, Scenario, Straggler, SwitchModel};
+use switchml_sim::{in_network, ring, Dtype, LossOn, Scenario, Straggler, SwitchModel};
 
 fn small(workers: u16) -> Scenario {
     Scenario {
@@ -38,21 +38,32 @@ fn under_loss_every_sum_is_still_exact_and_lost_packets_are_resent() {
 }
 
 #[test]
-fn a_lost_contribution_makes_every_rank_resend_a_lost_result_only_its_rank() {
-    // A contribution lost on an uplink leaves its use incomplete: every rank's timer for
-    // the slot fires and all P resend (P − 1 of them in vain: duplicates at the switch, or
-    // answers to a use already complete). A lost Result costs one resend.
+fn a_lost_contribution_makes_every_rank_resend_and_a_lost_result_more_than_its_rank() {
+    // A Contribution lost on an uplink leaves its use incomplete: every rank's timer for
+    // the slot fires and all P resend (P − 1 in vain: duplicates at the switch, or answers
+    // to a use already complete). A Result lost on a downlink is answered from the stored
+    // result, but meanwhile the other ranks sent the slot's next use, which waits for the
+    // late rank: some of their timers fire too.
     let s = Scenario {
         loss: 0.002,
+        max_rto_us: 1000,
         ..small(8)
     };
-    let r = in_network::simulate(&s);
-    let p = r.protocol.unwrap();
-    let lost_up: u64 = r.uplinks.iter().map(|l| l.lost).sum();
-    let lost_down: u64 = r.downlinks.iter().map(|l| l.lost).sum();
-    assert!(lost_up > 0 && lost_down > 0);
-    assert!(p.retransmissions >= 7 * lost_up + lost_down, "{p:?}");
-    assert!(p.switch_duplicates > 0 && p.stale_results > 0, "{p:?}");
+    let resends_per_loss = |loss_on| {
+        let r = in_network::simulate(&Scenario { loss_on, ..s });
+        let (lost, _) = r.network_drops();
+        let p = r.protocol.unwrap();
+        assert!(lost > 0 && r.wrong_elements == 0);
+        assert!(p.switch_duplicates > 0 && p.stale_results > 0, "{p:?}");
+        p.retransmissions as f64 / lost as f64
+    };
+    let up = resends_per_loss(LossOn::Uplinks);
+    assert!(
+        (7.0..=8.0).contains(&up),
+        "{up} resends per lost Contribution"
+    );
+    let down = resends_per_loss(LossOn::Downlinks);
+    assert!((1.5..up).contains(&down), "{down} resends per lost Result");
 }
 
 #[test]
