@@ -19,17 +19,18 @@
 use std::rc::Rc;
 use std::time::Instant as WallClock;
 
-use switchml_core::quant::{Elements, Op, Tensor};
+use switchml_core::quant::Op;
 use switchml_core::switch::{ControlPlane, Endpoint, JobConfig, Route, Slot, Switch, Transmit};
 use switchml_core::time::Duration;
 use switchml_core::worker::{Config, Event as WorkerEvent, Worker};
 use switchml_p4model::pipeline::{Config as ModelConfig, Pipeline};
 
+use crate::bucket::Bucket;
 use crate::clock::{from_core, to_core, Nanos};
 use crate::events::EventQueue;
 use crate::link::{wire_bytes, Delivery, Link};
 use crate::report::{ProtocolCounters, RunReport};
-use crate::scenario::{Direction, Dtype, Scenario, SwitchModel};
+use crate::scenario::{Direction, Scenario, SwitchModel};
 
 /// The largest `k` the simulated switch accepts (the reference switch's maximum).
 pub const MAX_COUNT: usize = 1024;
@@ -48,58 +49,6 @@ const GIVE_UP: Nanos = 600_000_000_000;
 /// The switch's front as the UDP daemon has it: addresses are rank numbers here.
 type SimEndpoint<G> = Endpoint<usize, Vec<Route<usize>>, G, 1>;
 type SimWorker = Worker<Bucket, MAX_WINDOW, QUEUE>;
-
-/// One bucket of a rank's tensor.
-enum Bucket {
-    F32(Vec<f32>),
-    I32(Vec<i32>),
-}
-
-impl Tensor for Bucket {
-    fn elements(&mut self) -> Elements<'_> {
-        match self {
-            Bucket::F32(v) => Elements::F32(v),
-            Bucket::I32(v) => Elements::I32(v),
-        }
-    }
-}
-
-impl Bucket {
-    /// A bucket of `len` elements, all `rank + 1` (scaled by 1/4 for f32: exact in the
-    /// quantization, so the sum can be checked exactly).
-    fn filled(dtype: Dtype, rank: usize, len: usize, reuse: Option<Bucket>) -> Bucket {
-        match (dtype, reuse) {
-            (Dtype::F32, Some(Bucket::F32(mut v))) => {
-                v.clear();
-                v.resize(len, (rank + 1) as f32 * 0.25);
-                Bucket::F32(v)
-            }
-            (Dtype::I32, Some(Bucket::I32(mut v))) => {
-                v.clear();
-                v.resize(len, (rank + 1) as i32);
-                Bucket::I32(v)
-            }
-            (Dtype::F32, _) => Bucket::F32(vec![(rank + 1) as f32 * 0.25; len]),
-            (Dtype::I32, _) => Bucket::I32(vec![(rank + 1) as i32; len]),
-        }
-    }
-
-    /// Return how many elements differ from the sum over `world` ranks.
-    fn wrong_elements(&self, world: usize) -> u64 {
-        let sum = world * (world + 1) / 2;
-        match self {
-            Bucket::F32(v) => v.iter().filter(|&&x| x != sum as f32 * 0.25).count() as u64,
-            Bucket::I32(v) => v.iter().filter(|&&x| x != sum as i32).count() as u64,
-        }
-    }
-
-    fn len(&self) -> usize {
-        match self {
-            Bucket::F32(v) => v.len(),
-            Bucket::I32(v) => v.len(),
-        }
-    }
-}
 
 enum Event {
     /// A datagram from rank `from` reaches the switch.

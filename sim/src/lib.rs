@@ -29,6 +29,7 @@
 //! and loss on the ring's transport.
 
 pub mod analytic;
+mod bucket;
 pub mod clock;
 pub mod events;
 pub mod in_network;
