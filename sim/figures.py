@@ -99,6 +99,14 @@ def experiments(quick, only=None):
             for side in ["up", "down"]
             for p in ([4, 16] if quick else [2, 4, 8, 16, 32])
         ]
+    if want("stagger"):
+        print("stagger: staggered timeouts (rank r waits r x 6% of the timeout longer)")
+        out["stagger"] = [
+            run(workers=16, mib=mib, loss=loss, rto_us=rto, max_rto_us=rto, rto_stagger_us=stagger)
+            for loss in [0.001, 0.01]
+            for rto in [1000, 100]
+            for stagger in [0, rto * 6 // 100]
+        ]
     return out
 
 
@@ -250,6 +258,29 @@ def plot(data):
     ax.legend(fontsize=8)
     save(fig, "resends")
 
+    # Staggered timeouts: fewer resends, more time.
+    pts = [d["runs"][0] for d in data["stagger"]]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.8))
+    groups = sorted({(r["scenario"]["loss"], r["scenario"]["rto_us"]) for r in pts}, key=lambda g: (g[0], -g[1]))
+    for j, staggered in enumerate([False, True]):
+        row = [
+            next(r for r in pts if (r["scenario"]["loss"], r["scenario"]["rto_us"]) == g and (r["scenario"]["rto_stagger_us"] > 0) == staggered)
+            for g in groups
+        ]
+        xs = [i + 0.4 * j for i in range(len(groups))]
+        label = "rank r waits r × 6% longer" if staggered else "every rank alike"
+        a1.bar(xs, [r["completion_ns"] / 1e6 for r in row], 0.4, label=label)
+        a2.bar(xs, [r["protocol"]["resends_per_drop"] for r in row], 0.4, label=label)
+    for a in (a1, a2):
+        a.set_xticks([i + 0.2 for i in range(len(groups))],
+                     [f"{loss * 100:g}% loss\n{rto / 1000:g} ms fixed" for loss, rto in groups], fontsize=8)
+        a.legend(fontsize=8)
+    a1.set_ylabel("completion time (ms)")
+    a1.set_title(f"16 workers, {mib(data['stagger'][0])} MiB: staggered timeouts")
+    a2.set_ylabel("worker resends per packet lost")
+    a2.set_title("ranks that would fire after the missing one stay quiet")
+    save(fig, "stagger")
+
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -257,7 +288,7 @@ def main():
     parser.add_argument("--plot-only", action="store_true", help="plot sim/results as they are")
     parser.add_argument("--only", help="rerun only this experiment, keep the others' results")
     args = parser.parse_args()
-    names = ["workers", "pool", "loss", "stragglers", "resends"]
+    names = ["workers", "pool", "loss", "stragglers", "resends", "stagger"]
     if args.plot_only or args.only:
         data = {n: json.load(open(os.path.join(RESULTS, n + ".json"))) for n in names if n != args.only}
     if not args.plot_only:

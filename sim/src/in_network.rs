@@ -159,11 +159,12 @@ impl<G: ControlPlane> Run<G> {
             .expect("the job fits the switch");
         let hosts = (0..world)
             .map(|rank| {
+                let stagger = u64::from(rank) * scenario.rto_stagger_us;
                 let config = Config {
                     window: scenario.window,
                     count: scenario.count,
-                    rto: Duration::from_micros(scenario.rto_us),
-                    max_rto: Duration::from_micros(scenario.max_rto_us),
+                    rto: Duration::from_micros(scenario.rto_us + stagger),
+                    max_rto: Duration::from_micros(scenario.max_rto_us + stagger),
                     retries: u16::MAX,
                     join_interval: Duration::from_millis(1),
                     join_timeout: Duration::from_secs(10),

@@ -24,6 +24,7 @@ switchml-sim: a discrete-event simulation of one all-reduce on a star of links
   --loss-on both|up|down   which links lose (both)
   --queue-kib Q        transmit queue limit per link (16384)
   --rto-us T           first retransmission timeout (1000); --max-rto-us (64000)
+  --rto-stagger-us T   rank r's timeouts r*T longer (0)
   --dtype f32|i32      element type (f32)
   --seed N             seed (1)
   --straggler-delay-us T   rank 0 starts T later
@@ -68,6 +69,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--queue-kib" => s.queue_bytes = int(&value)? * 1024,
             "--rto-us" => s.rto_us = int(&value)?,
             "--max-rto-us" => s.max_rto_us = int(&value)?,
+            "--rto-stagger-us" => s.rto_stagger_us = int(&value)?,
             "--seed" => s.seed = int(&value)?,
             "--straggler-delay-us" => s.straggler.delay = int(&value)? * 1000,
             "--straggler-gbps" => s.straggler.bits_per_sec = Some((num(&value)? * 1e9) as u64),

@@ -116,6 +116,7 @@ impl RunReport {
                 "window": scenario.window,
                 "rto_us": scenario.rto_us,
                 "max_rto_us": scenario.max_rto_us,
+                "rto_stagger_us": scenario.rto_stagger_us,
                 "dtype": format!("{:?}", scenario.dtype).to_lowercase(),
                 "seed": scenario.seed,
                 "straggler_delay_ns": scenario.straggler.delay,

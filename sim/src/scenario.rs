@@ -86,6 +86,9 @@ pub struct Scenario {
     pub rto_us: u64,
     /// The retransmission timeout's ceiling after doubling, microseconds.
     pub max_rto_us: u64,
+    /// Staggered timeouts: rank `r`'s first timeout (and ceiling) is `r` times this longer,
+    /// microseconds (0: every rank alike).
+    pub rto_stagger_us: u64,
     /// What the tensor holds.
     pub dtype: Dtype,
     /// The seed of every random choice.
@@ -115,6 +118,7 @@ impl Default for Scenario {
             window: 256,
             rto_us: 1000,
             max_rto_us: 64_000,
+            rto_stagger_us: 0,
             dtype: Dtype::F32,
             seed: 1,
             straggler: Straggler::default(),
