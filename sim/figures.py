@@ -2,7 +2,8 @@
 """Regenerate every simulator figure: run the experiments, keep their JSON, plot them.
 
     python3 sim/figures.py           # the full set (a few minutes on one core)
-    python3 sim/figures.py --quick   # small tensors, fewer points: a smoke run
+    python3 sim/figures.py --quick   # small tensors, fewer points: a smoke run, written
+                                     # under target/sim-quick/ (the committed ones stay)
 
 Builds `switchml-sim` (release), runs each experiment point through it with --json, writes
 sim/results/<experiment>.json and docs/figures/<experiment>.png. Needs matplotlib
@@ -288,6 +289,10 @@ def main():
     parser.add_argument("--plot-only", action="store_true", help="plot sim/results as they are")
     parser.add_argument("--only", help="rerun only this experiment, keep the others' results")
     args = parser.parse_args()
+    global RESULTS, FIGURES
+    if args.quick:
+        RESULTS = os.path.join(ROOT, "target", "sim-quick", "results")
+        FIGURES = os.path.join(ROOT, "target", "sim-quick", "figures")
     names = ["workers", "pool", "loss", "stragglers", "resends", "stagger"]
     if args.plot_only or args.only:
         data = {n: json.load(open(os.path.join(RESULTS, n + ".json"))) for n in names if n != args.only}
