@@ -1,0 +1,405 @@
+//! The in-network all-reduce: the core's worker state machines and a switch — the core's
+//! reference switch or the Rust model of the P4 pipeline (`p4/model`), served by the
+//! core's [`Endpoint`] as the UDP daemon serves either — on a star of modelled links.
+//!
+//! ```text
+//!  worker 0 ──uplink──▶ ┌────────┐ ──downlink──▶ worker 0
+//!  worker 1 ──uplink──▶ │ switch │ ──downlink──▶ worker 1      (a Result is copied onto
+//!     ⋮                 │Endpoint│      ⋮                        the downlink of every rank)
+//!  worker P−1 ─uplink─▶ └────────┘ ──downlink──▶ worker P−1
+//! ```
+//!
+//! The simulator is only the adapter: it hands each worker its datagrams and timeouts at the
+//! simulated time and puts what the worker transmits on its uplink; it hands the switch
+//! what arrives and copies each answer onto the downlinks the endpoint names. Every
+//! protocol decision (windows, versions, retransmissions, aggregation, multicast) is the
+//! core's. Hosts are infinitely fast: a worker's answer leaves at the instant its input
+//! arrived, so the network alone sets the pace.
+
+use std::rc::Rc;
+use std::time::Instant as WallClock;
+
+use switchml_core::quant::Op;
+use switchml_core::switch::{ControlPlane, Endpoint, JobConfig, Route, Slot, Switch, Transmit};
+use switchml_core::time::Duration;
+use switchml_core::worker::{Config, Event as WorkerEvent, Worker};
+use switchml_p4model::pipeline::{Config as ModelConfig, Pipeline};
+
+use crate::bucket::Bucket;
+use crate::clock::{from_core, to_core, Nanos};
+use crate::events::EventQueue;
+use crate::link::{wire_bytes, Delivery, Link};
+use crate::report::{ProtocolCounters, RunReport};
+use crate::scenario::{Direction, Scenario, SwitchModel};
+
+/// The largest `k` the simulated switch accepts (the reference switch's maximum).
+pub const MAX_COUNT: usize = 1024;
+/// The most slots a simulated worker drives.
+pub const MAX_WINDOW: usize = 4096;
+/// Tensors a worker may hold queued.
+const QUEUE: usize = 4;
+/// Buckets each rank keeps submitted.
+const BUCKETS_IN_FLIGHT: usize = 2;
+/// The job's id and key.
+const JOB: u16 = 1;
+const KEY: u64 = 0x5157_4D4C_0000_0001;
+/// Simulated time after which a run is abandoned as stuck.
+const GIVE_UP: Nanos = 600_000_000_000;
+
+/// The switch's front as the UDP daemon has it: addresses are rank numbers here.
+type SimEndpoint<G> = Endpoint<usize, Vec<Route<usize>>, G, 1>;
+type SimWorker = Worker<Bucket, MAX_WINDOW, QUEUE>;
+
+enum Event {
+    /// A datagram from rank `from` reaches the switch.
+    AtSwitch { from: usize, bytes: Rc<[u8]> },
+    /// A datagram reaches rank `rank`.
+    AtWorker { rank: usize, bytes: Rc<[u8]> },
+    /// Rank `rank`'s timer, if still armed for this time.
+    Timer { rank: usize },
+    /// Rank `rank` submits its tensor (late, for a straggler).
+    Start { rank: usize },
+}
+
+/// One rank: its worker lane and its two links.
+struct Host {
+    worker: Box<SimWorker>,
+    uplink: Link,
+    downlink: Link,
+    /// The time its timer event is scheduled for, if one is.
+    armed: Option<Nanos>,
+    joined: bool,
+    started: bool,
+    submitted: usize,
+    reduced: usize,
+    finished: Option<Nanos>,
+    failure: Option<String>,
+}
+
+/// A run of the in-network all-reduce through switch `G`.
+struct Run<G> {
+    scenario: Scenario,
+    now: Nanos,
+    queue: EventQueue<Event>,
+    endpoint: SimEndpoint<G>,
+    hosts: Vec<Host>,
+    out: Vec<u8>,
+    tx: Vec<u8>,
+    wrong_elements: u64,
+}
+
+/// Simulate `scenario`'s all-reduce through the switch it names and report it.
+pub fn simulate(scenario: &Scenario) -> RunReport {
+    assert!(
+        usize::from(scenario.count) <= MAX_COUNT,
+        "k above {MAX_COUNT}"
+    );
+    assert!(
+        usize::from(scenario.window) <= MAX_WINDOW,
+        "window above {MAX_WINDOW}"
+    );
+    let slots = usize::from(scenario.window);
+    match scenario.switch {
+        SwitchModel::Reference => {
+            let mut pool = vec![Slot::<MAX_COUNT, 1>::IDLE; slots];
+            simulate_with(scenario, Switch::<'_, MAX_COUNT, 1, 1>::new(&mut pool, 1))
+        }
+        SwitchModel::P4Model => {
+            let model = Pipeline::new(ModelConfig {
+                slots,
+                jobs: 1,
+                workers: usize::from(scenario.workers),
+                epoch: 1,
+                max_count: switchml_p4model::MAX_COUNT,
+                switch: Default::default(),
+            });
+            simulate_with(scenario, model)
+        }
+    }
+}
+
+fn simulate_with<G: ControlPlane>(scenario: &Scenario, switch: G) -> RunReport {
+    let wall = WallClock::now();
+    let mut run = Run::new(scenario, switch);
+    run.join();
+    let start = run.now;
+    for h in &mut run.hosts {
+        h.uplink.reset_stats();
+        h.downlink.reset_stats();
+    }
+    for rank in 0..run.hosts.len() {
+        let delay = if rank == 0 {
+            scenario.straggler.delay
+        } else {
+            0
+        };
+        run.queue.push(start + delay, Event::Start { rank });
+    }
+    run.drive(|r| {
+        r.hosts
+            .iter()
+            .all(|h| h.finished.is_some() || h.failure.is_some())
+    });
+    run.report(start, wall.elapsed().as_secs_f64())
+}
+
+impl<G: ControlPlane> Run<G> {
+    fn new(scenario: &Scenario, switch: G) -> Run<G> {
+        let world = scenario.workers;
+        let mut endpoint = Endpoint::new(switch, Duration::from_secs(3600));
+        let job = JobConfig {
+            id: JOB,
+            world,
+            slot_lo: 0,
+            slot_count: scenario.window,
+            key: KEY,
+        };
+        endpoint
+            .add_job(job, vec![None; usize::from(world)])
+            .expect("the job fits the switch");
+        let hosts = (0..world)
+            .map(|rank| {
+                let stagger = u64::from(rank) * scenario.rto_stagger_us;
+                let config = Config {
+                    window: scenario.window,
+                    count: scenario.count,
+                    rto: Duration::from_micros(scenario.rto_us + stagger),
+                    max_rto: Duration::from_micros(scenario.max_rto_us + stagger),
+                    retries: u16::MAX,
+                    join_interval: Duration::from_millis(1),
+                    join_timeout: Duration::from_secs(10),
+                    key: KEY,
+                    nonce: 0x1000_0001 + u32::from(rank),
+                    ..Config::new(JOB, rank, world)
+                };
+                let seed = scenario.seed.wrapping_mul(0x1_0001) ^ (u64::from(rank) << 1);
+                Host {
+                    worker: Box::new(Worker::new(config).expect("a valid lane config")),
+                    uplink: Link::new(scenario.link(rank, Direction::Up), seed),
+                    downlink: Link::new(scenario.link(rank, Direction::Down), seed | 1 << 63),
+                    armed: None,
+                    joined: false,
+                    started: false,
+                    submitted: 0,
+                    reduced: 0,
+                    finished: None,
+                    failure: None,
+                }
+            })
+            .collect();
+        Run {
+            scenario: *scenario,
+            now: 0,
+            queue: EventQueue::default(),
+            endpoint,
+            hosts,
+            out: vec![0; SimEndpoint::<G>::OUT_LEN],
+            tx: vec![0; scenario.data_payload().max(64)],
+            wrong_elements: 0,
+        }
+    }
+
+    /// Run the joins until every rank has joined.
+    fn join(&mut self) {
+        for rank in 0..self.hosts.len() {
+            self.service(rank);
+        }
+        self.drive(|r| r.hosts.iter().all(|h| h.joined || h.failure.is_some()));
+    }
+
+    /// Handle events until `done` holds, the queue runs dry or time runs out.
+    fn drive(&mut self, done: impl Fn(&Self) -> bool) {
+        while !done(self) {
+            let Some((at, event)) = self.queue.pop() else {
+                break;
+            };
+            if at > GIVE_UP {
+                break;
+            }
+            self.now = at;
+            match event {
+                Event::AtSwitch { from, bytes } => self.at_switch(from, &bytes),
+                Event::AtWorker { rank, bytes } => {
+                    self.hosts[rank]
+                        .worker
+                        .handle_packet(to_core(self.now), &bytes);
+                    self.service(rank);
+                }
+                Event::Timer { rank } => {
+                    if self.hosts[rank].armed == Some(at) {
+                        self.hosts[rank].armed = None;
+                        let now = to_core(self.now);
+                        let worker = &mut self.hosts[rank].worker;
+                        if worker.poll_timeout().is_some_and(|t| t <= now) {
+                            worker.handle_timeout(now);
+                        }
+                        self.service(rank);
+                    }
+                }
+                Event::Start { rank } => {
+                    self.hosts[rank].started = true;
+                    self.service(rank);
+                }
+            }
+        }
+    }
+
+    fn at_switch(&mut self, from: usize, bytes: &[u8]) {
+        let transmit = self
+            .endpoint
+            .handle(to_core(self.now), from, bytes, &mut self.out);
+        let len = match transmit {
+            Transmit::Nothing => return,
+            Transmit::Reply { len } | Transmit::Lanes { len, .. } => len,
+        };
+        let answer: Rc<[u8]> = Rc::from(&self.out[..len]);
+        let to: Vec<usize> = self
+            .endpoint
+            .destinations(&transmit, &from)
+            .copied()
+            .collect();
+        let leaves = self.now + self.scenario.switch_latency;
+        for rank in to {
+            if let Delivery::At(at) = self.hosts[rank].downlink.transmit(leaves, wire_bytes(len)) {
+                let bytes = answer.clone();
+                self.queue.push(at, Event::AtWorker { rank, bytes });
+            }
+        }
+    }
+
+    /// Let rank `rank` transmit, take its events, keep its buckets coming, re-arm its timer.
+    fn service(&mut self, rank: usize) {
+        let now = to_core(self.now);
+        loop {
+            let host = &mut self.hosts[rank];
+            while let Some(len) = host.worker.poll_transmit(now, &mut self.tx) {
+                if let Delivery::At(at) = host.uplink.transmit(self.now, wire_bytes(len)) {
+                    let bytes = Rc::from(&self.tx[..len]);
+                    self.queue.push(at, Event::AtSwitch { from: rank, bytes });
+                }
+            }
+            let mut submitted = false;
+            while let Some(event) = self.hosts[rank].worker.poll_event() {
+                submitted |= self.on_event(rank, event);
+            }
+            submitted |= self.submit_more(rank, None);
+            if !submitted {
+                break;
+            }
+        }
+        let host = &mut self.hosts[rank];
+        match host.worker.poll_timeout() {
+            Some(deadline) => {
+                // A deadline already due was just handled; if the worker still names it,
+                // look again a microsecond later rather than spin.
+                let mut at = from_core(deadline).max(self.now);
+                if deadline <= now && host.armed.is_none() {
+                    at = from_core(now) + 1000;
+                }
+                if host.armed.is_none_or(|armed| at < armed) {
+                    host.armed = Some(at);
+                    self.queue.push(at, Event::Timer { rank });
+                }
+            }
+            None => host.armed = None,
+        }
+    }
+
+    /// Handle one worker event; return whether a bucket was submitted.
+    fn on_event(&mut self, rank: usize, event: WorkerEvent<Bucket>) -> bool {
+        let world = self.hosts.len();
+        let host = &mut self.hosts[rank];
+        match event {
+            WorkerEvent::Joined { .. } => {
+                host.joined = true;
+                false
+            }
+            WorkerEvent::Done { buf, result, .. } => {
+                if let Err(e) = result {
+                    host.failure.get_or_insert(format!("rank {rank}: {e:?}"));
+                }
+                self.wrong_elements += buf.wrong_elements(world);
+                host.reduced += buf.len();
+                if host.reduced >= self.scenario.elements {
+                    host.finished = Some(self.now);
+                }
+                self.submit_more(rank, Some(buf))
+            }
+            WorkerEvent::Failed(e) => {
+                host.failure.get_or_insert(format!("rank {rank}: {e}"));
+                false
+            }
+        }
+    }
+
+    /// Submit rank `rank`'s next bucket if it has started and fewer than two are in
+    /// flight, reusing `spare`'s memory; return whether one was.
+    fn submit_more(&mut self, rank: usize, spare: Option<Bucket>) -> bool {
+        let s = &self.scenario;
+        let host = &mut self.hosts[rank];
+        let in_flight = host.submitted - host.reduced;
+        let next = s.bucket_elements.min(s.elements - host.submitted);
+        if !host.started || next == 0 || in_flight >= BUCKETS_IN_FLIGHT * s.bucket_elements {
+            return false;
+        }
+        let bucket = Bucket::filled(s.dtype, rank, next, spare);
+        match host.worker.submit(to_core(self.now), bucket, Op::Sum) {
+            Ok(_) => {
+                host.submitted += next;
+                true
+            }
+            Err(e) => {
+                host.failure
+                    .get_or_insert(format!("rank {rank}: {}", e.kind));
+                false
+            }
+        }
+    }
+
+    fn report(&self, start: Nanos, wall_secs: f64) -> RunReport {
+        let end = self.hosts.iter().filter_map(|h| h.finished).max();
+        let finished = self.hosts.iter().all(|h| h.finished.is_some());
+        let switch = self.endpoint.switch();
+        let job = switch.job_snapshot(JOB).expect("the job").counters;
+        let mut protocol = ProtocolCounters {
+            switch_completions: job.completions,
+            switch_retransmit_replies: job.retransmit_replies,
+            switch_duplicates: job.duplicates,
+            switch_stale: job.stale,
+            switch_drops: switch.switch_counters().total_drops(),
+            ..ProtocolCounters::default()
+        };
+        for h in &self.hosts {
+            let s = h.worker.stats();
+            protocol.sent += s.sent;
+            protocol.retransmissions += s.retransmissions;
+            protocol.results += s.results;
+            protocol.stale_results += s.stale_results;
+        }
+        RunReport {
+            algorithm: "switchml",
+            completion: if finished {
+                end.map(|t| t - start)
+            } else {
+                None
+            },
+            finish_times: self
+                .hosts
+                .iter()
+                .map(|h| h.finished.map(|t| t - start))
+                .collect(),
+            elements: self.scenario.elements,
+            uplinks: self.hosts.iter().map(|h| *h.uplink.stats()).collect(),
+            downlinks: self.hosts.iter().map(|h| *h.downlink.stats()).collect(),
+            protocol: Some(protocol),
+            failures: self
+                .hosts
+                .iter()
+                .filter_map(|h| h.failure.clone())
+                .collect(),
+            wrong_elements: self.wrong_elements,
+            events: self.queue.handled(),
+            wall_secs,
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! `switchml-sim`: simulate one all-reduce and print what it took.
+//!
+//! ```text
+//! cargo run --release -p switchml-sim -- --workers 16 --gbps 100 --mib 100 --algorithm both --json
+//! ```
+
+use std::process::ExitCode;
+
+use serde_json::json;
+use switchml_sim::{analytic, in_network, ring, Dtype, LossOn, RunReport, Scenario, SwitchModel};
+
+const USAGE: &str = "\
+switchml-sim: a discrete-event simulation of one all-reduce on a star of links
+
+  --workers P          ranks (16)
+  --gbps G             every link's rate, Gb/s (100)
+  --mib M              MiB of tensor per rank (100); or --elements N
+  --bucket-mib M       bucket size, two in flight per rank (25)
+  --k K                values per packet (256, at most 1024)
+  --window S           slots per worker, the pool size (256)
+  --prop-ns T          one-way propagation delay per link (1000)
+  --switch-ns T        switch latency (0)
+  --loss X             loss probability on every link (0)
+  --loss-on both|up|down   which links lose (both)
+  --queue-kib Q        transmit queue limit per link (16384)
+  --rto-us T           first retransmission timeout (1000); --max-rto-us (64000)
+  --rto-stagger-us T   rank r's timeouts r*T longer (0)
+  --dtype f32|i32      element type (f32)
+  --seed N             seed (1)
+  --straggler-delay-us T   rank 0 starts T later
+  --straggler-gbps G       rank 0's links run at G
+  --algorithm switchml|ring|both   (switchml)
+  --switch reference|p4-model      the aggregator (reference; the P4 model takes k <= 256)
+  --json               print JSON instead of a summary
+";
+
+struct Args {
+    scenario: Scenario,
+    algorithms: Vec<&'static str>,
+    json: bool,
+}
+
+fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
+    let mut s = Scenario::default();
+    let mut algorithms = vec!["switchml"];
+    let mut json = false;
+    while let Some(flag) = args.next() {
+        if flag == "--json" {
+            json = true;
+            continue;
+        }
+        if flag == "--help" || flag == "-h" {
+            return Err(String::new());
+        }
+        let value = args.next().ok_or(format!("{flag} needs a value"))?;
+        let num = |v: &str| v.parse::<f64>().map_err(|e| format!("{flag} {v}: {e}"));
+        let int = |v: &str| v.parse::<u64>().map_err(|e| format!("{flag} {v}: {e}"));
+        match flag.as_str() {
+            "--workers" => s.workers = int(&value)? as u16,
+            "--gbps" => s.bits_per_sec = (num(&value)? * 1e9) as u64,
+            "--mib" => s.elements = (num(&value)? * (1 << 18) as f64) as usize,
+            "--elements" => s.elements = int(&value)? as usize,
+            "--bucket-mib" => s.bucket_elements = (num(&value)? * (1 << 18) as f64) as usize,
+            "--k" => s.count = int(&value)? as u16,
+            "--window" => s.window = int(&value)? as u16,
+            "--prop-ns" => s.propagation = int(&value)?,
+            "--switch-ns" => s.switch_latency = int(&value)?,
+            "--loss" => s.loss = num(&value)?,
+            "--queue-kib" => s.queue_bytes = int(&value)? * 1024,
+            "--rto-us" => s.rto_us = int(&value)?,
+            "--max-rto-us" => s.max_rto_us = int(&value)?,
+            "--rto-stagger-us" => s.rto_stagger_us = int(&value)?,
+            "--seed" => s.seed = int(&value)?,
+            "--straggler-delay-us" => s.straggler.delay = int(&value)? * 1000,
+            "--straggler-gbps" => s.straggler.bits_per_sec = Some((num(&value)? * 1e9) as u64),
+            "--dtype" => {
+                s.dtype = match value.as_str() {
+                    "f32" => Dtype::F32,
+                    "i32" => Dtype::I32,
+                    other => return Err(format!("--dtype {other}: f32 or i32")),
+                }
+            }
+            "--loss-on" => {
+                s.loss_on = match value.as_str() {
+                    "both" => LossOn::Both,
+                    "up" => LossOn::Uplinks,
+                    "down" => LossOn::Downlinks,
+                    other => return Err(format!("--loss-on {other}: both, up or down")),
+                }
+            }
+            "--switch" => {
+                s.switch = match value.as_str() {
+                    "reference" => SwitchModel::Reference,
+                    "p4-model" => SwitchModel::P4Model,
+                    other => return Err(format!("--switch {other}: reference or p4-model")),
+                }
+            }
+            "--algorithm" => {
+                algorithms = match value.as_str() {
+                    "switchml" => vec!["switchml"],
+                    "ring" => vec!["ring"],
+                    "both" => vec!["switchml", "ring"],
+                    other => return Err(format!("--algorithm {other}: switchml, ring or both")),
+                }
+            }
+            other => return Err(format!("unknown flag {other}")),
+        }
+    }
+    if s.switch == SwitchModel::P4Model
+        && (usize::from(s.count) > usize::from(switchml_p4model::MAX_COUNT) || s.workers > 64)
+    {
+        return Err("the P4 model takes k <= 256 and 64 ranks".into());
+    }
+    if s.workers == 0 || s.elements == 0 || s.bucket_elements == 0 || s.count == 0 {
+        return Err("workers, tensor, bucket and k must be non-zero".into());
+    }
+    if usize::from(s.count) > in_network::MAX_COUNT
+        || usize::from(s.window) > in_network::MAX_WINDOW
+        || s.window == 0
+    {
+        return Err(format!(
+            "k must be 1..={} and window 1..={}",
+            in_network::MAX_COUNT,
+            in_network::MAX_WINDOW
+        ));
+    }
+    Ok(Args {
+        scenario: s,
+        algorithms,
+        json,
+    })
+}
+
+fn summary(r: &RunReport) -> String {
+    let Some(t) = r.completion else {
+        return format!("{}: did not finish: {:?}", r.algorithm, r.failures);
+    };
+    let up = RunReport::utilisation(&r.uplinks, t);
+    let mean = up.iter().sum::<f64>() / up.len() as f64;
+    let (lost, tail) = r.network_drops();
+    let resends = r.protocol.map_or(0, |p| p.retransmissions);
+    format!(
+        "{:8}  {:10.3} ms  {:6.3} G elements/s  uplinks {:5.1}% busy  lost {lost}  tail-dropped {tail}  \
+         resends {resends}  wrong {}  ({} events in {:.2} s)",
+        r.algorithm,
+        t as f64 * 1e-6,
+        r.elements_per_sec().unwrap_or(0.0) * 1e-9,
+        mean * 100.0,
+        r.wrong_elements,
+        r.events,
+        r.wall_secs,
+    )
+}
+
+fn main() -> ExitCode {
+    let args = match parse(std::env::args().skip(1)) {
+        Ok(a) => a,
+        Err(e) if e.is_empty() => {
+            print!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("switchml-sim: {e}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let s = &args.scenario;
+    let reports: Vec<RunReport> = args
+        .algorithms
+        .iter()
+        .map(|&a| match a {
+            "ring" => ring::simulate(s),
+            _ => in_network::simulate(s),
+        })
+        .collect();
+    let ok = reports
+        .iter()
+        .all(|r| r.completion.is_some() && r.wrong_elements == 0);
+    if args.json {
+        let out = json!({
+            "analytic": {
+                "line_rate_elements_per_sec": analytic::line_rate_elements_per_sec(s),
+                "ring_elements_per_sec": analytic::ring_elements_per_sec(s),
+                "window_elements_per_sec": analytic::window_elements_per_sec(s),
+                "slot_round_trip_ns": analytic::slot_round_trip(s),
+                "bdp_slots": analytic::bdp_slots(s),
+                "switchml_link_bytes": analytic::switchml_link_bytes(s),
+                "ring_link_bytes": analytic::ring_link_bytes(s),
+            },
+            "runs": reports.iter().map(|r| r.to_json(s)).collect::<Vec<_>>(),
+        });
+        println!("{out}");
+    } else {
+        for r in &reports {
+            println!("{}", summary(r));
+        }
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

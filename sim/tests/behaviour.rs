@@ -1,0 +1,175 @@
+//! What the simulated protocol does under loss, full queues and a straggler, and that a
+//! seed replays exactly.
+
+use switchml_sim::analytic::{switchml_link_bytes, time_bound_ns};
+use switchml_sim::{in_network, ring, Dtype, LossOn, Scenario, Straggler, SwitchModel};
+
+fn small(workers: u16) -> Scenario {
+    Scenario {
+        workers,
+        elements: 1 << 19,
+        bucket_elements: 1 << 18,
+        window: 64,
+        dtype: Dtype::F32,
+        ..Scenario::default()
+    }
+}
+
+#[test]
+fn under_loss_every_sum_is_still_exact_and_lost_packets_are_resent() {
+    let s = Scenario {
+        loss: 0.01,
+        ..small(4)
+    };
+    let r = in_network::simulate(&s);
+    let (lost, _) = r.network_drops();
+    let p = r.protocol.unwrap();
+    assert!(lost > 0);
+    assert_eq!(r.wrong_elements, 0);
+    assert!(r.failures.is_empty(), "{:?}", r.failures);
+    assert!(
+        p.retransmissions >= lost,
+        "{} resends for {lost} losses",
+        p.retransmissions
+    );
+    // Each loss costs at least one timeout somewhere.
+    let lossless = in_network::simulate(&small(4)).completion.unwrap();
+    assert!(r.completion.unwrap() > lossless + 1_000_000);
+}
+
+#[test]
+fn a_lost_contribution_makes_every_rank_resend_and_a_lost_result_more_than_its_rank() {
+    // A Contribution lost on an uplink leaves its use incomplete: every rank's timer for
+    // the slot fires and all P resend (P − 1 in vain: duplicates at the switch, or answers
+    // to a use already complete). A Result lost on a downlink is answered from the stored
+    // result, but meanwhile the other ranks sent the slot's next use, which waits for the
+    // late rank: some of their timers fire too.
+    let s = Scenario {
+        loss: 0.002,
+        max_rto_us: 1000,
+        ..small(8)
+    };
+    let resends_per_loss = |loss_on| {
+        let r = in_network::simulate(&Scenario { loss_on, ..s });
+        let (lost, _) = r.network_drops();
+        let p = r.protocol.unwrap();
+        assert!(lost > 0 && r.wrong_elements == 0);
+        assert!(p.switch_duplicates > 0 && p.stale_results > 0, "{p:?}");
+        p.retransmissions as f64 / lost as f64
+    };
+    let up = resends_per_loss(LossOn::Uplinks);
+    assert!(
+        (7.0..=8.0).contains(&up),
+        "{up} resends per lost Contribution"
+    );
+    let down = resends_per_loss(LossOn::Downlinks);
+    assert!((1.5..up).contains(&down), "{down} resends per lost Result");
+}
+
+#[test]
+fn a_queue_too_short_for_the_window_tail_drops_and_the_protocol_recovers() {
+    let s = Scenario {
+        queue_packets: 16,
+        ..small(4)
+    };
+    let r = in_network::simulate(&s);
+    let (_, tail_dropped) = r.network_drops();
+    assert!(tail_dropped > 0);
+    assert_eq!(r.wrong_elements, 0);
+    assert!(r.completion.is_some(), "{:?}", r.failures);
+}
+
+#[test]
+fn a_seed_replays_exactly_and_another_seed_loses_other_packets() {
+    let s = Scenario {
+        loss: 0.005,
+        ..small(4)
+    };
+    let a = in_network::simulate(&s);
+    let b = in_network::simulate(&s);
+    assert_eq!(
+        (a.completion, a.protocol, a.network_drops(), &a.uplinks),
+        (b.completion, b.protocol, b.network_drops(), &b.uplinks)
+    );
+    let c = in_network::simulate(&Scenario { seed: 2, ..s });
+    assert_ne!(a.uplinks, c.uplinks);
+}
+
+#[test]
+fn a_late_rank_delays_both_algorithms_by_its_lateness() {
+    // Nothing aggregates in the switch without the late rank, and the ring's late rank
+    // passes nothing on before it starts: either way every rank waits for it.
+    let delay = 2_000_000;
+    let s = small(4);
+    let late = Scenario {
+        straggler: Straggler {
+            delay,
+            bits_per_sec: None,
+        },
+        ..s
+    };
+    for (algorithm, simulate) in [
+        ("switchml", in_network::simulate as fn(&Scenario) -> _),
+        ("ring", ring::simulate),
+    ] {
+        let on_time = simulate(&s).completion.unwrap();
+        let t = simulate(&late).completion.unwrap();
+        let ratio = t as f64 / (on_time + delay) as f64;
+        assert!(
+            (0.999..1.001).contains(&ratio),
+            "{algorithm}: {t} vs {on_time} + {delay}"
+        );
+    }
+}
+
+#[test]
+fn a_rank_on_a_slower_link_sets_the_pace_and_the_ring_needs_no_bounded_queue() {
+    let s = Scenario {
+        straggler: Straggler {
+            delay: 0,
+            bits_per_sec: Some(25_000_000_000),
+        },
+        ..small(4)
+    };
+    let r = in_network::simulate(&s);
+    let t = r.completion.unwrap() as f64;
+    let slow = Scenario {
+        bits_per_sec: 25_000_000_000,
+        ..s
+    };
+    let bound = time_bound_ns(&slow, switchml_link_bytes(&s));
+    assert!((1.0..1.02).contains(&(t / bound)), "{t} vs {bound}");
+    // The ring's transport is flow-controlled: a slow rank backs up its neighbours, it does
+    // not lose their packets.
+    let ring = ring::simulate(&Scenario {
+        queue_packets: 16,
+        ..s
+    });
+    let ring_on_time = ring::simulate(&small(4)).completion.unwrap();
+    assert!(ring.completion.unwrap() > 3 * ring_on_time);
+}
+
+#[test]
+fn the_p4_model_makes_the_reference_switchs_decisions_under_loss() {
+    // Same packets, same losses: every time and every counter must be the same whichever
+    // switch aggregates.
+    let s = Scenario {
+        loss: 0.003,
+        ..small(4)
+    };
+    let reference = in_network::simulate(&s);
+    let model = in_network::simulate(&Scenario {
+        switch: SwitchModel::P4Model,
+        ..s
+    });
+    assert!(reference.network_drops().0 > 0);
+    assert_eq!(model.wrong_elements, 0);
+    assert_eq!(
+        (
+            reference.completion,
+            reference.protocol,
+            &reference.downlinks
+        ),
+        (model.completion, model.protocol, &model.downlinks)
+    );
+}
