@@ -74,11 +74,14 @@ control JobEgressCounters(in egress_headers_t hdr, in egress_intrinsic_metadata_
     Counter<bit<64>, bit<16>>(MAX_JOBS, CounterType_t.PACKETS) job_overflows;
 
     apply {
-        if (hdr.egress_bridge.recirculate == 0 && hdr.data.isValid()
-                && eg_intr_md.egress_rid_first == 1
-                && (hdr.data.flags & FLAG_RETRANSMIT) == 0
-                && (hdr.data.flags & FLAG_OVERFLOW) != 0) {
-            job_overflows.count(hdr.egress_bridge.job_index);
+        // The flag byte is read only from a valid header (the parser extracts `data` for a
+        // Result only).
+        if (hdr.data.isValid()) {
+            bit<8> flags = hdr.data.flags;
+            if (hdr.egress_bridge.recirculate == 0 && eg_intr_md.egress_rid_first == 1
+                    && (flags & FLAG_RETRANSMIT) == 0 && (flags & FLAG_OVERFLOW) != 0) {
+                job_overflows.count(hdr.egress_bridge.job_index);
+            }
         }
     }
 }
