@@ -212,13 +212,16 @@ header sml_bridge_h {
     bit<64> rank_bit;
 }
 
-// TNA only: what the ingress tells the egress pipeline (egress_bridge is never sent out).
+// TNA only: what the ingress tells the egress pipeline (egress_bridge is never sent out):
+// the answer's addresses and length (udp_sender.p4) and the job table entry, which the
+// egress's job_overflows counter is indexed by (job_counters.p4, JobEgressCounters).
 header sml_egress_bridge_h {
     bit<7>  pad;
     bit<1>  recirculate;
     bit<16> reply_len;
     bit<48> switch_mac;
     bit<32> switch_ip;
+    bit<16> job_index;
 }
 
 struct headers_t {

@@ -1,5 +1,8 @@
 // job_counters.p4 (TNA): per-job event counters, one Counter per event indexed by the job
-// table entry. Rust twin: p4/model/src/job_counters.rs (JobCounters).
+// table entry. Rust twin: p4/model/src/job_counters.rs (JobCounters). Eleven count in the
+// ingress (JobCounters); job_overflows counts in the egress (JobEgressCounters): it depends
+// on the overflow flag, which the ingress takes in its last stage (overflow_flag.p4), so a
+// counter after it would need a 13th ingress stage (p4/README.md, "Resources").
 #ifndef _SWITCHML_JOB_COUNTERS_P4_
 #define _SWITCHML_JOB_COUNTERS_P4_
 
@@ -13,7 +16,6 @@ control JobCounters(in metadata_t meta) {
     Counter<bit<64>, bit<16>>(MAX_JOBS, CounterType_t.PACKETS) job_joins;
     Counter<bit<64>, bit<16>>(MAX_JOBS, CounterType_t.PACKETS) job_probes;
     Counter<bit<64>, bit<16>>(MAX_JOBS, CounterType_t.PACKETS) job_aborts;
-    Counter<bit<64>, bit<16>>(MAX_JOBS, CounterType_t.PACKETS) job_overflows;
     Counter<bit<64>, bit<16>>(MAX_JOBS, CounterType_t.PACKETS) job_runs;
     Counter<bit<64>, bit<16>>(MAX_JOBS, CounterType_t.PACKETS) job_unauthorized;
 
@@ -34,10 +36,7 @@ control JobCounters(in metadata_t meta) {
                 } else {
                     job_contributions.count(j);
                     if (meta.last == 1) {
-                        job_completions.count(j);
-                        if (meta.overflow == 1) {
-                            job_overflows.count(j);
-                        }
+                        job_completions.count(j);       // job_overflows: in the egress
                     }
                 }
             } else if (meta.message == MSG_JOIN) {
@@ -61,6 +60,27 @@ control JobCounters(in metadata_t meta) {
                 job_unauthorized.count(j);              // an Abort or a Leave
             } else if (meta.message == MSG_ABORT && meta.drop_reason == DROP_NONE) {
                 job_aborts.count(j);
+            }
+        }
+    }
+}
+
+// The egress part: a use that completed with an overflow, counted from the flag byte of the
+// Result the completing Contribution became. That Result is the only one multicast (rank
+// RANK_ALL, no RETRANSMIT flag; a resend's Result is unicast with RETRANSMIT); the egress
+// sees one copy per replica and counts the group's first (egress_rid_first, tna.p4's
+// egress_intrinsic_metadata_t). The job table entry comes in the egress bridge header.
+control JobEgressCounters(in egress_headers_t hdr, in egress_intrinsic_metadata_t eg_intr_md) {
+    Counter<bit<64>, bit<16>>(MAX_JOBS, CounterType_t.PACKETS) job_overflows;
+
+    apply {
+        // The flag byte is read only from a valid header (the parser extracts `data` for a
+        // Result only).
+        if (hdr.data.isValid()) {
+            bit<8> flags = hdr.data.flags;
+            if (hdr.egress_bridge.recirculate == 0 && eg_intr_md.egress_rid_first == 1
+                    && (flags & FLAG_RETRANSMIT) == 0 && (flags & FLAG_OVERFLOW) != 0) {
+                job_overflows.count(hdr.egress_bridge.job_index);
             }
         }
     }

@@ -216,7 +216,9 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
     }
 }
 
-// Egress parses only what it rewrites; the rest stays payload.
+// Egress parses what it rewrites and a Result's flag byte (job_counters.p4's egress part);
+// the rest stays payload. Everything that reaches the egress is a switchml datagram the
+// ingress wrote: an answer, or a packet on its way to its next pass.
 parser SwitchmlEgressParser(packet_in packet, out egress_headers_t hdr,
                             out egress_metadata_t meta,
                             out egress_intrinsic_metadata_t eg_intr_md) {
@@ -238,6 +240,15 @@ parser SwitchmlEgressParser(packet_in packet, out egress_headers_t hdr,
         packet.extract(hdr.ethernet);
         packet.extract(hdr.ipv4);
         packet.extract(hdr.udp);
+        packet.extract(hdr.prefix);
+        transition select(hdr.prefix.msg_type) {
+            TYPE_RESULT: parse_result;
+            default: accept;
+        }
+    }
+
+    state parse_result {
+        packet.extract(hdr.data);
         transition accept;
     }
 }

@@ -19,6 +19,8 @@ struct egress_headers_t {
     ethernet_h          ethernet;
     ipv4_h              ipv4;
     udp_h               udp;
+    sml_prefix_h        prefix;                 // parsed to find a Result's flag byte
+    sml_data_h          data;                   // a Result's (job_counters.p4, egress)
 }
 
 struct egress_metadata_t {
@@ -211,6 +213,7 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
         hdr.egress_bridge.reply_len = meta.reply_len;
         hdr.egress_bridge.switch_mac = meta.switch_mac;
         hdr.egress_bridge.switch_ip = meta.switch_ip;
+        hdr.egress_bridge.job_index = meta.job_index;
         if (meta.verdict == VERDICT_DROP || meta.verdict == VERDICT_CONSUME) {
             ig_dprsr_md.drop_ctl = 1;
         } else if (meta.verdict == VERDICT_MULTICAST) {
@@ -263,9 +266,11 @@ control SwitchmlEgress(inout egress_headers_t hdr, inout egress_metadata_t meta,
                        in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
                        inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
                        inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
+    JobEgressCounters() job_egress_counters;
     UdpSender() udp_sender;
 
     apply {
+        job_egress_counters.apply(hdr, eg_intr_md);
         udp_sender.apply(hdr, eg_intr_md);
         hdr.egress_bridge.setInvalid();
     }

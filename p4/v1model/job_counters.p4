@@ -1,6 +1,9 @@
 // job_counters.p4 (v1model): per-job event counters, one array per event indexed by the
 // job table entry, so one packet touches each array at most once.
-// Rust twin: p4/model/src/job_counters.rs (JobCounters).
+// Rust twin: p4/model/src/job_counters.rs (JobCounters). All twelve count here, in the
+// ingress; the TNA program counts job_overflows in its egress instead (a Tofino ingress
+// has no stage left after the overflow flag's), which BMv2, without stages, does not need
+// (nor has it Tofino's first-replica flag to count a multicast once in the egress).
 #ifndef _SWITCHML_JOB_COUNTERS_P4_
 #define _SWITCHML_JOB_COUNTERS_P4_
 

@@ -1,8 +1,16 @@
 //! `job_counters.p4`: per-job event counters, one counter array per event indexed by the
 //! job table entry, so a packet that counts several events (a contribution that completes
 //! a use with an overflow) touches each array once.
+//!
+//! Where they count: [`JobCounters::count`] is the ingress control `JobCounters` of both
+//! programs; [`JobCounters::result`] is `job_overflows`, which the TNA program counts in its
+//! egress (`JobEgressCounters`: the overflow flag is taken in the ingress's last stage, so
+//! no ingress stage is left for a counter after it) from the multicast Result's flag byte,
+//! on the group's first replica; the v1model program counts it in its ingress
+//! `JobCounters`, after the flag. Either way once per completed use, from the same flag.
 
 use switchml_core::switch::JobCounters as Snapshot;
+use switchml_core::wire::{DataPacket, Flags};
 
 use crate::register::Counter;
 
@@ -68,6 +76,19 @@ impl JobCounters {
     /// Count `event` for job table entry `job`.
     pub fn count(&mut self, event: JobEvent, job: u16) {
         self.events[event as usize].count(usize::from(job));
+    }
+
+    /// `job_overflows` (TNA: `JobEgressCounters`): the multicast `result` a completing
+    /// Contribution became, for job table entry `job`, counts if its flag byte says
+    /// OVERFLOW. Called once per packet, before replication (TNA counts the first
+    /// replica).
+    pub fn result(&mut self, job: u16, result: &[u8]) {
+        if DataPacket::new_unchecked(result)
+            .flags()
+            .contains(Flags::OVERFLOW)
+        {
+            self.count(JobEvent::Overflow, job);
+        }
     }
 
     /// Read entry `job` as the reference switch's per-job counters.

@@ -22,6 +22,7 @@
 //!                                              ├─ Abort: RunTracker (ends the run), pass on
 //!                                              └─ Leave: RunTracker (last one: + a pass)
 //!        ─▶ ReplyBuilder ─▶ DropCounters/JobCounters ─▶ Replication ─▶ UdpSender ─▶ out
+//!        (TNA: job_overflows in the egress: JobCounters::result, from the Result's flags)
 //! ```
 
 use switchml_core::switch::{DropReason, Switch};
@@ -429,11 +430,10 @@ impl Pipeline {
                     return Ok(Verdict::Consumed);
                 }
                 self.job_counters.count(JobEvent::Completion, job.index);
-                if overflow {
-                    self.job_counters.count(JobEvent::Overflow, job.index);
-                }
                 fields.rank = RANK_ALL;
                 let len = self.reply_builder.result(out, prefix.job, d, fields);
+                // job_overflows, from the Result's flag byte (TNA: in the egress).
+                self.job_counters.result(job.index, &out[..len]);
                 multicast(&job, len)
             }
             Outcome::Duplicate | Outcome::CountMismatch => Verdict::Consumed,

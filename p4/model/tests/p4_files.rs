@@ -163,3 +163,26 @@ fn the_tna_parser_writes_every_metadata_field() {
     }
     assert!(fields > 50, "{fields}");
 }
+
+/// A Tofino ingress has no stage left after the overflow flag's (p4/README.md,
+/// "Resources"): the TNA program counts `job_overflows` in its egress, from the Result's flag
+/// byte, indexed by the job table entry the egress bridge header carries; v1model counts it
+/// in its ingress. The model's `JobCounters::result` is that counter.
+#[test]
+fn job_overflows_counts_in_the_tna_egress() {
+    let read = |path: &str| std::fs::read_to_string(p4_dir().join(path)).unwrap();
+    let counters = read("tna/job_counters.p4");
+    let (ingress, egress) = counters
+        .split_once("control JobEgressCounters(")
+        .expect("tna/job_counters.p4 declares JobEgressCounters");
+    assert!(!ingress.contains(") job_overflows;") && !ingress.contains("job_overflows.count("));
+    assert!(egress.contains(") job_overflows;"));
+    assert!(egress.contains("job_overflows.count(hdr.egress_bridge.job_index)"));
+    let main = read("tna/switchml.p4");
+    let (ingress, egress) = main.split_once("control SwitchmlEgress(").unwrap();
+    assert!(ingress.contains("hdr.egress_bridge.job_index = meta.job_index;"));
+    assert!(egress.contains("JobEgressCounters() job_egress_counters;"));
+    assert!(egress.contains("job_egress_counters.apply("));
+    assert!(read("tna/parser.p4").contains("TYPE_RESULT: parse_result;"));
+    assert!(read("v1model/job_counters.p4").contains("job_overflows.count("));
+}
