@@ -329,6 +329,13 @@ impl<G: ControlPlane> Run<G> {
                 host.failure.get_or_insert(format!("rank {rank}: {e}"));
                 false
             }
+            // The simulated switch is one shard: a redirect would be a broken switch.
+            WorkerEvent::Redirected { shard, shards } => {
+                host.failure.get_or_insert(format!(
+                    "rank {rank}: sent to shard {shard} of {shards} by a one-shard switch"
+                ));
+                false
+            }
         }
     }
 
