@@ -16,6 +16,7 @@
   environment (``SWITCHML_SWITCH``, ``SWITCHML_JOB``, ``SWITCHML_JOB_KEY``, ...).
 """
 
+import inspect
 import queue
 import threading
 import weakref
@@ -192,7 +193,12 @@ def register_backend() -> bool:
     this call registered it (False: it already was)."""
     if "SWITCHML" in getattr(dist.Backend, "_plugins", {}):
         return False
-    dist.Backend.register_backend("switchml", _create)
+    # torch 2.x asks which devices the backend serves (CUDA tensors go through host memory);
+    # torch 1.13 has no such argument.
+    if "devices" in inspect.signature(dist.Backend.register_backend).parameters:
+        dist.Backend.register_backend("switchml", _create, devices=["cpu", "cuda"])
+    else:
+        dist.Backend.register_backend("switchml", _create)
     return True
 
 
