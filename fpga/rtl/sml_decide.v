@@ -1,0 +1,352 @@
+// sml_decide: the switch's decisions, protocol.md §4, for the data path. It classifies a
+// packet (parse checks, job, session, rank, count, version, slot), reads the slot version's
+// registers — used, session, seq, seen bitmap, remaining, max exponent, count — once,
+// decides the next step (drop with a reason / absorb / Result to all / unicast
+// retransmission / ProbeReply / a Probe's Abort refusal) and writes the registers back
+// once. The values are the aggregate stage's: an op tells it to discard the payload, load
+// it, add it or read the stored sum, and which header to send the answer with. A verdict
+// pulse a packet feeds the counters.
+//
+// Two cycles a packet: classify + read, then decide + write + op. The write lands on the
+// edge that ends a packet, the next packet's read on a later one: no register hazard.
+`default_nettype none
+module sml_decide #(
+    parameter integer SLOTS = 16,
+    parameter integer JOBS  = 4,
+    parameter integer RANKS = 64,
+    parameter integer SIW   = 4,    // pool slot index width
+    parameter integer CW    = 6,    // width of a payload word count
+    parameter integer OPW   = 2 + 1 + 1 + CW + SIW + 1 + 16 + 256 + 6 + 1 + 16
+) (
+    input  wire                clk,
+    input  wire                rst,
+    // Packet metadata from sml_rx_parse.
+    input  wire [191:0]        s_hdr,
+    input  wire [15:0]         s_len,
+    input  wire [CW-1:0]       s_words,
+    input  wire                s_valid,
+    output wire                s_ready,
+    // Configuration (sml_config).
+    input  wire [31:0]         epoch,
+    input  wire [15:0]         max_count,
+    input  wire [JOBS-1:0]     job_valid,
+    input  wire [16*JOBS-1:0]  job_id,
+    input  wire [16*JOBS-1:0]  job_world,
+    input  wire [16*JOBS-1:0]  job_slot_count,
+    input  wire [SIW*JOBS-1:0] job_slot_lo,
+    input  wire [32*JOBS-1:0]  job_session,
+    input  wire                clear_start,
+    input  wire [SIW-1:0]      clear_lo,
+    input  wire [15:0]         clear_count,
+    output wire                clear_busy,
+    // Ops for sml_aggregate: {op, emit, result, words, sv, count, hdr, hlen, mcast, rank}.
+    output reg  [OPW-1:0]      m_op,
+    output reg                 m_valid,
+    input  wire                m_ready,
+    // One verdict a packet: 0 consumed, 1 drop (reason), 2 multicast, 3 unicast (rank).
+    output reg                 v_valid,
+    output reg  [1:0]          v_kind,
+    output reg  [3:0]          v_reason,
+    output reg  [15:0]         v_rank
+);
+    // Drop reasons, in counter order (protocol.md §3.8).
+    localparam [3:0] R_MALFORMED = 4'd0, R_UNKNOWN_TYPE = 4'd1, R_UNEXPECTED_TYPE = 4'd2,
+        R_UNKNOWN_JOB = 4'd3, R_UNKNOWN_RANK = 4'd4, R_SLOT_RANGE = 4'd5,
+        R_COUNT_TOO_LARGE = 4'd6, R_BAD_VERSION = 4'd7, R_STALE = 4'd8, R_DUPLICATE = 4'd9,
+        R_COUNT_MISMATCH = 4'd10, R_BAD_SESSION = 4'd12;
+    localparam [1:0] V_CONSUMED = 2'd0, V_DROP = 2'd1, V_MULTICAST = 2'd2, V_UNICAST = 2'd3;
+    localparam [1:0] OP_DISCARD = 2'd0, OP_LOAD = 2'd1, OP_ACC = 2'd2, OP_READ = 2'd3;
+    // Slot version registers, packed: {count, exp, remaining, seen, seq, session, used}.
+    localparam integer MW = 1 + 32 + 32 + RANKS + 16 + 8 + 16;
+    localparam integer M_SESSION = 1, M_SEQ = 33, M_SEEN = 65, M_REM = 65 + RANKS;
+    localparam integer M_EXP = M_REM + 16, M_COUNT = M_EXP + 8;
+    localparam integer RW = $clog2(RANKS);
+
+    localparam [1:0] S_IDLE = 2'd0, S_CLASSIFY = 2'd1, S_DECIDE = 2'd2, S_CLEAR = 2'd3;
+    reg [1:0] state;
+
+    // The packet being decided: its header bytes, length and stored payload words.
+    reg [191:0]  h;
+    reg [15:0]   len;
+    reg [CW-1:0] words;
+    function automatic [7:0] b(input integer i);
+        b = h[8*i+:8];
+    endfunction
+    wire [7:0]  f_version = b(0);
+    wire [7:0]  f_type    = b(1);
+    wire [15:0] f_job     = {b(2), b(3)};
+    wire [15:0] f_rank    = {b(4), b(5)};
+    wire [15:0] f_slot    = {b(6), b(7)};
+    wire [7:0]  f_ver     = b(8);
+    wire [15:0] f_count   = {b(10), b(11)};
+    wire [31:0] f_seq     = {b(12), b(13), b(14), b(15)};
+    wire [7:0]  f_exp     = b(16);
+    wire        is_probe  = (f_type == 8'h12);
+    // A Probe carries its session at byte 16, a Contribution at byte 20.
+    wire [31:0] f_session = is_probe ? {b(16), b(17), b(18), b(19)}
+                                     : {b(20), b(21), b(22), b(23)};
+
+    // Job lookup: a small CAM over the job table.
+    reg            hit;
+    reg [15:0]     j_world, j_slot_count;
+    reg [SIW-1:0]  j_slot_lo;
+    reg [31:0]     j_session;
+    integer ji;
+    always @* begin
+        hit = 1'b0;
+        j_world = 16'd0;
+        j_slot_count = 16'd0;
+        j_slot_lo = {SIW{1'b0}};
+        j_session = 32'd0;
+        for (ji = JOBS - 1; ji >= 0; ji = ji - 1) begin
+            if (job_valid[ji] && job_id[16*ji+:16] == f_job) begin
+                hit = 1'b1;
+                j_world = job_world[16*ji+:16];
+                j_slot_count = job_slot_count[16*ji+:16];
+                j_slot_lo = job_slot_lo[SIW*ji+:SIW];
+                j_session = job_session[32*ji+:32];
+            end
+        end
+    end
+
+    // ---- Classification (protocol.md §4, "first classified"; §4 Probe) ----
+    wire [18:0] data_len = 19'd24 + {1'b0, f_count, 2'b00};
+    wire prefix_bad = (len < 16'd6) || (f_version != 8'd1);
+    wire contrib_bad = ({3'd0, len} != data_len) || (f_ver > 8'd1) || (b(17) != 8'd0) ||
+                       (b(18) != 8'd0) || (b(19) != 8'd0);
+    wire probe_bad = (len != 16'd20) || (f_ver > 8'd1) || (b(9) != 8'd0) ||
+                     (b(10) != 8'd0) || (b(11) != 8'd0);
+    wire unexpected = (f_type == 8'h02) || (f_type == 8'h11) || (f_type == 8'h13) ||
+                      (f_type == 8'h16);
+    wire admits = hit && (j_session != 32'd0) && (j_session == f_session);
+    wire rank_bad = (f_rank >= j_world);
+    wire slot_bad = (f_slot >= j_slot_count);
+
+    reg       need_meta;    // the packet goes on to the slot's registers
+    reg [1:0] vk_classify;
+    reg [3:0] vr_classify;
+    reg [7:0] abort_reason; // a Probe refused with an Abort (0: none)
+    reg [15:0] abort_detail;
+    always @* begin
+        need_meta = 1'b0;
+        vk_classify = V_DROP;
+        vr_classify = R_MALFORMED;
+        abort_reason = 8'd0;
+        abort_detail = 16'd0;
+        if (prefix_bad) vr_classify = R_MALFORMED;
+        else if (f_type == 8'h01) begin
+            if (contrib_bad) vr_classify = R_MALFORMED;
+            else if (!hit) vr_classify = R_UNKNOWN_JOB;
+            else if (!admits) vr_classify = R_BAD_SESSION;
+            else if (rank_bad) vr_classify = R_UNKNOWN_RANK;
+            else if (f_count > max_count) vr_classify = R_COUNT_TOO_LARGE;
+            else if (f_ver[0] != f_seq[0]) vr_classify = R_BAD_VERSION;
+            else if (slot_bad) vr_classify = R_SLOT_RANGE;
+            else need_meta = 1'b1;
+        end else if (is_probe) begin
+            if (probe_bad) vr_classify = R_MALFORMED;
+            else begin
+                vk_classify = V_UNICAST;
+                if (!hit) abort_reason = 8'd1;                 // UnknownJob
+                else if (!admits) abort_reason = 8'd12;        // SessionEnded
+                else if (rank_bad) begin
+                    abort_reason = 8'd2;                       // UnknownRank
+                    abort_detail = j_world;
+                end else if (slot_bad) begin
+                    abort_reason = 8'd4;                       // SlotRange
+                    abort_detail = j_slot_count;
+                end else need_meta = 1'b1;
+            end
+        end else if (unexpected) vr_classify = R_UNEXPECTED_TYPE;
+        else vr_classify = R_UNKNOWN_TYPE;
+        // Join, Abort, Status and Leave never get here: sml_type_demux sends them to the host.
+    end
+
+    // ---- Slot version registers: one read and one write a packet ----
+    wire [SIW:0]  meta_addr = {j_slot_lo + f_slot[SIW-1:0], f_ver[0]};
+    wire [MW-1:0] meta;
+    reg           meta_write;
+    reg  [MW-1:0] meta_next;
+    reg           clear_pending;
+    reg  [SIW:0]  clear_addr;
+    reg  [16:0]   clear_left;
+    wire out_free = !m_valid || m_ready;
+    wire finish = (state == S_CLASSIFY && !need_meta && out_free) ||
+                  (state == S_DECIDE && out_free);
+    wire clearing = (state == S_CLEAR) && (clear_left != 17'd0);
+    wire meta_wr_en = (finish && state == S_DECIDE && meta_write) || clearing;
+    sml_ram #(.WIDTH(MW), .DEPTH(2 * SLOTS)) u_meta (
+        .clk(clk),
+        .rd_en(state == S_CLASSIFY && need_meta), .rd_addr(meta_addr), .rd_data(meta),
+        .wr_en(meta_wr_en), .wr_addr(clearing ? clear_addr : meta_addr),
+        .wr_data(clearing ? {MW{1'b0}} : meta_next)
+    );
+
+    // ---- The next step (protocol.md §4 steps 1-6; Probe) ----
+    wire        m_used    = meta[0];
+    wire [31:0] m_session = meta[M_SESSION+:32];
+    wire [31:0] m_seq     = meta[M_SEQ+:32];
+    wire [RANKS-1:0] m_seen = meta[M_SEEN+:RANKS];
+    wire [15:0] m_rem     = meta[M_REM+:16];
+    wire [7:0]  m_exp     = meta[M_EXP+:8];
+    wire [15:0] m_count   = meta[M_COUNT+:16];
+    wire        in_session = m_used && (m_session == f_session);
+    wire [31:0] seq_diff  = f_seq - m_seq;
+    wire        newer     = !seq_diff[31] && (seq_diff != 32'd0);
+    wire        begins    = !in_session || newer;
+    // The registers after step 1.
+    wire [RANKS-1:0] u_seen = begins ? {RANKS{1'b0}} : m_seen;
+    wire [15:0] u_rem   = begins ? j_world : m_rem;
+    wire [7:0]  u_exp   = begins ? 8'd0 : m_exp;
+    wire [15:0] u_count = begins ? f_count : m_count;
+    wire [RANKS-1:0] rank_bit = {{(RANKS - 1) {1'b0}}, 1'b1} << f_rank[RW-1:0];
+    wire [7:0]  a_exp   = (f_exp > u_exp) ? f_exp : u_exp;
+    wire [15:0] a_rem   = u_rem - 16'd1;
+    wire [15:0] blen    = (j_world + 16'd7) >> 3;
+
+    reg [1:0]   vk_decide;
+    reg [3:0]   vr_decide;
+    reg [1:0]   op_kind;
+    reg         emit_result;
+    reg         mcast;
+    reg         idle_version;
+    always @* begin
+        vk_decide = V_DROP;
+        vr_decide = R_STALE;
+        op_kind = OP_DISCARD;
+        emit_result = 1'b0;
+        mcast = 1'b0;
+        meta_write = 1'b0;
+        meta_next = {u_count, a_exp, a_rem, u_seen | rank_bit, f_seq, f_session, 1'b1};
+        idle_version = !in_session;
+        if (is_probe) begin
+            vk_decide = V_UNICAST;
+        end else if (!begins && f_seq != m_seq) begin
+            vr_decide = R_STALE;                                     // 1. older use
+        end else if (u_rem == 16'd0) begin                           // 2. completed use
+            if (f_count != u_count) vr_decide = R_COUNT_MISMATCH;
+            else begin
+                vk_decide = V_UNICAST;
+                op_kind = OP_READ;
+                emit_result = 1'b1;
+            end
+        end else if ((u_seen & rank_bit) != {RANKS{1'b0}}) begin
+            vr_decide = R_DUPLICATE;                                 // 3.
+        end else if (f_count != u_count) begin
+            vr_decide = R_COUNT_MISMATCH;                            // 4.
+        end else begin                                               // 5. aggregate
+            meta_write = 1'b1;
+            op_kind = (u_rem == j_world) ? OP_LOAD : OP_ACC;
+            if (a_rem == 16'd0) begin                                // 6. complete
+                vk_decide = V_MULTICAST;
+                emit_result = 1'b1;
+                mcast = 1'b1;
+            end else vk_decide = V_CONSUMED;
+        end
+    end
+
+    // ---- Answer headers ----
+    function automatic [255:0] put8(input [255:0] v, input integer at, input [7:0] x);
+        begin
+            put8 = v;
+            put8[8*at+:8] = x;
+        end
+    endfunction
+    function automatic [255:0] put16(input [255:0] v, input integer at, input [15:0] x);
+        put16 = put8(put8(v, at, x[15:8]), at + 1, x[7:0]);
+    endfunction
+    function automatic [255:0] put32(input [255:0] v, input integer at, input [31:0] x);
+        put32 = put16(put16(v, at, x[31:16]), at + 2, x[15:0]);
+    endfunction
+    function automatic [255:0] prefix(input [7:0] msg_type, input [15:0] rank);
+        prefix = put16(put16(put8(put8(256'd0, 0, 8'd1), 1, msg_type), 2, f_job), 4, rank);
+    endfunction
+
+    // Result (§4): flags RETRANSMIT for a unicast answer; OVERFLOW is added by sml_aggregate.
+    wire [255:0] result_hdr = put32(put8(put32(put16(put8(put8(put16(
+        prefix(8'h02, mcast ? 16'hFFFF : f_rank), 6, f_slot), 8, f_ver),
+        9, mcast ? 8'h00 : 8'h02), 10, u_count), 12, f_seq), 16, mcast ? a_exp : u_exp),
+        20, f_session);
+    // ProbeReply (§3.5): an idle version (or one of another session) reads as empty.
+    wire [255:0] probe_hdr_base = put16(put16(put32(put32(put16(put8(put8(put16(
+        prefix(8'h13, f_rank), 6, f_slot), 8, f_ver),
+        9, idle_version ? 8'd0 : (m_rem == 16'd0 ? 8'd2 : 8'd1)),
+        10, idle_version ? 16'd0 : m_rem), 12, idle_version ? 32'd0 : m_seq), 16, epoch),
+        20, j_world), 22, blen);
+    wire [255:0] seen_bytes = {{(256 - 192 - RANKS) {1'b0}}, idle_version ? {RANKS{1'b0}} : m_seen,
+                               192'd0};
+    wire [255:0] probe_hdr = probe_hdr_base | seen_bytes;
+    // Abort refusing a Probe (§3.6): names the Probe's session.
+    wire [255:0] abort_hdr = put32(put32(put16(put8(prefix(8'h14, f_rank), 6, abort_reason),
+        8, abort_detail), 12, epoch), 16, f_session);
+
+    wire [SIW:0] sv = meta_addr;
+    wire [5:0] hlen_probe = 6'd24 + blen[5:0];
+    wire [OPW-1:0] op_classify = {OP_DISCARD, is_probe && vk_classify == V_UNICAST, 1'b0,
+        words, sv, 16'd0, abort_hdr, 6'd20, 1'b0, f_rank};
+    wire [OPW-1:0] op_decide = is_probe
+        ? {OP_DISCARD, 1'b1, 1'b0, words, sv, 16'd0, probe_hdr, hlen_probe, 1'b0, f_rank}
+        : {op_kind, emit_result, emit_result, words, sv, u_count, result_hdr, 6'd24, mcast,
+           f_rank};
+
+    // ---- Sequencing ----
+    wire take = s_valid && !clear_pending && ((state == S_IDLE) || finish);
+    assign s_ready = take;
+    assign clear_busy = clear_pending;
+
+    always @(posedge clk) begin
+        if (rst) begin
+            state         <= S_IDLE;
+            m_valid       <= 1'b0;
+            m_op          <= {OPW{1'b0}};
+            v_valid       <= 1'b0;
+            v_kind        <= V_CONSUMED;
+            v_reason      <= 4'd0;
+            v_rank        <= 16'd0;
+            clear_pending <= 1'b0;
+            clear_addr    <= {(SIW + 1) {1'b0}};
+            clear_left    <= 17'd0;
+            h             <= 192'd0;
+            len           <= 16'd0;
+            words         <= {CW{1'b0}};
+        end else begin
+            v_valid <= 1'b0;
+            if (m_valid && m_ready) m_valid <= 1'b0;
+            if (finish) begin
+                m_op     <= (state == S_DECIDE) ? op_decide : op_classify;
+                m_valid  <= 1'b1;
+                v_valid  <= 1'b1;
+                v_kind   <= (state == S_DECIDE) ? vk_decide : vk_classify;
+                v_reason <= (state == S_DECIDE) ? vr_decide : vr_classify;
+                v_rank   <= f_rank;
+                state    <= S_IDLE;
+            end
+            case (state)
+                S_IDLE: if (clear_pending) state <= S_CLEAR;
+                S_CLASSIFY: if (need_meta) state <= S_DECIDE;
+                S_CLEAR: begin
+                    if (clear_left == 17'd0) begin
+                        clear_pending <= 1'b0;
+                        state <= S_IDLE;
+                    end else begin
+                        clear_addr <= clear_addr + 1'b1;
+                        clear_left <= clear_left - 1'b1;
+                    end
+                end
+                default: ;
+            endcase
+            if (clear_start) begin
+                clear_pending <= 1'b1;
+                clear_addr    <= {clear_lo, 1'b0};
+                clear_left    <= {clear_count, 1'b0};
+            end
+            if (take) begin
+                h     <= s_hdr;
+                len   <= s_len;
+                words <= s_words;
+                state <= S_CLASSIFY;
+            end
+        end
+    end
+endmodule
+`default_nettype wire
