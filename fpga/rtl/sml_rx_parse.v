@@ -32,14 +32,20 @@ module sml_rx_parse #(
     localparam integer HB = 24;       // header bytes
     localparam integer TB = W - HB;   // tail bytes of a beat after the header offset
     localparam integer CW = $clog2(KW + 1);
-    localparam [1:0] S_RUN = 2'd0, S_FLUSH = 2'd1, S_META = 2'd2;
+    localparam [0:0] S_RUN = 1'b0, S_FLUSH = 1'b1;
 
-    reg [1:0]      state;
+    reg            state;
     reg            beat0;
     reg [191:0]    hdr;
     reg [8*TB-1:0] tail;
     reg [15:0]     len;
     reg [CW-1:0]   words;
+    // The metadata register: written as a packet ends, so that the next packet's first
+    // beat can follow its last one in the next cycle.
+    reg [191:0]    m_hdr_r;
+    reg [15:0]     m_len_r;
+    reg [CW-1:0]   m_words_r;
+    reg            m_valid_r;
 
     // Valid bytes of this beat, zeroed past tkeep.
     wire [8*W-1:0] keep_mask;
@@ -65,54 +71,72 @@ module sml_rx_parse #(
     wire store = (words < KW[CW-1:0]);
     // A beat after the first completes a payload word: it needs room unless past KW.
     wire p_free = !p_valid || p_ready;
-    assign s_tready = (state == S_RUN) && (beat0 || !store || p_free);
+    wire m_free = !m_valid_r || m_ready;
+    assign s_tready = (state == S_RUN) && m_free && (beat0 || !store || p_free);
+    wire push_beat = !beat0 && store;   // this beat completes a stored word
+    wire [191:0] hdr_next = beat0 ? beat[8*HB-1:0] : hdr;
+    wire [CW-1:0] words_next = words + {{(CW - 1) {1'b0}}, push_beat};
 
-    assign m_hdr   = hdr;
-    assign m_len   = len;
-    assign m_words = words;
-    assign m_valid = (state == S_META);
+    assign m_hdr   = m_hdr_r;
+    assign m_len   = m_len_r;
+    assign m_words = m_words_r;
+    assign m_valid = m_valid_r;
 
     always @(posedge clk) begin
         if (rst) begin
-            state   <= S_RUN;
-            beat0   <= 1'b1;
-            hdr     <= 192'd0;
-            tail    <= {8 * TB{1'b0}};
-            len     <= 16'd0;
-            words   <= {CW{1'b0}};
-            p_valid <= 1'b0;
-            p_data  <= {8 * W{1'b0}};
+            state     <= S_RUN;
+            beat0     <= 1'b1;
+            hdr       <= 192'd0;
+            tail      <= {8 * TB{1'b0}};
+            len       <= 16'd0;
+            words     <= {CW{1'b0}};
+            p_valid   <= 1'b0;
+            p_data    <= {8 * W{1'b0}};
+            m_valid_r <= 1'b0;
+            m_hdr_r   <= 192'd0;
+            m_len_r   <= 16'd0;
+            m_words_r <= {CW{1'b0}};
         end else begin
             if (p_valid && p_ready) p_valid <= 1'b0;
+            if (m_valid_r && m_ready) m_valid_r <= 1'b0;
             case (state)
                 S_RUN: if (s_tvalid && s_tready) begin
-                    len  <= len_next;
-                    tail <= beat[8*W-1:8*HB];
-                    if (beat0) begin
-                        hdr <= beat[8*HB-1:0];
-                    end else if (store) begin
+                    tail  <= beat[8*W-1:8*HB];
+                    beat0 <= s_tlast;
+                    if (push_beat) begin
                         p_data  <= {beat[8*HB-1:0], tail};
                         p_valid <= 1'b1;
-                        words   <= words + 1'b1;
                     end
-                    beat0 <= s_tlast;
-                    if (s_tlast) state <= s_tkeep[HB] ? S_FLUSH : S_META;
+                    if (s_tlast && !s_tkeep[HB]) begin
+                        // The packet ends in the header offset: its metadata goes now.
+                        m_hdr_r   <= hdr_next;
+                        m_len_r   <= len_next;
+                        m_words_r <= words_next;
+                        m_valid_r <= 1'b1;
+                        hdr       <= 192'd0;
+                        len       <= 16'd0;
+                        words     <= {CW{1'b0}};
+                    end else begin
+                        hdr   <= hdr_next;
+                        len   <= len_next;
+                        words <= words_next;
+                        if (s_tlast) state <= S_FLUSH;
+                    end
                 end
-                S_FLUSH: begin
-                    if (!store) begin
-                        state <= S_META;
-                    end else if (p_free) begin
+                S_FLUSH: if ((!store || p_free) && m_free) begin
+                    // The last beat's bytes past the header offset make one more word.
+                    if (store) begin
                         p_data  <= {{8 * HB{1'b0}}, tail};
                         p_valid <= 1'b1;
-                        words   <= words + 1'b1;
-                        state   <= S_META;
                     end
-                end
-                S_META: if (m_ready) begin
-                    state <= S_RUN;
-                    len   <= 16'd0;
-                    words <= {CW{1'b0}};
-                    hdr   <= 192'd0;
+                    m_hdr_r   <= hdr;
+                    m_len_r   <= len;
+                    m_words_r <= words + {{(CW - 1) {1'b0}}, store};
+                    m_valid_r <= 1'b1;
+                    hdr       <= 192'd0;
+                    len       <= 16'd0;
+                    words     <= {CW{1'b0}};
+                    state     <= S_RUN;
                 end
                 default: state <= S_RUN;
             endcase
