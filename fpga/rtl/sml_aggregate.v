@@ -17,8 +17,8 @@ module sml_aggregate #(
     parameter integer KW    = 32,  // words a slot version holds: K_MAX / L, a power of two
     parameter integer SIW   = 4,
     parameter integer CW    = 6,
-    parameter integer OPW   = 2 + 1 + 1 + CW + SIW + 1 + 16 + 256 + 6 + 1 + 16,
-    parameter integer DSW   = 16 + 256 + 6 + 1 + 16
+    parameter integer OPW   = 2 + 1 + 1 + CW + SIW + 1 + 16 + 16 + 256 + 6 + 1 + 16,
+    parameter integer DSW   = 16 + 16 + 256 + 6 + 1 + 16
 ) (
     input  wire            clk,
     input  wire            rst,
@@ -28,7 +28,8 @@ module sml_aggregate #(
     input  wire [32*L-1:0] s_word,
     input  wire            s_word_valid,
     output wire            s_word_ready,
-    // Result words (wire byte order) and answer descriptors {count, hdr, hlen, mcast, rank}.
+    // Result words (wire byte order) and answer descriptors
+    // {world, count, hdr, hlen, mcast, rank}.
     output wire [32*L-1:0] m_word,
     output wire            m_word_valid,
     input  wire            m_word_ready,
@@ -49,7 +50,7 @@ module sml_aggregate #(
     wire [CW-1:0]  o_words  = s_op[OPW-5-:CW];
     wire [SIW:0]   o_sv     = s_op[OPW-5-CW-:SIW+1];
     wire [DSW-1:0] o_desc   = s_op[DSW-1:0];
-    wire [15:0]    o_count  = s_op[DSW-1-:16];
+    wire [15:0]    o_count  = s_op[DSW-17-:16];
 
     // ---- Stage A ----
     reg  [CW-1:0] a_i;   // token within the op

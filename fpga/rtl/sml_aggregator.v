@@ -6,7 +6,7 @@
 //                        └→ sml_rx_parse → [meta fifo] → sml_decide → [op fifo] ─┐
 //                               └→ [payload fifo] ───────────────────────────────┤
 //                                                                  sml_aggregate ┘
-//                          m_axis ← skid ← sml_emit ← [desc fifo, result fifo] ←┘
+//        m_axis ← skid ← sml_replicate ← sml_emit ← [desc fifo, result fifo] ←┘
 //
 // The host CPU (control plane) writes the job table through cfg_* (sml_config) and reads
 // the drop counters. v_* reports one verdict a data-path packet, for counters and tests.
@@ -32,7 +32,7 @@ module sml_aggregator #(
     output wire              m_axis_tvalid,
     input  wire              m_axis_tready,
     output wire              m_axis_tlast,
-    output wire [16:0]       m_axis_tuser,  // {multicast, rank}
+    output wire [17:0]       m_axis_tuser,  // {last copy, multicast, rank}
     output wire [32*L-1:0]   host_axis_tdata,
     output wire [4*L-1:0]    host_axis_tkeep,
     output wire              host_axis_tvalid,
@@ -53,8 +53,10 @@ module sml_aggregator #(
     localparam integer KW  = K_MAX / L;
     localparam integer SIW = $clog2(SLOTS);
     localparam integer CW  = $clog2(KW + 1);
-    localparam integer OPW = 2 + 1 + 1 + CW + SIW + 1 + 16 + 256 + 6 + 1 + 16;
-    localparam integer DSW = 16 + 256 + 6 + 1 + 16;
+    localparam integer OPW = 2 + 1 + 1 + CW + SIW + 1 + 16 + 16 + 256 + 6 + 1 + 16;
+    localparam integer DSW = 16 + 16 + 256 + 6 + 1 + 16;
+    // Beats of the largest Result, rounded up to a power of two (the replication buffer).
+    localparam integer RBEATS = 1 << $clog2((24 + 4 * K_MAX + W - 1) / W);
     localparam integer AXW = DW + W + 1;
 
     // ---- Input register slice and type demux ----
@@ -188,17 +190,29 @@ module sml_aggregator #(
     wire [W-1:0] e_tkeep;
     wire e_tvalid, e_tready, e_tlast;
     wire [16:0] e_tuser;
+    wire [15:0] e_world;
     sml_emit #(.L(L), .DSW(DSW)) u_emit (
         .clk(clk), .rst(rst),
         .s_desc(desc_q), .s_desc_valid(desc_q_valid), .s_desc_ready(desc_q_ready),
         .s_word(resq_word), .s_word_valid(resq_valid), .s_word_ready(resq_ready),
         .m_tdata(e_tdata), .m_tkeep(e_tkeep), .m_tvalid(e_tvalid), .m_tready(e_tready),
-        .m_tlast(e_tlast), .m_tuser(e_tuser)
+        .m_tlast(e_tlast), .m_tuser(e_tuser), .m_world(e_world)
     );
-    wire [AXW+17-1:0] out_q;
-    sml_skid #(.WIDTH(AXW + 17)) u_out_skid (
+    wire [DW-1:0] r_tdata;
+    wire [W-1:0] r_tkeep;
+    wire r_tvalid, r_tready, r_tlast;
+    wire [17:0] r_tuser;
+    sml_replicate #(.W(W), .DEPTH(RBEATS)) u_replicate (
         .clk(clk), .rst(rst),
-        .s_data({e_tuser, e_tlast, e_tkeep, e_tdata}), .s_valid(e_tvalid), .s_ready(e_tready),
+        .s_tdata(e_tdata), .s_tkeep(e_tkeep), .s_tvalid(e_tvalid), .s_tready(e_tready),
+        .s_tlast(e_tlast), .s_tuser(e_tuser), .s_world(e_world),
+        .m_tdata(r_tdata), .m_tkeep(r_tkeep), .m_tvalid(r_tvalid), .m_tready(r_tready),
+        .m_tlast(r_tlast), .m_tuser(r_tuser)
+    );
+    wire [AXW+18-1:0] out_q;
+    sml_skid #(.WIDTH(AXW + 18)) u_out_skid (
+        .clk(clk), .rst(rst),
+        .s_data({r_tuser, r_tlast, r_tkeep, r_tdata}), .s_valid(r_tvalid), .s_ready(r_tready),
         .m_data(out_q), .m_valid(m_axis_tvalid), .m_ready(m_axis_tready)
     );
     assign {m_axis_tuser, m_axis_tlast, m_axis_tkeep, m_axis_tdata} = out_q;

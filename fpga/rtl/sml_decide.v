@@ -16,7 +16,7 @@ module sml_decide #(
     parameter integer RANKS = 64,
     parameter integer SIW   = 4,    // pool slot index width
     parameter integer CW    = 6,    // width of a payload word count
-    parameter integer OPW   = 2 + 1 + 1 + CW + SIW + 1 + 16 + 256 + 6 + 1 + 16
+    parameter integer OPW   = 2 + 1 + 1 + CW + SIW + 1 + 16 + 16 + 256 + 6 + 1 + 16
 ) (
     input  wire                clk,
     input  wire                rst,
@@ -39,7 +39,8 @@ module sml_decide #(
     input  wire [SIW-1:0]      clear_lo,
     input  wire [15:0]         clear_count,
     output wire                clear_busy,
-    // Ops for sml_aggregate: {op, emit, result, words, sv, count, hdr, hlen, mcast, rank}.
+    // Ops for sml_aggregate: {op, emit, result, words, sv, world, count, hdr, hlen, mcast,
+    // rank}.
     output reg  [OPW-1:0]      m_op,
     output reg                 m_valid,
     input  wire                m_ready,
@@ -283,10 +284,12 @@ module sml_decide #(
     wire [SIW:0] sv = meta_addr;
     wire [5:0] hlen_probe = 6'd24 + blen[5:0];
     wire [OPW-1:0] op_classify = {OP_DISCARD, is_probe && vk_classify == V_UNICAST, 1'b0,
-        words, sv, 16'd0, abort_hdr, 6'd20, 1'b0, f_rank};
+        words, sv, j_world, 16'd0, abort_hdr, 6'd20, 1'b0, f_rank};
     wire [OPW-1:0] op_decide = is_probe
-        ? {OP_DISCARD, 1'b1, 1'b0, words, sv, 16'd0, probe_hdr, hlen_probe, 1'b0, f_rank}
-        : {op_kind, emit_result, emit_result, words, sv, u_count, result_hdr, 6'd24, mcast,
+        ? {OP_DISCARD, 1'b1, 1'b0, words, sv, j_world, 16'd0, probe_hdr, hlen_probe, 1'b0,
+           f_rank}
+        : {op_kind, emit_result, emit_result, words, sv, j_world, u_count, result_hdr, 6'd24,
+           mcast,
            f_rank};
 
     // ---- Sequencing ----

@@ -5,7 +5,7 @@
 `default_nettype none
 module sml_emit #(
     parameter integer L   = 8,
-    parameter integer DSW = 16 + 256 + 6 + 1 + 16
+    parameter integer DSW = 16 + 16 + 256 + 6 + 1 + 16
 ) (
     input  wire            clk,
     input  wire            rst,
@@ -20,15 +20,17 @@ module sml_emit #(
     output wire            m_tvalid,
     input  wire            m_tready,
     output wire            m_tlast,
-    output wire [16:0]     m_tuser  // {multicast, rank}
+    output wire [16:0]     m_tuser, // {multicast, rank}
+    output wire [15:0]     m_world  // ranks of the job, for sml_replicate
 );
     localparam integer W  = 4 * L;
     localparam integer WB = $clog2(W);
     localparam integer LB = $clog2(L);
     localparam integer HB = 24;
 
-    wire [15:0]  count = s_desc[DSW-1-:16];
-    wire [255:0] hdr   = s_desc[DSW-17-:256];
+    wire [15:0]  count = s_desc[DSW-17-:16];
+    wire [255:0] hdr   = s_desc[DSW-33-:256];
+    assign m_world = s_desc[DSW-1-:16];
     wire [5:0]   hlen  = s_desc[22:17];
     assign m_tuser = s_desc[16:0];
 

@@ -3,6 +3,7 @@
 //
 // Script lines:   seed S | cfg ADDR DATA | clear LO COUNT | pkt HEX | mark | end
 // Output lines:   v KIND REASON RANK | o MCAST RANK HEX | h HEX | mark CYCLES | c IDX VALUE
+// (an `o` line a copy: a multicast answer comes once for every rank of the job)
 //
 // `seed 0` drives the input back to back and keeps every ready high (for timing);
 // any other seed stalls the input and both outputs at random (back-pressure everywhere).
@@ -89,10 +90,11 @@ struct Sim {
             for (int i = 0; i < W; i++)
                 if (keep >> i & 1) out_pkt.push_back(top->m_axis_tdata[i / 4] >> (8 * (i % 4)));
             if (top->m_axis_tlast) {
-                out << "o " << (top->m_axis_tuser >> 16) << ' ' << (top->m_axis_tuser & 0xffff)
-                    << ' ' << hex(out_pkt) << '\n';
+                // tuser: {last copy, multicast, rank}; a multicast comes once a rank.
+                out << "o " << (top->m_axis_tuser >> 16 & 1) << ' '
+                    << (top->m_axis_tuser & 0xffff) << ' ' << hex(out_pkt) << '\n';
                 out_pkt.clear();
-                answers++;
+                if (top->m_axis_tuser >> 17 & 1) answers++;
             }
         }
         if (host_fire) {

@@ -11,7 +11,7 @@ use crate::session::{Answer, DataVerdict, Expected};
 pub struct RtlRun {
     /// One verdict a data-path packet, in order.
     pub verdicts: Vec<DataVerdict>,
-    /// The answers on the output stream, in order.
+    /// The answers on the output stream, in order, a multicast once a rank (`copies` 1).
     pub answers: Vec<Answer>,
     /// The packets on the host port, in order.
     pub host: Vec<Vec<u8>>,
@@ -49,6 +49,7 @@ impl RtlRun {
                 Some("o") => run.answers.push(Answer {
                     multicast: num(1)? == 1,
                     rank: num(2)? as u16,
+                    copies: 1,
                     bytes: unhex(f.get(3).copied().unwrap_or("")).map_err(at)?,
                 }),
                 Some("h") => run
@@ -116,7 +117,7 @@ pub struct Summary {
     pub packets: usize,
     /// Of which to the host port.
     pub host: usize,
-    /// Answers compared byte for byte.
+    /// Answers (every copy of a multicast) compared byte for byte.
     pub answers: usize,
     /// Data-path drops.
     pub drops: usize,
@@ -154,31 +155,45 @@ pub fn compare(expected: &Expected, rtl: &RtlRun) -> Result<Summary, Mismatch> {
             }
             Some((v, answer)) => {
                 let got_v = rtl.verdicts.get(vi).copied();
-                let got_a = if got_v.is_some_and(|g| g.answers()) {
-                    rtl.answers.get(ai).cloned()
-                } else {
-                    None
-                };
-                let agrees = got_v.is_some_and(|g| v.agrees(&g))
-                    && match answer {
-                        Some(a) => got_a.as_ref().is_some_and(|g| {
+                // A multicast comes as one copy a rank, to ranks 0, 1, ... in turn: find the
+                // first copy that differs.
+                let copies = answer.as_ref().map_or(0, |a| usize::from(a.copies));
+                let bad_copy = answer.as_ref().and_then(|a| {
+                    (0..copies).find(|&c| {
+                        !rtl.answers.get(ai + c).is_some_and(|g| {
                             g.bytes == a.bytes
                                 && g.multicast == a.multicast
-                                && (a.multicast || g.rank == a.rank)
-                        }),
-                        None => true,
-                    };
-                if !agrees {
+                                && g.rank == if a.multicast { c as u16 } else { a.rank }
+                        })
+                    })
+                });
+                if !got_v.is_some_and(|g| v.agrees(&g)) || bad_copy.is_some() {
+                    let c = bad_copy.unwrap_or(0);
                     let got = match got_v {
                         None => "no verdict".to_string(),
-                        Some(g) => show(Some(&(g, got_a))),
+                        Some(g) => {
+                            let got_a = if g.answers() {
+                                rtl.answers.get(ai + c).cloned()
+                            } else {
+                                None
+                            };
+                            let copy = match &got_a {
+                                Some(a) if a.multicast => format!(" (copy to rank {})", a.rank),
+                                _ => String::new(),
+                            };
+                            show(Some(&(g, got_a))) + &copy
+                        }
                     };
-                    return Err(mismatch(got));
+                    let mut m = mismatch(got);
+                    if copies > 1 {
+                        m.expected += &format!(" (copy to rank {c} of {copies})");
+                    }
+                    return Err(m);
                 }
                 vi += 1;
                 if answer.is_some() {
-                    ai += 1;
-                    summary.answers += 1;
+                    ai += copies;
+                    summary.answers += copies;
                 }
                 counters[16] += 1;
                 match v.kind {

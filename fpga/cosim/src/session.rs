@@ -54,8 +54,10 @@ pub fn drop_index(r: DropReason) -> u8 {
 pub struct Answer {
     /// To every rank of the job (else to `rank`).
     pub multicast: bool,
-    /// The destination rank (unicast).
+    /// The destination rank (unicast; for the RTL's copies of a multicast, the copy's).
     pub rank: u16,
+    /// The copies sent: the job's world size for a multicast, else 1.
+    pub copies: u16,
     /// The datagram.
     pub bytes: Vec<u8>,
 }
@@ -175,14 +177,16 @@ impl<const K: usize> Session<K> {
         } else {
             let v = DataVerdict::of(verdict);
             let answer = match verdict {
-                Verdict::Multicast { len, .. } => Some(Answer {
+                Verdict::Multicast { job, len } => Some(Answer {
                     multicast: true,
                     rank: 0,
+                    copies: self.reference.job(job).map_or(0, |j| j.config().world),
                     bytes: self.out[..len].to_vec(),
                 }),
                 Verdict::Unicast { rank, len, .. } => Some(Answer {
                     multicast: false,
                     rank,
+                    copies: 1,
                     bytes: self.out[..len].to_vec(),
                 }),
                 _ => None,

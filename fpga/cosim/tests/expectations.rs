@@ -15,7 +15,16 @@ fn perfect(expected: &Expected) -> RtlRun {
             None => run.host.push(input.clone()),
             Some((v, a)) => {
                 run.verdicts.push(*v);
-                run.answers.extend(a.clone());
+                if let Some(a) = a {
+                    for c in 0..a.copies {
+                        let mut copy = a.clone();
+                        copy.copies = 1;
+                        if a.multicast {
+                            copy.rank = c;
+                        }
+                        run.answers.push(copy);
+                    }
+                }
                 counters[16] += 1;
                 let i = match v.kind {
                     0 => 17,
@@ -46,21 +55,28 @@ fn a_perfect_run_compares_clean() {
 #[test]
 fn one_wrong_answer_byte_names_its_packet() {
     let expected = small_run();
-    let mut rtl = perfect(&expected);
-    let k = rtl.answers.len() / 2;
-    let last = rtl.answers[k].bytes.len() - 1;
-    rtl.answers[k].bytes[last] ^= 1;
-    let m = compare(&expected, &rtl).expect_err("a changed byte is a mismatch");
-    // The packet is the one whose answer is the k-th.
-    let answered: Vec<usize> = expected
-        .outcomes
+    // The packets answered, and where their copies start among the RTL's answers.
+    let mut answered = Vec::new();
+    let mut at = 0;
+    for (i, o) in expected.outcomes.iter().enumerate() {
+        if let Some((_, Some(a))) = o {
+            answered.push((i, at, a.copies));
+            at += usize::from(a.copies);
+        }
+    }
+    // A multicast to several ranks: change a byte in its last copy only.
+    let &(packet, first, copies) = answered
         .iter()
-        .enumerate()
-        .filter(|(_, o)| o.as_ref().is_some_and(|(_, a)| a.is_some()))
-        .map(|(i, _)| i)
-        .collect();
-    assert_eq!(m.packet, Some(answered[k]));
-    assert_eq!(m.input, expected.inputs[answered[k]]);
+        .rev()
+        .find(|(_, _, n)| *n > 1)
+        .expect("a multicast to several ranks");
+    let mut rtl = perfect(&expected);
+    let copy = &mut rtl.answers[first + usize::from(copies) - 1].bytes;
+    let last = copy.len() - 1;
+    copy[last] ^= 1;
+    let m = compare(&expected, &rtl).expect_err("a changed byte is a mismatch");
+    assert_eq!(m.packet, Some(packet));
+    assert_eq!(m.input, expected.inputs[packet]);
     assert_ne!(m.expected, m.got);
 }
 
