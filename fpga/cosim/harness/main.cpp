@@ -6,7 +6,8 @@
 // (an `o` line a copy: a multicast answer comes once for every rank of the job)
 //
 // `seed 0` drives the input back to back and keeps every ready high (for timing);
-// any other seed stalls the input and both outputs at random (back-pressure everywhere).
+// any other seed stalls the input and both outputs at random, and the output in bursts
+// (back-pressure everywhere).
 // Before `cfg`, `clear`, `mark` and at the end the harness drains the pipeline: every
 // packet fed has come out as a verdict or on the host port, and every answer is out.
 #include <cstdint>
@@ -72,7 +73,10 @@ struct Sim {
             top->s_axis_tlast = (beat + 1) * W >= p.size();
         }
         top->s_axis_tvalid = offer;
-        top->m_axis_tready = chance();
+        // With a seed, the output also stops for 100 cycles in every 400, so that every
+        // queue behind it fills.
+        bool burst = rng != 0 && cycle % 400 < 100;
+        top->m_axis_tready = chance() && !burst;
         top->host_axis_tready = chance();
         top->clk = 0;
         top->eval();

@@ -231,6 +231,12 @@ pub fn sequence<const K: usize>(seed: u64, packets: usize, stall_seed: u64) -> S
                 st.count = None;
                 st.sent.iter_mut().for_each(|b| *b = false);
             }
+            if w.chance(15) {
+                // Resent at once: the same slot version twice in a row in the pipeline.
+                let mut again = p.clone();
+                again[9] |= 2;
+                batch.push(again);
+            }
             w.history.push(p);
         } else if roll < 75 && !w.history.is_empty() {
             // Duplicates, resends and reordering: earlier packets again.
