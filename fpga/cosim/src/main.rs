@@ -92,11 +92,17 @@ fn random_run(h: &Harness, seed: u64, packets: usize, count: u64) -> Result<(), 
 
 fn perf_run(h: &Harness) -> Result<(), String> {
     println!("count world packets cycles cycles/packet");
-    for count in [64u16, 256] {
+    for count in [0u16, 64, 256] {
         for world in [1u16, 4] {
             let uses = 16;
             let (script, expected) = perf::contributions::<256>(count, world, uses).finish();
-            let (_, rtl) = h.run(&format!("perf-k{count}-w{world}"), &script, &expected)?;
+            let (summary, rtl) = h.run(&format!("perf-k{count}-w{world}"), &script, &expected)?;
+            if summary.drops > 0 {
+                return Err(format!(
+                    "timing k = {count}: {} packets dropped",
+                    summary.drops
+                ));
+            }
             let packets = 16 * u64::from(world) * u64::from(uses);
             let cycles = rtl.marks[1] - rtl.marks[0];
             println!(

@@ -30,7 +30,8 @@ pub fn contributions<const K: usize>(count: u16, world: u16, uses: u32) -> Sessi
             world,
             slot_lo: 0,
             slot_count: 16,
-            count,
+            // The Join's chunk size must be 1 or more, even for a timing of priming chunks.
+            count: count.max(1),
             nonce: 100 + u32::from(rank),
             key: 1,
         });
@@ -39,6 +40,7 @@ pub fn contributions<const K: usize>(count: u16, world: u16, uses: u32) -> Sessi
         s.packet(&b);
     }
     let session = s.reference().job(1).map_or(0, |j| j.session());
+    assert_ne!(session, 0, "the timed job's run is open");
     s.mark();
     for seq in 0..uses {
         for slot in 0..16u16 {
