@@ -7,8 +7,9 @@
 // it, add it or read the stored sum, and which header to send the answer with. A verdict
 // pulse a packet feeds the counters.
 //
-// Two cycles a packet: classify + read, then decide + write + op. The write lands on the
-// edge that ends a packet, the next packet's read on a later one: no register hazard.
+// Two stages, a packet a cycle: stage 1 classifies and reads the registers, stage 2 decides,
+// writes them back and sends the op. When stage 1 reads the word stage 2 writes on the same
+// edge (back-to-back packets of one slot version), stage 2's new word is forwarded.
 `default_nettype none
 module sml_decide #(
     parameter integer SLOTS = 16,
@@ -63,10 +64,8 @@ module sml_decide #(
     localparam integer M_EXP = M_REM + 16, M_COUNT = M_EXP + 8;
     localparam integer RW = $clog2(RANKS);
 
-    localparam [1:0] S_IDLE = 2'd0, S_CLASSIFY = 2'd1, S_DECIDE = 2'd2, S_CLEAR = 2'd3;
-    reg [1:0] state;
-
-    // The packet being decided: its header bytes, length and stored payload words.
+    // Stage 1: the packet being classified (header bytes, length, stored payload words).
+    reg          v1;
     reg [191:0]  h;
     reg [15:0]   len;
     reg [CW-1:0] words;
@@ -80,8 +79,7 @@ module sml_decide #(
     wire [15:0] f_slot    = {b(6), b(7)};
     wire [7:0]  f_ver     = b(8);
     wire [15:0] f_count   = {b(10), b(11)};
-    wire [31:0] f_seq     = {b(12), b(13), b(14), b(15)};
-    wire [7:0]  f_exp     = b(16);
+    wire        f_seq0    = h[8*15];       // seq mod 2 (seq is bytes 12-15)
     wire        is_probe  = (f_type == 8'h12);
     // A Probe carries its session at byte 16, a Contribution at byte 20.
     wire [31:0] f_session = is_probe ? {b(16), b(17), b(18), b(19)}
@@ -141,7 +139,7 @@ module sml_decide #(
             else if (!admits) vr_classify = R_BAD_SESSION;
             else if (rank_bad) vr_classify = R_UNKNOWN_RANK;
             else if (f_count > max_count) vr_classify = R_COUNT_TOO_LARGE;
-            else if (f_ver[0] != f_seq[0]) vr_classify = R_BAD_VERSION;
+            else if (f_ver[0] != f_seq0) vr_classify = R_BAD_VERSION;
             else if (slot_bad) vr_classify = R_SLOT_RANGE;
             else need_meta = 1'b1;
         end else if (is_probe) begin
@@ -163,25 +161,54 @@ module sml_decide #(
         // Join, Abort, Status and Leave never get here: sml_type_demux sends them to the host.
     end
 
-    // ---- Slot version registers: one read and one write a packet ----
+    // ---- Stage 2: the packet being decided, with its classification ----
+    reg              v2;
+    reg  [191:0]     h2;
+    reg  [CW-1:0]    words2;
+    reg              need_meta2;
+    reg  [1:0]       vk_classify2;
+    reg  [3:0]       vr_classify2;
+    reg  [7:0]       abort_reason2;
+    reg  [15:0]      abort_detail2;
+    reg  [15:0]      world2;
+    reg  [SIW:0]     addr2;
+    reg              fwd2;        // the registers come from stage 2's own last write
+    reg  [MW-1:0]    fwd_meta2;
+    function automatic [7:0] b2(input integer i);
+        b2 = h2[8*i+:8];
+    endfunction
+    wire [15:0] g_job     = {b2(2), b2(3)};
+    wire [15:0] g_rank    = {b2(4), b2(5)};
+    wire [15:0] g_slot    = {b2(6), b2(7)};
+    wire [7:0]  g_ver     = b2(8);
+    wire [15:0] g_count   = {b2(10), b2(11)};
+    wire [31:0] g_seq     = {b2(12), b2(13), b2(14), b2(15)};
+    wire [7:0]  g_exp     = b2(16);
+    wire        g_probe   = (b2(1) == 8'h12);
+    wire [31:0] g_session = g_probe ? {b2(16), b2(17), b2(18), b2(19)}
+                                    : {b2(20), b2(21), b2(22), b2(23)};
+
+    // ---- Slot version registers: one read (stage 1) and one write (stage 2) a packet ----
     wire [SIW:0]  meta_addr = {j_slot_lo + f_slot[SIW-1:0], f_ver[0]};
-    wire [MW-1:0] meta;
+    wire [MW-1:0] meta_ram;
     reg           meta_write;
     reg  [MW-1:0] meta_next;
     reg           clear_pending;
+    reg           clearing_now;
     reg  [SIW:0]  clear_addr;
     reg  [16:0]   clear_left;
     wire out_free = !m_valid || m_ready;
-    wire finish = (state == S_CLASSIFY && !need_meta && out_free) ||
-                  (state == S_DECIDE && out_free);
-    wire clearing = (state == S_CLEAR) && (clear_left != 17'd0);
-    wire meta_wr_en = (finish && state == S_DECIDE && meta_write) || clearing;
+    wire finish2  = v2 && out_free;                 // stage 2 hands its op on
+    wire advance1 = v1 && (!v2 || finish2);         // stage 1 moves to stage 2
+    wire write2   = finish2 && need_meta2 && meta_write;
+    wire clearing = clearing_now && (clear_left != 17'd0);
     sml_ram #(.WIDTH(MW), .DEPTH(2 * SLOTS)) u_meta (
         .clk(clk),
-        .rd_en(state == S_CLASSIFY && need_meta), .rd_addr(meta_addr), .rd_data(meta),
-        .wr_en(meta_wr_en), .wr_addr(clearing ? clear_addr : meta_addr),
+        .rd_en(advance1 && need_meta), .rd_addr(meta_addr), .rd_data(meta_ram),
+        .wr_en(write2 || clearing), .wr_addr(clearing ? clear_addr : addr2),
         .wr_data(clearing ? {MW{1'b0}} : meta_next)
     );
+    wire [MW-1:0] meta = fwd2 ? fwd_meta2 : meta_ram;
 
     // ---- The next step (protocol.md §4 steps 1-6; Probe) ----
     wire        m_used    = meta[0];
@@ -191,19 +218,19 @@ module sml_decide #(
     wire [15:0] m_rem     = meta[M_REM+:16];
     wire [7:0]  m_exp     = meta[M_EXP+:8];
     wire [15:0] m_count   = meta[M_COUNT+:16];
-    wire        in_session = m_used && (m_session == f_session);
-    wire [31:0] seq_diff  = f_seq - m_seq;
+    wire        in_session = m_used && (m_session == g_session);
+    wire [31:0] seq_diff  = g_seq - m_seq;
     wire        newer     = !seq_diff[31] && (seq_diff != 32'd0);
     wire        begins    = !in_session || newer;
     // The registers after step 1.
     wire [RANKS-1:0] u_seen = begins ? {RANKS{1'b0}} : m_seen;
-    wire [15:0] u_rem   = begins ? j_world : m_rem;
+    wire [15:0] u_rem   = begins ? world2 : m_rem;
     wire [7:0]  u_exp   = begins ? 8'd0 : m_exp;
-    wire [15:0] u_count = begins ? f_count : m_count;
-    wire [RANKS-1:0] rank_bit = {{(RANKS - 1) {1'b0}}, 1'b1} << f_rank[RW-1:0];
-    wire [7:0]  a_exp   = (f_exp > u_exp) ? f_exp : u_exp;
+    wire [15:0] u_count = begins ? g_count : m_count;
+    wire [RANKS-1:0] rank_bit = {{(RANKS - 1) {1'b0}}, 1'b1} << g_rank[RW-1:0];
+    wire [7:0]  a_exp   = (g_exp > u_exp) ? g_exp : u_exp;
     wire [15:0] a_rem   = u_rem - 16'd1;
-    wire [15:0] blen    = (j_world + 16'd7) >> 3;
+    wire [15:0] blen    = (world2 + 16'd7) >> 3;
 
     reg [1:0]   vk_decide;
     reg [3:0]   vr_decide;
@@ -218,14 +245,14 @@ module sml_decide #(
         emit_result = 1'b0;
         mcast = 1'b0;
         meta_write = 1'b0;
-        meta_next = {u_count, a_exp, a_rem, u_seen | rank_bit, f_seq, f_session, 1'b1};
+        meta_next = {u_count, a_exp, a_rem, u_seen | rank_bit, g_seq, g_session, 1'b1};
         idle_version = !in_session;
-        if (is_probe) begin
+        if (g_probe) begin
             vk_decide = V_UNICAST;
-        end else if (!begins && f_seq != m_seq) begin
+        end else if (!begins && g_seq != m_seq) begin
             vr_decide = R_STALE;                                     // 1. older use
         end else if (u_rem == 16'd0) begin                           // 2. completed use
-            if (f_count != u_count) vr_decide = R_COUNT_MISMATCH;
+            if (g_count != u_count) vr_decide = R_COUNT_MISMATCH;
             else begin
                 vk_decide = V_UNICAST;
                 op_kind = OP_READ;
@@ -233,11 +260,11 @@ module sml_decide #(
             end
         end else if ((u_seen & rank_bit) != {RANKS{1'b0}}) begin
             vr_decide = R_DUPLICATE;                                 // 3.
-        end else if (f_count != u_count) begin
+        end else if (g_count != u_count) begin
             vr_decide = R_COUNT_MISMATCH;                            // 4.
         end else begin                                               // 5. aggregate
             meta_write = 1'b1;
-            op_kind = (u_rem == j_world) ? OP_LOAD : OP_ACC;
+            op_kind = (u_rem == world2) ? OP_LOAD : OP_ACC;
             if (a_rem == 16'd0) begin                                // 6. complete
                 vk_decide = V_MULTICAST;
                 emit_result = 1'b1;
@@ -260,46 +287,45 @@ module sml_decide #(
         put32 = put16(put16(v, at, x[31:16]), at + 2, x[15:0]);
     endfunction
     function automatic [255:0] prefix(input [7:0] msg_type, input [15:0] rank);
-        prefix = put16(put16(put8(put8(256'd0, 0, 8'd1), 1, msg_type), 2, f_job), 4, rank);
+        prefix = put16(put16(put8(put8(256'd0, 0, 8'd1), 1, msg_type), 2, g_job), 4, rank);
     endfunction
 
     // Result (§4): flags RETRANSMIT for a unicast answer; OVERFLOW is added by sml_aggregate.
     wire [255:0] result_hdr = put32(put8(put32(put16(put8(put8(put16(
-        prefix(8'h02, mcast ? 16'hFFFF : f_rank), 6, f_slot), 8, f_ver),
-        9, mcast ? 8'h00 : 8'h02), 10, u_count), 12, f_seq), 16, mcast ? a_exp : u_exp),
-        20, f_session);
+        prefix(8'h02, mcast ? 16'hFFFF : g_rank), 6, g_slot), 8, g_ver),
+        9, mcast ? 8'h00 : 8'h02), 10, u_count), 12, g_seq), 16, mcast ? a_exp : u_exp),
+        20, g_session);
     // ProbeReply (§3.5): an idle version (or one of another session) reads as empty.
     wire [255:0] probe_hdr_base = put16(put16(put32(put32(put16(put8(put8(put16(
-        prefix(8'h13, f_rank), 6, f_slot), 8, f_ver),
+        prefix(8'h13, g_rank), 6, g_slot), 8, g_ver),
         9, idle_version ? 8'd0 : (m_rem == 16'd0 ? 8'd2 : 8'd1)),
         10, idle_version ? 16'd0 : m_rem), 12, idle_version ? 32'd0 : m_seq), 16, epoch),
-        20, j_world), 22, blen);
+        20, world2), 22, blen);
     wire [255:0] seen_bytes = {{(256 - 192 - RANKS) {1'b0}}, idle_version ? {RANKS{1'b0}} : m_seen,
                                192'd0};
     wire [255:0] probe_hdr = probe_hdr_base | seen_bytes;
     // Abort refusing a Probe (§3.6): names the Probe's session.
-    wire [255:0] abort_hdr = put32(put32(put16(put8(prefix(8'h14, f_rank), 6, abort_reason),
-        8, abort_detail), 12, epoch), 16, f_session);
+    wire [255:0] abort_hdr = put32(put32(put16(put8(prefix(8'h14, g_rank), 6, abort_reason2),
+        8, abort_detail2), 12, epoch), 16, g_session);
 
-    wire [SIW:0] sv = meta_addr;
     wire [5:0] hlen_probe = 6'd24 + blen[5:0];
-    wire [OPW-1:0] op_classify = {OP_DISCARD, is_probe && vk_classify == V_UNICAST, 1'b0,
-        words, sv, j_world, 16'd0, abort_hdr, 6'd20, 1'b0, f_rank};
-    wire [OPW-1:0] op_decide = is_probe
-        ? {OP_DISCARD, 1'b1, 1'b0, words, sv, j_world, 16'd0, probe_hdr, hlen_probe, 1'b0,
-           f_rank}
-        : {op_kind, emit_result, emit_result, words, sv, j_world, u_count, result_hdr, 6'd24,
-           mcast,
-           f_rank};
+    wire [OPW-1:0] op_classify = {OP_DISCARD, g_probe && vk_classify2 == V_UNICAST, 1'b0,
+        words2, addr2, world2, 16'd0, abort_hdr, 6'd20, 1'b0, g_rank};
+    wire [OPW-1:0] op_decide = g_probe
+        ? {OP_DISCARD, 1'b1, 1'b0, words2, addr2, world2, 16'd0, probe_hdr, hlen_probe, 1'b0,
+           g_rank}
+        : {op_kind, emit_result, emit_result, words2, addr2, world2, u_count, result_hdr,
+           6'd24, mcast, g_rank};
 
     // ---- Sequencing ----
-    wire take = s_valid && !clear_pending && ((state == S_IDLE) || finish);
+    wire take = s_valid && !clear_pending && (!v1 || advance1);
     assign s_ready = take;
     assign clear_busy = clear_pending;
 
     always @(posedge clk) begin
         if (rst) begin
-            state         <= S_IDLE;
+            v1            <= 1'b0;
+            v2            <= 1'b0;
             m_valid       <= 1'b0;
             m_op          <= {OPW{1'b0}};
             v_valid       <= 1'b0;
@@ -307,47 +333,69 @@ module sml_decide #(
             v_reason      <= 4'd0;
             v_rank        <= 16'd0;
             clear_pending <= 1'b0;
+            clearing_now  <= 1'b0;
             clear_addr    <= {(SIW + 1) {1'b0}};
             clear_left    <= 17'd0;
             h             <= 192'd0;
             len           <= 16'd0;
             words         <= {CW{1'b0}};
+            h2            <= 192'd0;
+            words2        <= {CW{1'b0}};
+            need_meta2    <= 1'b0;
+            vk_classify2  <= V_DROP;
+            vr_classify2  <= R_MALFORMED;
+            abort_reason2 <= 8'd0;
+            abort_detail2 <= 16'd0;
+            world2        <= 16'd0;
+            addr2         <= {(SIW + 1) {1'b0}};
+            fwd2          <= 1'b0;
+            fwd_meta2     <= {MW{1'b0}};
         end else begin
             v_valid <= 1'b0;
             if (m_valid && m_ready) m_valid <= 1'b0;
-            if (finish) begin
-                m_op     <= (state == S_DECIDE) ? op_decide : op_classify;
+            if (finish2) begin
+                m_op     <= need_meta2 ? op_decide : op_classify;
                 m_valid  <= 1'b1;
                 v_valid  <= 1'b1;
-                v_kind   <= (state == S_DECIDE) ? vk_decide : vk_classify;
-                v_reason <= (state == S_DECIDE) ? vr_decide : vr_classify;
-                v_rank   <= f_rank;
-                state    <= S_IDLE;
+                v_kind   <= need_meta2 ? vk_decide : vk_classify2;
+                v_reason <= need_meta2 ? vr_decide : vr_classify2;
+                v_rank   <= g_rank;
+                v2       <= 1'b0;
             end
-            case (state)
-                S_IDLE: if (clear_pending) state <= S_CLEAR;
-                S_CLASSIFY: if (need_meta) state <= S_DECIDE;
-                S_CLEAR: begin
-                    if (clear_left == 17'd0) begin
-                        clear_pending <= 1'b0;
-                        state <= S_IDLE;
-                    end else begin
-                        clear_addr <= clear_addr + 1'b1;
-                        clear_left <= clear_left - 1'b1;
-                    end
-                end
-                default: ;
-            endcase
+            if (advance1) begin
+                v2            <= 1'b1;
+                h2            <= h;
+                words2        <= words;
+                need_meta2    <= need_meta;
+                vk_classify2  <= vk_classify;
+                vr_classify2  <= vr_classify;
+                abort_reason2 <= abort_reason;
+                abort_detail2 <= abort_detail;
+                world2        <= j_world;
+                addr2         <= meta_addr;
+                fwd2          <= write2 && (addr2 == meta_addr);
+                fwd_meta2     <= meta_next;
+                v1            <= 1'b0;
+            end
+            if (take) begin
+                v1    <= 1'b1;
+                h     <= s_hdr;
+                len   <= s_len;
+                words <= s_words;
+            end
+            // Clearing a slot range: only while both stages are empty (the host quiesces).
             if (clear_start) begin
                 clear_pending <= 1'b1;
                 clear_addr    <= {clear_lo, 1'b0};
                 clear_left    <= {clear_count, 1'b0};
-            end
-            if (take) begin
-                h     <= s_hdr;
-                len   <= s_len;
-                words <= s_words;
-                state <= S_CLASSIFY;
+            end else if (clear_pending && !clearing_now && !v1 && !v2) begin
+                clearing_now <= 1'b1;
+            end else if (clearing) begin
+                clear_addr <= clear_addr + 1'b1;
+                clear_left <= clear_left - 1'b1;
+            end else if (clearing_now) begin
+                clearing_now  <= 1'b0;
+                clear_pending <= 1'b0;
             end
         end
     end
