@@ -230,7 +230,6 @@ module sml_decide #(
     wire [RANKS-1:0] rank_bit = {{(RANKS - 1) {1'b0}}, 1'b1} << g_rank[RW-1:0];
     wire [7:0]  a_exp   = (g_exp > u_exp) ? g_exp : u_exp;
     wire [15:0] a_rem   = u_rem - 16'd1;
-    wire [15:0] blen    = (world2 + 16'd7) >> 3;
 
     reg [1:0]   vk_decide;
     reg [3:0]   vr_decide;
@@ -274,41 +273,18 @@ module sml_decide #(
     end
 
     // ---- Answer headers ----
-    function automatic [255:0] put8(input [255:0] v, input integer at, input [7:0] x);
-        begin
-            put8 = v;
-            put8[8*at+:8] = x;
-        end
-    endfunction
-    function automatic [255:0] put16(input [255:0] v, input integer at, input [15:0] x);
-        put16 = put8(put8(v, at, x[15:8]), at + 1, x[7:0]);
-    endfunction
-    function automatic [255:0] put32(input [255:0] v, input integer at, input [31:0] x);
-        put32 = put16(put16(v, at, x[31:16]), at + 2, x[15:0]);
-    endfunction
-    function automatic [255:0] prefix(input [7:0] msg_type, input [15:0] rank);
-        prefix = put16(put16(put8(put8(256'd0, 0, 8'd1), 1, msg_type), 2, g_job), 4, rank);
-    endfunction
+    wire [255:0] result_hdr, probe_hdr, abort_hdr;
+    wire [5:0]   hlen_probe;
+    sml_reply_builder #(.RANKS(RANKS)) u_reply (
+        .job(g_job), .rank(g_rank), .slot(g_slot), .ver(g_ver), .seq(g_seq),
+        .session(g_session), .epoch(epoch), .world(world2),
+        .mcast(mcast), .count(u_count), .exp(mcast ? a_exp : u_exp),
+        .idle(idle_version), .held_remaining(m_rem), .held_seq(m_seq), .held_seen(m_seen),
+        .abort_reason(abort_reason2), .abort_detail(abort_detail2),
+        .result_hdr(result_hdr), .probe_hdr(probe_hdr), .probe_len(hlen_probe),
+        .abort_hdr(abort_hdr)
+    );
 
-    // Result (§4): flags RETRANSMIT for a unicast answer; OVERFLOW is added by sml_aggregate.
-    wire [255:0] result_hdr = put32(put8(put32(put16(put8(put8(put16(
-        prefix(8'h02, mcast ? 16'hFFFF : g_rank), 6, g_slot), 8, g_ver),
-        9, mcast ? 8'h00 : 8'h02), 10, u_count), 12, g_seq), 16, mcast ? a_exp : u_exp),
-        20, g_session);
-    // ProbeReply (§3.5): an idle version (or one of another session) reads as empty.
-    wire [255:0] probe_hdr_base = put16(put16(put32(put32(put16(put8(put8(put16(
-        prefix(8'h13, g_rank), 6, g_slot), 8, g_ver),
-        9, idle_version ? 8'd0 : (m_rem == 16'd0 ? 8'd2 : 8'd1)),
-        10, idle_version ? 16'd0 : m_rem), 12, idle_version ? 32'd0 : m_seq), 16, epoch),
-        20, world2), 22, blen);
-    wire [255:0] seen_bytes = {{(256 - 192 - RANKS) {1'b0}}, idle_version ? {RANKS{1'b0}} : m_seen,
-                               192'd0};
-    wire [255:0] probe_hdr = probe_hdr_base | seen_bytes;
-    // Abort refusing a Probe (§3.6): names the Probe's session.
-    wire [255:0] abort_hdr = put32(put32(put16(put8(prefix(8'h14, g_rank), 6, abort_reason2),
-        8, abort_detail2), 12, epoch), 16, g_session);
-
-    wire [5:0] hlen_probe = 6'd24 + blen[5:0];
     wire [OPW-1:0] op_classify = {OP_DISCARD, g_probe && vk_classify2 == V_UNICAST, 1'b0,
         words2, addr2, world2, 16'd0, abort_hdr, 6'd20, 1'b0, g_rank};
     wire [OPW-1:0] op_decide = g_probe
