@@ -17,7 +17,8 @@ module sml_aggregate #(
     parameter integer KW    = 32,  // words a slot version holds: K_MAX / L, a power of two
     parameter integer SIW   = 4,
     parameter integer CW    = 6,
-    parameter integer OPW   = 2 + 1 + 1 + CW + SIW + 1 + 16 + 16 + 256 + 6 + 1 + 16,
+    parameter integer JW    = 2,
+    parameter integer OPW   = 2 + 1 + 1 + CW + SIW + 1 + JW + 16 + 16 + 256 + 6 + 1 + 16,
     parameter integer DSW   = 16 + 16 + 256 + 6 + 1 + 16
 ) (
     input  wire            clk,
@@ -35,7 +36,10 @@ module sml_aggregate #(
     input  wire            m_word_ready,
     output wire [DSW-1:0]  m_desc,
     output wire            m_desc_valid,
-    input  wire            m_desc_ready
+    input  wire            m_desc_ready,
+    // A completed use whose sum overflowed, and its job (for sml_job_counters).
+    output wire            ovf_valid,
+    output wire [JW-1:0]   ovf_job
 );
     // Op kinds (sml_decide): 0 discard, 1 load, 2 add, 3 read; only load and add write.
     localparam [1:0] OP_LOAD = 2'd1, OP_ACC = 2'd2;
@@ -51,6 +55,7 @@ module sml_aggregate #(
     wire [SIW:0]   o_sv     = s_op[OPW-5-CW-:SIW+1];
     wire [DSW-1:0] o_desc   = s_op[DSW-1:0];
     wire [15:0]    o_count  = s_op[DSW-17-:16];
+    wire [JW-1:0]  o_job    = s_op[DSW+:JW];
 
     // ---- Stage A ----
     reg  [CW-1:0] a_i;   // token within the op
@@ -79,6 +84,7 @@ module sml_aggregate #(
     reg           b_emit, b_result, b_data, b_last, b_first;
     reg [CW-1:0]  b_i;
     reg [SIW:0]   b_sv;
+    reg [JW-1:0]  b_job;
     reg [15:0]    b_count;
     reg [DSW-1:0] b_desc;
     reg [32*L-1:0] b_in;
@@ -124,6 +130,10 @@ module sml_aggregate #(
     wire [DSW-1:0] ovf_patch = {{(DSW - 1) {1'b0}}, 1'b1} << (72 + 6 + 1 + 16);
     assign m_desc       = (b_result && ovf_final) ? (b_desc | ovf_patch) : b_desc;
     assign m_desc_valid = b_valid && push_desc && (!push_word || m_word_ready);
+    // The reference counts an overflow when a use completes (multicast), not on a resend.
+    assign ovf_valid = b_fire && b_last && b_kind == OP_ACC && push_desc && b_desc[16] &&
+                       ovf_final;
+    assign ovf_job   = b_job;
 
     always @(posedge clk) begin
         if (rst) begin
@@ -150,6 +160,7 @@ module sml_aggregate #(
                 b_first    <= (a_i == {CW{1'b0}});
                 b_i        <= a_i;
                 b_sv       <= o_sv;
+                b_job      <= o_job;
                 b_count    <= o_count;
                 b_desc     <= o_desc;
                 b_in       <= s_word;

@@ -41,7 +41,7 @@ module sml_aggregator #(
     input  wire              cfg_wr_en,
     input  wire [7:0]        cfg_wr_addr,
     input  wire [31:0]       cfg_wr_data,
-    input  wire [7:0]        cfg_rd_addr,
+    input  wire [9:0]        cfg_rd_addr,
     output wire [31:0]       cfg_rd_data,
     output wire              v_valid,
     output wire [1:0]        v_kind,
@@ -53,7 +53,8 @@ module sml_aggregator #(
     localparam integer KW  = K_MAX / L;
     localparam integer SIW = $clog2(SLOTS);
     localparam integer CW  = $clog2(KW + 1);
-    localparam integer OPW = 2 + 1 + 1 + CW + SIW + 1 + 16 + 16 + 256 + 6 + 1 + 16;
+    localparam integer JW  = (JOBS > 1) ? $clog2(JOBS) : 1;
+    localparam integer OPW = 2 + 1 + 1 + CW + SIW + 1 + JW + 16 + 16 + 256 + 6 + 1 + 16;
     localparam integer DSW = 16 + 16 + 256 + 6 + 1 + 16;
     // Beats of the largest Result, rounded up to a power of two (the replication buffer).
     localparam integer RBEATS = 1 << $clog2((24 + 4 * K_MAX + W - 1) / W);
@@ -126,13 +127,17 @@ module sml_aggregator #(
     wire [SIW-1:0] clear_lo;
     wire [15:0] clear_count;
     wire [32*20-1:0] counters;
-    sml_config #(.JOBS(JOBS), .SIW(SIW), .NCNT(20)) u_config (
+    wire jc_reset;
+    wire [JW-1:0] jc_reset_job;
+    wire [31:0] jc_data;
+    sml_config #(.JOBS(JOBS), .SIW(SIW), .NCNT(20), .JW(JW)) u_config (
         .clk(clk), .rst(rst), .wr_en(cfg_wr_en), .wr_addr(cfg_wr_addr),
         .wr_data(cfg_wr_data), .rd_addr(cfg_rd_addr), .rd_data(cfg_rd_data),
         .epoch(epoch), .max_count(max_count), .job_valid(job_valid), .job_id(job_id),
         .job_world(job_world), .job_slot_count(job_slot_count), .job_slot_lo(job_slot_lo),
         .job_session(job_session), .clear_start(clear_start), .clear_lo(clear_lo),
-        .clear_count(clear_count), .clear_busy(clear_busy), .counters(counters)
+        .clear_count(clear_count), .clear_busy(clear_busy), .counters(counters),
+        .jc_reset(jc_reset), .jc_reset_job(jc_reset_job), .jc_data(jc_data)
     );
     sml_counters u_counters (
         .clk(clk), .rst(rst), .v_valid(v_valid), .v_kind(v_kind), .v_reason(v_reason),
@@ -142,7 +147,17 @@ module sml_aggregator #(
     // ---- Decide ----
     wire [OPW-1:0] op;
     wire op_valid, op_ready;
-    sml_decide #(.SLOTS(SLOTS), .JOBS(JOBS), .RANKS(RANKS), .SIW(SIW), .CW(CW)) u_decide (
+    wire ev_valid, ovf_valid;
+    wire [JW-1:0] ev_job, ovf_job;
+    wire [3:0] ev_class;
+    sml_job_counters #(.JOBS(JOBS), .JW(JW)) u_job_counters (
+        .clk(clk), .rst(rst), .ev_valid(ev_valid), .ev_job(ev_job), .ev_class(ev_class),
+        .ovf_valid(ovf_valid), .ovf_job(ovf_job), .reset_valid(jc_reset),
+        .reset_job(jc_reset_job), .rd_job(cfg_rd_addr[4+:JW]), .rd_counter(cfg_rd_addr[3:0]),
+        .rd_data(jc_data)
+    );
+    sml_decide #(.SLOTS(SLOTS), .JOBS(JOBS), .RANKS(RANKS), .SIW(SIW), .CW(CW), .JW(JW))
+    u_decide (
         .clk(clk), .rst(rst),
         .s_hdr(meta_q[191:0]), .s_len(meta_q[207:192]), .s_words(meta_q[208+:CW]),
         .s_valid(meta_valid), .s_ready(meta_ready),
@@ -151,7 +166,8 @@ module sml_aggregator #(
         .job_session(job_session), .clear_start(clear_start), .clear_lo(clear_lo),
         .clear_count(clear_count), .clear_busy(clear_busy),
         .m_op(op), .m_valid(op_valid), .m_ready(op_ready),
-        .v_valid(v_valid), .v_kind(v_kind), .v_reason(v_reason), .v_rank(v_rank)
+        .v_valid(v_valid), .v_kind(v_kind), .v_reason(v_reason), .v_rank(v_rank),
+        .ev_valid(ev_valid), .ev_job(ev_job), .ev_class(ev_class)
     );
     wire [OPW-1:0] op_q;
     wire op_q_valid, op_q_ready;
@@ -165,12 +181,13 @@ module sml_aggregator #(
     wire res_valid, res_ready;
     wire [DSW-1:0] desc;
     wire desc_valid, desc_ready;
-    sml_aggregate #(.L(L), .SLOTS(SLOTS), .KW(KW), .SIW(SIW), .CW(CW)) u_aggregate (
+    sml_aggregate #(.L(L), .SLOTS(SLOTS), .KW(KW), .SIW(SIW), .CW(CW), .JW(JW)) u_aggregate (
         .clk(clk), .rst(rst),
         .s_op(op_q), .s_op_valid(op_q_valid), .s_op_ready(op_q_ready),
         .s_word(pl_word), .s_word_valid(pl_valid), .s_word_ready(pl_ready),
         .m_word(res_word), .m_word_valid(res_valid), .m_word_ready(res_ready),
-        .m_desc(desc), .m_desc_valid(desc_valid), .m_desc_ready(desc_ready)
+        .m_desc(desc), .m_desc_valid(desc_valid), .m_desc_ready(desc_ready),
+        .ovf_valid(ovf_valid), .ovf_job(ovf_job)
     );
     wire [DW-1:0] resq_word;
     wire resq_valid, resq_ready;

@@ -17,7 +17,8 @@ module sml_decide #(
     parameter integer RANKS = 64,
     parameter integer SIW   = 4,    // pool slot index width
     parameter integer CW    = 6,    // width of a payload word count
-    parameter integer OPW   = 2 + 1 + 1 + CW + SIW + 1 + 16 + 16 + 256 + 6 + 1 + 16
+    parameter integer JW    = 2,    // width of a job table index
+    parameter integer OPW   = 2 + 1 + 1 + CW + SIW + 1 + JW + 16 + 16 + 256 + 6 + 1 + 16
 ) (
     input  wire                clk,
     input  wire                rst,
@@ -40,8 +41,8 @@ module sml_decide #(
     input  wire [SIW-1:0]      clear_lo,
     input  wire [15:0]         clear_count,
     output wire                clear_busy,
-    // Ops for sml_aggregate: {op, emit, result, words, sv, world, count, hdr, hlen, mcast,
-    // rank}.
+    // Ops for sml_aggregate: {op, emit, result, words, sv, job, world, count, hdr, hlen,
+    // mcast, rank}.
     output reg  [OPW-1:0]      m_op,
     output reg                 m_valid,
     input  wire                m_ready,
@@ -49,7 +50,11 @@ module sml_decide #(
     output reg                 v_valid,
     output reg  [1:0]          v_kind,
     output reg  [3:0]          v_reason,
-    output reg  [15:0]         v_rank
+    output reg  [15:0]         v_rank,
+    // The same packet's event for its job's counters (sml_job_counters).
+    output reg                 ev_valid,
+    output reg  [JW-1:0]       ev_job,
+    output reg  [3:0]          ev_class
 );
     // Drop reasons, in counter order (protocol.md §3.8).
     localparam [3:0] R_MALFORMED = 4'd0, R_UNKNOWN_TYPE = 4'd1, R_UNEXPECTED_TYPE = 4'd2,
@@ -87,12 +92,14 @@ module sml_decide #(
 
     // Job lookup: a small CAM over the job table.
     reg            hit;
+    reg [JW-1:0]   j_index;
     reg [15:0]     j_world, j_slot_count;
     reg [SIW-1:0]  j_slot_lo;
     reg [31:0]     j_session;
     integer ji;
     always @* begin
         hit = 1'b0;
+        j_index = {JW{1'b0}};
         j_world = 16'd0;
         j_slot_count = 16'd0;
         j_slot_lo = {SIW{1'b0}};
@@ -100,6 +107,7 @@ module sml_decide #(
         for (ji = JOBS - 1; ji >= 0; ji = ji - 1) begin
             if (job_valid[ji] && job_id[16*ji+:16] == f_job) begin
                 hit = 1'b1;
+                j_index = ji[JW-1:0];
                 j_world = job_world[16*ji+:16];
                 j_slot_count = job_slot_count[16*ji+:16];
                 j_slot_lo = job_slot_lo[SIW*ji+:SIW];
@@ -172,6 +180,8 @@ module sml_decide #(
     reg  [15:0]      abort_detail2;
     reg  [15:0]      world2;
     reg  [SIW:0]     addr2;
+    reg              hit2;
+    reg  [JW-1:0]    job2;
     reg              fwd2;        // the registers come from stage 2's own last write
     reg  [MW-1:0]    fwd_meta2;
     function automatic [7:0] b2(input integer i);
@@ -286,12 +296,40 @@ module sml_decide #(
     );
 
     wire [OPW-1:0] op_classify = {OP_DISCARD, g_probe && vk_classify2 == V_UNICAST, 1'b0,
-        words2, addr2, world2, 16'd0, abort_hdr, 6'd20, 1'b0, g_rank};
+        words2, addr2, job2, world2, 16'd0, abort_hdr, 6'd20, 1'b0, g_rank};
     wire [OPW-1:0] op_decide = g_probe
-        ? {OP_DISCARD, 1'b1, 1'b0, words2, addr2, world2, 16'd0, probe_hdr, hlen_probe, 1'b0,
-           g_rank}
-        : {op_kind, emit_result, emit_result, words2, addr2, world2, u_count, result_hdr,
-           6'd24, mcast, g_rank};
+        ? {OP_DISCARD, 1'b1, 1'b0, words2, addr2, job2, world2, 16'd0, probe_hdr, hlen_probe,
+           1'b0, g_rank}
+        : {op_kind, emit_result, emit_result, words2, addr2, job2, world2, u_count,
+           result_hdr, 6'd24, mcast, g_rank};
+
+    // ---- The job's counters: which one this packet moves (the reference's JobCounters) ----
+    reg [3:0] ev_now;
+    always @* begin
+        ev_now = 4'd0;
+        if (need_meta2) begin
+            if (g_probe) ev_now = 4'd7;                              // probes
+            else case (vk_decide)
+                V_CONSUMED:  ev_now = 4'd1;                          // contributions
+                V_MULTICAST: ev_now = 4'd2;                          // + completions
+                V_UNICAST:   ev_now = 4'd3;                          // retransmit_replies
+                default: case (vr_decide)
+                    R_DUPLICATE:      ev_now = 4'd4;
+                    R_STALE:          ev_now = 4'd5;
+                    R_COUNT_MISMATCH: ev_now = 4'd6;                 // rejected
+                    default: ;
+                endcase
+            endcase
+        end else if (g_probe) begin
+            if (vk_classify2 == V_UNICAST && abort_reason2 == 8'd12) ev_now = 4'd8;
+        end else if (vk_classify2 == V_DROP) begin
+            case (vr_classify2)
+                R_BAD_SESSION: ev_now = 4'd8;                        // unauthorized
+                R_UNKNOWN_RANK, R_COUNT_TOO_LARGE, R_BAD_VERSION, R_SLOT_RANGE: ev_now = 4'd6;
+                default: ;
+            endcase
+        end
+    end
 
     // ---- Sequencing ----
     wire take = s_valid && !clear_pending && (!v1 || advance1);
@@ -308,6 +346,11 @@ module sml_decide #(
             v_kind        <= V_CONSUMED;
             v_reason      <= 4'd0;
             v_rank        <= 16'd0;
+            ev_valid      <= 1'b0;
+            ev_job        <= {JW{1'b0}};
+            ev_class      <= 4'd0;
+            hit2          <= 1'b0;
+            job2          <= {JW{1'b0}};
             clear_pending <= 1'b0;
             clearing_now  <= 1'b0;
             clear_addr    <= {(SIW + 1) {1'b0}};
@@ -327,7 +370,8 @@ module sml_decide #(
             fwd2          <= 1'b0;
             fwd_meta2     <= {MW{1'b0}};
         end else begin
-            v_valid <= 1'b0;
+            v_valid  <= 1'b0;
+            ev_valid <= 1'b0;
             if (m_valid && m_ready) m_valid <= 1'b0;
             if (finish2) begin
                 m_op     <= need_meta2 ? op_decide : op_classify;
@@ -336,6 +380,9 @@ module sml_decide #(
                 v_kind   <= need_meta2 ? vk_decide : vk_classify2;
                 v_reason <= need_meta2 ? vr_decide : vr_classify2;
                 v_rank   <= g_rank;
+                ev_valid <= hit2 && (ev_now != 4'd0);
+                ev_job   <= job2;
+                ev_class <= ev_now;
                 v2       <= 1'b0;
             end
             if (advance1) begin
@@ -348,6 +395,8 @@ module sml_decide #(
                 abort_reason2 <= abort_reason;
                 abort_detail2 <= abort_detail;
                 world2        <= j_world;
+                hit2          <= hit;
+                job2          <= j_index;
                 addr2         <= meta_addr;
                 fwd2          <= write2 && (addr2 == meta_addr);
                 fwd_meta2     <= meta_next;

@@ -3,6 +3,7 @@
 //
 // Script lines:   seed S | cfg ADDR DATA | clear LO COUNT | pkt HEX | mark | end
 // Output lines:   v KIND REASON RANK | o MCAST RANK HEX | h HEX | mark CYCLES | c IDX VALUE
+//                 | j JOB COUNTER VALUE
 // (an `o` line a copy: a multicast answer comes once for every rank of the job)
 //
 // `seed 0` drives the input back to back and keeps every ready high (for timing);
@@ -213,6 +214,9 @@ int main(int argc, char** argv) {
     }
     sim.drain();
     for (uint32_t r = 0; r < 20; r++) out << "c " << r << ' ' << sim.read(0x80 + r) << '\n';
+    for (uint32_t j = 0; j < JOBS; j++)
+        for (uint32_t c = 0; c < 9; c++)
+            out << "j " << j << ' ' << c << ' ' << sim.read(0x100 + 16 * j + c) << '\n';
     sim.top->final();
     delete sim.top;
     return 0;

@@ -19,6 +19,8 @@ pub struct RtlRun {
     pub marks: Vec<u64>,
     /// The counters read at the end (sml_counters).
     pub counters: Vec<u64>,
+    /// The per-job counters read at the end (sml_job_counters), by table entry.
+    pub job_counters: Vec<[u64; 9]>,
 }
 
 fn unhex(s: &str) -> Result<Vec<u8>, String> {
@@ -57,6 +59,15 @@ impl RtlRun {
                     .push(unhex(f.get(1).copied().unwrap_or("")).map_err(at)?),
                 Some("mark") => run.marks.push(num(1)?),
                 Some("c") => run.counters.push(num(2)?),
+                Some("j") => {
+                    let (j, c) = (num(1)? as usize, num(2)? as usize);
+                    if run.job_counters.len() <= j {
+                        run.job_counters.resize(j + 1, [0; 9]);
+                    }
+                    *run.job_counters[j]
+                        .get_mut(c)
+                        .ok_or_else(|| at("no such job counter".into()))? = num(3)?;
+                }
                 _ => return Err(at("unknown line".into())),
             }
         }
@@ -124,7 +135,9 @@ pub struct Summary {
 }
 
 /// Compare the RTL's run with the expectations, packet by packet in order, then the
-/// counters: drops by reason, data-path packets, consumed, multicast, unicast.
+/// counters: drops by reason, data-path packets, consumed, multicast, unicast; then each
+/// job's (contributions, completions, retransmit replies, duplicates, stale, rejected,
+/// probes, overflows, unauthorized: the data path's share of the StatusReply's).
 pub fn compare(expected: &Expected, rtl: &RtlRun) -> Result<Summary, Mismatch> {
     let (mut vi, mut ai, mut hi) = (0, 0, 0);
     let mut counters = [0u64; 20];
@@ -230,6 +243,17 @@ pub fn compare(expected: &Expected, rtl: &RtlRun) -> Result<Summary, Mismatch> {
             expected: format!("counters {counters:?}"),
             got: format!("counters {:?}", rtl.counters),
         });
+    }
+    for (j, want) in expected.job_counters.iter().enumerate() {
+        let got = rtl.job_counters.get(j).copied().unwrap_or_default();
+        if got != *want {
+            return Err(Mismatch {
+                packet: None,
+                input: Vec::new(),
+                expected: format!("job table entry {j}: counters {want:?}"),
+                got: format!("job table entry {j}: counters {got:?}"),
+            });
+        }
     }
     Ok(summary)
 }

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use switchml_core::switch::{DropReason, JobConfig, Slot, Switch, Verdict};
+use switchml_core::switch::{DropReason, JobConfig, JobCounters, Slot, Switch, Verdict};
 
 use crate::{JOBS, SLOTS};
 
@@ -69,6 +69,24 @@ pub struct Expected {
     pub inputs: Vec<Vec<u8>>,
     /// Per packet: `None` for one the RTL passes to the host, else its verdict and answer.
     pub outcomes: Vec<Option<(DataVerdict, Option<Answer>)>>,
+    /// Per job table entry, what the data path added to the job's counters since the job
+    /// was last installed, in sml_job_counters' order.
+    pub job_counters: Vec<[u64; 9]>,
+}
+
+/// The counters of `c` the data path moves, in sml_job_counters' order.
+pub fn data_path_counters(c: &JobCounters) -> [u64; 9] {
+    [
+        c.contributions,
+        c.completions,
+        c.retransmit_replies,
+        c.duplicates,
+        c.stale,
+        c.rejected,
+        c.probes,
+        c.overflows,
+        c.unauthorized,
+    ]
 }
 
 /// Return whether the RTL passes `bytes` to the host (sml_type_demux's rule): version 1, a
@@ -103,7 +121,10 @@ impl<const K: usize> Session<K> {
             // Nothing written yet: no entry matches, so the first sync writes them all.
             image: vec![[u32::MAX; 4]; jobs.len()],
             script: String::new(),
-            expected: Expected::default(),
+            expected: Expected {
+                job_counters: vec![[0; 9]; jobs.len()],
+                ..Expected::default()
+            },
             out: vec![0; Switch::<K, 1, JOBS>::OUT_LEN],
         };
         let _ = writeln!(s.script, "seed {seed}");
@@ -128,9 +149,21 @@ impl<const K: usize> Session<K> {
         let _ = writeln!(self.script, "cfg {addr:x} {data:x}");
     }
 
+    /// Return job table entry `i`'s slots to idle and zero its counters, as installing
+    /// the job does.
     fn clear(&mut self, i: usize) {
         let job = self.jobs[i];
         let _ = writeln!(self.script, "clear {} {}", job.slot_lo, job.slot_count);
+        self.cfg(0x05, i as u32);
+        self.expected.job_counters[i] = [0; 9];
+    }
+
+    /// Return the data path's counters of the job the packet names (entry, counters).
+    fn counters_of(&self, bytes: &[u8]) -> Option<(usize, [u64; 9])> {
+        let id = u16::from_be_bytes([*bytes.get(2)?, *bytes.get(3)?]);
+        let i = self.jobs.iter().position(|j| j.id == id)?;
+        let job = self.reference.job(id)?;
+        Some((i, data_path_counters(job.counters())))
     }
 
     /// Write the job table entries that differ from the reference's jobs, as the host does
@@ -170,11 +203,20 @@ impl<const K: usize> Session<K> {
         self.script.push_str(&line);
         self.script.push('\n');
         self.expected.inputs.push(bytes.to_vec());
+        let before = self.counters_of(bytes);
         let verdict = self.reference.process(bytes, &mut self.out);
         if goes_to_host(bytes) {
             self.expected.outcomes.push(None);
             self.sync();
         } else {
+            if let (Some((i, before)), Some((_, after))) = (before, self.counters_of(bytes)) {
+                for (sum, (b, a)) in self.expected.job_counters[i]
+                    .iter_mut()
+                    .zip(before.iter().zip(&after))
+                {
+                    *sum += a - b;
+                }
+            }
             let v = DataVerdict::of(verdict);
             let answer = match verdict {
                 Verdict::Multicast { job, len } => Some(Answer {

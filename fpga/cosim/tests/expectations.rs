@@ -37,6 +37,7 @@ fn perfect(expected: &Expected) -> RtlRun {
         }
     }
     run.counters = counters;
+    run.job_counters = expected.job_counters.clone();
     run
 }
 
@@ -96,6 +97,13 @@ fn a_wrong_drop_reason_a_lost_host_packet_and_a_wrong_counter_are_mismatches() {
     rtl.counters[drop_index(DropReason::Stale) as usize] += 1;
     let m = compare(&expected, &rtl).expect_err("counters differ");
     assert_eq!(m.packet, None);
+
+    let mut rtl = perfect(&expected);
+    rtl.job_counters[0][7] += 1;
+    assert!(
+        compare(&expected, &rtl).is_err(),
+        "a job's overflows differ"
+    );
 }
 
 #[test]
@@ -151,7 +159,7 @@ fn control_types_go_to_the_host_and_a_join_writes_the_session_into_the_table() {
     let session = s.reference().job(7).unwrap().session();
     let (script, expected) = s.finish();
     assert_eq!(expected.outcomes, vec![None]);
-    assert!(script.starts_with("seed 0\ncfg 0 5\ncfg 1 8\nclear 3 2\n"));
+    assert!(script.starts_with("seed 0\ncfg 0 5\ncfg 1 8\nclear 3 2\ncfg 5 0\n"));
     assert!(script.contains("cfg 10 80000007\ncfg 11 10002\ncfg 12 3\ncfg 13 0\n"));
     let after_join = script.split("pkt ").nth(1).unwrap();
     assert!(after_join.contains(&format!("cfg 13 {session:x}\n")));
