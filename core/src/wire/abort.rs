@@ -324,7 +324,8 @@ mod tests {
             assert_eq!(u8::from(AbortReason::from(b)), b);
         }
         assert_eq!(AbortReason::from(0), AbortReason::Unknown(0));
-        assert_eq!(AbortReason::from(13), AbortReason::Unknown(13));
+        assert_eq!(AbortReason::from(99), AbortReason::Unknown(99));
+        assert_eq!(AbortReason::from(13), AbortReason::WrongShard);
     }
 
     #[test]
