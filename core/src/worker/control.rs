@@ -97,10 +97,11 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
 
     /// The Join reached a shard that does not serve this lane (§1.1): move to the lane's
     /// shard and join there at once. The same answer again (a Join that was already on its
-    /// way) changes nothing; a switch that keeps refusing ends in the join timeout.
+    /// way) changes nothing, nor does one that names fewer than two shards; a switch that
+    /// keeps refusing ends in the join timeout.
     fn redirect(&mut self, shards: u16) {
-        let shards = shards.max(1);
-        if shards == self.shards {
+        // A switch of one shard serves every lane: such an answer is nonsense, ignored.
+        if shards <= 1 || shards == self.shards {
             self.stats.ignored += 1;
             return;
         }
