@@ -169,6 +169,7 @@ pub fn reason_name(r: AbortReason) -> String {
         AbortReason::ChunkMismatch => "chunk_mismatch".into(),
         AbortReason::SessionEnded => "session_ended".into(),
         AbortReason::WrongShard => "wrong_shard".into(),
+        AbortReason::LaneCountMismatch => "lane_count_mismatch".into(),
         AbortReason::Unknown(b) => format!("{b:#04x}"),
     }
 }
@@ -236,6 +237,7 @@ pub fn describe(msg: &Message) -> BTreeMap<String, String> {
             ("slot_lo", r.slot_lo.to_string()),
             ("slot_count", r.slot_count.to_string()),
             ("count", r.count.to_string()),
+            ("lanes", r.lanes.to_string()),
             ("nonce", r.nonce.to_string()),
             ("key", r.key.to_string()),
         ]),
@@ -244,6 +246,7 @@ pub fn describe(msg: &Message) -> BTreeMap<String, String> {
             ("rank", r.rank.to_string()),
             ("world", r.world.to_string()),
             ("flags", format!("{:#04x}", r.flags.0)),
+            ("shards", r.shards.to_string()),
             ("max_count", r.max_count.to_string()),
             ("epoch", r.epoch.to_string()),
             ("slot_count", r.slot_count.to_string()),
@@ -293,6 +296,7 @@ pub fn describe(msg: &Message) -> BTreeMap<String, String> {
                 ("rank", r.rank.to_string()),
                 ("world", r.world.to_string()),
                 ("flags", format!("{:#04x}", r.flags.0)),
+                ("shards", r.shards.to_string()),
                 ("slot_count", r.slot_count.to_string()),
                 ("epoch", r.epoch.to_string()),
                 ("joined", hex(r.joined)),
