@@ -79,6 +79,7 @@ fn switch() -> BenchSwitch {
             slot_lo: 0,
             slot_count: SLOTS,
             count: K as u16,
+            lanes: 1,
             nonce: SESSION + u32::from(rank),
             key: 0,
         };

@@ -44,6 +44,7 @@ fn messages() -> Vec<Vec<u8>> {
             slot_lo: 8,
             slot_count: 4,
             count: K,
+            lanes: 3,
             nonce: 0x0102_0304,
             key: 0x1122_3344_5566_7788,
         }),

@@ -74,14 +74,15 @@ fn data() -> impl Strategy<Value = (DataRepr, Vec<u8>)> {
 }
 
 fn join() -> impl Strategy<Value = JoinRepr> {
-    (any::<[u16; 6]>(), 1..=u32::MAX, any::<u64>()).prop_map(
-        |([job, rank, world, slot_lo, slot_count, count], nonce, key)| JoinRepr {
+    (any::<[u16; 6]>(), 1..=u16::MAX, 1..=u32::MAX, any::<u64>()).prop_map(
+        |([job, rank, world, slot_lo, slot_count, count], lanes, nonce, key)| JoinRepr {
             job,
             rank,
             world,
             slot_lo,
             slot_count,
             count,
+            lanes,
             nonce,
             key,
         },

@@ -46,16 +46,17 @@ const bit<8> STATUS_ALL_JOINED = 0x01;
 const bit<8> STATUS_RUN_OPEN   = 0x02;
 
 // Abort reasons (protocol.md §3.6).
-const bit<8> ABORT_UNKNOWN_JOB     = 1;
-const bit<8> ABORT_UNKNOWN_RANK    = 2;
-const bit<8> ABORT_WORLD_MISMATCH  = 3;
-const bit<8> ABORT_SLOT_RANGE      = 4;
-const bit<8> ABORT_COUNT_TOO_LARGE = 5;
-const bit<8> ABORT_BAD_KEY         = 8;
-const bit<8> ABORT_RANK_RESTARTED  = 9;
-const bit<8> ABORT_LANE_MISMATCH   = 10;
-const bit<8> ABORT_CHUNK_MISMATCH  = 11;
-const bit<8> ABORT_SESSION_ENDED   = 12;
+const bit<8> ABORT_UNKNOWN_JOB         = 1;
+const bit<8> ABORT_UNKNOWN_RANK        = 2;
+const bit<8> ABORT_WORLD_MISMATCH      = 3;
+const bit<8> ABORT_SLOT_RANGE          = 4;
+const bit<8> ABORT_COUNT_TOO_LARGE     = 5;
+const bit<8> ABORT_BAD_KEY             = 8;
+const bit<8> ABORT_RANK_RESTARTED      = 9;
+const bit<8> ABORT_LANE_MISMATCH       = 10;
+const bit<8> ABORT_CHUNK_MISMATCH      = 11;
+const bit<8> ABORT_SESSION_ENDED       = 12;
+const bit<8> ABORT_LANE_COUNT_MISMATCH = 14;
 
 // Slot states in a ProbeReply (protocol.md §3.5).
 const bit<8> STATE_IDLE = 0;

@@ -67,7 +67,7 @@ header sml_join_h {
     bit<16> slot_lo;
     bit<16> slot_count;
     bit<16> count;
-    bit<16> reserved;
+    bit<16> lanes;                             // the rank's number of lanes, non-zero
     bit<32> nonce;                             // the worker process's, non-zero
     bit<64> key;                               // the job's credential
 }

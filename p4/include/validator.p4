@@ -1,9 +1,9 @@
 // validator.p4 (both targets): the field checks a parser cannot make, and the message class.
 // Rust twin: p4/model/src/validator.rs (Validator). protocol.md §2-4: a message is
 // Malformed if its version is not 1, its length is not exactly what its header declares, a
-// reserved field is not zero, `ver` is above 1, or a Join's nonce is zero; switch-only types
-// (Result, JoinReply, ProbeReply, StatusReply) are UnexpectedType, unknown types
-// UnknownType. It also picks the message's session for the run tracker (a Join's nonce,
+// reserved field is not zero, `ver` is above 1, or a Join's nonce or lanes is zero;
+// switch-only types (Result, JoinReply, ProbeReply, StatusReply) are UnexpectedType, unknown
+// types UnknownType. It also picks the message's session for the run tracker (a Join's nonce,
 // the session of the run it would open).
 #ifndef _SWITCHML_VALIDATOR_P4_
 #define _SWITCHML_VALIDATOR_P4_
@@ -25,7 +25,7 @@ control Validator(inout headers_t hdr, inout metadata_t meta) {
                 meta.drop_reason = DROP_MALFORMED;
             }
         } else if (hdr.join.isValid()) {
-            if (udp_len == 36 && hdr.join.reserved == 0 && hdr.join.nonce != 0) {
+            if (udp_len == 36 && hdr.join.lanes != 0 && hdr.join.nonce != 0) {
                 meta.message = MSG_JOIN;
                 meta.p_session = hdr.join.nonce;
             } else {

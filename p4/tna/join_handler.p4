@@ -1,19 +1,22 @@
 // join_handler.p4 (TNA): the checks of a Join, in the reference's order: the job's key,
-// rank, world size, slot range (the lane lies in the job's slots and starts at a multiple
-// of its length), count. Rust twin: p4/model/src/join_handler.rs (JoinHandler). Stateless:
-// a Join that passes goes on to run_tracker.p4, which opens or joins the run.
+// rank, world size, slot range (the lane lies in the job's slots, starts at a multiple of
+// its length, and is one of the `lanes` the Join states), count. Rust twin:
+// p4/model/src/join_handler.rs (JoinHandler). Stateless: a Join that passes goes on to
+// run_tracker.p4, which opens or joins the run.
 // Tofino has no divider: `slot_lo % slot_count == 0` is a hit in `lane_alignment`, which
 // the control plane fills with every aligned pair (slot_count c, slot_lo k*c) of the pool
-// (POOL_SLOTS * ln(POOL_SLOTS) entries at most; LANE_ALIGNMENTS). The 64-bit key is compared
-// in two 32-bit halves.
+// (POOL_SLOTS * ln(POOL_SLOTS) entries at most; LANE_ALIGNMENTS), the entry's action data
+// being the lane k = slot_lo / slot_count. The 64-bit key is compared in two 32-bit halves.
 #ifndef _SWITCHML_JOIN_HANDLER_P4_
 #define _SWITCHML_JOIN_HANDLER_P4_
 
 control JoinHandler(inout headers_t hdr, inout metadata_t meta) {
     bit<1> aligned = 0;
+    bit<16> lane = 0;
 
-    action lane_aligned() {
+    action lane_aligned(bit<16> index) {
         aligned = 1;
+        lane = index;
     }
 
     table lane_alignment {
@@ -28,8 +31,9 @@ control JoinHandler(inout headers_t hdr, inout metadata_t meta) {
 
     apply {
         lane_alignment.apply();
-        // A refusal of this Join, here or in run_tracker.p4 (LaneMismatch, ChunkMismatch),
-        // names its nonce, so only the process that sent it takes it (protocol.md §3.6).
+        // A refusal of this Join, here or in run_tracker.p4 (LaneMismatch, ChunkMismatch,
+        // LaneCountMismatch), names its nonce, so only the process that sent it takes it
+        // (protocol.md §3.6).
         meta.abort_session = hdr.join.nonce;
         if (meta.job_hit == 0) {
             meta.abort_reason = ABORT_UNKNOWN_JOB;
@@ -45,7 +49,8 @@ control JoinHandler(inout headers_t hdr, inout metadata_t meta) {
             meta.abort_reason = ABORT_WORLD_MISMATCH;
             meta.abort_detail = meta.world;
         } else if (hdr.join.slot_count == 0 || (bit<32>)hdr.join.slot_lo
-                + (bit<32>)hdr.join.slot_count > (bit<32>)meta.slot_count || aligned == 0) {
+                + (bit<32>)hdr.join.slot_count > (bit<32>)meta.slot_count || aligned == 0
+                || lane >= hdr.join.lanes) {
             meta.abort_reason = ABORT_SLOT_RANGE;
             meta.abort_detail = meta.slot_count;
         } else if (hdr.join.count == 0 || hdr.join.count > meta.max_count) {

@@ -1,7 +1,8 @@
 // run_tracker.p4 (TNA): each job's current run (protocol.md §4.1), as p4/v1model/
 // run_tracker.p4 in TNA idioms. Rust twin: p4/model/src/run_tracker.rs (RunTracker).
 // Registers, in stage order: `session` (a pair: the run's session, 0 for none, and the runs
-// the job opened), `shape` (a pair: {lane slots:16, count:16} and the runs again), `nonce`
+// the job opened), `shape` (a pair: {lane slots:16, count:16} and the runs again), `lanes`
+// (the run's lanes per rank: the rest of its shape, for which the pair has no room), `nonce`
 // (cell 64 x entry + rank), then the model's 64-bit `joined` and `left` as two 32-bit
 // registers each (RunWord: ranks 0-31 and 32-63). One RegisterAction per register per
 // pass; a restart or the last Leave decides at `joined`/`left` that the run ends, after
@@ -88,6 +89,7 @@ struct shape_cell_t {
 control RunTracker(inout headers_t hdr, inout metadata_t meta) {
     Register<run_cell_t, bit<16>>(MAX_JOBS) session;
     Register<shape_cell_t, bit<16>>(MAX_JOBS) shape;
+    Register<bit<16>, bit<16>>(MAX_JOBS) lanes;
     Register<bit<32>, bit<32>>(RUN_NONCES) nonce;
     RunWord() joined_lo;
     RunWord() joined_hi;
@@ -149,6 +151,16 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
         }
     };
 
+    // The opening Join writes its number of lanes; any other Join learns the agreed one.
+    RegisterAction<bit<16>, bit<16>, bit<16>>(lanes) agree_lanes = {
+        void apply(inout bit<16> value, out bit<16> read) {
+            if (meta.run_opened == 1) {
+                value = hdr.join.lanes;
+            }
+            read = value;
+        }
+    };
+
     RegisterAction<bit<32>, bit<32>, bit<32>>(nonce) swap_nonce = {
         void apply(inout bit<32> value, out bit<32> old) {
             old = value;
@@ -162,6 +174,7 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
         bit<16> j = meta.job_index;
         bit<32> held = 0;
         bit<32> agreed = 0;
+        bit<16> agreed_lanes = 0;
         bit<32> old_nonce = 0;
         bit<32> lo = 0;
         bit<32> hi = 0;
@@ -197,7 +210,9 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
                 meta.run_session = session_of(hdr.join.nonce, agreed);
                 agreed = meta.join_shape;
             }
-            meta.shape_ok = (agreed == meta.join_shape) ? 1w1 : 1w0;
+            agreed_lanes = agree_lanes.execute(j);
+            meta.shape_ok = (agreed == meta.join_shape && agreed_lanes == hdr.join.lanes)
+                ? 1w1 : 1w0;
             // Only a Join of the run's shape changes the run.
             if (meta.shape_ok == 1) {
                 mask = meta.rank_bit;
@@ -258,6 +273,9 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
             } else if (agreed[15:0] != hdr.join.count) {
                 meta.abort_reason = ABORT_CHUNK_MISMATCH;
                 meta.abort_detail = agreed[15:0];
+            } else if (agreed_lanes != hdr.join.lanes) {
+                meta.abort_reason = ABORT_LANE_COUNT_MISMATCH;
+                meta.abort_detail = agreed_lanes;
             } else {
                 meta.joined = old | meta.rank_bit;
                 meta.join_complete = (meta.joined == meta.full_mask) ? 1w1 : 1w0;

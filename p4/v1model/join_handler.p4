@@ -1,22 +1,24 @@
 // join_handler.p4 (v1model): the checks of a Join, in the reference's order: the job's
-// key, rank, world size, slot range (the lane lies in the job's slots and starts at a
-// multiple of its length), count. Rust twin: p4/model/src/join_handler.rs (JoinHandler).
+// key, rank, world size, slot range (the lane lies in the job's slots, starts at a multiple
+// of its length, and is one of the `lanes` the Join states), count. Rust twin: p4/model/src/join_handler.rs (JoinHandler).
 // Stateless: a Join that passes goes on to run_tracker.p4, which opens or joins the run.
 #ifndef _SWITCHML_JOIN_HANDLER_P4_
 #define _SWITCHML_JOIN_HANDLER_P4_
 
 control JoinHandler(inout headers_t hdr, inout metadata_t meta) {
     apply {
-        // The lane starts at a multiple of its length; `% 0` is never evaluated, however the
-        // target orders the operands of `||`.
+        // The lane starts at a multiple of its length and is one of the Join's `lanes`; `% 0`
+        // and `/ 0` are never evaluated, however the target orders the operands of `||`.
         bit<1> aligned = 0;
         if (hdr.join.slot_count != 0) {
-            if (hdr.join.slot_lo % hdr.join.slot_count == 0) {
+            if (hdr.join.slot_lo % hdr.join.slot_count == 0
+                    && hdr.join.slot_lo / hdr.join.slot_count < hdr.join.lanes) {
                 aligned = 1;
             }
         }
-        // A refusal of this Join, here or in run_tracker.p4 (LaneMismatch, ChunkMismatch),
-        // names its nonce, so only the process that sent it takes it (protocol.md §3.6).
+        // A refusal of this Join, here or in run_tracker.p4 (LaneMismatch, ChunkMismatch,
+        // LaneCountMismatch), names its nonce, so only the process that sent it takes it
+        // (protocol.md §3.6).
         meta.abort_session = hdr.join.nonce;
         if (meta.job_hit == 0) {
             meta.abort_reason = ABORT_UNKNOWN_JOB;

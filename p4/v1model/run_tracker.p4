@@ -2,9 +2,9 @@
 // Rust twin: p4/model/src/run_tracker.rs (RunTracker). Registers, one cell per job table
 // entry: `session` ({runs:32, session:32}: the runs the job opened, and the run's session,
 // session_of(its opener's nonce, the runs before); session 0: no run), `shape` ({runs:32,
-// lane slots:16, count:16}: the runs again, and the shape the opening Join agreed),
-// `joined` and `left` (bitmaps), and `nonce`, each rank's process nonce at cell
-// 64 x entry + rank. The opening Join counts the run in both `session` and `shape`: TNA's
+// lane slots:16, count:16}: the runs again, and the shape the opening Join agreed), `lanes`
+// (the run's lanes per rank, the rest of its shape), `joined` and `left` (bitmaps), and
+// `nonce`, each rank's process nonce at cell 64 x entry + rank. The opening Join counts the run in both `session` and `shape`: TNA's
 // `session` stage returns one word (the session held), so the opening Join learns the runs
 // before it, and from them the session it opened, at `shape`; this program keeps the same
 // layout so the two read alike.
@@ -14,7 +14,8 @@
 //   BadSession; a Probe gets Abort SessionEnded from probe_handler.p4). An admitted Abort
 //   of a known rank ends the run; an admitted Leave marks its rank left, and if every
 //   joined rank has now left the run ends in a second pass (meta.run_end).
-// - Join: opens a run if there is none (counting it, resetting `shape`, `joined`, `left`);
+// - Join: opens a run if there is none (counting it, resetting `shape`, `lanes`, `joined`,
+//   `left`);
 //   a rank of the complete run with a new nonce ends it in a second pass (Abort
 //   RankRestarted to every rank); otherwise the lane shape must be the run's, and the rank
 //   is recorded.
@@ -27,6 +28,7 @@
 control RunTracker(inout headers_t hdr, inout metadata_t meta) {
     register<bit<64>>(MAX_JOBS) session;
     register<bit<64>>(MAX_JOBS) shape;
+    register<bit<16>>(MAX_JOBS) lanes;
     register<bit<32>>(RUN_NONCES) nonce;
     register<bit<64>>(MAX_JOBS) joined;
     register<bit<64>>(MAX_JOBS) left;
@@ -71,7 +73,13 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
                 agreed = given;
                 shape.write(j, (runs_before + 1) ++ agreed);
             }
-            meta.shape_ok = (agreed == given) ? 1w1 : 1w0;
+            bit<16> agreed_lanes;
+            lanes.read(agreed_lanes, j);
+            if (meta.run_opened == 1) {
+                agreed_lanes = hdr.join.lanes;
+                lanes.write(j, agreed_lanes);
+            }
+            meta.shape_ok = (agreed == given && agreed_lanes == hdr.join.lanes) ? 1w1 : 1w0;
             // Only a Join of the run's shape changes the run.
             bit<64> mask = (meta.shape_ok == 1) ? meta.rank_bit : 64w0;
             bit<32> n = (j << 6) + (bit<32>)hdr.prefix.rank;
@@ -102,6 +110,9 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
             } else if (agreed[15:0] != hdr.join.count) {
                 meta.abort_reason = ABORT_CHUNK_MISMATCH;
                 meta.abort_detail = agreed[15:0];
+            } else if (agreed_lanes != hdr.join.lanes) {
+                meta.abort_reason = ABORT_LANE_COUNT_MISMATCH;
+                meta.abort_detail = agreed_lanes;
             } else {
                 meta.joined = old | meta.rank_bit;
                 meta.join_complete = (meta.joined == meta.full_mask) ? 1w1 : 1w0;

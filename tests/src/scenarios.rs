@@ -154,11 +154,25 @@ fn contribution(rank: u16, slot: u16, seq: u32, exp: u8, session: u32, values: &
 }
 
 /// A Join of `rank`'s process `nonce` with `key`, for a lane of `slot_count` slots from
-/// `slot_lo` and chunks of `count` values, believing in `world` ranks.
+/// `slot_lo` and chunks of `count` values, believing in `world` ranks; its rank has as many
+/// such lanes as the job's 8 slots hold.
 fn join_with(
     rank: u16,
     world: u16,
     (slot_lo, slot_count, count): (u16, u16, u16),
+    nonce: u32,
+    key: u64,
+) -> Vec<u8> {
+    let lanes = 8u16.checked_div(slot_count).unwrap_or(1).max(1);
+    join_lanes(rank, world, (slot_lo, slot_count, count), lanes, nonce, key)
+}
+
+/// A Join as [`join_with`], of a rank with `lanes` lanes.
+fn join_lanes(
+    rank: u16,
+    world: u16,
+    (slot_lo, slot_count, count): (u16, u16, u16),
+    lanes: u16,
     nonce: u32,
     key: u64,
 ) -> Vec<u8> {
@@ -169,6 +183,7 @@ fn join_with(
         slot_lo,
         slot_count,
         count,
+        lanes,
         nonce,
         key,
     }))
@@ -272,9 +287,11 @@ pub fn inputs() -> Vec<(&'static str, &'static str, Vec<Vec<u8>>)> {
         ("join_rendezvous", "Ranks 2, 0, 1 join lanes of 4 slots; the last join multicasts COMPLETE; a resend is answered; bad joins are refused",
          vec![join(2, 3, 0, 4, 8), join(0, 3, 0, 4, 8), join(1, 3, 4, 4, 8), join(2, 3, 0, 4, 8),
               join(3, 3, 0, 4, 8), join(0, 4, 0, 4, 8), join(0, 3, 4, 5, 8), join(0, 3, 0, 4, 9)]),
-        ("join_shape", "A run agrees on its first Join's lane and chunk size: other shapes, misaligned lanes and empty chunks are refused",
+        ("join_shape", "A run agrees on its first Join's lane, chunk size and lanes per rank (2 lanes of 4 slots, chunks of 8): other shapes, misaligned lanes, a lane not among its Join's lanes and empty chunks are refused",
          vec![join(0, 3, 0, 4, 8), join(1, 3, 0, 8, 8), join(1, 3, 0, 4, 4), join(1, 3, 2, 4, 8),
-              join(1, 3, 0, 4, 0), join(1, 3, 4, 4, 8), join(2, 3, 0, 4, 8)]),
+              join(1, 3, 0, 4, 0), join_lanes(1, 3, (0, 4, 8), 1, nonce(1, 0), KEY),
+              join_lanes(1, 3, (4, 4, 8), 1, nonce(1, 0), KEY), join(1, 3, 4, 4, 8),
+              join(2, 3, 0, 4, 8)]),
         ("bad_key", "A Join with a wrong key is refused (bad_key) and opens no run; the right key opens it",
          vec![join_with(0, 3, lane, nonce(0, 0), KEY ^ 1), join_with(0, 3, lane, nonce(0, 0), KEY ^ (1 << 63)),
               join_with(0, 3, lane, nonce(0, 0), 0), c(0, 1, 0, &[1]), status(7),

@@ -492,6 +492,7 @@ pub fn lane_configs(template: Config, lanes: u16) -> Vec<Config> {
             out.push(Config {
                 rank,
                 slot_lo: lane * per_lane,
+                lanes,
                 ..template
             });
         }

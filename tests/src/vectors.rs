@@ -169,6 +169,7 @@ pub fn reason_name(r: AbortReason) -> String {
         AbortReason::ChunkMismatch => "chunk_mismatch".into(),
         AbortReason::SessionEnded => "session_ended".into(),
         AbortReason::WrongShard => "wrong_shard".into(),
+        AbortReason::LaneCountMismatch => "lane_count_mismatch".into(),
         AbortReason::Unknown(b) => format!("{b:#04x}"),
     }
 }
@@ -236,6 +237,7 @@ pub fn describe(msg: &Message) -> BTreeMap<String, String> {
             ("slot_lo", r.slot_lo.to_string()),
             ("slot_count", r.slot_count.to_string()),
             ("count", r.count.to_string()),
+            ("lanes", r.lanes.to_string()),
             ("nonce", r.nonce.to_string()),
             ("key", r.key.to_string()),
         ]),

@@ -305,6 +305,7 @@ fn a_join_at_the_wrong_shard_is_answered_with_the_shard_count_and_its_nonce() {
     let mut e = shard(0, 3, 2, 8, 9);
     let mut w = SimWorker::new(switchml_core::worker::Config {
         slot_lo: 4,
+        lanes: 2,
         nonce: 77,
         ..sim_config(2, 4, 64)
     })
@@ -348,6 +349,7 @@ fn a_join_at_the_wrong_shard_is_answered_with_the_shard_count_and_its_nonce() {
     forged[16..20].copy_from_slice(&78u32.to_be_bytes());
     let mut fresh = SimWorker::new(switchml_core::worker::Config {
         slot_lo: 4,
+        lanes: 2,
         nonce: 77,
         ..sim_config(2, 4, 64)
     })

@@ -375,6 +375,25 @@ fn ranks_that_disagree_on_the_lane_or_chunk_are_refused_naming_the_agreed_value(
 }
 
 #[test]
+fn ranks_that_disagree_on_the_number_of_lanes_are_refused_naming_the_agreed_one() {
+    // Issue 11: rank 0 with 2 lanes of 4 slots and rank 1 with 1 lane of 4 slots both
+    // joined, split their tensors differently and deadlocked. Rank 0's Joins open the run
+    // (the sim sends in node order): its 2 lanes are the run's, and rank 1 is refused.
+    let switch = harness::switch_with_job(2, 8, 1);
+    let mut configs = lane_configs(harness::sim_config(2, 4, 64), 2);
+    configs.truncate(3);
+    configs[2].lanes = 1;
+    let mut sim = Sim::new(switch, configs, Network::PERFECT, 13);
+    sim.drive(STEPS, |s| failure(s, 2).is_some()).unwrap();
+    assert_eq!(failure(&sim, 2), refused(AbortReason::LaneCountMismatch, 2));
+    for node in 0..2 {
+        assert_eq!(failure(&sim, node), None, "rank 0 still waits for rank 1");
+    }
+    let job = sim.switch.job(JOB).unwrap();
+    assert_eq!(job.joined().len(), 1);
+}
+
+#[test]
 fn a_rank_that_missed_the_restart_abort_learns_that_its_session_ended() {
     let mut sim = harness::sim(3, 1, 4, 64, Network::PERFECT, 14);
     sim.drive(STEPS, |s| s.nodes.iter().all(|n| n.worker.is_running()))
@@ -489,6 +508,7 @@ fn a_spoofed_join_does_not_fail_a_joining_worker() {
         slot_lo: 0,
         slot_count: 2,
         count: 4,
+        lanes: 1,
         nonce: 99,
         key: !KEY,
     };

@@ -137,6 +137,7 @@ fn forged(rng: &mut Rng, world: u16, nonces: &[u32]) -> Vec<u8> {
                 slot_lo: 0,
                 slot_count: 1,
                 count: 1,
+                lanes: 1,
                 nonce: (rng.next_u64() as u32).max(1),
                 key,
             }))

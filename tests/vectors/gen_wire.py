@@ -43,6 +43,7 @@ REASONS = {
     11: "chunk_mismatch",
     12: "session_ended",
     13: "wrong_shard",
+    14: "lane_count_mismatch",
 }
 STATES = {0: "idle", 1: "collecting", 2: "complete"}
 
@@ -121,9 +122,9 @@ def data(kind, job, rank, slot, ver, flags, seq, exp, session, values, count=Non
     return fields, b
 
 
-def join(job, rank, world, slot_lo, slot_count, count, nonce, key):
+def join(job, rank, world, slot_lo, slot_count, count, lanes, nonce, key):
     b = prefix(TYPES["join"], job, rank)
-    b += struct.pack(">HHHHHIQ", world, slot_lo, slot_count, count, 0, nonce, key)
+    b += struct.pack(">HHHHHIQ", world, slot_lo, slot_count, count, lanes, nonce, key)
     fields = [
         ("type", "join"),
         ("job", job),
@@ -132,6 +133,7 @@ def join(job, rank, world, slot_lo, slot_count, count, nonce, key):
         ("slot_lo", slot_lo),
         ("slot_count", slot_count),
         ("count", count),
+        ("lanes", lanes),
         ("nonce", nonce),
         ("key", key),
     ]
@@ -377,22 +379,22 @@ vector(
 emit("# ---- Join (0x10) and JoinReply (0x11) ----")
 emit()
 
-f, b = join(7, 3, 4, 8, 4, 256, JOIN_NONCE, 0x0123456789ABCDEF)
+f, b = join(7, 3, 4, 8, 4, 256, 3, JOIN_NONCE, 0x0123456789ABCDEF)
 vector(
     "join",
-    "Join from rank 3 of job 7: a world of 4, the lane drives slots 8..12 with k = 256;"
-    " process nonce 0x1234abcd, job key 0x0123456789abcdef",
+    "Join from rank 3 of job 7: a world of 4, the lane drives slots 8..12 (lane 2 of the"
+    " rank's 3) with k = 256; process nonce 0x1234abcd, job key 0x0123456789abcdef",
     f, b, 28,
 )
 
-f, b = join(7, 0, 4, 0, 4, 256, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF)
+f, b = join(7, 0, 4, 0, 4, 256, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF)
 vector(
     "join_largest_nonce_and_key",
-    "Join from rank 0 of job 7 with the largest nonce and key: every bit of both set",
+    "Join from rank 0 of job 7 with the largest lanes, nonce and key: every bit of each set",
     f, b, 28,
 )
 
-f, b = join(7, 1, 4, 4, 4, 256, 1, 0)
+f, b = join(7, 1, 4, 4, 4, 256, 2, 1, 0)
 vector(
     "join_key_zero",
     "Join with key 0 (valid, but guessable) and nonce 1",
@@ -434,12 +436,13 @@ vector(
 
 f, b = join_reply(
     2, 1023, 1024, 0x01, 16370, 0xFFFFFFFF, 65535, 0xFFFFFFFF, 0xFFFFFFFF, 65535, 16370,
-    bitmap(range(1024), 1024),
+    bitmap(range(1024), 1024), shards=255,
 )
 vector(
     "join_reply_world_1024",
     "JoinReply with COMPLETE to rank 1023 of job 2: the largest world, a 128-byte bitmap,"
-    " the largest session and nonce, one lane of 65535 slots and chunks of 16370",
+    " the largest session and nonce, one lane of 65535 slots and chunks of 16370, from a"
+    " switch of the most shards, 255",
     f, b, 32,
 )
 
@@ -502,6 +505,8 @@ ABORTS = {
     12: (1, 0, 0xDEADBEEF, SESSION, "a Probe of a session that is not the job's run"),
     13: (1, 4, 0xDEADBEEF, JOIN_NONCE,
          "a Join of lane 1 at shard 0 of a switch of 4 shards (lane 1's is shard 1)"),
+    14: (1, 2, 0xDEADBEEF, JOIN_NONCE,
+         "a Join of a rank whose number of lanes is not the 2 the run agreed"),
 }
 for reason, name in REASONS.items():
     rank, detail, epoch, session, answers = ABORTS[reason]
@@ -580,7 +585,7 @@ emit("# ---- Invalid ----")
 emit()
 
 _, contribution = data("contribution", 7, 3, 5, 1, 0x02, 9, 130, SESSION, [1, -2])
-_, join_b = join(7, 3, 4, 8, 4, 256, JOIN_NONCE, 0x0123456789ABCDEF)
+_, join_b = join(7, 3, 4, 8, 4, 256, 3, JOIN_NONCE, 0x0123456789ABCDEF)
 _, jr = join_reply(
     7, RANK_ALL, 12, 0x01, 1024, 0x01020304, 16, SESSION, JOIN_NONCE, 4, 256,
     bitmap(range(12), 12),
@@ -629,7 +634,8 @@ invalid("join_16_bytes", "A Join of the layout before sessions: 16 bytes, no non
         "truncated", join_b[:16])
 invalid("join_27_bytes", "A Join one byte short", "truncated", join_b[:27])
 invalid("join_29_bytes", "A Join with one byte after it", "trailing", join_b + b"\x00")
-invalid("join_reserved", "A Join with reserved byte 15 set", "reserved", with_byte(join_b, 15, 1))
+invalid("join_lanes_0", "A Join of a rank with 0 lanes: every rank has at least one",
+        "field lanes", join_b[:14] + b"\x00" * 2 + join_b[16:])
 invalid("join_nonce_0", "A Join with nonce 0: every process has a non-zero nonce",
         "field nonce", join_b[:16] + b"\x00" * 4 + join_b[20:])
 invalid("join_reply_bitmap_short", "A JoinReply that declares 2 bitmap bytes and carries 1",

@@ -50,7 +50,7 @@ create_exception!(
 pub fn to_py(error: Error) -> PyErr {
     let message = error.to_string();
     match error {
-        Error::Config(_) => ConfigError::new_err(message),
+        Error::Config(_) | Error::Shape { .. } => ConfigError::new_err(message),
         Error::SwitchUnreachable { .. } => SwitchUnreachableError::new_err(message),
         Error::Timeout { .. } => JoinTimeoutError::new_err(message),
         Error::Worker { .. } | Error::LaneGone { .. } => StreamError::new_err(message),

@@ -20,7 +20,7 @@ use switchml_core::quant::Op;
 use switchml_core::worker::{Stats, WorkerError};
 
 use crate::config::CommConfig;
-use crate::error::Error;
+use crate::error::{Error, ShapeSetting};
 use crate::lane::{Command, Lane, Report, Shared, Timing, BATCH};
 use crate::lane_log::LaneLog;
 use crate::part::{split, Element, Submission};
@@ -94,13 +94,7 @@ impl Communicator {
                         addr: self.config.switch,
                     })
                 }
-                Ok(Report::Failed { lane, error }) => {
-                    return Err(Error::Worker {
-                        rank: self.config.rank,
-                        lane,
-                        error,
-                    })
-                }
+                Ok(Report::Failed { lane, error }) => return Err(self.join_failed(lane, error)),
                 Err(RecvTimeoutError::Timeout) => {
                     let lane = joined.iter().position(|j| !j).unwrap_or(0);
                     return Err(Error::Timeout {
@@ -115,6 +109,28 @@ impl Communicator {
             }
         }
         Ok(epoch)
+    }
+
+    /// The error for lane `lane`'s failure to join: a refusal of this rank's lane shape
+    /// names the setting to change and the job's value (protocol.md §4.1).
+    fn join_failed(&self, lane: usize, error: Box<WorkerError>) -> Error {
+        let rank = self.config.rank;
+        if let WorkerError::Refused { reason, detail } = *error {
+            if let Some(setting) = ShapeSetting::of(reason) {
+                let ours = match setting {
+                    ShapeSetting::Lanes => self.config.lanes,
+                    ShapeSetting::Window => self.config.window,
+                    ShapeSetting::Count => self.config.count,
+                };
+                return Error::Shape {
+                    rank,
+                    setting,
+                    agreed: detail,
+                    ours,
+                };
+            }
+        }
+        Error::Worker { rank, lane, error }
     }
 
     /// Return the configuration.

@@ -3,8 +3,10 @@
 //! sets, a TOML file) and which wins is [`Settings`]'s business.
 //!
 //! Every rank of a job must use the same `lanes`, `window` and `count`: they fix which
-//! slots each part of a tensor travels on (protocol.md §6). The defaults are defined here
-//! once, and the `switchml` command uses them too, so ranks that set nothing agree.
+//! slots each part of a tensor travels on (protocol.md §6). The switch agrees them at Join
+//! (§4.1): a rank whose values are not its run's fails to connect with [`Error::Shape`],
+//! which names the job's value. The defaults are defined here once, and the `switchml`
+//! command uses them too, so ranks that set nothing agree.
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
@@ -183,6 +185,7 @@ impl CommConfig {
             slot_lo: self.layout().slot_lo(lane).unwrap_or(0),
             window: self.window,
             count: self.count,
+            lanes: self.lanes,
             rto: to_core(self.rto),
             max_rto: to_core(self.max_rto),
             retries: self.retries,

@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use switchml_core::quant::{ElementType, NonFinite};
+use switchml_core::wire::AbortReason;
 use switchml_core::worker::{SubmitErrorKind, TensorError, WorkerError};
 
 /// Why a communicator call failed.
@@ -30,6 +31,18 @@ pub enum Error {
     SwitchUnreachable {
         /// The switch address of the configuration.
         addr: SocketAddr,
+    },
+    /// This rank's lane shape is not the one the job's run agreed at Join (protocol.md
+    /// §4.1): the switch refused it and named the run's value, which this rank must use.
+    Shape {
+        /// This worker's rank.
+        rank: u16,
+        /// The setting that differs.
+        setting: ShapeSetting,
+        /// The run's value.
+        agreed: u16,
+        /// This rank's value.
+        ours: u16,
     },
     /// One lane's stream failed: the job cannot go on.
     Worker {
@@ -76,6 +89,57 @@ pub enum Error {
     },
 }
 
+/// The settings that make up the lane shape every rank of a job must share (protocol.md §6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShapeSetting {
+    /// The number of lanes (`SWITCHML_LANES`, `lanes`).
+    Lanes,
+    /// Slots per lane (`SWITCHML_WINDOW`, `window`).
+    Window,
+    /// Values per packet (`SWITCHML_COUNT`, `count`).
+    Count,
+}
+
+impl ShapeSetting {
+    /// Return the setting the switch's refusal `reason` is about, if it is a shape's.
+    pub fn of(reason: AbortReason) -> Option<ShapeSetting> {
+        match reason {
+            AbortReason::LaneCountMismatch => Some(ShapeSetting::Lanes),
+            AbortReason::LaneMismatch => Some(ShapeSetting::Window),
+            AbortReason::ChunkMismatch => Some(ShapeSetting::Count),
+            _ => None,
+        }
+    }
+
+    /// Return the environment variable that sets it.
+    pub fn variable(self) -> &'static str {
+        match self {
+            ShapeSetting::Lanes => "SWITCHML_LANES",
+            ShapeSetting::Window => "SWITCHML_WINDOW",
+            ShapeSetting::Count => "SWITCHML_COUNT",
+        }
+    }
+
+    /// Return its key in a configuration file.
+    pub fn key(self) -> &'static str {
+        match self {
+            ShapeSetting::Lanes => "lanes",
+            ShapeSetting::Window => "window",
+            ShapeSetting::Count => "count",
+        }
+    }
+
+    /// Return what `n` of it are, in words: "2 lanes", "1 slot per lane".
+    fn amount(self, n: u16) -> String {
+        let plural = if n == 1 { "" } else { "s" };
+        match self {
+            ShapeSetting::Lanes => format!("{n} lane{plural}"),
+            ShapeSetting::Window => format!("{n} slot{plural} per lane"),
+            ShapeSetting::Count => format!("{n} value{plural} per packet"),
+        }
+    }
+}
+
 impl Error {
     /// Wrap an OS error with what was being done.
     pub fn io(what: impl Into<String>, err: &io::Error) -> Error {
@@ -105,6 +169,19 @@ impl fmt::Display for Error {
             Error::SwitchUnreachable { addr } => write!(
                 f,
                 "nothing listens at {addr}: the switch's port is closed (ICMP port unreachable); is the switch running there, on that port?"
+            ),
+            Error::Shape {
+                rank,
+                setting,
+                agreed,
+                ours,
+            } => write!(
+                f,
+                "rank {rank}: the job's ranks use {}; this rank has {ours}: set {}={agreed} \
+                 (`{} = {agreed}` in the file)",
+                setting.amount(*agreed),
+                setting.variable(),
+                setting.key(),
             ),
             Error::Worker { rank, lane, error } => write!(f, "rank {rank} lane {lane}: {error}"),
             Error::Overflow { index, element } => {

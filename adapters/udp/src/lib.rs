@@ -71,7 +71,7 @@ pub use admin::request as admin_request;
 pub use comm::{Communicator, Pending};
 pub use config::CommConfig;
 pub use daemon::{JobSpec, DEFAULT_JOB_SLOTS};
-pub use error::Error;
+pub use error::{Error, ShapeSetting};
 pub use half::{bf16, f16};
 pub use lane::Timing;
 pub use part::Element;

@@ -54,6 +54,7 @@ fn join(t: &Target, rank: u16, slot_lo: u16, slot_count: u16, count: u16, key: u
         slot_lo,
         slot_count,
         count,
+        lanes: 4,
         nonce: 0x5712_A45E,
         key,
     }))
@@ -245,6 +246,7 @@ fn defect5_a_flood_of_huge_joins_gets_the_cheap_refusal_and_the_job_completes(
                 slot_lo: [0, 0, 512, u16::MAX][(r >> 16) as usize % 4],
                 slot_count: [t.slots, u16::MAX, 32768, 512][(r >> 24) as usize % 4],
                 count: [64, u16::MAX, 16370][(r >> 32) as usize % 3],
+                lanes: u16::MAX,
                 nonce: (r >> 40) as u32 | 1,
                 key: r ^ KEY.rotate_left(3),
             };

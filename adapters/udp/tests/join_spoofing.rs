@@ -39,6 +39,7 @@ fn a_refusal_spoofed_to_a_joining_lane_does_not_end_its_join(pipeline: SwitchPip
         slot_lo: 0,
         slot_count: 16,
         count: 64,
+        lanes: 2,
         nonce: 5,
         key: KEY ^ 1,
     }));

@@ -64,6 +64,7 @@ fn throw_junk(a: &mut Attacker) {
                 slot_lo: 0,
                 slot_count: 16,
                 count: 64,
+                lanes: 2,
                 nonce: (r >> 32) as u32 | 1,
                 key: r ^ KEY.rotate_left(1),
             })),

@@ -31,6 +31,7 @@ fn each_pipeline_answers_with_its_own_limits_and_counters() {
             slot_lo: 0,
             slot_count: 16,
             count: 64,
+            lanes: 2,
             nonce: 0x0123_4567,
             key: KEY,
         };

@@ -6,7 +6,7 @@
 //! learns which ranks never contributed. They also admit the job's ranks: a Join must carry
 //! the job's key, and every later message the session of the run it joined (§4.1).
 
-use super::run::JoinStep;
+use super::run::{JoinStep, LaneShape};
 use super::{DropReason, Switch, Verdict};
 use crate::ranks::bitmap_len;
 use crate::wire::{
@@ -90,6 +90,7 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
         } else if j.slot_count == 0
             || u32::from(j.slot_lo) + u32::from(j.slot_count) > u32::from(c.slot_count)
             || j.slot_lo % j.slot_count != 0
+            || j.slot_lo / j.slot_count >= j.lanes
         {
             Some((AbortReason::SlotRange, c.slot_count))
         } else if j.count == 0 || j.count > max_count {
@@ -105,9 +106,12 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
         let opens = !job.run.is_open();
         let was_complete = job.all_joined();
         let runs_before = job.counters.runs;
-        let step = job
-            .run
-            .join(j.rank, j.nonce, j.slot_count, j.count, c.world, runs_before);
+        let shape = LaneShape {
+            lane_slots: j.slot_count,
+            count: j.count,
+            lanes: j.lanes,
+        };
+        let step = job.run.join(j.rank, j.nonce, shape, c.world, runs_before);
         if opens {
             job.counters.runs += 1;
         }
@@ -132,6 +136,10 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
             }
             JoinStep::ChunkMismatch(d) => {
                 let reason = AbortReason::ChunkMismatch;
+                return self.refuse(j.job, j.rank, reason, d, j.nonce, out);
+            }
+            JoinStep::LaneCountMismatch(d) => {
+                let reason = AbortReason::LaneCountMismatch;
                 return self.refuse(j.job, j.rank, reason, d, j.nonce, out);
             }
         }

@@ -395,6 +395,7 @@ mod tests {
             slot_lo,
             slot_count: 2,
             count: 1,
+            lanes: 2,
             nonce,
             key: 9,
         }

@@ -20,6 +20,8 @@ pub(crate) struct Run<const WORDS: usize> {
     pub(crate) lane_slots: u16,
     /// Values per chunk, agreed by the run's first Join.
     pub(crate) count: u16,
+    /// Lanes per rank, agreed by the run's first Join.
+    pub(crate) lanes: u16,
     /// Ranks that joined this run.
     pub(crate) joined: RankSet<WORDS>,
     /// Ranks that left this run.
@@ -39,6 +41,19 @@ pub(crate) enum JoinStep {
     LaneMismatch(u16),
     /// The chunk size is not the run's (the agreed value given).
     ChunkMismatch(u16),
+    /// The rank's number of lanes is not the run's (the agreed value given).
+    LaneCountMismatch(u16),
+}
+
+/// A lane's shape as its Join states it; the first Join of a run makes it the run's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LaneShape {
+    /// Slots per lane.
+    pub(crate) lane_slots: u16,
+    /// Values per chunk.
+    pub(crate) count: u16,
+    /// Lanes per rank.
+    pub(crate) lanes: u16,
 }
 
 impl<const WORDS: usize> Run<WORDS> {
@@ -46,6 +61,7 @@ impl<const WORDS: usize> Run<WORDS> {
         session: 0,
         lane_slots: 0,
         count: 0,
+        lanes: 0,
         joined: RankSet::EMPTY,
         left: RankSet::EMPTY,
         nonces: [[0; 64]; WORDS],
@@ -77,23 +93,22 @@ impl<const WORDS: usize> Run<WORDS> {
         }
     }
 
-    /// Decide and apply a Join of `rank` (`nonce`, a lane of `lane_slots` slots, chunks of
-    /// `count`) for a job of `world` ranks. Opens a run when there is none, the job's
-    /// `runs_before`-th.
+    /// Decide and apply a Join of `rank` (`nonce`, a lane of `shape`) for a job of `world`
+    /// ranks. Opens a run when there is none, the job's `runs_before`-th.
     pub(crate) fn join(
         &mut self,
         rank: u16,
         nonce: u32,
-        lane_slots: u16,
-        count: u16,
+        shape: LaneShape,
         world: u16,
         runs_before: u64,
     ) -> JoinStep {
         if !self.is_open() {
             *self = Run {
                 session: session_of(nonce, runs_before),
-                lane_slots,
-                count,
+                lane_slots: shape.lane_slots,
+                count: shape.count,
+                lanes: shape.lanes,
                 ..Run::NONE
             };
         }
@@ -101,11 +116,14 @@ impl<const WORDS: usize> Run<WORDS> {
         if self.joined.contains(rank) && self.nonce(rank) != nonce && complete {
             return JoinStep::EndsRun;
         }
-        if lane_slots != self.lane_slots {
+        if shape.lane_slots != self.lane_slots {
             return JoinStep::LaneMismatch(self.lane_slots);
         }
-        if count != self.count {
+        if shape.count != self.count {
             return JoinStep::ChunkMismatch(self.count);
+        }
+        if shape.lanes != self.lanes {
+            return JoinStep::LaneCountMismatch(self.lanes);
         }
         // A new rank, or a rank's new process before the run is complete (it replaces the
         // old one: nothing of the run can have been sent yet), or the same process again.
@@ -144,29 +162,80 @@ pub(crate) const fn session_of(nonce: u32, runs_before: u64) -> u32 {
 mod tests {
     use super::*;
 
+    fn shape(lane_slots: u16, count: u16, lanes: u16) -> LaneShape {
+        LaneShape {
+            lane_slots,
+            count,
+            lanes,
+        }
+    }
+
     #[test]
     fn the_first_join_opens_the_run_with_its_nonce_and_shape() {
         let mut run = Run::<1>::NONE;
         assert!(!run.is_open() && !run.admits(0));
-        assert_eq!(run.join(1, 77, 32, 256, 2, 0), JoinStep::Member);
+        assert_eq!(run.join(1, 77, shape(32, 256, 1), 2, 0), JoinStep::Member);
         assert!(run.admits(77) && !run.admits(78));
-        assert_eq!(run.join(0, 5, 16, 256, 2, 0), JoinStep::LaneMismatch(32));
-        assert_eq!(run.join(0, 5, 32, 64, 2, 0), JoinStep::ChunkMismatch(256));
+        assert_eq!(
+            run.join(0, 5, shape(16, 256, 1), 2, 0),
+            JoinStep::LaneMismatch(32)
+        );
+        assert_eq!(
+            run.join(0, 5, shape(32, 64, 1), 2, 0),
+            JoinStep::ChunkMismatch(256)
+        );
         assert!(!run.joined.contains(0));
-        assert_eq!(run.join(0, 5, 32, 256, 2, 0), JoinStep::Member);
+        assert_eq!(run.join(0, 5, shape(32, 256, 1), 2, 0), JoinStep::Member);
+        assert_eq!(run.joined.len(), 2);
+    }
+
+    #[test]
+    fn the_first_join_fixes_the_number_of_lanes() {
+        // Issue 11: rank 0 with 2 lanes and rank 1 with 1 lane both joined (same slots per
+        // lane and chunk size), split tensors differently and deadlocked.
+        let mut run = Run::<1>::NONE;
+        assert_eq!(run.join(0, 7, shape(16, 64, 2), 2, 0), JoinStep::Member);
+        assert_eq!(run.lanes, 2);
+        assert_eq!(
+            run.join(1, 8, shape(16, 64, 1), 2, 0),
+            JoinStep::LaneCountMismatch(2)
+        );
+        assert!(!run.joined.contains(1), "a refused Join changes nothing");
+        // The slots per lane and the chunk size are checked first, as before.
+        assert_eq!(
+            run.join(1, 8, shape(8, 64, 1), 2, 0),
+            JoinStep::LaneMismatch(16)
+        );
+        assert_eq!(run.join(1, 8, shape(16, 64, 2), 2, 0), JoinStep::Member);
         assert_eq!(run.joined.len(), 2);
     }
 
     #[test]
     fn a_new_process_replaces_its_rank_until_the_run_is_complete_then_ends_it() {
         let mut run = Run::<1>::NONE;
-        assert_eq!(run.join(0, 1, 8, 8, 3, 0), JoinStep::Member);
-        assert_eq!(run.join(1, 2, 8, 8, 3, 0), JoinStep::Member);
-        assert_eq!(run.join(1, 3, 8, 8, 3, 0), JoinStep::Member, "replaced");
-        assert_eq!(run.join(1, 3, 8, 8, 3, 0), JoinStep::Member, "a resend");
-        assert_eq!(run.join(2, 4, 8, 8, 3, 0), JoinStep::Member);
-        assert_eq!(run.join(2, 4, 8, 8, 3, 0), JoinStep::Member, "a resend");
-        assert_eq!(run.join(1, 2, 8, 8, 3, 0), JoinStep::EndsRun, "old process");
+        assert_eq!(run.join(0, 1, shape(8, 8, 1), 3, 0), JoinStep::Member);
+        assert_eq!(run.join(1, 2, shape(8, 8, 1), 3, 0), JoinStep::Member);
+        assert_eq!(
+            run.join(1, 3, shape(8, 8, 1), 3, 0),
+            JoinStep::Member,
+            "replaced"
+        );
+        assert_eq!(
+            run.join(1, 3, shape(8, 8, 1), 3, 0),
+            JoinStep::Member,
+            "a resend"
+        );
+        assert_eq!(run.join(2, 4, shape(8, 8, 1), 3, 0), JoinStep::Member);
+        assert_eq!(
+            run.join(2, 4, shape(8, 8, 1), 3, 0),
+            JoinStep::Member,
+            "a resend"
+        );
+        assert_eq!(
+            run.join(1, 2, shape(8, 8, 1), 3, 0),
+            JoinStep::EndsRun,
+            "old process"
+        );
         assert_eq!(run.session, 1, "the caller ends the run");
     }
 
@@ -180,15 +249,15 @@ mod tests {
         );
         assert_eq!(session_of(u32::MAX, 1), 1);
         let mut run = Run::<1>::NONE;
-        run.join(0, 9, 8, 8, 1, 3);
+        run.join(0, 9, shape(8, 8, 1), 1, 3);
         assert_eq!(run.session, 12);
     }
 
     #[test]
     fn the_run_is_over_when_every_joined_rank_left() {
         let mut run = Run::<1>::NONE;
-        run.join(0, 1, 8, 8, 2, 0);
-        run.join(1, 2, 8, 8, 2, 0);
+        run.join(0, 1, shape(8, 8, 1), 2, 0);
+        run.join(1, 2, shape(8, 8, 1), 2, 0);
         assert!(!run.leave(1));
         assert!(!run.leave(5), "not a member");
         assert!(run.leave(0));

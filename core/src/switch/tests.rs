@@ -373,6 +373,7 @@ fn join(rank: u16, world: u16, slot_lo: u16, slot_count: u16, count: u16) -> [u8
     )
 }
 
+/// A Join of a rank whose lanes of `slot_count` slots fill the job's 8 slots.
 fn join_as(
     rank: u16,
     world: u16,
@@ -382,18 +383,24 @@ fn join_as(
     nonce: u32,
     key: u64,
 ) -> [u8; 28] {
-    let mut b = [0u8; 28];
-    JoinRepr {
+    let lanes = 8u16.checked_div(slot_count).unwrap_or(1).max(1);
+    let repr = JoinRepr {
         job: 7,
         rank,
         world,
         slot_lo,
         slot_count,
         count,
+        lanes,
         nonce,
         key,
-    }
-    .emit(&mut JoinPacket::new_unchecked(&mut b[..]));
+    };
+    join_repr(repr)
+}
+
+fn join_repr(repr: JoinRepr) -> [u8; 28] {
+    let mut b = [0u8; 28];
+    repr.emit(&mut JoinPacket::new_unchecked(&mut b[..]));
     b
 }
 
@@ -944,6 +951,47 @@ fn a_run_agrees_one_lane_shape() {
         (abort_of(&out, v).reason, abort_of(&out, v).detail),
         (AbortReason::ChunkMismatch, 8)
     );
+}
+
+#[test]
+fn a_run_agrees_the_number_of_lanes_per_rank() {
+    // Issue 11: rank 0 with 2 lanes of 4 slots and rank 1 with 1 lane of 4 slots both
+    // joined, split their tensors differently and deadlocked. Now the first Join fixes L.
+    let mut pool = pool();
+    let mut s = fresh_switch(&mut pool);
+    let mut out = [0u8; OUT];
+    let lane = |rank: u16, slot_lo: u16, lanes: u16| {
+        join_repr(JoinRepr {
+            job: 7,
+            rank,
+            world: 3,
+            slot_lo,
+            slot_count: 4,
+            count: 8,
+            lanes,
+            nonce: 100 + u32::from(rank),
+            key: KEY,
+        })
+    };
+    let v = send(&mut s, &lane(0, 0, 2), &mut out);
+    assert!(matches!(v, Verdict::Unicast { rank: 0, .. }), "{v:?}");
+    send(&mut s, &lane(0, 4, 2), &mut out);
+    let v = send(&mut s, &lane(1, 0, 1), &mut out);
+    let a = abort_of(&out, v);
+    assert_eq!(
+        (a.reason, a.detail, a.session),
+        (AbortReason::LaneCountMismatch, 2, 101),
+        "refused, naming the run's L and the Join's nonce"
+    );
+    assert_eq!(s.job(7).unwrap().joined().len(), 1, "rank 1 is not in");
+    // With the run's L it joins.
+    let v = send(&mut s, &lane(1, 0, 2), &mut out);
+    assert!(matches!(v, Verdict::Unicast { rank: 1, .. }), "{v:?}");
+    // A lane that is not one of the L its Join states is no lane at all: SlotRange, before
+    // the run is asked, whatever its L.
+    let v = send(&mut s, &lane(2, 4, 1), &mut out);
+    let a = abort_of(&out, v);
+    assert_eq!((a.reason, a.detail), (AbortReason::SlotRange, 8));
 }
 
 #[test]

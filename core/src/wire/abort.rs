@@ -66,6 +66,9 @@ pub enum AbortReason {
     /// 13: the Join reached a shard that does not serve its lane (detail: the switch's
     /// number of shards; the lane's shard is `lane mod shards`, protocol.md §1.1).
     WrongShard,
+    /// 14: the rank's number of lanes differs from the one the job's run agreed (detail:
+    /// it).
+    LaneCountMismatch,
     /// A reason this version does not know.
     Unknown(u8),
 }
@@ -86,6 +89,7 @@ impl From<u8> for AbortReason {
             11 => AbortReason::ChunkMismatch,
             12 => AbortReason::SessionEnded,
             13 => AbortReason::WrongShard,
+            14 => AbortReason::LaneCountMismatch,
             other => AbortReason::Unknown(other),
         }
     }
@@ -107,6 +111,7 @@ impl From<AbortReason> for u8 {
             AbortReason::ChunkMismatch => 11,
             AbortReason::SessionEnded => 12,
             AbortReason::WrongShard => 13,
+            AbortReason::LaneCountMismatch => 14,
             AbortReason::Unknown(other) => other,
         }
     }
@@ -141,6 +146,9 @@ impl core::fmt::Display for AbortReason {
             }
             AbortReason::WrongShard => {
                 f.write_str("this shard of the switch does not serve the lane")
+            }
+            AbortReason::LaneCountMismatch => {
+                f.write_str("the number of lanes differs from the one the job's ranks use")
             }
             AbortReason::Unknown(b) => write!(f, "unknown abort reason {b:#04x}"),
         }
@@ -324,8 +332,9 @@ mod tests {
             assert_eq!(u8::from(AbortReason::from(b)), b);
         }
         assert_eq!(AbortReason::from(0), AbortReason::Unknown(0));
-        assert_eq!(AbortReason::from(99), AbortReason::Unknown(99));
         assert_eq!(AbortReason::from(13), AbortReason::WrongShard);
+        assert_eq!(AbortReason::from(14), AbortReason::LaneCountMismatch);
+        assert_eq!(AbortReason::from(99), AbortReason::Unknown(99));
     }
 
     #[test]
@@ -363,8 +372,8 @@ mod tests {
             "Abort job 7 rank 1 reason WorldMismatch detail 8 epoch 0xdeadbeef session 0x00000000"
         );
         assert_eq!(
-            AbortReason::Unknown(13).to_string(),
-            "unknown abort reason 0x0d"
+            AbortReason::Unknown(15).to_string(),
+            "unknown abort reason 0x0f"
         );
     }
 

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //!  0: version | 1: type | 2-3: job | 4-5: rank | 6-7: world | 8-9: slot_lo
-//! 10-11: slot_count | 12-13: count | 14-15: reserved | 16-19: nonce | 20-27: key
+//! 10-11: slot_count | 12-13: count | 14-15: lanes | 16-19: nonce | 20-27: key
 //! ```
 
 use zerocopy::network_endian::{U16, U32, U64};
@@ -26,8 +26,8 @@ pub struct Header {
     pub slot_count: U16,
     /// The chunk size `k` the lane will send.
     pub count: U16,
-    /// Reserved pair of bytes.
-    pub reserved: U16,
+    /// The rank's number of lanes `L` (non-zero), the same for every lane.
+    pub lanes: U16,
     /// The worker process's incarnation: non-zero, random, the same for every lane.
     pub nonce: U32,
     /// The job's credential, given to its ranks out of band.
@@ -69,9 +69,9 @@ impl<T: AsRef<[u8]>> JoinPacket<T> {
         self.header().count.get()
     }
 
-    /// Return the reserved field.
-    pub fn reserved(&self) -> u16 {
-        self.header().reserved.get()
+    /// Return the lanes field.
+    pub fn lanes(&self) -> u16 {
+        self.header().lanes.get()
     }
 
     /// Return the nonce field.
@@ -106,6 +106,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> JoinPacket<T> {
         self.header_mut().count.set(v);
     }
 
+    /// Set the lanes field.
+    pub fn set_lanes(&mut self, v: u16) {
+        self.header_mut().lanes.set(v);
+    }
+
     /// Set the nonce field.
     pub fn set_nonce(&mut self, v: u32) {
         self.header_mut().nonce.set(v);
@@ -133,6 +138,8 @@ pub struct JoinRepr {
     pub slot_count: u16,
     /// The chunk size `k` the lane will send.
     pub count: u16,
+    /// The rank's number of lanes `L` (non-zero; every lane of a rank sends the same).
+    pub lanes: u16,
     /// The worker process's incarnation (non-zero; every lane of a rank sends the same).
     pub nonce: u32,
     /// The job's credential.
@@ -145,8 +152,8 @@ impl JoinRepr {
         packet.check_len()?;
         let h = packet.header();
         h.prefix.check(MessageType::Join)?;
-        if h.reserved != U16::ZERO {
-            return Err(Error::Reserved("join.reserved"));
+        if h.lanes == U16::ZERO {
+            return Err(Error::Field("lanes"));
         }
         if h.nonce == U32::ZERO {
             return Err(Error::Field("nonce"));
@@ -158,6 +165,7 @@ impl JoinRepr {
             slot_lo: h.slot_lo.get(),
             slot_count: h.slot_count.get(),
             count: h.count.get(),
+            lanes: h.lanes.get(),
             nonce: h.nonce.get(),
             key: h.key.get(),
         })
@@ -176,21 +184,29 @@ impl JoinRepr {
             slot_lo: U16::new(self.slot_lo),
             slot_count: U16::new(self.slot_count),
             count: U16::new(self.count),
-            reserved: U16::ZERO,
+            lanes: U16::new(self.lanes),
             nonce: U32::new(self.nonce),
             key: U64::new(self.key),
         };
     }
 }
 
-/// One line: `Join job 7 rank 3 world 4 slot_lo 8 slot_count 4 count 256 nonce 0x01020304`.
+/// One line: `Join job 7 rank 3 world 4 slot_lo 8 slot_count 4 count 256 lanes 3 nonce
+/// 0x01020304`.
 /// The key is left out: a trace must not leak the job's credential.
 impl core::fmt::Display for JoinRepr {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(
             f,
-            "Join job {} rank {} world {} slot_lo {} slot_count {} count {} nonce {:#010x}",
-            self.job, self.rank, self.world, self.slot_lo, self.slot_count, self.count, self.nonce
+            "Join job {} rank {} world {} slot_lo {} slot_count {} count {} lanes {} nonce {:#010x}",
+            self.job,
+            self.rank,
+            self.world,
+            self.slot_lo,
+            self.slot_count,
+            self.count,
+            self.lanes,
+            self.nonce
         )
     }
 }
@@ -200,10 +216,11 @@ mod tests {
     use super::*;
     use crate::wire::VERSION;
 
-    // Job 7, rank 3 of 4, slots 8..12, k = 256, nonce 0x01020304, key 0x1122334455667788.
+    // Job 7, rank 3 of 4, slots 8..12 (lane 2 of 3), k = 256, nonce 0x01020304, key
+    // 0x1122334455667788.
     const BYTES: [u8; 28] = [
         0x01, 0x10, 0x00, 0x07, 0x00, 0x03, 0x00, 0x04, 0x00, 0x08, 0x00, 0x04, 0x01, 0x00, 0x00,
-        0x00, 0x01, 0x02, 0x03, 0x04, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,
+        0x03, 0x01, 0x02, 0x03, 0x04, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,
     ];
     const REPR: JoinRepr = JoinRepr {
         job: 7,
@@ -212,6 +229,7 @@ mod tests {
         slot_lo: 8,
         slot_count: 4,
         count: 256,
+        lanes: 3,
         nonce: 0x0102_0304,
         key: 0x1122_3344_5566_7788,
     };
@@ -242,6 +260,7 @@ mod tests {
         p.set_slot_lo(8);
         p.set_slot_count(4);
         p.set_count(256);
+        p.set_lanes(3);
         p.set_nonce(0x0102_0304);
         p.set_key(0x1122_3344_5566_7788);
         assert_eq!(buf, BYTES);
@@ -271,10 +290,8 @@ mod tests {
         JoinPacket::new_unchecked(&mut bad[..]).set_msg_type(MessageType::Probe);
         assert_eq!(parse(&bad), Err(Error::Field("type")));
         let mut bad = BYTES;
-        JoinPacket::new_unchecked(&mut bad[..])
-            .header_mut()
-            .reserved = U16::new(1);
-        assert_eq!(parse(&bad), Err(Error::Reserved("join.reserved")));
+        JoinPacket::new_unchecked(&mut bad[..]).set_lanes(0);
+        assert_eq!(parse(&bad), Err(Error::Field("lanes")));
         let mut bad = BYTES;
         JoinPacket::new_unchecked(&mut bad[..]).set_nonce(0);
         assert_eq!(parse(&bad), Err(Error::Field("nonce")));
@@ -287,7 +304,7 @@ mod tests {
         let line = REPR.to_string();
         assert_eq!(
             line,
-            "Join job 7 rank 3 world 4 slot_lo 8 slot_count 4 count 256 nonce 0x01020304"
+            "Join job 7 rank 3 world 4 slot_lo 8 slot_count 4 count 256 lanes 3 nonce 0x01020304"
         );
         assert!(!line.contains("1122334455667788"));
     }

@@ -266,7 +266,7 @@ mod tests {
     #[test]
     fn decode_known_bytes_of_every_kind() {
         let join = [
-            1, 0x10, 0, 7, 0, 3, 0, 4, 0, 8, 0, 4, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9,
+            1, 0x10, 0, 7, 0, 3, 0, 4, 0, 8, 0, 4, 1, 0, 0, 3, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9,
         ];
         assert!(matches!(
             Message::parse(&join),
@@ -392,6 +392,7 @@ mod tests {
             slot_lo: 0,
             slot_count: 1,
             count: 64,
+            lanes: 1,
             nonce: 9,
             key: 10,
         });

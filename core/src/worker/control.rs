@@ -20,6 +20,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             slot_lo: c.slot_lo,
             slot_count: c.window,
             count: c.count,
+            lanes: c.lanes,
             nonce: c.nonce,
             key: c.key,
         };

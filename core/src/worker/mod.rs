@@ -62,6 +62,9 @@ pub struct Config {
     pub window: u16,
     /// Values per chunk (`k`).
     pub count: u16,
+    /// The rank's number of lanes `L` (this lane is lane `slot_lo / window` of them). The
+    /// switch agrees it at Join with `window` and `count` (protocol.md §4.1, §6).
+    pub lanes: u16,
     /// Smallest retransmission timeout: the first one, and the floor under the timeout
     /// measured from round trips (`srtt + 4·rttvar`, RFC 6298).
     pub rto: Duration,
@@ -82,7 +85,7 @@ pub struct Config {
 }
 
 impl Config {
-    /// A configuration with defaults: 64 slots from 0, k = 256, 5 ms first timeout doubling
+    /// A configuration with defaults: one lane of 64 slots from 0, k = 256, 5 ms first timeout doubling
     /// to 200 ms, 30 resends (about 5 s without progress), joins every 100 ms for 30 s, key
     /// 0 and nonce 1 (set both: the key to the job's, the nonce to a random one).
     pub const fn new(job: u16, rank: u16, world: u16) -> Config {
@@ -93,6 +96,7 @@ impl Config {
             slot_lo: 0,
             window: 64,
             count: 256,
+            lanes: 1,
             rto: Duration::from_millis(5),
             max_rto: Duration::from_millis(200),
             retries: 30,
@@ -121,6 +125,8 @@ pub enum ConfigError {
     Window,
     /// `count` is 0 or above what a datagram carries.
     Count,
+    /// `lanes` is 0, or this lane (`slot_lo / window`) is not one of them.
+    Lanes,
     /// A timeout is zero.
     Timeout,
     /// The nonce is zero.
@@ -134,6 +140,7 @@ impl core::fmt::Display for ConfigError {
             ConfigError::Rank => "rank must be below the world size",
             ConfigError::Window => "window must be 1..=SLOTS and fit in the slot numbering",
             ConfigError::Count => "count must be 1..=16371",
+            ConfigError::Lanes => "lanes must be at least 1 and above the lane's index",
             ConfigError::Timeout => "timeouts must be non-zero",
             ConfigError::Nonce => "the nonce must be non-zero",
         })
@@ -218,6 +225,9 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         }
         if config.count == 0 || config.count > wire::data::MAX_COUNT {
             return Err(ConfigError::Count);
+        }
+        if config.slot_lo / config.window >= config.lanes {
+            return Err(ConfigError::Lanes);
         }
         if [
             config.rto,

@@ -82,6 +82,7 @@ fn join_both(w: &mut TestWorker<'_>, s: &mut Switch<'_, 8, 1, 1>) {
         slot_lo: w.config().slot_lo,
         slot_count: w.config().window,
         count: w.config().count,
+        lanes: w.config().lanes,
         nonce: RANK1_NONCE,
         key: 0,
     };
@@ -223,6 +224,7 @@ fn every_contribution_stays_in_the_lanes_window() {
         world: 1,
         slot_lo: 3,
         window: 3,
+        lanes: 2,
         ..config()
     };
     let mut w = TestWorker::new(cfg).unwrap();
@@ -256,6 +258,52 @@ fn every_contribution_stays_in_the_lanes_window() {
     assert!(w.is_idle());
 }
 
+/// Issue 11: a rank whose number of lanes is not the run's was let in, split its tensors
+/// otherwise than its peers and deadlocked. The run agrees `L` at Join: the worker learns
+/// the run's `L` from the refusal and fails at once, naming it.
+#[test]
+fn a_lane_of_a_rank_with_another_number_of_lanes_fails_naming_the_runs() {
+    let mut pool = [Slot::<8, 1>::IDLE; 4];
+    let mut s = Switch::new(&mut pool, 1);
+    s.add_job(JobConfig {
+        id: 3,
+        world: 2,
+        slot_lo: 0,
+        slot_count: 4,
+        key: 0,
+    })
+    .unwrap();
+    // Rank 1 opens the run with 2 lanes of 2 slots; this rank has 1 lane of 2 slots.
+    let mut b = [0u8; 28];
+    crate::wire::JoinRepr {
+        job: 3,
+        rank: 1,
+        world: 2,
+        slot_lo: 0,
+        slot_count: 2,
+        count: 2,
+        lanes: 2,
+        nonce: RANK1_NONCE,
+        key: 0,
+    }
+    .emit(&mut crate::wire::JoinPacket::new_unchecked(&mut b[..]));
+    let mut out = [0u8; 512];
+    let _ = s.process(&b, &mut out);
+    let mut w = TestWorker::new(config()).unwrap();
+    assert_eq!(w.config().lanes, 1);
+    for a in exchange(&mut w, &mut s, ms(0)) {
+        w.handle_packet(ms(0), &a);
+    }
+    assert!(!w.is_running());
+    let refused = WorkerError::Refused {
+        reason: crate::wire::AbortReason::LaneCountMismatch,
+        detail: 2,
+    };
+    assert_eq!(w.failure().copied(), Some(refused));
+    assert!(matches!(w.poll_event(), Some(Event::Failed(e)) if e == refused));
+    assert_eq!(s.job(3).unwrap().joined().len(), 1, "only rank 1 is in");
+}
+
 #[test]
 fn bad_configurations_are_refused() {
     let ok = config();
@@ -272,6 +320,15 @@ fn bad_configurations_are_refused() {
             ConfigError::Window,
         ),
         (Config { count: 0, ..ok }, ConfigError::Count),
+        (Config { lanes: 0, ..ok }, ConfigError::Lanes),
+        (
+            Config {
+                slot_lo: 2,
+                lanes: 1,
+                ..ok
+            },
+            ConfigError::Lanes,
+        ),
         (
             Config {
                 rto: Duration::ZERO,

@@ -96,6 +96,7 @@ pub fn wire_case(seed: u64) -> Result<Case, String> {
                 world: job.world,
                 slot_lo: 0,
                 slot_count: job.slot_count,
+                lanes: 1,
                 count: 64,
                 nonce: WIRE_SESSION,
                 key: job.key,

@@ -30,6 +30,7 @@ pub fn contributions<const K: usize>(count: u16, world: u16, uses: u32) -> Sessi
             world,
             slot_lo: 0,
             slot_count: 16,
+            lanes: 1,
             // The Join's chunk size must be 1 or more, even for a timing of priming chunks.
             count: count.max(1),
             nonce: 100 + u32::from(rank),

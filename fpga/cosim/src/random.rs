@@ -114,6 +114,7 @@ impl<const K: usize> Workers<K> {
             world,
             slot_lo: 0,
             slot_count: c.slot_count,
+            lanes: 1,
             count: K as u16,
             nonce: self.nonce(j, rank),
             key,

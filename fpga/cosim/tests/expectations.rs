@@ -149,6 +149,7 @@ fn control_types_go_to_the_host_and_a_join_writes_the_session_into_the_table() {
         world: 1,
         slot_lo: 0,
         slot_count: 2,
+        lanes: 1,
         count: 8,
         nonce: 0xABCD,
         key: 9,

@@ -42,6 +42,7 @@ fn stream(count: u16) -> Vec<Vec<u8>> {
             slot_lo: 0,
             slot_count: SLOTS,
             count,
+            lanes: 1,
             nonce: SESSION + u32::from(rank),
             key: KEY,
         };

@@ -117,8 +117,8 @@ pub struct JoinHeader {
     pub slot_count: u16,
     /// Chunk size.
     pub count: u16,
-    /// Reserved bytes 14–15.
-    pub reserved: u16,
+    /// The rank's number of lanes (non-zero).
+    pub lanes: u16,
     /// The worker process's nonce (non-zero): the session of the run it opens.
     pub nonce: u32,
     /// The job's credential.

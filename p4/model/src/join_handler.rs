@@ -1,14 +1,15 @@
 //! `join_handler.p4`: the checks of a Join (protocol.md §3.2–3.3, §4 "Join", §4.1).
 //!
 //! A Join is checked against the job table entry in the reference's order — the job's key,
-//! rank, world size, slot range (the lane must lie in the job's slots and start at a
-//! multiple of its length), count — and refused with an Abort naming the first mismatch.
+//! rank, world size, slot range (the lane must lie in the job's slots, start at a multiple
+//! of its length, and be one of the `lanes` the Join states), count — and refused with an
+//! Abort naming the first mismatch.
 //! A Join that passes goes on to the run tracker (`run_tracker.rs`), which opens or joins
 //! the job's run.
 //!
-//! The handler is stateless. On BMv2 the alignment is `slot_lo % slot_count`; Tofino has no
-//! divider, so the TNA program looks the pair up in a table the control plane fills
-//! (`lane_alignment`).
+//! The handler is stateless. On BMv2 the alignment is `slot_lo % slot_count` and the lane
+//! `slot_lo / slot_count`; Tofino has no divider, so the TNA program looks the pair up in a
+//! table the control plane fills (`lane_alignment`), whose entry gives the lane.
 
 use switchml_core::wire::AbortReason;
 
@@ -61,6 +62,7 @@ impl JoinHandler {
         } else if h.slot_count == 0
             || u32::from(h.slot_lo) + u32::from(h.slot_count) > u32::from(c.slot_count)
             || h.slot_lo % h.slot_count != 0
+            || h.slot_lo / h.slot_count >= h.lanes
         {
             Some((AbortReason::SlotRange, c.slot_count))
         } else if h.count == 0 || h.count > max_count {
@@ -98,7 +100,7 @@ mod tests {
             slot_lo: 4,
             slot_count: 4,
             count: 64,
-            reserved: 0,
+            lanes: 2,
             nonce: 1,
             key: 0xAB,
         };
@@ -114,7 +116,8 @@ mod tests {
         assert_eq!(check(None, h), refuse(AbortReason::UnknownRank, 2));
         let world = JoinHeader { world: 3, ..h };
         assert_eq!(check(Some(1), world), refuse(AbortReason::WorldMismatch, 2));
-        for (slot_lo, slot_count) in [(0, 0), (8, 8), (2, 4), (3, 2)] {
+        // Empty, past the job's slots, not a lane, not one of the Join's 2 lanes.
+        for (slot_lo, slot_count) in [(0, 0), (8, 8), (2, 4), (3, 2), (8, 4)] {
             let range = JoinHeader {
                 slot_lo,
                 slot_count,
@@ -122,6 +125,12 @@ mod tests {
             };
             assert_eq!(check(Some(1), range), refuse(AbortReason::SlotRange, 12));
         }
+        let one_lane = JoinHeader { lanes: 1, ..h };
+        assert_eq!(
+            check(Some(1), one_lane),
+            refuse(AbortReason::SlotRange, 12),
+            "lane 1 of 1"
+        );
         for count in [0, 257] {
             let count = JoinHeader { count, ..h };
             assert_eq!(

@@ -159,7 +159,7 @@ fn join_header(b: &[u8]) -> Result<JoinHeader, ParserError> {
         slot_lo: p.slot_lo(),
         slot_count: p.slot_count(),
         count: p.count(),
-        reserved: p.reserved(),
+        lanes: p.lanes(),
         nonce: p.nonce(),
         key: p.key(),
     })

@@ -519,6 +519,9 @@ impl Pipeline {
             JoinStep::ChunkMismatch(detail) => {
                 self.refuse(prefix, AbortReason::ChunkMismatch, detail, j.nonce, out)
             }
+            JoinStep::LaneCountMismatch(detail) => {
+                self.refuse(prefix, AbortReason::LaneCountMismatch, detail, j.nonce, out)
+            }
         })
     }
 

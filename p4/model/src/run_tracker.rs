@@ -12,13 +12,16 @@
 //!   shape and counts the run here too. The `session` stage returns one value, the session
 //!   held; this copy of the count is how the opening Join learns the runs before it, and
 //!   so the session it opened, one stage later.
+//! - `lanes`: the run's number of lanes per rank, the rest of its lane shape (a Tofino
+//!   register pair has no room left in `shape`): the opening Join writes its own, any other
+//!   Join reads the agreed one.
 //! - `nonce`: each rank's process nonce, cell `64 × entry + rank` (the job's base + rank).
 //! - `joined`, `left`: bitmaps of the ranks that joined and that left the run.
 //!
 //! A run is opened by a Join finding `session` zero, and ended by writing it zero: a
 //! worker's Abort, the control plane ([`Pipeline::shutdown_run`]), a new process of a rank
 //! of a complete run (restart), or the Leave of the last joined rank. Nothing else is
-//! reset: the opening Join overwrites `shape` and resets `joined` and `left` in the same
+//! reset: the opening Join overwrites `shape` and `lanes` and resets `joined` and `left` in the same
 //! pass; `nonce` cells matter only for ranks in `joined`; and a Status reads `joined` as
 //! empty while no run is open. Slot versions carry the session of their use
 //! (`use_checker.rs`), so the pool needs no reset either.
@@ -66,6 +69,8 @@ pub enum JoinStep {
     LaneMismatch(u16),
     /// The chunk size is not the run's (the agreed one given).
     ChunkMismatch(u16),
+    /// The rank's number of lanes is not the run's (the agreed one given).
+    LaneCountMismatch(u16),
 }
 
 /// What a Leave does.
@@ -127,11 +132,12 @@ pub fn session_of(nonce: u32, runs_before: u32) -> u32 {
     }
 }
 
-/// The run tracker: registers `session`, `shape`, `nonce`, `joined`, `left`.
+/// The run tracker: registers `session`, `shape`, `lanes`, `nonce`, `joined`, `left`.
 #[derive(Debug, Clone)]
 pub struct RunTracker {
     session: Register<RunCell>,
     shape: Register<ShapeCell>,
+    lanes: Register<u16>,
     nonce: Register<u32>,
     joined: Register<u64>,
     left: Register<u64>,
@@ -153,6 +159,7 @@ impl RunTracker {
         RunTracker {
             session: Register::new("session", jobs, RunCell::default()),
             shape: Register::new("shape", jobs, ShapeCell::default()),
+            lanes: Register::new("lanes", jobs, 0),
             nonce: Register::new("nonce", jobs * usize::from(MAX_WORLD), 0),
             joined: Register::new("joined", jobs, 0),
             left: Register::new("left", jobs, 0),
@@ -247,9 +254,16 @@ impl RunTracker {
             ShapeRead::Opened { runs_before } => (given, session_of(h.nonce, runs_before)),
             ShapeRead::Agreed(shape) => (shape, held),
         };
+        let agreed_lanes = self.lanes.execute(pass, j, |cell| {
+            if opened {
+                *cell = h.lanes;
+            }
+            *cell
+        })?;
         // Only a Join of the run's shape changes the run.
         let bit = 1u64 << (rank & 63);
-        let mask = if agreed == given { bit } else { 0 };
+        let shape_ok = agreed == given && agreed_lanes == h.lanes;
+        let mask = if shape_ok { bit } else { 0 };
         let old_nonce = self
             .nonce
             .execute(pass, nonce_cell(job.index, rank), |cell| {
@@ -280,6 +294,8 @@ impl RunTracker {
             JoinStep::LaneMismatch(agreed.lane_slots)
         } else if agreed.count != h.count {
             JoinStep::ChunkMismatch(agreed.count)
+        } else if agreed_lanes != h.lanes {
+            JoinStep::LaneCountMismatch(agreed_lanes)
         } else {
             JoinStep::Member {
                 opened,
@@ -344,6 +360,7 @@ impl RunTracker {
         let j = usize::from(index);
         self.session.write(j, RunCell::default());
         self.shape.write(j, ShapeCell::default());
+        self.lanes.write(j, 0);
         self.joined.write(j, 0);
         self.left.write(j, 0);
         for rank in 0..MAX_WORLD {
@@ -373,12 +390,16 @@ mod tests {
     }
 
     fn join(nonce: u32, slot_count: u16, count: u16) -> JoinHeader {
+        join_lanes(nonce, slot_count, count, 1)
+    }
+
+    fn join_lanes(nonce: u32, slot_count: u16, count: u16, lanes: u16) -> JoinHeader {
         JoinHeader {
             world: 2,
             slot_lo: 0,
             slot_count,
             count,
-            reserved: 0,
+            lanes,
             nonce,
             key: 0,
         }
@@ -422,6 +443,31 @@ mod tests {
             was_complete: false,
         };
         assert_eq!(next, Ok(opened));
+    }
+
+    #[test]
+    fn the_first_join_fixes_the_number_of_lanes() {
+        // Issue 11: ranks with 2 and 1 lanes both joined and deadlocked.
+        let (mut clock, mut r, job) = (PassClock::default(), RunTracker::new(2), job(2));
+        let mut at = |r: &mut RunTracker, rank, h| r.join(&clock.begin(0), &job, rank, &h);
+        let opened = at(&mut r, 0, join_lanes(5, 8, 64, 2));
+        assert!(matches!(opened, Ok(JoinStep::Member { opened: true, .. })));
+        assert_eq!(
+            at(&mut r, 1, join_lanes(6, 8, 64, 1)),
+            Ok(JoinStep::LaneCountMismatch(2))
+        );
+        assert_eq!(r.report(1), (5, 8, 0b01), "rank 1 is not in");
+        // Slots per lane and chunk size are checked first.
+        assert_eq!(
+            at(&mut r, 1, join_lanes(6, 4, 64, 1)),
+            Ok(JoinStep::LaneMismatch(8))
+        );
+        let joined = at(&mut r, 1, join_lanes(6, 8, 64, 2));
+        assert!(matches!(joined, Ok(JoinStep::Member { joined: 0b11, .. })));
+        // The next run agrees its own.
+        r.close(1);
+        let next = at(&mut r, 1, join_lanes(6, 8, 64, 1));
+        assert!(matches!(next, Ok(JoinStep::Member { opened: true, .. })));
     }
 
     #[test]

@@ -333,8 +333,9 @@ mod tests {
     #[test]
     fn a_join_from_host_3_is_answered_on_port_3() {
         let mut p = pipeline();
+        // Lane 2 (slots 8..12) of 3.
         let mut join = vec![
-            1u8, 0x10, 0, 7, 0, 3, 0, 4, 0, 8, 0, 4, 1, 0, 0, 0, 0, 0, 0, 9,
+            1u8, 0x10, 0, 7, 0, 3, 0, 4, 0, 8, 0, 4, 1, 0, 0, 3, 0, 0, 0, 9,
         ];
         join.extend_from_slice(&KEY.to_be_bytes());
         let (port, f) = frame(&join);

@@ -1,8 +1,8 @@
 //! `validator.p4`: the field checks a P4 parser cannot make, and the message class.
 //!
 //! A message is `Malformed` if its version is not 1, its length is not exactly what its
-//! header declares, a reserved field is not zero, `ver` is above 1, or a Join's nonce is
-//! zero (protocol.md §2–3);
+//! header declares, a reserved field is not zero, `ver` is above 1, or a Join's nonce or
+//! lanes is zero (protocol.md §2–3);
 //! types only the switch sends (Result, JoinReply, ProbeReply, StatusReply) are
 //! `UnexpectedType`, unknown types `UnknownType` (§4).
 
@@ -45,10 +45,7 @@ impl Validator {
                 exact(4 * usize::from(d.count)) && d.ver <= 1 && d.reserved == 0,
                 Message::Contribution(d),
             ),
-            Body::Join(j) => (
-                exact(0) && j.reserved == 0 && j.nonce != 0,
-                Message::Join(j),
-            ),
+            Body::Join(j) => (exact(0) && j.lanes != 0 && j.nonce != 0, Message::Join(j)),
             Body::Probe(p) => (exact(0) && p.ver <= 1 && p.reserved == 0, Message::Probe(p)),
             Body::Abort(a) => (exact(0) && a.reserved == 0, Message::Abort(a)),
             Body::Status(q) => (exact(0) && q.reserved == 0, Message::Status(q)),
@@ -84,14 +81,14 @@ mod tests {
         c[19] = 1;
         assert_eq!(check(&c), Err(DropReason::Malformed));
         let mut join = [
-            1u8, 0x10, 0, 7, 0, 0, 0, 2, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0,
+            1u8, 0x10, 0, 7, 0, 0, 0, 2, 0, 0, 0, 1, 0, 1, 0, 1, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0,
         ];
         assert!(matches!(check(&join), Ok(Message::Join(_))));
         join[19] = 0;
         assert_eq!(check(&join), Err(DropReason::Malformed), "nonce 0");
         join[19] = 5;
-        join[15] = 1;
-        assert_eq!(check(&join), Err(DropReason::Malformed));
+        join[15] = 0;
+        assert_eq!(check(&join), Err(DropReason::Malformed), "lanes 0");
         let mut leave = [1u8, 0x17, 0, 7, 0, 1, 0, 0, 0, 0, 0, 9];
         assert!(matches!(check(&leave), Ok(Message::Leave(_))));
         leave[7] = 1;

@@ -91,11 +91,14 @@ fn sessions() -> impl Strategy<Value = Session> {
 #[derive(Debug, Clone)]
 enum Op {
     /// Every rank of a job joins (key, shape and process generation shared), in a shuffled
-    /// order: opens a run, or restarts ranks of the current one.
+    /// order: opens a run, or restarts ranks of the current one. `half`: as the second of
+    /// two lanes of half the job's slots, else its one lane of them all; `more`: stating
+    /// one lane more than that (a lane-count mismatch with a run of the other).
     JoinAll {
         job: usize,
         generation: u8,
         half: bool,
+        more: bool,
         count: u16,
         seed: u64,
     },
@@ -134,6 +137,7 @@ enum Op {
         slot_lo: u16,
         slot_count: u16,
         count: u16,
+        lanes: u16,
     },
     Probe {
         job: usize,
@@ -180,8 +184,8 @@ fn jobs() -> impl Strategy<Value = usize> {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        3 => (jobs(), 0u8..3, prop::bool::weighted(0.2), prop::sample::select(vec![1u16, 64, 256]), any::<u64>())
-            .prop_map(|(job, generation, half, count, seed)| Op::JoinAll { job, generation, half, count, seed }),
+        3 => (jobs(), 0u8..3, prop::bool::weighted(0.2), prop::bool::weighted(0.2), prop::sample::select(vec![1u16, 64, 256]), any::<u64>())
+            .prop_map(|(job, generation, half, more, count, seed)| Op::JoinAll { job, generation, half, more, count, seed }),
         6 => (jobs(), 0u16..5, 0u32..6, counts(), any::<u64>(), prop::bool::weighted(0.2), sessions())
             .prop_map(|(job, slot, use_, count, seed, skip, session)| {
                 Op::Round { job, slot, use_, count, seed, skip, session }
@@ -194,9 +198,9 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (any::<prop::sample::Index>(), 0usize..40, any::<u8>())
             .prop_map(|(i, at, b)| Op::Mutate(i, at, b)),
         2 => (0..4usize, 0u16..6, 0u8..3, prop::bool::weighted(0.85), 0u16..7, 0u16..3, 0u16..6,
-              prop::sample::select(vec![0u16, 1, 64, 256, 257]))
-            .prop_map(|(job, rank, generation, key_ok, world, slot_lo, slot_count, count)| {
-                Op::Join { job, rank, generation, key_ok, world, slot_lo, slot_count, count }
+              prop::sample::select(vec![0u16, 1, 64, 256, 257]), prop::sample::select(vec![0u16, 1, 1, 2, 3]))
+            .prop_map(|(job, rank, generation, key_ok, world, slot_lo, slot_count, count, lanes)| {
+                Op::Join { job, rank, generation, key_ok, world, slot_lo, slot_count, count, lanes }
             }),
         1 => (0..4usize, 0u16..6, 0u16..6, 0u8..2, sessions())
             .prop_map(|(job, rank, slot, ver, session)| Op::Probe { job, rank, slot, ver, session }),
@@ -244,12 +248,15 @@ fn shuffled(n: u16, seed: u64) -> Vec<u16> {
     ranks
 }
 
+/// A Join of the lane `(slot_lo, slot_count)` of a rank with `lanes` lanes.
+#[allow(clippy::too_many_arguments)]
 fn join(
     job: u16,
     rank: u16,
     world: u16,
     lane: (u16, u16),
     count: u16,
+    lanes: u16,
     n: u32,
     key: u64,
 ) -> Vec<u8> {
@@ -260,6 +267,7 @@ fn join(
         slot_lo: lane.0,
         slot_count: lane.1,
         count,
+        lanes,
         nonce: n,
         key,
     };
@@ -337,20 +345,23 @@ impl Gen {
                 job,
                 generation,
                 half,
+                more,
                 count,
                 seed,
             } => {
                 let id = JOB_IDS[*job];
                 let n = world_of(id, self.world7);
                 let slots = slots_of(id);
-                let lane = if *half {
-                    (slots / 2, slots / 2)
+                let (lane, lanes) = if *half {
+                    ((slots / 2, slots / 2), 2)
                 } else {
-                    (0, slots)
+                    ((0, slots), 1)
                 };
+                let lanes = lanes + u16::from(*more);
+                let key = KEYS[*job];
                 shuffled(n, *seed)
                     .into_iter()
-                    .map(|r| join(id, r, n, lane, *count, nonce(r, *generation), KEYS[*job]))
+                    .map(|r| join(id, r, n, lane, *count, lanes, nonce(r, *generation), key))
                     .collect()
             }
             Op::Round {
@@ -412,6 +423,7 @@ impl Gen {
                 slot_lo,
                 slot_count,
                 count,
+                lanes,
             } => {
                 let id = JOB_IDS[*job];
                 let world = if *world == 0 {
@@ -427,6 +439,7 @@ impl Gen {
                     world,
                     (*slot_lo, *slot_count),
                     *count,
+                    *lanes,
                     n,
                     key,
                 )]
@@ -620,7 +633,7 @@ fn the_fuzz_entry_accepts_any_bytes() {
         base: 0,
         sent: Vec::new(),
     };
-    let mut packets = vec![join(9, 0, 1, (0, 1), 3, 0x99, 0)];
+    let mut packets = vec![join(9, 0, 1, (0, 1), 3, 1, 0x99, 0)];
     for seq in 0..4u32 {
         packets.push(g.data(9, 0, 0, seq, false, 3, u64::from(seq), 0x99));
     }
@@ -810,6 +823,7 @@ fn the_generated_sequences_reach_every_outcome() {
         AbortReason::LaneMismatch,
         AbortReason::ChunkMismatch,
         AbortReason::SessionEnded,
+        AbortReason::LaneCountMismatch,
     ] {
         assert!(reasons.contains(&u8::from(reason)), "no Abort {reason:?}");
     }
@@ -876,7 +890,7 @@ fn a_jobs_runs_end_in_every_way_and_the_next_one_opens_alike() {
         sent: Vec::new(),
     };
     let key = KEYS[0];
-    let j = |rank: u16, n: u32| join(7, rank, 3, (0, 4), 64, n, key);
+    let j = |rank: u16, n: u32| join(7, rank, 3, (0, 4), 64, 1, n, key);
     let session = |pair: &Pair<'_>| pair.reference.job(7).unwrap().session();
 
     // Run 1: opened by rank 0's process 1; its process 2 replaces it while the run gathers.
@@ -959,7 +973,8 @@ fn counts_above_the_limit_are_refused_alike() {
         base: 0,
         sent: Vec::new(),
     };
-    let j = |rank: u16, count: u16| join(7, rank, 2, (0, 4), count, 1 + u32::from(rank), KEYS[0]);
+    let j =
+        |rank: u16, count: u16| join(7, rank, 2, (0, 4), count, 1, 1 + u32::from(rank), KEYS[0]);
     let refused = abort_of(exchange(&mut pair, &j(0, 9)));
     assert_eq!(refused, (AbortReason::CountTooLarge, 8, 1));
     match exchange(&mut pair, &j(0, 8)) {

@@ -49,6 +49,7 @@ fn open_run(p: &mut Pipeline, job: u16, session: u32) {
         slot_lo: 0,
         slot_count: c.slot_count,
         count: MAX_COUNT,
+        lanes: 1,
         nonce: session,
         key: testbed::KEY,
     };
@@ -123,6 +124,7 @@ fn joins_opening_runs() -> Vec<(String, Vec<u8>)> {
                 slot_lo: 0,
                 slot_count: c.slot_count,
                 count: MAX_COUNT,
+                lanes: 1,
                 nonce: VECTOR_SESSION + u32::from(rank),
                 key: testbed::KEY,
             };

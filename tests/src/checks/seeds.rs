@@ -50,7 +50,8 @@ fn contribute(job: u8, rank: u16, slot: u16, seq: u32, session: u32, values: &[i
 }
 
 /// A Join of `rank` of the 3-rank job (whole range, chunks of 4) by process `nonce`, with
-/// key choice `key` (0: the job's).
+/// key choice `key` (0: the job's). Its rank states 4 lanes, which a Join op encodes as no
+/// lane bits: the seed files read as they did before Joins carried `lanes`.
 fn join(rank: u16, nonce: u32, key: u8) -> SwitchOp {
     SwitchOp::Join {
         job: 0,
@@ -59,6 +60,7 @@ fn join(rank: u16, nonce: u32, key: u8) -> SwitchOp {
         slot_lo: 0,
         slot_count: 3,
         count: 4,
+        lanes: 4,
         nonce,
         key,
     }
@@ -174,6 +176,7 @@ pub fn switch() -> Seeds {
         slot_lo: 0,
         slot_count: 2,
         count: 2,
+        lanes: 4,
         nonce: NONCES[2],
         key: 0,
     });

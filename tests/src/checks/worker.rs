@@ -89,6 +89,8 @@ pub fn config(setup: &Setup) -> Config {
         slot_lo: setup.slot_lo,
         window: setup.window,
         count: setup.count,
+        // This lane is one of its rank's lanes (a window of 0 is refused first).
+        lanes: setup.slot_lo.checked_div(setup.window).unwrap_or(0) + 1,
         rto: Duration::from_millis(1),
         max_rto: Duration::from_millis(4),
         retries: setup.retries,
@@ -409,8 +411,16 @@ impl Checker {
             }
             Message::Join(j) => {
                 assert!(!failed && !self.contribution_sent, "Join now: {j:?}");
-                let want = (c.world, c.slot_lo, c.window, c.count, KEY, NONCE);
-                let got = (j.world, j.slot_lo, j.slot_count, j.count, j.key, j.nonce);
+                let want = (c.world, c.slot_lo, c.window, c.count, c.lanes, KEY, NONCE);
+                let got = (
+                    j.world,
+                    j.slot_lo,
+                    j.slot_count,
+                    j.count,
+                    j.lanes,
+                    j.key,
+                    j.nonce,
+                );
                 assert_eq!(got, want, "{j:?}");
             }
             Message::Leave(l) => {

@@ -239,6 +239,7 @@ impl Forger {
                     slot_lo: lane * self.rng.below(4) as u16,
                     slot_count: lane,
                     count: self.rng.pick(&[64, 64, 32, 0]),
+                    lanes: 4,
                     nonce: self.rng.next() as u32 | 1,
                     key: self.wrong_key(&t),
                 };
@@ -253,6 +254,7 @@ impl Forger {
                     slot_lo: self.rng.pick(&[0, 0, u16::MAX, 32768]),
                     slot_count: self.rng.pick(&[u16::MAX, 32768, t.slots]),
                     count: self.rng.pick(&[u16::MAX, 16370, 1024]),
+                    lanes: u16::MAX,
                     nonce: self.rng.pick(&[u32::MAX, nonce]),
                     key: self.wrong_key(&t),
                 };

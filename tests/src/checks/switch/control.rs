@@ -77,9 +77,13 @@ impl Checker<'_> {
         if j.world != job.world {
             refusals.push((AbortReason::WorldMismatch, job.world));
         }
-        // An empty lane is never aligned.
+        // An empty lane is never aligned; a lane is one of the `lanes` its Join states.
         let aligned = j.slot_lo.checked_rem(j.slot_count) == Some(0);
-        if !aligned || u32::from(j.slot_lo) + u32::from(j.slot_count) > job.slot_count.into() {
+        let one_of_its_lanes = j.slot_lo.checked_div(j.slot_count) < Some(j.lanes);
+        if !aligned
+            || !one_of_its_lanes
+            || u32::from(j.slot_lo) + u32::from(j.slot_count) > job.slot_count.into()
+        {
             refusals.push((AbortReason::SlotRange, job.slot_count));
         }
         if j.count == 0 || usize::from(j.count) > K {
@@ -96,6 +100,7 @@ impl Checker<'_> {
                 session: session_of(j.nonce, runs_before),
                 lane_slots: j.slot_count,
                 count: j.count,
+                lanes: j.lanes,
                 joined: Default::default(),
                 left: Default::default(),
             }
@@ -127,6 +132,10 @@ impl Checker<'_> {
         if j.count != run.count {
             let chunk = [(AbortReason::ChunkMismatch, run.count)];
             return self.refused(to, &chunk, verdict, reply);
+        }
+        if j.lanes != run.lanes {
+            let lanes = [(AbortReason::LaneCountMismatch, run.lanes)];
+            return self.refused(to, &lanes, verdict, reply);
         }
         // A new rank, the same process again, or a rank's new process before the run is
         // complete (it takes the old one's place).

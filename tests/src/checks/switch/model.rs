@@ -102,6 +102,8 @@ pub struct RunModel {
     pub lane_slots: u16,
     /// Values per chunk, from the opening Join.
     pub count: u16,
+    /// Lanes per rank, from the opening Join.
+    pub lanes: u16,
     /// The ranks that joined, each with the nonce of its process.
     pub joined: BTreeMap<u16, u32>,
     /// The ranks that left.

@@ -91,6 +91,8 @@ pub enum SwitchOp {
         slot_count: u16,
         /// Its chunk size.
         count: u16,
+        /// Its rank's number of lanes, 1..=4.
+        lanes: u16,
         /// Its process (one of [`NONCES`]).
         nonce: u32,
         /// 0: the job's key; 1: bit 0 flipped; 2: bit 63 flipped; 3: key 0 (or 1 if that is
@@ -211,16 +213,23 @@ pub fn decode_ops(bytes: &[u8]) -> Vec<SwitchOp> {
                     (0..n).map(|_| input.i32()).collect()
                 },
             },
-            7 | 8 => SwitchOp::Join {
-                job: input.u8() % 3,
-                rank: rank(&mut input),
-                world: u16::from(input.u8() % 5),
-                slot_lo: u16::from(input.u8() % 4),
-                slot_count: u16::from(input.u8() % 5),
-                count: input.u16() % (K as u16 + 2),
-                nonce: NONCES[input.below(NONCES.len())],
-                key: key(&mut input),
-            },
+            7 | 8 => {
+                let (job, rank, world) = (input.u8() % 3, rank(&mut input), input.u8() % 5);
+                // The slot_lo byte's bits 2-3 say how many lanes fewer than 4 the rank has:
+                // inputs from before the Join had `lanes` (bits 2-3 clear) keep their meaning.
+                let lane_byte = input.u8();
+                SwitchOp::Join {
+                    job,
+                    rank,
+                    world: u16::from(world),
+                    slot_lo: u16::from(lane_byte % 4),
+                    slot_count: u16::from(input.u8() % 5),
+                    count: input.u16() % (K as u16 + 2),
+                    lanes: 4 - u16::from(lane_byte >> 2 & 3),
+                    nonce: NONCES[input.below(NONCES.len())],
+                    key: key(&mut input),
+                }
+            }
             9 => SwitchOp::Probe {
                 job: input.u8() % 3,
                 rank: rank(&mut input),
@@ -292,11 +301,14 @@ pub fn encode_ops(ops: &[SwitchOp]) -> Vec<u8> {
                 slot_lo,
                 slot_count,
                 count,
+                lanes,
                 nonce,
                 key,
             } => {
                 out.u8(7).u8(*job).u8(rank_byte(*rank)).u8(*world as u8);
-                out.u8(*slot_lo as u8).u8(*slot_count as u8).u16(*count);
+                let fewer = 4u16.saturating_sub(*lanes) & 3;
+                out.u8((*slot_lo | fewer << 2) as u8);
+                out.u8(*slot_count as u8).u16(*count);
                 let nonce = NONCES.iter().position(|n| n == nonce).unwrap_or(0);
                 let key = match key % 4 {
                     0 => 0,
@@ -398,6 +410,7 @@ pub fn datagram(op: &SwitchOp, buf: &mut Vec<u8>) {
             slot_lo,
             slot_count,
             count,
+            lanes,
             nonce,
             key,
         } => Message::Join(JoinRepr {
@@ -407,6 +420,7 @@ pub fn datagram(op: &SwitchOp, buf: &mut Vec<u8>) {
             slot_lo: *slot_lo,
             slot_count: *slot_count,
             count: *count,
+            lanes: (*lanes).max(1),
             nonce: (*nonce).max(1),
             key: key_of(*job, *key),
         }),
@@ -530,6 +544,7 @@ mod tests {
                 slot_lo: 1,
                 slot_count: 2,
                 count: 5,
+                lanes: 3,
                 nonce: NONCES[1],
                 key: 2,
             },
@@ -540,6 +555,7 @@ mod tests {
                 slot_lo: 0,
                 slot_count: 3,
                 count: 4,
+                lanes: 1,
                 nonce: NONCES[0],
                 key: 0,
             },
