@@ -256,6 +256,12 @@ pub fn inputs() -> Vec<(&'static str, &'static str, Vec<Vec<u8>>)> {
     let mut result = c(0, 0, 0, &[1]);
     result[1] = 0x02;
     let lane = (0, 8, 8);
+    // Flag bits this version does not know, alone and beside RETRANSMIT (byte 9).
+    let flagged = |rank, flags: u8| {
+        let mut b = c(rank, 2, 0, &[i32::from(rank) + 1]);
+        b[9] = flags;
+        b
+    };
     let restarted = nonce(1, 1);
     // The second run, which the restarted process opens: its nonce plus the run before.
     let second = restarted + 1;
@@ -316,6 +322,8 @@ pub fn inputs() -> Vec<(&'static str, &'static str, Vec<Vec<u8>>)> {
               leave(0, s), leave(1, s), leave(1, s), c(2, 2, 0, &[3]), leave(2, s),
               c(2, 2, 0, &[3]), leave(2, s), probe(2, 2, 0, 0, s),
               join_with(0, 3, lane, nonce(0, 1), KEY), status(7)])),
+        ("unknown_flags", "Contributions with flag bits this version does not know (0x80, 0x40 with RETRANSMIT): they are summed, the unknown bits are not copied into the Result, and a resend's answer carries only the flags the switch sets",
+         joined(vec![flagged(0, 0x80), flagged(1, 0x42), flagged(2, 0x00), flagged(2, 0x82)])),
         ("probe_and_status", "A probe names the ranks seen in slot 4; a Status reports joins and counters",
          vec![join(1, 3, 0, 8, 8), contribution(0, 4, 6, 0, nonce(1, 0), &[1]), contribution(2, 4, 6, 0, nonce(1, 0), &[1]),
               probe(0, 4, 0, 6, nonce(1, 0)), probe(0, 4, 1, 7, nonce(1, 0)), probe(0, 9, 1, 7, nonce(1, 0)),
