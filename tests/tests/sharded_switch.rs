@@ -303,13 +303,17 @@ fn a_restarted_shard_fails_its_lanes_naming_the_restart_and_nothing_hangs() {
 #[test]
 fn a_join_at_the_wrong_shard_is_answered_with_the_shard_count_and_its_nonce() {
     let mut e = shard(0, 3, 2, 8, 9);
-    let mut w = SimWorker::new(switchml_core::worker::Config {
-        slot_lo: 4,
-        lanes: 2,
-        nonce: 77,
-        ..sim_config(2, 4, 64)
-    })
-    .expect("lane 1");
+    // Lane 1 of a rank with 2 lanes of 4 slots, process nonce 77.
+    let lane_1 = || {
+        let config = switchml_core::worker::Config {
+            slot_lo: 4,
+            lanes: 2,
+            nonce: 77,
+            ..sim_config(2, 4, 64)
+        };
+        SimWorker::new(config).expect("lane 1")
+    };
+    let mut w = lane_1();
     let mut buf = [0u8; 64];
     let mut out = [0u8; OUT];
     let now = Instant::from_millis(0);
@@ -347,13 +351,7 @@ fn a_join_at_the_wrong_shard_is_answered_with_the_shard_count_and_its_nonce() {
     // An Abort of this reason that names another nonce is nobody's business here.
     let mut forged = out;
     forged[16..20].copy_from_slice(&78u32.to_be_bytes());
-    let mut fresh = SimWorker::new(switchml_core::worker::Config {
-        slot_lo: 4,
-        lanes: 2,
-        nonce: 77,
-        ..sim_config(2, 4, 64)
-    })
-    .expect("lane 1");
+    let mut fresh = lane_1();
     assert!(fresh.poll_transmit(now, &mut buf).is_some());
     fresh.handle_packet(now, &forged[..len]);
     assert!(fresh.poll_event().is_none());
