@@ -374,7 +374,10 @@ class Report:
         names = {"switchml": "switchml-rs", "gloo": "Gloo", "mpi": "Open MPI"}
         keys = self.keys("sizes")
         rates = sorted({r for r, _ in keys}, key=rate_bps)
-        fig, axes = plt.subplots(1, len(rates) + 1, figsize=(5.2 * (len(rates) + 1), 4.4))
+        # squeeze=False: with one panel (no size sweep) subplots returns a bare Axes.
+        fig, axes = plt.subplots(1, len(rates) + 1, figsize=(5.2 * (len(rates) + 1), 4.4),
+                                 squeeze=False)
+        axes = axes[0]
         for ax, rate in zip(axes, rates):
             bps = rate_bps(rate)
             ps = sorted((pp for r, pp in keys if r == rate), reverse=True)

@@ -1,7 +1,11 @@
 //! The aggregator pool: slots × 2 shadow versions (protocol.md §4).
 //!
 //! The caller owns the storage (`&mut [Slot]`), so a firmware build can put it in a
-//! `static` and a host build on the heap; nothing here allocates.
+//! `static` and a host build on the heap; nothing here allocates. The value kernels (load,
+//! add, store: big-endian int32) run through `switchml_dispatch`, so that an x86-64 host
+//! with AVX2 swaps bytes eight lanes wide (`vpshufb`) although the build is baseline.
+
+use switchml_dispatch::dispatch;
 
 use crate::ranks::RankSet;
 
@@ -124,30 +128,45 @@ impl<const K: usize, const WORDS: usize> Default for Slot<K, WORDS> {
 
 /// Overwrite `dst` with the big-endian values in `src` (the first contribution of a use).
 pub(crate) fn load(dst: &mut [i32], src: &[u8]) {
-    for (d, s) in dst.iter_mut().zip(src.chunks_exact(4)) {
-        *d = i32::from_be_bytes([s[0], s[1], s[2], s[3]]);
-    }
+    dispatch(
+        #[inline(always)]
+        || {
+            for (d, s) in dst.iter_mut().zip(src.chunks_exact(4)) {
+                *d = i32::from_be_bytes([s[0], s[1], s[2], s[3]]);
+            }
+        },
+    )
 }
 
 /// Add the big-endian values in `src` into `dst` with wrapping arithmetic; return whether
 /// any addition overflowed. Branch-free so that it vectorizes.
 pub(crate) fn accumulate(dst: &mut [i32], src: &[u8]) -> bool {
-    let mut overflow = 0i32;
-    for (d, s) in dst.iter_mut().zip(src.chunks_exact(4)) {
-        let x = i32::from_be_bytes([s[0], s[1], s[2], s[3]]);
-        let r = d.wrapping_add(x);
-        // Signed overflow: both operands have the sign the result lacks.
-        overflow |= (*d ^ r) & (x ^ r);
-        *d = r;
-    }
-    overflow < 0
+    dispatch(
+        #[inline(always)]
+        || {
+            let mut overflow = 0i32;
+            for (d, s) in dst.iter_mut().zip(src.chunks_exact(4)) {
+                let x = i32::from_be_bytes([s[0], s[1], s[2], s[3]]);
+                let r = d.wrapping_add(x);
+                // Signed overflow: both operands have the sign the result lacks.
+                overflow |= (*d ^ r) & (x ^ r);
+                *d = r;
+            }
+            overflow < 0
+        },
+    )
 }
 
 /// Write `src` as big-endian values into `dst`.
 pub(crate) fn store(src: &[i32], dst: &mut [u8]) {
-    for (s, d) in src.iter().zip(dst.chunks_exact_mut(4)) {
-        d.copy_from_slice(&s.to_be_bytes());
-    }
+    dispatch(
+        #[inline(always)]
+        || {
+            for (s, d) in src.iter().zip(dst.chunks_exact_mut(4)) {
+                d.copy_from_slice(&s.to_be_bytes());
+            }
+        },
+    )
 }
 
 #[cfg(test)]
