@@ -12,6 +12,7 @@
 //! heard it belongs to (`Event::Redirected`), answers go where the endpoint says. Loss is
 //! seeded; time jumps to the next deadline.
 
+use proptest::prelude::*;
 use switchml_core::quant::Op;
 use switchml_core::shard::{shard_of_lane, Shard};
 use switchml_core::switch::{Endpoint, JobConfig, Route, Slot, Switch, Transmit};
@@ -200,46 +201,38 @@ fn check(net: &Net, lanes: usize, sum: &[i64]) {
     }
 }
 
-#[test]
-fn lanes_find_their_shards_and_every_sum_is_exact_with_loss() {
-    for (shards, lanes, drop, seed) in [
-        (2, 2, 0.0, 1),
-        (3, 5, 0.0, 2),
-        (2, 3, 0.05, 3),
-        (4, 4, 0.1, 4),
-    ] {
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Whatever the shards, lanes, loss and seed: every lane ends on its shard, moved there
+    /// at most once, and every rank's sum is exact; each shard runs its own run.
+    #[test]
+    fn lanes_find_their_shards_and_every_sum_is_exact_with_loss(
+        shards in 1u16..=4, lanes in 1u16..=5, drop in 0.0..0.1f64, seed in any::<u64>(),
+    ) {
         let world = 3;
         let mut net = Net::new(shards, world, lanes, drop, seed);
         let mut rng = Rng::new(seed);
         let sum = submit_all(&mut net, usize::from(lanes), 2000, &mut rng);
         net.drive(1_000_000, |n| n.done.iter().all(|d| !d.is_empty()));
-        assert!(
-            net.failures.iter().all(Option::is_none),
-            "{:?}",
-            net.failures
-        );
+        prop_assert!(net.failures.iter().all(Option::is_none), "{:?}", net.failures);
         check(&net, usize::from(lanes), &sum);
         for (i, w) in net.lanes.iter().enumerate() {
             let lane = (i % usize::from(lanes)) as u16;
             let shard = usize::from(shard_of_lane(lane, shards));
-            assert_eq!(net.to[i], shard, "lane {i} ended on its shard");
-            assert_eq!(
-                net.moves[i],
-                u32::from(shard != 0),
-                "lane {i}: one move at most"
-            );
-            assert_eq!(w.shards(), shards, "lane {i} learned the count");
+            prop_assert_eq!(net.to[i], shard, "lane {} ended on its shard", i);
+            prop_assert_eq!(net.moves[i], u32::from(shard != 0), "lane {}: one move at most", i);
+            prop_assert_eq!(w.shards(), shards, "lane {} learned the count", i);
         }
-        // Each shard ran its own run, opened by its lanes alone.
         for (s, e) in net.shards.iter().enumerate() {
             let job = e.switch().job(JOB).expect("job");
-            assert_eq!(job.has_run(), s < usize::from(lanes), "shard {s}");
+            prop_assert_eq!(job.has_run(), s < usize::from(lanes), "shard {}", s);
             if s > 0 {
-                assert_eq!(e.redirected(), 0, "lanes come to shard {s} only when sent");
+                prop_assert_eq!(e.redirected(), 0, "lanes come to shard {} only when sent", s);
             }
         }
         let redirects: u64 = net.shards.iter().map(ShardEndpoint::redirected).sum();
-        assert!(redirects >= net.moves.iter().map(|&m| u64::from(m)).sum::<u64>());
+        prop_assert!(redirects >= net.moves.iter().map(|&m| u64::from(m)).sum::<u64>());
     }
 }
 
