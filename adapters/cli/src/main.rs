@@ -278,7 +278,7 @@ pub struct Tuning {
     /// loopback and jumbo frames can take 1024].
     #[arg(long)]
     pub count: Option<u16>,
-    /// First retransmission timeout, ms [env: SWITCHML_RTO_MS; default: 5].
+    /// First retransmission timeout, ms [env: SWITCHML_RTO_MS; default: 20].
     #[arg(long)]
     pub rto_ms: Option<u64>,
     /// Largest retransmission timeout, ms [env: SWITCHML_MAX_RTO_MS; default: the larger

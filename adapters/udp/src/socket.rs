@@ -21,16 +21,29 @@ pub enum Buffer {
 }
 
 /// Ask for `bytes` of socket buffer and return what the kernel granted (Linux doubles the
-/// request for bookkeeping and caps it at `net.core.{r,w}mem_max`).
+/// request for bookkeeping and caps it at `net.core.{r,w}mem_max`). Past that cap a process
+/// with `CAP_NET_ADMIN` (a switch daemon run as root) may still get it (`SO_*BUFFORCE`);
+/// others keep what the cap allows. A full receive buffer drops datagrams even on a
+/// lossless loopback, and every drop costs a retransmission timeout.
 pub fn size_buffer(socket: &UdpSocket, which: Buffer, bytes: usize) -> io::Result<usize> {
-    let opt = match which {
-        Buffer::Receive => libc::SO_RCVBUF,
-        Buffer::Send => libc::SO_SNDBUF,
+    let (opt, force) = match which {
+        Buffer::Receive => (libc::SO_RCVBUF, libc::SO_RCVBUFFORCE),
+        Buffer::Send => (libc::SO_SNDBUF, libc::SO_SNDBUFFORCE),
     };
     let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
     let fd = socket.as_raw_fd();
-    // SAFETY: `fd` is an open socket owned by `socket` for the duration of the call; the
-    // option value points at a live c_int and its exact size is passed.
+    set_int(fd, opt, value)?;
+    let granted = get_int(fd, opt)?;
+    if granted / 2 < bytes && set_int(fd, force, value).is_ok() {
+        return get_int(fd, opt);
+    }
+    Ok(granted)
+}
+
+/// Set socket option `opt` (level `SOL_SOCKET`) to `value`.
+fn set_int(fd: RawFd, opt: libc::c_int, value: libc::c_int) -> io::Result<()> {
+    // SAFETY: `fd` is an open socket owned by the caller's `UdpSocket` for the duration of
+    // the call; the option value points at a live c_int and its exact size is passed.
     let rc = unsafe {
         libc::setsockopt(
             fd,
@@ -40,25 +53,30 @@ pub fn size_buffer(socket: &UdpSocket, which: Buffer, bytes: usize) -> io::Resul
             size_of::<libc::c_int>() as libc::socklen_t,
         )
     };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
+    match rc {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
     }
-    let mut granted: libc::c_int = 0;
+}
+
+/// Read socket option `opt` (level `SOL_SOCKET`) as a byte count.
+fn get_int(fd: RawFd, opt: libc::c_int) -> io::Result<usize> {
+    let mut value: libc::c_int = 0;
     let mut len = size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: as above; `granted` and `len` are live and `len` holds granted's size.
+    // SAFETY: as in `set_int`; `value` and `len` are live and `len` holds value's size.
     let rc = unsafe {
         libc::getsockopt(
             fd,
             libc::SOL_SOCKET,
             opt,
-            (&mut granted as *mut libc::c_int).cast(),
+            (&mut value as *mut libc::c_int).cast(),
             &mut len,
         )
     };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
+    match rc {
+        0 => Ok(usize::try_from(value).unwrap_or(0)),
+        _ => Err(io::Error::last_os_error()),
     }
-    Ok(usize::try_from(granted).unwrap_or(0))
 }
 
 /// What became ready.
