@@ -73,6 +73,20 @@ fn rank1(slot: u16, seq: u32, values: &[i32]) -> heapless::Vec<u8, 64> {
     b
 }
 
+/// A switch over `pool` serving job 3: 2 ranks on slots 0..4, no key.
+fn job_3(pool: &mut [Slot<8, 1>]) -> Switch<'_, 8, 1, 1> {
+    let mut s = Switch::new(pool, 1);
+    s.add_job(JobConfig {
+        id: 3,
+        world: 2,
+        slot_lo: 0,
+        slot_count: 4,
+        key: 0,
+    })
+    .unwrap();
+    s
+}
+
 fn join_both(w: &mut TestWorker<'_>, s: &mut Switch<'_, 8, 1, 1>) {
     let mut out = [0u8; 512];
     let join = crate::wire::JoinRepr {
@@ -99,15 +113,7 @@ fn join_both(w: &mut TestWorker<'_>, s: &mut Switch<'_, 8, 1, 1>) {
 #[test]
 fn resends_back_off_and_stale_results_are_ignored() {
     let mut pool = [Slot::<8, 1>::IDLE; 4];
-    let mut s = Switch::new(&mut pool, 1);
-    s.add_job(JobConfig {
-        id: 3,
-        world: 2,
-        slot_lo: 0,
-        slot_count: 4,
-        key: 0,
-    })
-    .unwrap();
+    let mut s = job_3(&mut pool);
     let mut w = TestWorker::new(config()).unwrap();
     join_both(&mut w, &mut s);
     let mut data = [1, 2, 3, 4, 5, 6];
@@ -163,15 +169,7 @@ fn resends_back_off_and_stale_results_are_ignored() {
 #[test]
 fn a_result_during_the_probe_cancels_the_failure() {
     let mut pool = [Slot::<8, 1>::IDLE; 4];
-    let mut s = Switch::new(&mut pool, 1);
-    s.add_job(JobConfig {
-        id: 3,
-        world: 2,
-        slot_lo: 0,
-        slot_count: 4,
-        key: 0,
-    })
-    .unwrap();
+    let mut s = job_3(&mut pool);
     let mut w = TestWorker::new(Config {
         window: 1,
         ..config()
@@ -264,15 +262,7 @@ fn every_contribution_stays_in_the_lanes_window() {
 #[test]
 fn a_lane_of_a_rank_with_another_number_of_lanes_fails_naming_the_runs() {
     let mut pool = [Slot::<8, 1>::IDLE; 4];
-    let mut s = Switch::new(&mut pool, 1);
-    s.add_job(JobConfig {
-        id: 3,
-        world: 2,
-        slot_lo: 0,
-        slot_count: 4,
-        key: 0,
-    })
-    .unwrap();
+    let mut s = job_3(&mut pool);
     // Rank 1 opens the run with 2 lanes of 2 slots; this rank has 1 lane of 2 slots.
     let mut b = [0u8; 28];
     crate::wire::JoinRepr {
@@ -352,15 +342,7 @@ fn a_too_small_transmit_buffer_fails_with_a_clear_error() {
 #[test]
 fn a_second_stalled_slot_is_probed_after_the_first_recovers() {
     let mut pool = [Slot::<8, 1>::IDLE; 4];
-    let mut s: Switch<'_, 8, 1, 1> = Switch::new(&mut pool, 1);
-    s.add_job(JobConfig {
-        id: 3,
-        world: 2,
-        slot_lo: 0,
-        slot_count: 4,
-        key: 0,
-    })
-    .unwrap();
+    let mut s = job_3(&mut pool);
     let mut w = TestWorker::new(config()).unwrap();
     join_both(&mut w, &mut s);
     let mut data = [1, 2, 3, 4];
@@ -404,15 +386,7 @@ fn a_second_stalled_slot_is_probed_after_the_first_recovers() {
 #[test]
 fn the_timeout_follows_measured_round_trips() {
     let mut pool = [Slot::<8, 1>::IDLE; 4];
-    let mut s: Switch<'_, 8, 1, 1> = Switch::new(&mut pool, 1);
-    s.add_job(JobConfig {
-        id: 3,
-        world: 2,
-        slot_lo: 0,
-        slot_count: 4,
-        key: 0,
-    })
-    .unwrap();
+    let mut s = job_3(&mut pool);
     let cfg = Config {
         window: 1,
         max_rto: Duration::from_millis(100),
