@@ -384,6 +384,7 @@ class Bench:
             "verified": all(r["verified"] is True for r in rs),
             "max_error": max(r["max_error"] for r in rs),
             "retransmissions": sum(r["retransmissions"] for r in rs),
+            "probes": sum(r.get("probes", 0) for r in rs),
             "stale_results": sum(r.get("stale_results", 0) for r in rs),
             "packets_sent": sum(r["packets_sent"] for r in rs),
             "srtt_ms": [r.get("srtt_ms") for r in rs],
@@ -501,7 +502,8 @@ class Bench:
         if "error" in row:
             log(f"  {system} {row['bytes']} B: FAILED: {row['error'][:500]}")
             return
-        extra = f", {row['retransmissions']} resends" if system == "switchml" else ""
+        extra = (f", {row['retransmissions']} resends, {row.get('probes', 0)} probes"
+                 if system == "switchml" else "")
         if row.get("disturbed"):
             extra += f", DISTURBED by {row['foreign_cpu_seconds']:.2f} CPU-s of other load"
         log(f"  {system} {row['bytes'] >> 20} MiB: {row['seconds']:.3f} s"

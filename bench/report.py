@@ -232,8 +232,9 @@ class Report:
         out = [f"{rate_name(rate)}, P = {p}, {mib(size)}; loss per link direction, both directions "
                f"of every link.\n",
                "| loss | switchml-rs s (inflation) | resends | Gloo s (inflation) | Open MPI s (inflation) "
-               "| × Gloo | × MPI | × Gloo, paired by run | packets dropped on purpose per run (up + down) |",
-               "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+               "| × Gloo | × MPI | × Gloo, paired by run | packets dropped on purpose per run (up + down) "
+               "| resends per drop | probes per drop |",
+               "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for loss in losses:
             st = {s: self.stat("loss", rate, loss, p, size, s) for s in ("switchml", "gloo", "mpi")}
 
@@ -246,12 +247,18 @@ class Report:
                 return f"{x['seconds']:.3f}{infl}{flag}"
 
             drops = med([sum(r.get("injected_drops_run", [0, 0])) for r in st["switchml"]["rows"]])
+
+            def per_drop(key):
+                xs = [r.get(key, 0) / sum(r["injected_drops_run"]) for r in st["switchml"]["rows"]
+                      if sum(r.get("injected_drops_run", [0, 0])) > 0]
+                return med(xs) if xs else None
             out.append(f"| {loss:g}% | {cell('switchml')} | {f(st['switchml']['resends'], '{:.0f}')} "
                        f"| {cell('gloo')} | {cell('mpi')} "
                        f"| {f(ratio(st['gloo']['seconds'], st['switchml']['seconds']), '{:.2f}×')} "
                        f"| {f(ratio(st['mpi']['seconds'], st['switchml']['seconds']), '{:.2f}×')} "
                        f"| {f(self.paired_ratio(st['switchml'], st['gloo']), '{:.2f}×')} "
-                       f"| {f(drops, '{:.0f}')} (switchml run) |")
+                       f"| {f(drops, '{:.0f}')} (switchml run) "
+                       f"| {f(per_drop('retransmissions'), '{:.2f}')} | {f(per_drop('probes'), '{:.2f}')} |")
         return "\n".join(out)
 
     def targets(self):

@@ -376,13 +376,17 @@ impl<G: ControlPlane> Run<G> {
             switch_drops: switch.switch_counters().total_drops(),
             ..ProtocolCounters::default()
         };
+        let mut workers = switchml_core::worker::Stats::default();
         for h in &self.hosts {
-            let s = h.worker.stats();
-            protocol.sent += s.sent;
-            protocol.retransmissions += s.retransmissions;
-            protocol.results += s.results;
-            protocol.stale_results += s.stale_results;
+            workers.add(h.worker.stats());
         }
+        protocol.sent = workers.sent;
+        protocol.retransmissions = workers.retransmissions;
+        protocol.probes = workers.probes;
+        protocol.probe_waits = workers.probe_waits;
+        protocol.suspected = workers.suspected;
+        protocol.results = workers.results;
+        protocol.stale_results = workers.stale_results;
         RunReport {
             algorithm: "switchml",
             completion: if finished {

@@ -138,10 +138,10 @@ fn summary(r: &RunReport) -> String {
     let up = RunReport::utilisation(&r.uplinks, t);
     let mean = up.iter().sum::<f64>() / up.len() as f64;
     let (lost, tail) = r.network_drops();
-    let resends = r.protocol.map_or(0, |p| p.retransmissions);
+    let (resends, probes) = r.protocol.map_or((0, 0), |p| (p.retransmissions, p.probes));
     format!(
         "{:8}  {:10.3} ms  {:6.3} G elements/s  uplinks {:5.1}% busy  lost {lost}  tail-dropped {tail}  \
-         resends {resends}  wrong {}  ({} events in {:.2} s)",
+         resends {resends}  probes {probes}  wrong {}  ({} events in {:.2} s)",
         r.algorithm,
         t as f64 * 1e-6,
         r.elements_per_sec().unwrap_or(0.0) * 1e-9,

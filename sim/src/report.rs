@@ -11,8 +11,14 @@ use crate::scenario::Scenario;
 pub struct ProtocolCounters {
     /// Contributions the workers sent, first sends and resends.
     pub sent: u64,
-    /// Resends among them (each timeout of a use at a worker).
+    /// Resends among them (protocol.md §6.1: a Probe's answer or an unanswered Probe).
     pub retransmissions: u64,
+    /// Probes the workers sent to ask about a late use before resending it.
+    pub probes: u64,
+    /// Probes answered "held, still collecting": resends the paper's recovery would make.
+    pub probe_waits: u64,
+    /// Uses suspected lost because later uses completed first (before any timeout).
+    pub suspected: u64,
     /// Results the workers accepted.
     pub results: u64,
     /// Results the workers ignored as stale or duplicate.
@@ -91,6 +97,9 @@ impl RunReport {
                 "sent": p.sent,
                 "retransmissions": p.retransmissions,
                 "resends_per_drop": (drops > 0).then(|| p.retransmissions as f64 / drops as f64),
+                "probes": p.probes,
+                "probe_waits": p.probe_waits,
+                "suspected": p.suspected,
                 "results": p.results,
                 "stale_results": p.stale_results,
                 "switch_completions": p.switch_completions,

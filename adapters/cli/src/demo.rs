@@ -37,6 +37,8 @@ pub struct LocalRun {
     pub switch_share: f64,
     /// Resends over all ranks.
     pub retransmissions: u64,
+    /// Probes over all ranks: late uses asked about before any resend (protocol.md §6.1).
+    pub probes: u64,
     /// Contributions sent over all ranks.
     pub sent: u64,
     /// Largest error against the exact sum.
@@ -135,6 +137,7 @@ pub fn run_local(
         cpu: Duration::ZERO,
         switch_share: (counters.cpu.as_secs_f64() / whole.as_secs_f64().max(1e-9)).min(1.0),
         retransmissions: 0,
+        probes: 0,
         sent: 0,
         max_error: 0.0,
         bound: 0.0,
@@ -157,6 +160,7 @@ pub fn run_local(
             run.cpu = r.cpu.unwrap_or_default();
         }
         run.retransmissions += r.stats.retransmissions;
+        run.probes += r.stats.probes;
         run.sent += r.stats.sent;
         if let Some(c) = r.check {
             run.max_error = c.max_error;
@@ -239,6 +243,7 @@ pub fn demo(
             "cpu_seconds": run.cpu.as_secs_f64(),
             "packets_sent": run.sent,
             "retransmissions": run.retransmissions,
+            "probes": run.probes,
             "max_error": run.max_error,
             "error_bound": run.bound,
             "verified": run.verified,
@@ -256,9 +261,10 @@ pub fn demo(
             w.dtype
         );
         println!(
-            "packets: {} contributions sent, {} retransmissions; CPU {:.2} s for switch + workers",
+            "packets: {} contributions sent, {} retransmissions, {} probes; CPU {:.2} s for switch + workers",
             run.sent,
             run.retransmissions,
+            run.probes,
             run.cpu.as_secs_f64()
         );
         print!("{}", counters_text(&run.counters));

@@ -87,6 +87,8 @@ pub fn worker(
                 "seconds": run.elapsed.as_secs_f64(),
                 "elements_per_sec": eps,
                 "retransmissions": run.stats.retransmissions,
+                "probes": run.stats.probes,
+                "probe_waits": run.stats.probe_waits,
                 "packets_sent": run.stats.sent,
                 "stale_results": run.stats.stale_results,
                 "srtt_ms": run.timing.iter().filter_map(|t| t.srtt).max().map(ms),

@@ -137,12 +137,17 @@ impl Communicator {
     }
 
     /// Return the worker's counters, added over its lanes: sent (contributions, resends
-    /// included), retransmissions, results, stale_results, ignored, tensors.
+    /// included), retransmissions, probes (asked before resending, protocol.md §6.1),
+    /// probe_waits (of those, answered "held": resends saved), suspected, results,
+    /// stale_results, ignored, tensors.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.get()?.stats();
         let d = PyDict::new(py);
         d.set_item("sent", s.sent)?;
         d.set_item("retransmissions", s.retransmissions)?;
+        d.set_item("probes", s.probes)?;
+        d.set_item("probe_waits", s.probe_waits)?;
+        d.set_item("suspected", s.suspected)?;
         d.set_item("results", s.results)?;
         d.set_item("stale_results", s.stale_results)?;
         d.set_item("ignored", s.ignored)?;

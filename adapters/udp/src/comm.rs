@@ -158,12 +158,7 @@ impl Communicator {
         let mut total = Stats::default();
         for lane in &self.lanes {
             let s = lane.shared.lock().map(|s| s.stats).unwrap_or_default();
-            total.sent += s.sent;
-            total.retransmissions += s.retransmissions;
-            total.results += s.results;
-            total.stale_results += s.stale_results;
-            total.ignored += s.ignored;
-            total.tensors += s.tensors;
+            total.add(&s);
         }
         total
     }

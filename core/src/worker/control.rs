@@ -159,10 +159,13 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         if !self.check_epoch(r.epoch) {
             return;
         }
-        let Some(p) = self.probe else { return };
-        if r.slot != self.config.slot_lo + p.slot || u32::from(r.ver) != p.seq & 1 {
+        let stall = self
+            .probe
+            .filter(|p| r.slot == self.config.slot_lo + p.slot && u32::from(r.ver) == p.seq & 1);
+        let Some(p) = stall else {
+            self.on_recovery_reply(r);
             return;
-        }
+        };
         let missing = if r.seq == p.seq && r.state != SlotState::Idle {
             WorldSet::from_bitmap(r.seen).complement_within(self.config.world)
         } else {

@@ -267,6 +267,14 @@ pub struct Stats {
     pub sent: u64,
     /// Resends among them.
     pub retransmissions: u64,
+    /// Probes sent to ask whether a late use's Contribution reached the switch, before
+    /// resending it (protocol.md §6.1).
+    pub probes: u64,
+    /// Of those, the ones the switch answered "held, still collecting": resends saved.
+    pub probe_waits: u64,
+    /// Times a use was found late because uses sent after it had completed (before its
+    /// timer).
+    pub suspected: u64,
     /// Results accepted.
     pub results: u64,
     /// Results ignored as stale or duplicate (wrong seq or no use outstanding).
@@ -275,4 +283,19 @@ pub struct Stats {
     pub ignored: u64,
     /// Tensors finished.
     pub tensors: u64,
+}
+
+impl Stats {
+    /// Add `other`'s counters to these (a rank's lanes, or a job's ranks).
+    pub fn add(&mut self, other: &Stats) {
+        self.sent += other.sent;
+        self.retransmissions += other.retransmissions;
+        self.probes += other.probes;
+        self.probe_waits += other.probe_waits;
+        self.suspected += other.suspected;
+        self.results += other.results;
+        self.stale_results += other.stale_results;
+        self.ignored += other.ignored;
+        self.tensors += other.tensors;
+    }
 }

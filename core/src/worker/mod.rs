@@ -27,6 +27,7 @@
 mod control;
 mod event;
 mod lanes;
+mod recovery;
 mod rtt;
 mod slots;
 mod tensors;
@@ -198,6 +199,10 @@ pub struct Worker<B, const SLOTS: usize, const QUEUE: usize> {
     slot_timers: SlotTimers<SLOTS>,
     timers: TimerTable,
     probe: Option<Probe>,
+    /// Send order of the next use sent for the first time (for `find_gaps`).
+    next_order: u64,
+    /// No use in flight has a watch mark below this (for `find_gaps`).
+    oldest_watch: u64,
     rtt: RttEstimator,
     tensors: Queue<B, QUEUE>,
     joined_event: bool,
@@ -259,6 +264,8 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             slot_timers: SlotTimers::new(),
             timers: TimerTable::default(),
             probe: None,
+            next_order: 0,
+            oldest_watch: 0,
             rtt: RttEstimator::default(),
             tensors: Queue::new(),
             joined_event: false,
@@ -617,6 +624,8 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
 
 #[cfg(test)]
 mod overflow_tests;
+#[cfg(test)]
+mod recovery_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

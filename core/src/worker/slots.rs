@@ -1,5 +1,6 @@
 //! The per-slot loop: which use each slot is on, sending it, accepting its result, and
-//! moving to the next chunk (protocol.md §5.3, §6).
+//! moving to the next chunk (protocol.md §5.3, §6); recovering a lost use with a Probe
+//! first, so that only the rank that needs to resend does (§6.1).
 
 use super::{Phase, Probe, StallReport, Worker, WorkerError};
 use crate::quant::{Tensor, NO_EXPONENT};
@@ -23,15 +24,35 @@ pub(crate) struct SlotState {
     /// The use number of the outstanding (or next) use.
     pub(crate) seq: u32,
     pub(crate) work: Work,
-    /// Resends of the current use.
+    /// Timeouts of the current use (probes and resends alike): the stall budget.
     pub(crate) tries: u16,
+    /// Resends of the current use's Contribution.
+    pub(crate) resends: u16,
     /// The current retransmission timeout.
     pub(crate) rto: Duration,
+    /// Whether `rto` was doubled because the switch did not answer: carried to the next use.
+    pub(crate) backed_off: bool,
     /// When the current use was first sent (for round-trip samples).
     pub(crate) sent_at: Instant,
+    /// The lane's send order of the current use's first send; `NOT_SENT` before it.
+    pub(crate) order: u64,
+    /// A recovery Probe for the current use is queued or unanswered.
+    pub(crate) checking: bool,
+    /// The queued action is that Probe, not the Contribution.
+    pub(crate) probe_due: bool,
+    /// The send order of the last use this lane sent before this use's latest send, Probe
+    /// or "held" answer: the use is late once a use sent well after that completes.
+    pub(crate) watch: u64,
     /// Whether the slot is in the send queue.
     pub(crate) queued: bool,
 }
+
+/// `SlotState::order` of a use not sent yet.
+pub(crate) const NOT_SENT: u64 = u64::MAX;
+
+/// A use is late when a use first sent more than this many sends after its watch mark has
+/// completed (TCP's three duplicate acknowledgements, counted in slot uses).
+pub(crate) const REORDER_SENDS: u64 = 3;
 
 impl SlotState {
     pub(crate) const fn new(rto: Duration) -> Self {
@@ -39,8 +60,14 @@ impl SlotState {
             seq: 0,
             work: Work::Idle { next: 0 },
             tries: 0,
+            resends: 0,
             rto,
+            backed_off: false,
             sent_at: Instant::ZERO,
+            order: NOT_SENT,
+            checking: false,
+            probe_due: false,
+            watch: 0,
             queued: false,
         }
     }
@@ -87,7 +114,9 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         }
     }
 
-    /// Resend, or start probing, every slot whose timer expired.
+    /// Handle every slot whose timer expired: probe the switch for the use, or resend it
+    /// if the last probe went unanswered, or start the stall probe once `retries` timeouts
+    /// made no progress.
     pub(super) fn expire_slots(&mut self, now: Instant) {
         let mut stalled = heapless::Vec::<u16, SLOTS>::new();
         let (slots, queue, cfg) = (&mut self.slots, &mut self.send_queue, &self.config);
@@ -102,6 +131,16 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             }
             st.tries += 1;
             st.rto = st.rto.doubled_up_to(cfg.max_rto);
+            if st.checking && !st.probe_due {
+                // Neither the switch's answer nor the result came within a timeout: the
+                // path is congested or lossy, or the switch answers no Probe. Resend.
+                st.resends += 1;
+                st.checking = false;
+                st.backed_off = true;
+            } else {
+                st.checking = true;
+                st.probe_due = true;
+            }
             if !st.queued && queue.push_back(i as u16).is_ok() {
                 st.queued = true;
             }
@@ -134,19 +173,33 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         }
     }
 
-    /// Send the next queued use, if any.
+    /// Send the next queued use, or the next queued recovery Probe, if any.
     pub(super) fn emit_next_contribution(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
         while let Some(i) = self.send_queue.pop_front() {
             let i = usize::from(i);
             self.slots[i].queued = false;
+            if self.slots[i].probe_due {
+                if let Some(len) = self.emit_recovery_probe(i, buf) {
+                    let st = &mut self.slots[i];
+                    st.probe_due = false;
+                    st.watch = self.next_order.saturating_sub(1);
+                    self.slot_timers.arm(i, now + st.rto);
+                    self.stats.probes += 1;
+                    return Some(len);
+                }
+                continue;
+            }
             if let Some(len) = self.emit_contribution(i, buf) {
                 let st = &mut self.slots[i];
-                if st.tries == 0 {
+                if st.resends == 0 {
                     st.sent_at = now;
+                    st.order = self.next_order;
+                    self.next_order += 1;
                 }
+                st.watch = self.next_order - 1;
                 self.slot_timers.arm(i, now + st.rto);
                 self.stats.sent += 1;
-                if st.tries > 0 {
+                if st.resends > 0 {
                     self.stats.retransmissions += 1;
                 }
                 return Some(len);
@@ -186,7 +239,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             rank: cfg.rank,
             slot: cfg.slot_lo + i as u16,
             ver: (st.seq & 1) as u8,
-            flags: if st.tries > 0 {
+            flags: if st.resends > 0 {
                 Flags::RETRANSMIT
             } else {
                 Flags::default()
@@ -267,7 +320,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             }
         };
         self.stats.results += 1;
-        if st.tries == 0 {
+        if st.resends == 0 {
             // Karn's rule: a resent use's result may answer any of its copies.
             self.rtt.sample(now - st.sent_at);
         }
@@ -277,19 +330,26 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             self.probe = None;
             self.timers.stop(super::Timer::Probe);
         }
-        // Karn: a use that needed resends gave no sample, so its backed-off timeout carries
-        // over to the slot's next use; otherwise a timeout below the real round trip would
-        // resend every use and never measure one.
+        // Karn: a use resent because the switch did not answer gave no sample, so its
+        // backed-off timeout carries over to the slot's next use; otherwise a timeout below
+        // the real round trip would resend every use and never measure one. A loss the
+        // switch's answer explained says nothing about the round trip: start afresh.
         let measured = self.rtt.rto(cfg.rto, cfg.max_rto);
-        let rto = if st.tries == 0 {
-            measured
-        } else {
+        let rto = if st.backed_off {
             measured.max(st.rto)
+        } else {
+            measured
         };
+        self.slots[i].order = NOT_SENT;
+        self.find_gaps(st.order);
         let st = &mut self.slots[i];
         st.seq = st.seq.wrapping_add(1);
         st.tries = 0;
+        st.resends = 0;
         st.rto = rto;
+        st.backed_off = false;
+        st.checking = false;
+        st.probe_due = false;
         match next {
             Some(work) => {
                 st.work = work;

@@ -8,9 +8,9 @@ use super::*;
 use crate::switch::{JobConfig, Slot, Switch, Verdict};
 use crate::wire::{DataKind, DataPacket, DataRepr, Flags, Message};
 
-type TestWorker<'a> = Worker<&'a mut [i32], 4, 2>;
+pub(super) type TestWorker<'a> = Worker<&'a mut [i32], 4, 2>;
 
-fn config() -> Config {
+pub(super) fn config() -> Config {
     Config {
         window: 2,
         count: 2,
@@ -21,12 +21,12 @@ fn config() -> Config {
     }
 }
 
-fn ms(t: u64) -> Instant {
+pub(super) fn ms(t: u64) -> Instant {
     Instant::from_millis(t)
 }
 
 /// Pass everything the worker sends through the switch; return the switch's answers.
-fn exchange(
+pub(super) fn exchange(
     w: &mut TestWorker<'_>,
     s: &mut Switch<'_, 8, 1, 1>,
     now: Instant,
@@ -48,9 +48,9 @@ fn exchange(
 }
 
 /// Rank 1's process nonce: it joins first, so it is the run's session.
-const RANK1_NONCE: u32 = 0xB0B;
+pub(super) const RANK1_NONCE: u32 = 0xB0B;
 
-fn rank1(slot: u16, seq: u32, values: &[i32]) -> heapless::Vec<u8, 64> {
+pub(super) fn rank1(slot: u16, seq: u32, values: &[i32]) -> heapless::Vec<u8, 64> {
     let repr = DataRepr {
         kind: DataKind::Contribution,
         job: 3,
@@ -74,7 +74,7 @@ fn rank1(slot: u16, seq: u32, values: &[i32]) -> heapless::Vec<u8, 64> {
 }
 
 /// A switch over `pool` serving job 3: 2 ranks on slots 0..4, no key.
-fn job_3(pool: &mut [Slot<8, 1>]) -> Switch<'_, 8, 1, 1> {
+pub(super) fn job_3(pool: &mut [Slot<8, 1>]) -> Switch<'_, 8, 1, 1> {
     let mut s = Switch::new(pool, 1);
     s.add_job(JobConfig {
         id: 3,
@@ -87,7 +87,7 @@ fn job_3(pool: &mut [Slot<8, 1>]) -> Switch<'_, 8, 1, 1> {
     s
 }
 
-fn join_both(w: &mut TestWorker<'_>, s: &mut Switch<'_, 8, 1, 1>) {
+pub(super) fn join_both(w: &mut TestWorker<'_>, s: &mut Switch<'_, 8, 1, 1>) {
     let mut out = [0u8; 512];
     let join = crate::wire::JoinRepr {
         job: 3,
@@ -111,7 +111,7 @@ fn join_both(w: &mut TestWorker<'_>, s: &mut Switch<'_, 8, 1, 1>) {
 }
 
 #[test]
-fn resends_back_off_and_stale_results_are_ignored() {
+fn waiting_for_a_peer_probes_with_backoff_and_resends_nothing() {
     let mut pool = [Slot::<8, 1>::IDLE; 4];
     let mut s = job_3(&mut pool);
     let mut w = TestWorker::new(config()).unwrap();
@@ -120,15 +120,19 @@ fn resends_back_off_and_stale_results_are_ignored() {
     let id = w.submit(ms(0), &mut data[..], Op::Sum).unwrap();
     assert!(exchange(&mut w, &mut s, ms(0)).is_empty());
     assert_eq!(w.stats().sent, 2, "one chunk per slot of the window");
-    // No answer: resends at 1, then 2, then 4, 4 ms apart (max_rto).
+    // Rank 1 is late: each timeout (at 1, then 2, then 4, 4 ms apart: max_rto) sends a
+    // Probe per slot, and the switch answers that it holds rank 0's Contribution.
     let mut t = 0;
     for gap in [1, 2, 4, 4] {
         assert_eq!(w.poll_timeout(), Some(ms(t + gap)), "after {t} ms");
         t += gap;
         w.handle_timeout(ms(t));
-        let _ = exchange(&mut w, &mut s, ms(t));
+        for answer in exchange(&mut w, &mut s, ms(t)) {
+            w.handle_packet(ms(t), &answer);
+        }
     }
-    assert_eq!(w.stats().retransmissions, 8);
+    let st = w.stats();
+    assert_eq!((st.probes, st.probe_waits, st.retransmissions), (8, 8, 0));
     // Rank 1 contributes chunk 0 (slot 0, seq 0): the switch multicasts the sum.
     let mut out = [0u8; 512];
     let Verdict::Multicast { len, .. } = s.process(&rank1(0, 0, &[10, 20]), &mut out) else {
@@ -179,18 +183,21 @@ fn a_result_during_the_probe_cancels_the_failure() {
     let mut data = [7, 8];
     w.submit(ms(0), &mut data[..], Op::Sum).unwrap();
     let _ = exchange(&mut w, &mut s, ms(0));
-    // Exhaust the retry budget: the sixth expiry sends a probe instead of a resend.
+    // Exhaust the retry budget: five timeouts probe for the use (answered: held, waiting),
+    // the sixth starts the stall probe, whose answer is held back.
     let mut probe_reply = None;
-    while probe_reply.is_none() {
+    for expiry in 1..=6 {
         let t = w.poll_timeout().unwrap();
         w.handle_timeout(t);
         for a in exchange(&mut w, &mut s, t) {
-            if let Ok(Message::ProbeReply(_)) = Message::parse(&a) {
+            if expiry < 6 {
+                w.handle_packet(t, &a);
+            } else if let Ok(Message::ProbeReply(_)) = Message::parse(&a) {
                 probe_reply = Some(a);
             }
         }
     }
-    assert_eq!(w.stats().retransmissions, 5);
+    assert_eq!((w.stats().probes, w.stats().retransmissions), (5, 0));
     // Rank 1 shows up before the reply arrives: the use completes, nothing fails.
     let mut out = [0u8; 512];
     let Verdict::Multicast { len, .. } = s.process(&rank1(0, 0, &[1, 1]), &mut out) else {
