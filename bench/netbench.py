@@ -374,6 +374,7 @@ class Bench:
             return {**row, "error": why}
         rs = [r[-1] for r in reports]
         counters = next((x["counters"] for x in sw.json_lines() if "counters" in x), {})
+        sc = counters
         start = min(r["started_unix"] for r in rs)
         end = max(r["finished_unix"] for r in rs)
         return {
@@ -385,6 +386,12 @@ class Bench:
             "max_error": max(r["max_error"] for r in rs),
             "retransmissions": sum(r["retransmissions"] for r in rs),
             "probes": sum(r.get("probes", 0) for r in rs),
+            # Datagrams lost [up, down], from both ends' counts: the testbed's nft counters
+            # count packets as the veth carries them, and a UDP GSO send crosses it as one.
+            "lost_datagrams": [
+                sum(r.get("datagrams_sent", 0) for r in rs) - sc.get("received", 0),
+                sc.get("sent", 0) - sum(r.get("datagrams_received", 0) for r in rs),
+            ] if all("datagrams_sent" in r for r in rs) and sc else None,
             "stale_results": sum(r.get("stale_results", 0) for r in rs),
             "packets_sent": sum(r["packets_sent"] for r in rs),
             "srtt_ms": [r.get("srtt_ms") for r in rs],

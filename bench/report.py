@@ -233,7 +233,7 @@ class Report:
                f"of every link.\n",
                "| loss | switchml-rs s (inflation) | resends | Gloo s (inflation) | Open MPI s (inflation) "
                "| × Gloo | × MPI | × Gloo, paired by run | packets dropped on purpose per run (up + down) "
-               "| resends per drop | probes per drop |",
+               "| resends per lost datagram | probes per lost datagram |",
                "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for loss in losses:
             st = {s: self.stat("loss", rate, loss, p, size, s) for s in ("switchml", "gloo", "mpi")}
@@ -249,8 +249,13 @@ class Report:
             drops = med([sum(r.get("injected_drops_run", [0, 0])) for r in st["switchml"]["rows"]])
 
             def per_drop(key):
-                xs = [r.get(key, 0) / sum(r["injected_drops_run"]) for r in st["switchml"]["rows"]
-                      if sum(r.get("injected_drops_run", [0, 0])) > 0]
+                # Per datagram lost, counted at both ends where the run says (the nft
+                # counters count a GSO send's datagrams as one packet), else per nft drop.
+                xs = []
+                for r in st["switchml"]["rows"]:
+                    lost = sum(r.get("lost_datagrams") or r.get("injected_drops_run") or [0])
+                    if lost > 0:
+                        xs.append(r.get(key, 0) / lost)
                 return med(xs) if xs else None
             out.append(f"| {loss:g}% | {cell('switchml')} | {f(st['switchml']['resends'], '{:.0f}')} "
                        f"| {cell('gloo')} | {cell('mpi')} "

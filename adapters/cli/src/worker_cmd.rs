@@ -89,6 +89,8 @@ pub fn worker(
                 "retransmissions": run.stats.retransmissions,
                 "probes": run.stats.probes,
                 "probe_waits": run.stats.probe_waits,
+                "datagrams_sent": run.stats.datagrams_sent,
+                "datagrams_received": run.stats.datagrams_received,
                 "packets_sent": run.stats.sent,
                 "stale_results": run.stats.stale_results,
                 "srtt_ms": run.timing.iter().filter_map(|t| t.srtt).max().map(ms),

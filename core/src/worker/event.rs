@@ -283,6 +283,10 @@ pub struct Stats {
     pub ignored: u64,
     /// Tensors finished.
     pub tensors: u64,
+    /// Datagrams of any kind `poll_transmit` returned (Contributions, Probes, Joins, …).
+    pub datagrams_sent: u64,
+    /// Datagrams of any kind handed to `handle_packet`, ignored ones included.
+    pub datagrams_received: u64,
 }
 
 impl Stats {
@@ -297,5 +301,7 @@ impl Stats {
         self.stale_results += other.stale_results;
         self.ignored += other.ignored;
         self.tensors += other.tensors;
+        self.datagrams_sent += other.datagrams_sent;
+        self.datagrams_received += other.datagrams_received;
     }
 }

@@ -415,6 +415,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
     pub fn handle_packet(&mut self, now: Instant, bytes: &[u8]) {
         // Whatever it is, something listens at the switch's address.
         self.refusals = 0;
+        self.stats.datagrams_received += 1;
         let Ok(msg) = Message::parse(bytes) else {
             self.stats.ignored += 1;
             return;
@@ -509,6 +510,14 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
     /// [`Config::max_datagram`] bytes.
     #[must_use]
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        let len = self.next_transmit(now, buf);
+        if len.is_some() {
+            self.stats.datagrams_sent += 1;
+        }
+        len
+    }
+
+    fn next_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
         if self.started.is_none() {
             self.started = Some(now);
             self.timers
