@@ -311,7 +311,7 @@ class Report:
             f"{m.get('date')}; commit `{m.get('git')}`.",
             f"- Testbed (bench/testbed): a star of network namespaces, 4 worker links into one switch "
             f"namespace; every link direction shaped by tbf (latency {m.get('latency')}, burst "
-            f"{self.per_rate('burst_bytes', ' B')}), MTU {self.mtu}, TSO/GSO/GRO off; random loss by "
+            f"{self.per_rate('burst_bytes', ' B')}), MTU {self.mtu}, TSO/GSO/GRO and UDP segmentation off; random loss by "
             f"{m.get('loss_method')} at the receiving end of each link direction.",
             f"- TCP congestion control in the namespaces: {m.get('tcp_congestion_control')}; "
             f"torch {m.get('torch')} (gloo); {m.get('openmpi')}.",
