@@ -2,7 +2,9 @@
 //!
 //! Both scan a block once, branch-free, over the magnitude bits of each element: for finite
 //! non-negative IEEE values the bit pattern, read as an unsigned integer, orders like the
-//! value, so the largest magnitude is an integer `max` that the compiler vectorizes.
+//! value, so the largest magnitude is an integer `max` that the compiler vectorizes. The
+//! worker needs both for a whole tensor; `scan.rs` does them in one pass with the same
+//! helpers ([`finite_block_exponents_f32`](super::finite_block_exponents_f32)).
 
 use half::{bf16, f16};
 
