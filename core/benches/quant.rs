@@ -6,12 +6,20 @@
 //! payload, reused, as a worker reuses its packet buffers) next to a plain
 //! `copy_from_slice` of the same buffer, and prints the throughput ratio from its own timing
 //! in the same process.
+//!
+//! Before any of it, a float tensor is checked for NaN/∞ and each block's exponent found:
+//! `block_exponent+check_finite` does both per block, `finite_block_exponents (fused)` in
+//! one pass over the buffer; and the last lines time, over 16 Mi elements streaming from
+//! memory, the worker's two passes without an exponent cache (the check over the whole
+//! tensor, then each block's exponent) against the fused one.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, Criterion, Throughput};
-use switchml_core::quant::{block_exponent_f32, check_finite_f32, Op, Scale, Unscale};
+use switchml_core::quant::{
+    block_exponent_f32, check_finite_f32, finite_block_exponents_f32, Op, Scale, Unscale,
+};
 
 /// Elements in the buffer.
 const LEN: usize = 64 * 1024;
@@ -88,6 +96,17 @@ fn bench_round_trip(c: &mut Criterion) {
             }
         });
     });
+    let mut block_exps = vec![0u8; LEN.div_ceil(BLOCK)];
+    group.bench_function("finite_block_exponents (fused)", |b| {
+        b.iter(|| {
+            black_box(finite_block_exponents_f32(
+                black_box(&src),
+                BLOCK,
+                &mut block_exps,
+            ))
+            .ok();
+        });
+    });
     group.finish();
 }
 
@@ -153,6 +172,43 @@ fn report_ratio(len: usize, reps: usize, iters: u32) {
     );
 }
 
+/// Time the two scans a worker makes without an exponent cache (`check_finite_f32` over the
+/// whole tensor, then `block_exponent_f32` per block) against the fused pass, over `len`
+/// elements in this process; print both.
+fn report_scans(len: usize, reps: usize, iters: u32) {
+    let src = gradient(len);
+    let mut exps = vec![0u8; len.div_ceil(BLOCK)];
+    let mut fused = vec![0u8; len.div_ceil(BLOCK)];
+    let (two, one) = median_times(
+        reps,
+        iters,
+        || {
+            black_box(check_finite_f32(black_box(&src))).ok();
+            for (block, e) in src.chunks(BLOCK).zip(exps.iter_mut()) {
+                *e = block_exponent_f32(block);
+            }
+            black_box(&mut exps);
+        },
+        || {
+            black_box(finite_block_exponents_f32(
+                black_box(&src),
+                BLOCK,
+                &mut fused,
+            ))
+            .ok();
+        },
+    );
+    assert_eq!(exps, fused);
+    let gbps = |t: Duration| (4 * len) as f64 / t.as_secs_f64() / 1e9;
+    println!(
+        "{len} f32: check_finite, then block_exponent per block {two:?} ({:.2} GB/s); \
+         finite_block_exponents {one:?} ({:.2} GB/s), {:.2}x",
+        gbps(two),
+        gbps(one),
+        two.as_secs_f64() / one.as_secs_f64()
+    );
+}
+
 criterion_group!(benches, bench_round_trip);
 
 // `criterion_main!` would end `main` after the summary; the ratio line follows it here.
@@ -161,4 +217,5 @@ fn main() {
     Criterion::default().configure_from_args().final_summary();
     report_ratio(LEN, 31, 200);
     report_ratio(16 << 20, 7, 3);
+    report_scans(16 << 20, 7, 3);
 }

@@ -23,7 +23,7 @@ use crate::config::CommConfig;
 use crate::error::{Error, ShapeSetting};
 use crate::lane::{Command, Lane, Report, Shared, Timing, BATCH};
 use crate::lane_log::LaneLog;
-use crate::part::{split, Element, Submission};
+use crate::part::{scan, split, Element, ExponentPool, Submission};
 use crate::socket::{size_buffer, Buffer, Wake};
 
 /// A worker's connection to a job at the switch.
@@ -31,6 +31,8 @@ pub struct Communicator {
     config: CommConfig,
     lanes: Vec<LaneHandle>,
     epoch: u32,
+    /// The parts' exponent caches, reused.
+    exponents: Arc<ExponentPool>,
 }
 
 struct LaneHandle {
@@ -66,6 +68,7 @@ impl Communicator {
             config: config.clone(),
             lanes,
             epoch: 0,
+            exponents: Arc::default(),
         };
         comm.epoch = comm.await_joins(&reports)?;
         Ok(comm)
@@ -197,11 +200,12 @@ impl Communicator {
     /// elements zeroed, say) or have every rank skip the tensor; the caller's contract is
     /// that every rank submits the same tensors in the same order.
     pub fn allreduce<T: Element>(&self, data: &mut [T], op: Op) -> Result<(), Error> {
-        check_finite(data)?;
+        let layout = self.config.layout();
+        let exponents = scan(data, layout, &self.exponents)?;
         let submission = Submission::new(self.lanes.len(), None);
         // SAFETY: `data` is borrowed mutably for this whole call, and the call does not
         // return before `wait(None)` has seen every part dropped.
-        let parts = unsafe { split(data, self.config.layout(), &submission) };
+        let parts = unsafe { split(data, layout, &submission, exponents, &self.exponents) };
         self.dispatch(parts, op);
         submission
             .wait(None)
@@ -212,19 +216,31 @@ impl Communicator {
     /// tensor with a NaN or an infinity is refused as by [`Communicator::allreduce`]: the
     /// handle is finished at once, with [`Error::NonFinite`].
     pub fn allreduce_async<T: Element>(&self, mut data: Vec<T>, op: Op) -> Pending<T> {
-        if let Err(e) = check_finite(&mut data) {
-            return Pending {
-                submission: Submission::refused(e, Some(Box::new(data))),
-                _element: PhantomData,
-            };
-        }
+        let layout = self.config.layout();
+        let exponents = match scan(&mut data, layout, &self.exponents) {
+            Ok(exponents) => exponents,
+            Err(e) => {
+                return Pending {
+                    submission: Submission::refused(e, Some(Box::new(data))),
+                    _element: PhantomData,
+                }
+            }
+        };
         let lanes = self.lanes.len();
         // The vector's heap buffer does not move when the Vec is moved into the box below.
         let ptr_data: *mut [T] = data.as_mut_slice();
         let submission = Submission::new(lanes, Some(Box::new(data)));
         // SAFETY: the submission owns the vector until every part is back (and forever if
         // the handle is leaked), and nothing else touches it meanwhile.
-        let parts = unsafe { split(&mut *ptr_data, self.config.layout(), &submission) };
+        let parts = unsafe {
+            split(
+                &mut *ptr_data,
+                layout,
+                &submission,
+                exponents,
+                &self.exponents,
+            )
+        };
         self.dispatch(parts, op);
         Pending {
             submission,
@@ -295,14 +311,6 @@ impl<T: Element> Pending<T> {
             .map(|b| *b)
             .ok_or_else(|| Error::Config("the tensor was already taken".into()))
     }
-}
-
-/// Check the whole tensor for NaN and infinities once, before it is split: one lane
-/// refusing its part after another has sent its own would leave half a tensor reduced.
-fn check_finite<T: Element>(data: &mut [T]) -> Result<(), Error> {
-    T::elements(data)
-        .check_finite()
-        .map_err(|e| Error::NonFinite { index: e.index })
 }
 
 /// A random non-zero nonce: the OS-seeded random value the switch side uses for keys.

@@ -277,8 +277,9 @@ impl Lane {
         now: switchml_core::time::Instant,
     ) {
         while let Some((part, op)) = backlog.pop_front() {
-            // The communicator checked the whole tensor for NaN/Inf before splitting it.
-            match self.worker.submit_finite(now, part, op) {
+            // The communicator checked the whole tensor for NaN/Inf before splitting it, in
+            // the pass that filled each part's exponent cache (`part::scan`).
+            match self.worker.submit_scanned(now, part, op) {
                 Ok(_) => {}
                 Err(e) if e.kind == SubmitErrorKind::QueueFull => {
                     backlog.push_front((e.buf, op));

@@ -9,6 +9,12 @@
 //! Memory: for an owned tensor (`Vec`) the submission owns the vector until every part is
 //! back, so the pointers stay valid however the handle is used; for a borrowed slice the
 //! blocking call does not return before every part is back.
+//!
+//! Before a tensor is split, [`scan`] reads it once: the NaN/∞ check of the whole tensor
+//! fused with the block exponent of every chunk of every part (protocol.md §5.3), which the
+//! part carries to its lane as its exponent cache (`Tensor::elements_and_exponents`), so
+//! that the lane's worker sends the exponents without reading the elements again. The
+//! caches are vectors of one byte per chunk, reused through an [`ExponentPool`].
 
 use std::any::Any;
 use std::ops::Range;
@@ -171,6 +177,67 @@ impl Submission {
     }
 }
 
+/// Exponent caches for parts, kept for reuse: a part takes one when its tensor is scanned
+/// and gives it back when it is dropped, so that a steady stream of tensors allocates none.
+#[derive(Default)]
+pub(crate) struct ExponentPool {
+    free: Mutex<Vec<Vec<u8>>>,
+}
+
+/// Caches the pool keeps at most (more are freed): enough for every lane's parts of
+/// several tensors in flight.
+const POOL_KEEPS: usize = 256;
+
+impl ExponentPool {
+    fn lock(&self) -> MutexGuard<'_, Vec<Vec<u8>>> {
+        self.free.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Return a cache of `len` bytes (contents unspecified).
+    fn take(&self, len: usize) -> Vec<u8> {
+        let mut cache = self.lock().pop().unwrap_or_default();
+        cache.resize(len, 0);
+        cache
+    }
+
+    fn give(&self, cache: Vec<u8>) {
+        let mut free = self.lock();
+        if free.len() < POOL_KEEPS && cache.capacity() > 0 {
+            free.push(cache);
+        }
+    }
+}
+
+/// Each lane's exponent cache for `data`, from one pass over the whole tensor that also
+/// checks it finite (the lanes' parts of [`split`], in order, so the first non-finite
+/// element of a part is the tensor's first). Run before the tensor is split: one lane
+/// refusing its part after another has sent its own would leave half a tensor reduced.
+/// On a NaN or ∞ the caches go back to `pool`.
+pub(crate) fn scan<T: Element>(
+    data: &mut [T],
+    layout: LaneLayout,
+    pool: &ExponentPool,
+) -> Result<Vec<Vec<u8>>, Error> {
+    let count = usize::from(layout.count.max(1));
+    let mut caches = Vec::with_capacity(usize::from(layout.lanes));
+    for lane in 0..layout.lanes {
+        let range = layout.elements(data.len(), lane);
+        let (offset, len) = (range.start, range.len());
+        let mut cache = pool.take(len.div_ceil(count));
+        let scanned = data.get_mut(range).map_or(Ok(()), |part| {
+            T::elements(part).finite_block_exponents(count, &mut cache)
+        });
+        caches.push(cache);
+        if let Err(e) = scanned {
+            caches.into_iter().for_each(|c| pool.give(c));
+            return Err(Error::NonFinite {
+                index: offset + e.index,
+            });
+        }
+    }
+    Ok(caches)
+}
+
 /// One lane's contiguous share of a tensor.
 pub struct Part {
     ptr: NonNull<u8>,
@@ -178,6 +245,9 @@ pub struct Part {
     kind: Kind,
     /// Index of this part's first element in the whole tensor.
     pub(crate) offset: usize,
+    /// The block exponents of its chunks ([`scan`]).
+    exponents: Vec<u8>,
+    pool: Arc<ExponentPool>,
     submission: Arc<Submission>,
     outcome: Option<Result<(), Error>>,
 }
@@ -203,22 +273,29 @@ impl Part {
 
 impl Tensor for Part {
     fn elements(&mut self) -> Elements<'_> {
+        self.elements_and_exponents().0
+    }
+
+    fn elements_and_exponents(&mut self) -> (Elements<'_>, Option<&mut [u8]>) {
         let (ptr, len) = (self.ptr.as_ptr(), self.len);
         // SAFETY: `ptr..ptr+len` is this part's exclusive, live, aligned range of `kind`
-        // elements (see `split`); the returned borrow is tied to `&mut self`.
-        unsafe {
+        // elements (see `split`), apart from `exponents`; the returned borrows are tied to
+        // `&mut self`.
+        let elements = unsafe {
             match self.kind {
                 Kind::F32 => Elements::F32(std::slice::from_raw_parts_mut(ptr.cast(), len)),
                 Kind::I32 => Elements::I32(std::slice::from_raw_parts_mut(ptr.cast(), len)),
                 Kind::F16 => Elements::F16(std::slice::from_raw_parts_mut(ptr.cast(), len)),
                 Kind::Bf16 => Elements::Bf16(std::slice::from_raw_parts_mut(ptr.cast(), len)),
             }
-        }
+        };
+        (elements, Some(&mut self.exponents))
     }
 }
 
 impl Drop for Part {
     fn drop(&mut self) {
+        self.pool.give(std::mem::take(&mut self.exponents));
         let outcome = self.outcome.take().unwrap_or(Err(Error::Config(
             "the communicator closed before the tensor finished".into(),
         )));
@@ -227,7 +304,7 @@ impl Drop for Part {
 }
 
 /// Split `data` into one part per lane of `layout` (protocol.md §6), reporting to
-/// `submission`.
+/// `submission`, each with its lane's exponent cache from [`scan`] (given back to `pool`).
 ///
 /// # Safety
 /// The caller must keep `data` alive and untouched until `submission` has every part back.
@@ -235,8 +312,11 @@ pub(crate) unsafe fn split<T: Element>(
     data: &mut [T],
     layout: LaneLayout,
     submission: &Arc<Submission>,
+    exponents: Vec<Vec<u8>>,
+    pool: &Arc<ExponentPool>,
 ) -> Vec<Part> {
     let base = data.as_mut_ptr();
+    let mut exponents = exponents.into_iter();
     (0..layout.lanes)
         .map(|lane| {
             let Range { start: lo, end: hi } = layout.elements(data.len(), lane);
@@ -247,6 +327,8 @@ pub(crate) unsafe fn split<T: Element>(
                 len: hi - lo,
                 kind: T::KIND,
                 offset: lo,
+                exponents: exponents.next().unwrap_or_default(),
+                pool: Arc::clone(pool),
                 submission: Arc::clone(submission),
                 outcome: None,
             }
@@ -257,23 +339,44 @@ pub(crate) unsafe fn split<T: Element>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use switchml_core::quant::block_exponent_f32;
+
+    const LAYOUT: LaneLayout = LaneLayout {
+        lanes: 3,
+        lane_slots: 4,
+        count: 100,
+    };
+
+    #[test]
+    fn parts_carry_their_chunks_exponents_from_one_scan_of_the_whole_tensor() {
+        let mut data: Vec<f32> = (0..550).map(|i| (i as f32 - 300.0) / 7.0).collect();
+        let want: Vec<u8> = data.chunks(100).map(block_exponent_f32).collect();
+        let pool = Arc::new(ExponentPool::default());
+        let caches = scan(&mut data, LAYOUT, &pool).unwrap();
+        assert_eq!(caches, [&want[0..2], &want[2..4], &want[4..6]]);
+        let s = Submission::new(3, None);
+        // SAFETY: `data` outlives the parts, which are all dropped below.
+        let mut parts = unsafe { split(&mut data, LAYOUT, &s, caches, &pool) };
+        let (elements, cache) = parts[1].elements_and_exponents();
+        assert_eq!((elements.len(), cache.as_deref()), (200, Some(&want[2..4])));
+        drop(parts);
+        // The caches are back for the next tensor; a NaN in lane 2's part is refused with
+        // its index in the whole tensor, and nothing is kept from the failed scan.
+        assert_eq!(pool.lock().len(), 3);
+        data[517] = f32::NAN;
+        data[530] = f32::INFINITY;
+        let e = scan(&mut data, LAYOUT, &pool).unwrap_err();
+        assert!(matches!(e, Error::NonFinite { index: 517 }), "{e}");
+        assert_eq!(pool.lock().len(), 3);
+    }
 
     #[test]
     fn a_submission_waits_for_every_part_and_keeps_the_first_error() {
         let mut data = vec![1.0f32; 600];
         let s = Submission::new(3, None);
+        let pool = Arc::default();
         // SAFETY: `data` outlives the parts, which are all dropped below.
-        let mut parts = unsafe {
-            split(
-                &mut data,
-                LaneLayout {
-                    lanes: 3,
-                    lane_slots: 4,
-                    count: 100,
-                },
-                &s,
-            )
-        };
+        let mut parts = unsafe { split(&mut data, LAYOUT, &s, Vec::new(), &pool) };
         assert_eq!(
             parts.iter().map(Part::len).collect::<Vec<_>>(),
             [200, 200, 200]

@@ -1,7 +1,10 @@
 //! A caller's tensor of any supported element type, seen through one enum.
 //!
 //! The worker streams a tensor chunk by chunk: for each chunk it asks for the block exponent,
-//! encodes the payload, and later overwrites the same elements with the decoded result.
+//! encodes the payload, and later overwrites the same elements with the decoded result. A
+//! [`Tensor`] may keep room for the exponents of all its chunks ([`WithExponents`]); the
+//! worker then finds them, and checks the tensor finite, in one pass when it is submitted
+//! ([`Elements::finite_block_exponents`]) and reads each chunk's byte from there.
 //! Every `range` given here is clamped to the tensor (`start` and `end` to at most `len`,
 //! `end` to at least `start`), so an out-of-range request touches fewer elements or none,
 //! and never panics.
@@ -16,6 +19,9 @@ use super::exponent::{
 };
 use super::int32::{decode_i32, encode_i32};
 use super::scale::Scale;
+use super::scan::{
+    finite_block_exponents_bf16, finite_block_exponents_f16, finite_block_exponents_f32,
+};
 use super::unscale::Unscale;
 use super::{ElementType, NonFinite, Op};
 
@@ -86,6 +92,31 @@ impl<'a> Elements<'a> {
         }
     }
 
+    /// Check that every element is finite and write the block exponent of each chunk of
+    /// `count` elements into `exponents`, in one pass (int32: always `Ok`, every byte
+    /// [`NO_EXPONENT`]). The bytes are those of [`block_exponent`](Self::block_exponent) on
+    /// each chunk's range, the error that of [`check_finite`](Self::check_finite); lengths
+    /// as in [`finite_block_exponents_f32`].
+    pub fn finite_block_exponents(
+        &self,
+        count: usize,
+        exponents: &mut [u8],
+    ) -> Result<(), NonFinite> {
+        match self {
+            Elements::F32(x) => finite_block_exponents_f32(x, count, exponents),
+            Elements::I32(x) => {
+                let chunks = x.len().div_ceil(count.max(1));
+                exponents
+                    .iter_mut()
+                    .take(chunks)
+                    .for_each(|e| *e = NO_EXPONENT);
+                Ok(())
+            }
+            Elements::F16(x) => finite_block_exponents_f16(x, count, exponents),
+            Elements::Bf16(x) => finite_block_exponents_bf16(x, count, exponents),
+        }
+    }
+
     /// Write the payload for elements `range` (clamped) into `dst`, 4 bytes per element:
     /// quantized with [`Scale::new`]`(world, exp_max)` for floats, plain big-endian for int32
     /// (`world` and `exp_max` ignored).
@@ -144,11 +175,51 @@ impl<'a> Elements<'a> {
 pub trait Tensor {
     /// Return the elements, borrowed for as long as `self` is.
     fn elements(&mut self) -> Elements<'_>;
+
+    /// Return the elements and, if the tensor keeps one, its exponent cache: room for the
+    /// block exponent of each of its chunks, one byte per chunk. The default keeps none.
+    ///
+    /// When a float tensor's cache has a byte for every chunk, the worker fills it in the
+    /// same pass as the finiteness check at [`submit`](crate::worker::Worker::submit) and
+    /// reads each chunk's exponent from it instead of scanning the chunk again; without
+    /// one, it scans each chunk as it sends it. The worker owns the bytes while it holds the
+    /// tensor: return the same bytes at every call, and change them only as the worker says
+    /// (see [`submit_scanned`](crate::worker::Worker::submit_scanned)). [`WithExponents`]
+    /// adds a cache to any tensor.
+    fn elements_and_exponents(&mut self) -> (Elements<'_>, Option<&mut [u8]>) {
+        (self.elements(), None)
+    }
 }
 
 impl<T: Tensor + ?Sized> Tensor for &mut T {
     fn elements(&mut self) -> Elements<'_> {
         (**self).elements()
+    }
+
+    fn elements_and_exponents(&mut self) -> (Elements<'_>, Option<&mut [u8]>) {
+        (**self).elements_and_exponents()
+    }
+}
+
+/// A tensor with an exponent cache ([`Tensor::elements_and_exponents`]): `tensor`'s
+/// elements and the bytes of `exponents`, which need one byte per chunk of the worker's
+/// `count` elements (`len.div_ceil(count)`) to be used: a `[u8; N]`, a `&mut [u8]` or a
+/// `Vec<u8>`, reused from one submission to the next.
+#[derive(Debug)]
+pub struct WithExponents<T, E> {
+    /// The tensor.
+    pub tensor: T,
+    /// The room for its chunks' exponents.
+    pub exponents: E,
+}
+
+impl<T: Tensor, E: AsMut<[u8]>> Tensor for WithExponents<T, E> {
+    fn elements(&mut self) -> Elements<'_> {
+        self.tensor.elements()
+    }
+
+    fn elements_and_exponents(&mut self) -> (Elements<'_>, Option<&mut [u8]>) {
+        (self.tensor.elements(), Some(self.exponents.as_mut()))
     }
 }
 
@@ -286,6 +357,38 @@ mod tests {
         assert_eq!(payload, [0xff, 0xff, 0xff, 0xfe, 0, 0, 0, 9]);
         t.decode(0..2, 7, 200, Op::Average, &payload);
         assert_eq!(x, [-2, 9, 9]);
+        let mut exps = [0xaau8; 3];
+        assert_eq!(
+            Elements::I32(&mut x).finite_block_exponents(2, &mut exps),
+            Ok(())
+        );
+        assert_eq!(exps, [NO_EXPONENT, NO_EXPONENT, 0xaa]);
+    }
+
+    #[test]
+    fn only_a_tensor_with_exponents_offers_a_cache() {
+        let mut x = [1.0f32, -6.0, 0.5];
+        assert!(view(&mut x).len() == 3);
+        assert!(x.elements_and_exponents().1.is_none());
+        let mut t = WithExponents {
+            tensor: &mut x[..],
+            exponents: [0u8; 2],
+        };
+        // Through `&mut T`'s forwarding impl.
+        let mut by_ref = &mut t;
+        let (elements, cache) = Tensor::elements_and_exponents(&mut by_ref);
+        let cache = cache.unwrap();
+        assert_eq!(elements.finite_block_exponents(2, cache), Ok(()));
+        assert_eq!(t.exponents, [130, 127]);
+        assert_eq!(t.elements().block_exponent(0..2), 130);
+        let mut f = [f32::NAN];
+        let mut e = Elements::F32(&mut f);
+        let (elements, cache) = e.elements_and_exponents();
+        assert!(cache.is_none());
+        assert_eq!(
+            elements.finite_block_exponents(1, &mut []),
+            Err(NonFinite { index: 0 })
+        );
     }
 
     #[test]

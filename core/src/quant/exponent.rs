@@ -2,7 +2,9 @@
 //!
 //! Both scan a block once, branch-free, over the magnitude bits of each element: for finite
 //! non-negative IEEE values the bit pattern, read as an unsigned integer, orders like the
-//! value, so the largest magnitude is an integer `max` that the compiler vectorizes.
+//! value, so the largest magnitude is an integer `max` that the compiler vectorizes. The
+//! worker needs both for a whole tensor; `scan.rs` does them in one pass with the same
+//! helpers ([`finite_block_exponents_f32`](super::finite_block_exponents_f32)).
 
 use half::{bf16, f16};
 
@@ -12,15 +14,15 @@ use super::NonFinite;
 pub const NO_EXPONENT: u8 = 0;
 
 /// Magnitude bits of an f32 (everything but the sign).
-const F32_ABS: u32 = 0x7fff_ffff;
+pub(super) const F32_ABS: u32 = 0x7fff_ffff;
 /// Magnitude bits of +∞ in f32; every larger pattern is a NaN.
-const F32_INF: u32 = 0x7f80_0000;
+pub(super) const F32_INF: u32 = 0x7f80_0000;
 /// Magnitude bits of an f16 or bf16.
-const HALF_ABS: u16 = 0x7fff;
+pub(super) const HALF_ABS: u16 = 0x7fff;
 /// Magnitude bits of +∞ in f16.
-const F16_INF: u16 = 0x7c00;
+pub(super) const F16_INF: u16 = 0x7c00;
 /// Magnitude bits of +∞ in bf16.
-const BF16_INF: u16 = 0x7f80;
+pub(super) const BF16_INF: u16 = 0x7f80;
 /// Elements scanned at a time by the finiteness checks before looking for the culprit.
 const CHECK_CHUNK: usize = 64;
 
@@ -43,7 +45,7 @@ pub fn exponent_value(b: u8) -> Option<i32> {
 
 /// The exponent byte for f32 magnitude bits `abs` (sign already cleared).
 #[inline(always)]
-fn exponent_of_abs_bits(abs: u32) -> u8 {
+pub(super) fn exponent_of_abs_bits(abs: u32) -> u8 {
     // The field is 0..=255; +1 saturates so that ∞ and NaN (field 255) give 255 too.
     let biased = ((abs >> 23) + 1).min(255) as u8;
     if abs == 0 {
@@ -66,7 +68,7 @@ pub fn block_exponent_f16(block: &[f16]) -> u8 {
     let max = block
         .iter()
         .fold(0u16, |m, x| m.max(x.to_bits() & HALF_ABS));
-    exponent_of(f16::from_bits(max).to_f32())
+    exponent_of_f16_abs_bits(max)
 }
 
 /// Largest-magnitude exponent byte of a bf16 block (finite inputs; [`NO_EXPONENT`] if all zero
@@ -75,7 +77,19 @@ pub fn block_exponent_bf16(block: &[bf16]) -> u8 {
     let max = block
         .iter()
         .fold(0u16, |m, x| m.max(x.to_bits() & HALF_ABS));
-    exponent_of(bf16::from_bits(max).to_f32())
+    exponent_of_bf16_abs_bits(max)
+}
+
+/// The exponent byte for f16 magnitude bits `abs` (sign already cleared).
+#[inline(always)]
+pub(super) fn exponent_of_f16_abs_bits(abs: u16) -> u8 {
+    exponent_of(f16::from_bits(abs).to_f32())
+}
+
+/// The exponent byte for bf16 magnitude bits `abs` (sign already cleared).
+#[inline(always)]
+pub(super) fn exponent_of_bf16_abs_bits(abs: u16) -> u8 {
+    exponent_of(bf16::from_bits(abs).to_f32())
 }
 
 /// Check that every element is finite; on failure name the first NaN or infinity.

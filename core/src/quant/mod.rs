@@ -32,7 +32,9 @@
 //! slice dequantizers say where, so that the worker reports it as an overflow too.
 //! [`Elements`] and [`Tensor`] let the worker handle all four element types through one
 //! interface. Non-finite floats cannot be quantized meaningfully; the worker rejects them
-//! ([`check_finite_f32`]) before anything is sent.
+//! ([`check_finite_f32`]) before anything is sent. The check and the exponents of every
+//! chunk can come from one pass over the tensor ([`finite_block_exponents_f32`]), which
+//! the worker makes when a tensor keeps room for the exponents ([`WithExponents`]).
 //!
 //! ```
 //! use switchml_core::quant::{block_exponent_f32, decode_i32, encode_i32, Op, Scale, Unscale};
@@ -64,6 +66,7 @@ mod elements;
 mod exponent;
 mod int32;
 mod scale;
+mod scan;
 mod unscale;
 
 #[cfg(test)]
@@ -71,13 +74,16 @@ mod aggregate_tests;
 
 use core::fmt;
 
-pub use elements::{Elements, Tensor};
+pub use elements::{Elements, Tensor, WithExponents};
 pub use exponent::{
     block_exponent_bf16, block_exponent_f16, block_exponent_f32, check_finite_bf16,
     check_finite_f16, check_finite_f32, exponent_of, exponent_value, NO_EXPONENT,
 };
 pub use int32::{decode_i32, encode_i32};
 pub use scale::Scale;
+pub use scan::{
+    finite_block_exponents_bf16, finite_block_exponents_f16, finite_block_exponents_f32,
+};
 pub use unscale::Unscale;
 
 /// The reduction an all-reduce computes.

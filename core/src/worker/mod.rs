@@ -44,7 +44,7 @@ use crate::time::{Duration, Instant};
 use crate::wire::{self, Message};
 use rtt::RttEstimator;
 use slots::{SlotState, Work};
-use tensors::{Entry, Queue};
+use tensors::{Entry, Queue, Vouched};
 use timer::{SlotTimers, Timer, TimerTable};
 
 /// How a worker lane is set up. Every rank of a job uses the same values except `rank`.
@@ -345,26 +345,52 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
 
     /// Queue a tensor for all-reduce in place. Non-finite inputs are refused here, before
     /// anything is sent; that takes one pass over the tensor, done after the cheaper
-    /// refusals (so a full queue costs no scan).
+    /// refusals (so a full queue costs no scan). A float tensor with an exponent cache
+    /// ([`Tensor::elements_and_exponents`]) gets its chunks' block exponents in the same
+    /// pass, and no chunk is scanned again; without one, each chunk's exponent is scanned
+    /// as the chunk is sent (a second read of the tensor).
     pub fn submit(&mut self, _now: Instant, buf: B, op: Op) -> Result<TensorId, SubmitError<B>> {
-        self.queue_tensor(buf, op, true)
+        self.queue_tensor(buf, op, Vouched::Nothing)
     }
 
     /// Queue a tensor whose elements the caller has already found finite
     /// ([`Elements::check_finite`](crate::quant::Elements::check_finite)), without
     /// scanning it again: a host that splits one tensor between several lanes checks it
     /// once, whole, before any lane sends anything. A NaN or infinity submitted here anyway
-    /// does not panic, but spoils the sum of its chunk at every rank.
+    /// does not panic, but spoils the sum of its chunk at every rank. Each chunk's exponent
+    /// is scanned as the chunk is sent; an exponent cache is not used (the caller who
+    /// filled it submits with [`submit_scanned`](Self::submit_scanned)).
     pub fn submit_finite(
         &mut self,
         _now: Instant,
         buf: B,
         op: Op,
     ) -> Result<TensorId, SubmitError<B>> {
-        self.queue_tensor(buf, op, false)
+        self.queue_tensor(buf, op, Vouched::Finite)
     }
 
-    fn queue_tensor(&mut self, mut buf: B, op: Op, scan: bool) -> Result<TensorId, SubmitError<B>> {
+    /// Queue a tensor whose elements the caller has found finite and whose exponent cache
+    /// it has filled, in the same pass
+    /// ([`Elements::finite_block_exponents`](crate::quant::Elements::finite_block_exponents)
+    /// with this lane's `count`): the host that checks a tensor whole before splitting it
+    /// between lanes reads it once for both. The worker sends the cached bytes as they are;
+    /// wrong ones do not panic, but spoil the sums of their chunks at every rank. Without a
+    /// cache with a byte for every chunk, as [`submit_finite`](Self::submit_finite).
+    pub fn submit_scanned(
+        &mut self,
+        _now: Instant,
+        buf: B,
+        op: Op,
+    ) -> Result<TensorId, SubmitError<B>> {
+        self.queue_tensor(buf, op, Vouched::Scanned)
+    }
+
+    fn queue_tensor(
+        &mut self,
+        mut buf: B,
+        op: Op,
+        vouched: Vouched,
+    ) -> Result<TensorId, SubmitError<B>> {
         let refuse = |kind, buf| Err(SubmitError { kind, buf });
         if self.failure.is_some() {
             return refuse(SubmitErrorKind::Failed, buf);
@@ -380,11 +406,10 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         if !self.tensors.has_room() {
             return refuse(SubmitErrorKind::QueueFull, buf);
         }
-        if scan {
-            if let Err(e) = buf.elements().check_finite() {
-                return refuse(SubmitErrorKind::NonFinite(e), buf);
-            }
-        }
+        let cached = match tensors::scan_exponents(&mut buf, chunks, self.config.count, vouched) {
+            Ok(cached) => cached,
+            Err(e) => return refuse(SubmitErrorKind::NonFinite(e), buf),
+        };
         let id = TensorId(self.tensors.next_id);
         let window = u32::from(self.config.window);
         let rotation = self.tensors.next_rotation;
@@ -400,6 +425,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             rotation,
             remaining: chunks,
             overflow: None,
+            cached,
         });
         for i in 0..usize::from(self.config.window) {
             if let Work::Idle { next } = self.slots[i].work {
@@ -631,6 +657,8 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
     }
 }
 
+#[cfg(test)]
+mod cache_tests;
 #[cfg(test)]
 mod overflow_tests;
 #[cfg(test)]

@@ -223,16 +223,14 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         let e = self.tensors.get_mut(tensor)?;
         let range = e.chunk_range(chunk, cfg.count);
         let look_ahead = chunk.saturating_add(u32::from(cfg.window));
-        let next =
-            (e.is_float() && look_ahead < e.chunks).then(|| e.chunk_range(look_ahead, cfg.count));
-        let elements = e.buf.elements();
         let (count, exp) = if prime {
-            (0, elements.block_exponent(range.clone()))
-        } else if let Some(next) = next {
-            (range.len() as u16, elements.block_exponent(next))
+            (0, e.chunk_exponent(chunk, cfg.count))
+        } else if e.is_float() && look_ahead < e.chunks {
+            (range.len() as u16, e.chunk_exponent(look_ahead, cfg.count))
         } else {
             (range.len() as u16, NO_EXPONENT)
         };
+        let elements = e.buf.elements();
         let repr = DataRepr {
             kind: DataKind::Contribution,
             job: cfg.job,

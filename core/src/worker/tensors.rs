@@ -1,7 +1,42 @@
-//! The queue of submitted tensors: a ring of `QUEUE` entries indexed by tensor id.
+//! The queue of submitted tensors: a ring of `QUEUE` entries indexed by tensor id; and the
+//! block exponents of a tensor's chunks, from its exponent cache or scanned when sent.
 
 use super::event::{TensorError, TensorId};
-use crate::quant::{ElementType, Op, Tensor};
+use crate::quant::{ElementType, NonFinite, Op, Tensor};
+
+/// What the submitter vouches for about a tensor's elements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Vouched {
+    /// Nothing: check them, in one pass with the exponents where the tensor has a cache.
+    Nothing,
+    /// They are finite; the exponents are scanned chunk by chunk as sent.
+    Finite,
+    /// They are finite and the tensor's exponent cache holds its chunks' exponents.
+    Scanned,
+}
+
+/// Make what a submission needs of `buf`'s elements: refuse a non-finite one unless the
+/// caller vouched for it, and return whether its exponent cache holds the block exponents
+/// of its `chunks` chunks of `count` (a float tensor whose cache has room for them all).
+pub(crate) fn scan_exponents<B: Tensor>(
+    buf: &mut B,
+    chunks: u32,
+    count: u16,
+    vouched: Vouched,
+) -> Result<bool, NonFinite> {
+    let (elements, cache) = buf.elements_and_exponents();
+    let cache = cache
+        .filter(|_| elements.element_type() != ElementType::I32)
+        .and_then(|c| c.get_mut(..chunks as usize));
+    match (vouched, cache) {
+        (Vouched::Nothing, Some(cache)) => elements
+            .finite_block_exponents(usize::from(count), cache)
+            .map(|()| true),
+        (Vouched::Nothing, None) => elements.check_finite().map(|()| false),
+        (Vouched::Finite, _) => Ok(false),
+        (Vouched::Scanned, cache) => Ok(cache.is_some()),
+    }
+}
 
 /// One submitted tensor.
 pub(crate) struct Entry<B> {
@@ -19,6 +54,8 @@ pub(crate) struct Entry<B> {
     /// The first overflowed element, if any (int32: the first element of the first
     /// chunk the switch flagged).
     pub(crate) overflow: Option<usize>,
+    /// Whether `buf`'s exponent cache holds the block exponent of every chunk.
+    pub(crate) cached: bool,
 }
 
 impl<B: Tensor> Entry<B> {
@@ -35,6 +72,20 @@ impl<B: Tensor> Entry<B> {
             .saturating_mul(usize::from(count))
             .min(self.len);
         lo..lo.saturating_add(usize::from(count)).min(self.len)
+    }
+
+    /// Return the block exponent of chunk `j`: from the tensor's exponent cache if it holds
+    /// them, else scanned now.
+    pub(crate) fn chunk_exponent(&mut self, j: u32, count: u16) -> u8 {
+        let range = self.chunk_range(j, count);
+        let (elements, cache) = self.buf.elements_and_exponents();
+        match cache
+            .filter(|_| self.cached)
+            .and_then(|c| c.get(j as usize))
+        {
+            Some(&exp) => exp,
+            None => elements.block_exponent(range),
+        }
     }
 
     pub(crate) fn is_float(&self) -> bool {

@@ -8,6 +8,10 @@
 //! - **exponents are right** (§5.1): for a finite block, the byte is 0 iff the block is all
 //!   zeros, else `max|x| < 2^e` and `e` is the smallest such (clamped at −126); f16 and bf16
 //!   blocks give the byte of their exact f32 values;
+//! - **the fused scan is the two scans**: `finite_block_exponents_{f32,f16,bf16}` fail with
+//!   the error of `check_finite_*` on the whole tensor, and otherwise write each chunk's
+//!   `block_exponent_*` byte; on a failure exactly the chunks before the culprit's are
+//!   written ([`check_fused_scan`]);
 //! - **the sum cannot overflow**: with the job-wide maximum exponent, every `|q| ≤ L` and
 //!   the `n`-way sum fits in int32, for `n` up to 1,024;
 //! - **the error bound holds** whenever the input is finite: each element of the summed
@@ -24,7 +28,8 @@
 use half::{bf16, f16};
 use switchml_core::quant::{
     block_exponent_bf16, block_exponent_f16, block_exponent_f32, check_finite_bf16,
-    check_finite_f16, check_finite_f32, exponent_value, NonFinite, Op, Scale, Unscale,
+    check_finite_f16, check_finite_f32, exponent_value, finite_block_exponents_bf16,
+    finite_block_exponents_f16, finite_block_exponents_f32, NonFinite, Op, Scale, Unscale,
 };
 
 use crate::checks::input::Input;
@@ -36,9 +41,12 @@ fn sum_bits(n: u16) -> i32 {
 
 /// The element type of one case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub enum Kind {
+    /// IEEE binary32.
     F32,
+    /// IEEE binary16.
     F16,
+    /// bfloat16.
     Bf16,
 }
 
@@ -79,6 +87,8 @@ pub fn check_quant(bytes: &[u8]) {
         check_finite_reports(block, kind);
         check_fast_paths(block, kind, world, exp);
     }
+    let tensor: Vec<f32> = blocks.concat();
+    check_fused_scan(&tensor, kind, 1 + usize::from(exp % 8));
     let sums: Vec<i32> = (0..len).map(|_| input.i32()).collect();
     check_dequantize_paths(&sums, world, input.u8(), op);
     if blocks.iter().flatten().all(|x| x.is_finite()) {
@@ -98,6 +108,53 @@ fn check_finite_reports(block: &[f32], kind: Kind) {
         Kind::Bf16 => check_finite_bf16(&to_bf16(block)),
     };
     assert_eq!(got.err(), want, "check_finite on {kind:?} {block:?}");
+}
+
+/// The fused scan of `tensor` (in element type `kind`, where values beyond the type's range
+/// become ±∞) in chunks of `count` is the two scans it
+/// replaces: the error of `check_finite_*` on the whole tensor, else the `block_exponent_*`
+/// byte of every chunk, and on an error the bytes of exactly the chunks before the
+/// culprit's. Bytes past the chunks are never written.
+pub fn check_fused_scan(tensor: &[f32], kind: Kind, count: usize) {
+    let chunks = tensor.len().div_ceil(count.max(1));
+    let mut got = vec![0xa5u8; chunks + 1];
+    let (result, want_err, want): (_, _, Vec<u8>) = match kind {
+        Kind::F32 => (
+            finite_block_exponents_f32(tensor, count, &mut got),
+            check_finite_f32(tensor),
+            tensor
+                .chunks(count.max(1))
+                .map(block_exponent_f32)
+                .collect(),
+        ),
+        Kind::F16 => {
+            let t = to_f16(tensor);
+            (
+                finite_block_exponents_f16(&t, count, &mut got),
+                check_finite_f16(&t),
+                t.chunks(count.max(1)).map(block_exponent_f16).collect(),
+            )
+        }
+        Kind::Bf16 => {
+            let t = to_bf16(tensor);
+            (
+                finite_block_exponents_bf16(&t, count, &mut got),
+                check_finite_bf16(&t),
+                t.chunks(count.max(1)).map(block_exponent_bf16).collect(),
+            )
+        }
+    };
+    let case = format!("{kind:?}, count {count}, {} elements", tensor.len());
+    assert_eq!(result, want_err, "{case}");
+    let written = match result {
+        Ok(()) => chunks,
+        Err(NonFinite { index }) => index / count.max(1),
+    };
+    assert_eq!(got[..written], want[..written], "{case}");
+    assert!(
+        got[written..].iter().all(|&b| b == 0xa5),
+        "{case}: bytes past chunk {written} written: {got:?}"
+    );
 }
 
 /// The exponent byte of the block in its own element type.
