@@ -100,15 +100,13 @@ def experiments(quick, only=None):
             for side in ["up", "down"]
             for p in ([4, 16] if quick else [2, 4, 8, 16, 32])
         ]
-    if want("stagger"):
-        print("stagger: staggered timeouts (rank r waits r x 6% of the timeout longer)")
-        out["stagger"] = [
-            run(workers=16, mib=mib, loss=loss, rto_us=rto, max_rto_us=rto, rto_stagger_us=stagger)
-            for loss in [0.001, 0.01]
-            for rto in [1000, 100]
-            for stagger in [0, rto * 6 // 100]
-        ]
     return out
+
+
+def load_before(name):
+    """The timeout-only recovery's results (the core before protocol.md §6.1), if kept."""
+    path = os.path.join(ROOT, "sim", "results", "timeout-only", name + ".json")
+    return json.load(open(path)) if os.path.exists(path) else []
 
 
 def plot(data):
@@ -174,34 +172,35 @@ def plot(data):
     ax.legend(fontsize=7)
     save(fig, "pool")
 
-    # Loss: inflation, resends per drop, wasted resends.
+    # Loss: inflation, resends and probes per drop; dashed: the timeout-only recovery before
+    # protocol.md §6.1 (sim/results/timeout-only/, the core at commit 7e0a93f).
     fig, (a1, a2, a3) = plt.subplots(1, 3, figsize=(13, 3.8))
     mean = lambda xs: sum(xs) / len(xs)
+    before = load_before("loss")
     for i, (rto, max_rto) in enumerate(POLICIES):
-        pts = [
-            d["runs"][0]
-            for d in data["loss"]
-            if (d["runs"][0]["scenario"]["rto_us"], d["runs"][0]["scenario"]["max_rto_us"]) == (rto, max_rto)
-        ]
-        if not pts:
-            continue
-        base = [r["completion_ns"] for r in pts if r["scenario"]["loss"] == 0][0]
-        rates = sorted({r["scenario"]["loss"] for r in pts if r["scenario"]["loss"] > 0})
-        at = lambda x: [r for r in pts if r["scenario"]["loss"] == x]
-        infl = [mean([r["completion_ns"] / base for r in at(x)]) for x in rates]
-        rpd = [mean([r["protocol"]["resends_per_drop"] for r in at(x)]) for x in rates]
-        wasted = [
-            mean([(r["protocol"]["retransmissions"] - r["lost"]) / r["protocol"]["retransmissions"] * 100 for r in at(x)])
-            for x in rates
-        ]
-        label = policy_label(rto, max_rto)
-        xs = [x * 100 for x in rates]
-        a1.plot(xs, infl, "o-", color=f"C{i}", label=label)
-        a2.plot(xs, rpd, "o-", color=f"C{i}", label=label)
-        a3.plot(xs, wasted, "o-", color=f"C{i}", label=label)
-        for r in pts:
-            if r["scenario"]["loss"] > 0:
-                a1.plot(r["scenario"]["loss"] * 100, r["completion_ns"] / base, ".", color=f"C{i}", alpha=0.4)
+        for points, style, tag in ((data["loss"], "o-", ""), (before, "x--", " (before: timeout only)")):
+            pts = [
+                d["runs"][0]
+                for d in points
+                if (d["runs"][0]["scenario"]["rto_us"], d["runs"][0]["scenario"]["max_rto_us"]) == (rto, max_rto)
+            ]
+            if not pts:
+                continue
+            base = [r["completion_ns"] for r in pts if r["scenario"]["loss"] == 0][0]
+            rates = sorted({r["scenario"]["loss"] for r in pts if r["scenario"]["loss"] > 0})
+            at = lambda x: [r for r in pts if r["scenario"]["loss"] == x]
+            infl = [mean([r["completion_ns"] / base for r in at(x)]) for x in rates]
+            rpd = [mean([r["protocol"]["resends_per_drop"] for r in at(x)]) for x in rates]
+            label = policy_label(rto, max_rto) + tag
+            xs = [x * 100 for x in rates]
+            a1.plot(xs, infl, style, color=f"C{i}", label=label)
+            a2.plot(xs, rpd, style, color=f"C{i}", label=label)
+            if not tag:
+                ppd = [mean([r["protocol"]["probes"] / r["lost"] for r in at(x)]) for x in rates]
+                a3.plot(xs, ppd, style, color=f"C{i}", label=label)
+                for r in pts:
+                    if r["scenario"]["loss"] > 0:
+                        a1.plot(r["scenario"]["loss"] * 100, r["completion_ns"] / base, ".", color=f"C{i}", alpha=0.4)
     for a in (a1, a2, a3):
         a.set_xscale("log")
         a.set_xlabel("loss on every link (%)")
@@ -211,10 +210,11 @@ def plot(data):
     a1.set_title(f"16 workers, {mib(data['loss'][0])} MiB, 100 Gb/s")
     a2.set_ylabel("worker resends per packet lost")
     a2.set_ylim(0, 17)
-    a2.set_title("a stalled slot makes every rank resend")
-    a3.set_ylabel("resends beyond one per loss (% of resends)")
-    a3.set_ylim(0, 100)
-    a3.set_title("what a targeted recovery would save")
+    a2.set_title("asking first: one resend per loss")
+    a3.set_ylabel("Probes (20 B) per packet lost")
+    a3.set_title("what asking costs")
+    for a in (a1, a2):
+        a.legend(fontsize=6)
     save(fig, "loss")
 
     # Stragglers.
@@ -241,13 +241,15 @@ def plot(data):
     a2.set_title(f"16 workers, {mib(late[0])} MiB: a slow rank")
     save(fig, "stragglers")
 
-    # Resends per lost packet, by the direction of the loss.
+    # Resends per lost packet, by the direction of the loss; dashed: timeout-only, before.
     fig, ax = plt.subplots(figsize=(6, 4))
     for i, side in enumerate(["uplinks", "downlinks"]):
-        pts = [d["runs"][0] for d in data["resends"] if d["runs"][0]["scenario"]["loss_on"] == side]
-        ps = [r["scenario"]["workers"] for r in pts]
         what = "a Contribution lost (uplinks)" if side == "uplinks" else "a Result lost (downlinks)"
-        ax.plot(ps, [r["protocol"]["resends_per_drop"] for r in pts], "o-", color=f"C{i}", label=what)
+        for points, style, tag in ((data["resends"], "o-", ""), (load_before("resends"), "x--", ", before")):
+            pts = [d["runs"][0] for d in points if d["runs"][0]["scenario"]["loss_on"] == side]
+            if pts:
+                ps = [r["scenario"]["workers"] for r in pts]
+                ax.plot(ps, [r["protocol"]["resends_per_drop"] for r in pts], style, color=f"C{i}", label=what + tag)
     ax.plot(ps, ps, "k:", lw=0.8, label="P: every rank resends")
     ax.plot(ps, [1] * len(ps), "k--", lw=0.8, label="1: only the rank that lost it")
     ax.set_xscale("log", base=2)
@@ -258,29 +260,6 @@ def plot(data):
     ax.set_title(f"0.1% loss on one direction, fixed 1 ms timeout, {mib(data['resends'][0])} MiB")
     ax.legend(fontsize=8)
     save(fig, "resends")
-
-    # Staggered timeouts: fewer resends, more time.
-    pts = [d["runs"][0] for d in data["stagger"]]
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.8))
-    groups = sorted({(r["scenario"]["loss"], r["scenario"]["rto_us"]) for r in pts}, key=lambda g: (g[0], -g[1]))
-    for j, staggered in enumerate([False, True]):
-        row = [
-            next(r for r in pts if (r["scenario"]["loss"], r["scenario"]["rto_us"]) == g and (r["scenario"]["rto_stagger_us"] > 0) == staggered)
-            for g in groups
-        ]
-        xs = [i + 0.4 * j for i in range(len(groups))]
-        label = "rank r waits r × 6% longer" if staggered else "every rank alike"
-        a1.bar(xs, [r["completion_ns"] / 1e6 for r in row], 0.4, label=label)
-        a2.bar(xs, [r["protocol"]["resends_per_drop"] for r in row], 0.4, label=label)
-    for a in (a1, a2):
-        a.set_xticks([i + 0.2 for i in range(len(groups))],
-                     [f"{loss * 100:g}% loss\n{rto / 1000:g} ms fixed" for loss, rto in groups], fontsize=8)
-        a.legend(fontsize=8)
-    a1.set_ylabel("completion time (ms)")
-    a1.set_title(f"16 workers, {mib(data['stagger'][0])} MiB: staggered timeouts")
-    a2.set_ylabel("worker resends per packet lost")
-    a2.set_title("ranks that would fire after the missing one stay quiet")
-    save(fig, "stagger")
 
 
 def main():
@@ -293,7 +272,7 @@ def main():
     if args.quick:
         RESULTS = os.path.join(ROOT, "target", "sim-quick", "results")
         FIGURES = os.path.join(ROOT, "target", "sim-quick", "figures")
-    names = ["workers", "pool", "loss", "stragglers", "resends", "stagger"]
+    names = ["workers", "pool", "loss", "stragglers", "resends"]
     if args.plot_only or args.only:
         data = {n: json.load(open(os.path.join(RESULTS, n + ".json"))) for n in names if n != args.only}
     if not args.plot_only:
