@@ -414,8 +414,15 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
                 job.counters.rejected += 1;
                 return Verdict::Drop(DropReason::CountMismatch);
             }
-            // At a child whose parent's Result has not come back: send the sum up again.
+            // At a child whose parent's Result has not come back: send the sum up again,
+            // for one resend in `n` (every rank of the child waits on this use and resends:
+            // passing each on would multiply the load on the link up by `n`).
             if let (Some(link), false) = (job.parent(), sv.relayed) {
+                let ask = sv.resends % world == 0;
+                sv.resends = sv.resends.wrapping_add(1);
+                if !ask {
+                    return Verdict::Consumed;
+                }
                 return tier::up(link, job.run.parent, sv, &p, Flags::RETRANSMIT, out);
             }
             job.counters.retransmit_replies += 1;

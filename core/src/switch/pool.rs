@@ -32,6 +32,9 @@ pub struct SlotVersion<const K: usize, const WORDS: usize> {
     /// A child switch's job (protocol.md §7): whether `values` hold the parent's Result
     /// (the final sum) rather than this switch's partial sum.
     pub(crate) relayed: bool,
+    /// A child switch's job: resends of this use received while the parent's Result is
+    /// awaited (one in `n` goes up again, §7).
+    pub(crate) resends: u16,
     /// The running sum.
     pub(crate) values: [i32; K],
 }
@@ -48,6 +51,7 @@ impl<const K: usize, const WORDS: usize> SlotVersion<K, WORDS> {
         overflow: false,
         count: 0,
         relayed: false,
+        resends: 0,
         values: [0; K],
     };
 
@@ -109,6 +113,7 @@ impl<const K: usize, const WORDS: usize> SlotVersion<K, WORDS> {
         self.overflow = false;
         self.count = count;
         self.relayed = false;
+        self.resends = 0;
     }
 }
 

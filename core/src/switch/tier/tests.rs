@@ -318,10 +318,13 @@ fn a_lost_partial_sum_or_result_is_sent_again_on_a_workers_resend() {
     let Verdict::Multicast { len, .. } = t.parent.process(&out[..len], &mut down) else {
         panic!();
     };
-    // The multicast is lost on the way to A; rank 1's resend asks A, A asks the parent,
-    // the parent answers its member with the stored Result, A sends it down.
+    // The multicast is lost on the way to A. Of A's two ranks' next resends, one goes up
+    // (one in n: both wait on the use); the parent answers its member with the stored
+    // Result, A sends it down.
     let _lost = &down[..len];
     let resend = contribution(1, 0, 121, &[2, 20], Flags::RETRANSMIT);
+    assert_eq!(t.send(0, &resend, &mut out), Verdict::Consumed);
+    let resend = contribution(0, 0, 120, &[1, 10], Flags::RETRANSMIT);
     let Verdict::Up { len, .. } = t.send(0, &resend, &mut out) else {
         panic!();
     };
