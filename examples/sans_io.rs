@@ -72,7 +72,7 @@ pub fn main() -> Result<(), Box<dyn std::error::Error>> {
                     let (to, len) = match switch.process(&datagram[..len], &mut answer) {
                         Verdict::Multicast { len, .. } => (0..workers.len(), len),
                         Verdict::Unicast { len, .. } => (from..from + 1, len),
-                        Verdict::Consumed | Verdict::Drop(_) => continue,
+                        Verdict::Consumed | Verdict::Drop(_) | Verdict::Up { .. } => continue,
                     };
                     for w in &mut workers[to] {
                         w.handle_packet(now, &answer[..len]);

@@ -101,8 +101,8 @@ pub fn simulate(scenario: &Scenario) -> RunReport {
     let slots = usize::from(scenario.window);
     match scenario.switch {
         SwitchModel::Reference => {
-            let mut pool = vec![Slot::<MAX_COUNT, 1>::IDLE; slots];
-            simulate_with(scenario, Switch::<'_, MAX_COUNT, 1, 1>::new(&mut pool, 1))
+            let mut pool = vec![Slot::<MAX_COUNT, 4>::IDLE; slots];
+            simulate_with(scenario, Switch::<'_, MAX_COUNT, 4, 1>::new(&mut pool, 1))
         }
         SwitchModel::P4Model => {
             let model = Pipeline::new(ModelConfig {

@@ -16,7 +16,9 @@
 //! - [`scenario`]: what one run is — ranks, links, tensor, `k`, pool size, timeouts, seed,
 //!   a straggler.
 //! - [`in_network`]: the SwitchML all-reduce on a star (one uplink and one downlink per
-//!   rank); [`ring`]: the ring all-reduce baseline on the same links.
+//!   rank); [`tiered`]: the same through two levels of switches (protocol.md §7), child
+//!   switches of up to 256 ranks under a parent; [`ring`]: the ring all-reduce baseline on
+//!   the same links.
 //! - [`analytic`]: closed-form bounds from bytes on the wire; [`report`]: what a run
 //!   reports (completion time, elements/s, utilisation, resends, drops) and its JSON.
 //!
@@ -32,12 +34,14 @@ pub mod analytic;
 mod bucket;
 pub mod clock;
 pub mod events;
+mod host;
 pub mod in_network;
 pub mod link;
 pub mod report;
 pub mod ring;
 mod rng;
 pub mod scenario;
+pub mod tiered;
 
 pub use report::RunReport;
 pub use scenario::{Direction, Dtype, LossOn, Scenario, Straggler, SwitchModel};

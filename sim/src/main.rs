@@ -7,6 +7,7 @@
 use std::process::ExitCode;
 
 use serde_json::json;
+use switchml_sim::tiered::{self, Tree};
 use switchml_sim::{analytic, in_network, ring, Dtype, LossOn, RunReport, Scenario, SwitchModel};
 
 const USAGE: &str = "\
@@ -31,11 +32,16 @@ switchml-sim: a discrete-event simulation of one all-reduce on a star of links
   --straggler-gbps G       rank 0's links run at G
   --algorithm switchml|ring|both   (switchml)
   --switch reference|p4-model      the aggregator (reference; the P4 model takes k <= 256)
+  --children C         two levels: C child switches of the reference switch under a parent,
+                       the ranks dealt to them (0: one switch)
+  --tier-loss X        loss probability on each child-parent link (0)
+  --tier-gbps G        each child-parent link's rate, Gb/s (the ranks' links')
   --json               print JSON instead of a summary
 ";
 
 struct Args {
     scenario: Scenario,
+    tree: Option<Tree>,
     algorithms: Vec<&'static str>,
     json: bool,
 }
@@ -44,6 +50,11 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     let mut s = Scenario::default();
     let mut algorithms = vec!["switchml"];
     let mut json = false;
+    let mut tree = Tree {
+        children: 0,
+        loss: 0.0,
+        bits_per_sec: 0,
+    };
     while let Some(flag) = args.next() {
         if flag == "--json" {
             json = true;
@@ -71,6 +82,9 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--max-rto-us" => s.max_rto_us = int(&value)?,
             "--rto-stagger-us" => s.rto_stagger_us = int(&value)?,
             "--seed" => s.seed = int(&value)?,
+            "--children" => tree.children = int(&value)? as u16,
+            "--tier-loss" => tree.loss = num(&value)?,
+            "--tier-gbps" => tree.bits_per_sec = (num(&value)? * 1e9) as u64,
             "--straggler-delay-us" => s.straggler.delay = int(&value)? * 1000,
             "--straggler-gbps" => s.straggler.bits_per_sec = Some((num(&value)? * 1e9) as u64),
             "--dtype" => {
@@ -124,8 +138,13 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             in_network::MAX_WINDOW
         ));
     }
+    let tree = (tree.children > 0).then_some(tree);
+    if tree.is_some_and(|t| t.children > s.workers || s.switch != SwitchModel::Reference) {
+        return Err("--children takes 1..=P children of the reference switch".into());
+    }
     Ok(Args {
         scenario: s,
+        tree,
         algorithms,
         json,
     })
@@ -170,7 +189,10 @@ fn main() -> ExitCode {
         .iter()
         .map(|&a| match a {
             "ring" => ring::simulate(s),
-            _ => in_network::simulate(s),
+            _ => match &args.tree {
+                Some(tree) => tiered::simulate(s, tree),
+                None => in_network::simulate(s),
+            },
         })
         .collect();
     let ok = reports

@@ -114,6 +114,7 @@ fn outcome_of<const K: usize>(sw: &mut Switch<'static, K, 1, 2>, bytes: &[u8]) -
         Verdict::Drop(r) => Outcome::Drop(r.name().to_string()),
         Verdict::Multicast { len, .. } => Outcome::Multicast(out[..len].to_vec()),
         Verdict::Unicast { rank, len, .. } => Outcome::Unicast(rank, out[..len].to_vec()),
+        Verdict::Up { .. } => unreachable!("no scenario has a child switch"),
     }
 }
 

@@ -330,7 +330,7 @@ impl<S: Aggregator> Sim<S> {
                     })
                     .collect()
             }
-            Verdict::Drop(_) | Verdict::Consumed => Vec::new(),
+            Verdict::Drop(_) | Verdict::Consumed | Verdict::Up { .. } => Vec::new(),
         }
     }
 

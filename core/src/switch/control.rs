@@ -79,14 +79,16 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
             return self.refuse(j.job, j.rank, AbortReason::UnknownJob, 0, j.nonce, out);
         };
         let c = job.config;
+        let world = job.wire_world();
+        let member = job.member(j.rank);
         if j.key != c.key {
             job.counters.unauthorized += 1;
             return self.refuse(j.job, j.rank, AbortReason::BadKey, 0, j.nonce, out);
         }
-        let refusal = if j.rank >= c.world {
-            Some((AbortReason::UnknownRank, c.world))
-        } else if j.world != c.world {
-            Some((AbortReason::WorldMismatch, c.world))
+        let refusal = if member.is_none() {
+            Some((AbortReason::UnknownRank, world))
+        } else if j.world != world {
+            Some((AbortReason::WorldMismatch, world))
         } else if j.slot_count == 0
             || u32::from(j.slot_lo) + u32::from(j.slot_count) > u32::from(c.slot_count)
             || j.slot_lo % j.slot_count != 0
@@ -100,9 +102,10 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
         };
         // Every answer to a Join names its nonce (a refusal in the session field): only the
         // process that sent the Join takes it (§4.1).
-        if let Some((reason, detail)) = refusal {
+        let (None, Some(member)) = (refusal, member) else {
+            let (reason, detail) = refusal.unwrap_or((AbortReason::UnknownRank, world));
             return self.refuse(j.job, j.rank, reason, detail, j.nonce, out);
-        }
+        };
         let opens = !job.run.is_open();
         let was_complete = job.all_joined();
         let runs_before = job.counters.runs;
@@ -111,7 +114,7 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
             count: j.count,
             lanes: j.lanes,
         };
-        let step = job.run.join(j.rank, j.nonce, shape, c.world, runs_before);
+        let step = job.run.join(member, j.nonce, shape, c.world, runs_before);
         if opens {
             job.counters.runs += 1;
         }
@@ -144,19 +147,30 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
             }
         }
         job.counters.joins += 1;
+        // A child's run is complete when the parent's is (§7): a Join of a run that was
+        // complete here goes up until the parent says so; the parent's `COMPLETE` is
+        // multicast to the ranks from there (`parent_join_reply`), not from here.
+        let parent = job.parent().copied();
         let complete = job.all_joined();
-        let rank = if complete && !was_complete {
+        if let Some(link) = parent.filter(|_| was_complete && !job.run.parent_complete) {
+            return match link.emit_join(&j, job.run.session, out) {
+                Some(len) => Verdict::Up { job: link.job, len },
+                None => Verdict::Drop(DropReason::OutputTooSmall),
+            };
+        }
+        let complete = complete && (parent.is_none() || job.run.parent_complete);
+        let rank = if complete && !was_complete && parent.is_none() {
             RANK_ALL
         } else {
             j.rank
         };
         let mut bitmap = [0u8; MAX_BITMAP_LEN];
-        let blen = bitmap_len(c.world).min(MAX_BITMAP_LEN);
-        job.run.joined.write_bitmap(&mut bitmap[..blen]);
+        let blen = bitmap_len(world).min(MAX_BITMAP_LEN);
+        job.write_members(&job.run.joined, &mut bitmap[..blen]);
         let repr = JoinReplyRepr {
             job: j.job,
             rank,
-            world: c.world,
+            world,
             shards: 0,
             flags: if complete {
                 JoinFlags::COMPLETE
@@ -193,14 +207,15 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
             return self.refuse(p.job, p.rank, AbortReason::UnknownJob, 0, p.session, out);
         };
         let c = job.config;
+        let world = job.wire_world();
         if !job.run.admits(p.session) {
             // Tells a stalled worker of an ended run that it is over; tells a forger nothing.
             job.counters.unauthorized += 1;
             return self.refuse(p.job, p.rank, AbortReason::SessionEnded, 0, p.session, out);
         }
-        if p.rank >= c.world {
+        if job.member(p.rank).is_none() {
             let reason = AbortReason::UnknownRank;
-            return self.refuse(p.job, p.rank, reason, c.world, p.session, out);
+            return self.refuse(p.job, p.rank, reason, world, p.session, out);
         }
         let Some(slot) = job.pool_index(p.slot).and_then(|i| self.pool.get(i)) else {
             let reason = AbortReason::SlotRange;
@@ -217,9 +232,9 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
         };
         let idle = state == SlotState::Idle;
         let mut bitmap = [0u8; MAX_BITMAP_LEN];
-        let blen = bitmap_len(c.world).min(MAX_BITMAP_LEN);
+        let blen = bitmap_len(world).min(MAX_BITMAP_LEN);
         if !idle {
-            sv.seen.write_bitmap(&mut bitmap[..blen]);
+            job.write_members(&sv.seen, &mut bitmap[..blen]);
         }
         let repr = ProbeReplyRepr {
             job: p.job,
@@ -230,7 +245,7 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
             remaining: if idle { 0 } else { sv.remaining },
             seq: if idle { 0 } else { sv.seq },
             epoch: self.epoch,
-            world: c.world,
+            world,
             seen: &bitmap[..blen],
         };
         let len = repr.buffer_len();
@@ -254,7 +269,7 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
             job.counters.unauthorized += 1;
             return Verdict::Drop(DropReason::BadSession);
         }
-        if a.rank >= job.config.world {
+        if job.member(a.rank).is_none() {
             return Verdict::Drop(DropReason::UnknownRank);
         }
         job.counters.aborts += 1;
@@ -276,10 +291,10 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
             job.counters.unauthorized += 1;
             return Verdict::Drop(DropReason::BadSession);
         }
-        if l.rank >= job.config.world {
+        let Some(member) = job.member(l.rank) else {
             return Verdict::Drop(DropReason::UnknownRank);
-        }
-        if job.run.leave(l.rank) {
+        };
+        if job.run.leave(member) {
             job.run.end();
         }
         Verdict::Consumed
@@ -295,8 +310,8 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
         };
         let c = job.counters;
         let mut bitmap = [0u8; MAX_BITMAP_LEN];
-        let blen = bitmap_len(job.config.world).min(MAX_BITMAP_LEN);
-        job.run.joined.write_bitmap(&mut bitmap[..blen]);
+        let blen = bitmap_len(job.wire_world()).min(MAX_BITMAP_LEN);
+        job.write_members(&job.run.joined, &mut bitmap[..blen]);
         let mut flags = StatusFlags::default();
         if job.all_joined() {
             flags.0 |= StatusFlags::ALL_JOINED.0;
@@ -307,7 +322,7 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
         let repr = StatusReplyRepr {
             job: q.job,
             rank: q.rank,
-            world: job.config.world,
+            world: job.wire_world(),
             flags,
             shards: 0,
             slot_count: job.config.slot_count,

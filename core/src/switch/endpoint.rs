@@ -176,6 +176,9 @@ where
                 }
                 return Transmit::Nothing;
             }
+            // The endpoint installs flat jobs only (`ControlPlane::install_job`): nothing
+            // it serves goes to a parent switch (protocol.md §7).
+            Verdict::Up { .. } => return Transmit::Nothing,
             Verdict::Unicast { job, len, .. } => (job, len, false),
             Verdict::Multicast { job, len } => (job, len, true),
         };

@@ -4,7 +4,8 @@
 //! serves several training jobs at once (the original SwitchML serves one).
 
 use super::run::Run;
-use crate::ranks::RankSet;
+use super::tier::Tier;
+use crate::ranks::{RankSet, MAX_WORLD};
 
 /// What the control plane says about a job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,6 +127,7 @@ pub struct Job<const WORDS: usize> {
     pub(crate) config: JobConfig,
     pub(crate) run: Run<WORDS>,
     pub(crate) counters: JobCounters,
+    pub(crate) tier: Tier,
 }
 
 impl<const WORDS: usize> Job<WORDS> {
@@ -134,7 +136,13 @@ impl<const WORDS: usize> Job<WORDS> {
         &self.config
     }
 
-    /// Return the ranks that have joined the current run.
+    /// Return where the job sits in a tree of switches (protocol.md §7).
+    pub fn tier(&self) -> &Tier {
+        &self.tier
+    }
+
+    /// Return the ranks that have joined the current run (members: at a child, rank
+    /// `rank_lo + i` is member `i`).
     pub fn joined(&self) -> &RankSet<WORDS> {
         &self.run.joined
     }
@@ -195,6 +203,9 @@ pub enum JobError {
     Overlap(u16),
     /// The job table is full (capacity given).
     TableFull(usize),
+    /// A child's ranks are not within the whole job's world (at most `MAX_WORLD`), or its
+    /// member index not below the parent's world (protocol.md §7).
+    Tree,
 }
 
 impl core::fmt::Display for JobError {
@@ -210,6 +221,9 @@ impl core::fmt::Display for JobError {
             }
             JobError::Overlap(other) => write!(f, "slot range overlaps job {other}"),
             JobError::TableFull(n) => write!(f, "job table full ({n} jobs)"),
+            JobError::Tree => f.write_str(
+                "child ranks beyond the job's world, or member index beyond the parent's",
+            ),
         }
     }
 }
@@ -235,6 +249,15 @@ impl<const WORDS: usize, const JOBS: usize> JobTable<WORDS, JOBS> {
             .position(|e| e.as_ref().is_some_and(|j| j.config.id == id))
     }
 
+    /// Return the table index of the child job whose parent's job is `parent_job`.
+    pub(crate) fn find_child(&self, parent_job: u16) -> Option<usize> {
+        self.entries.iter().position(|e| {
+            e.as_ref()
+                .and_then(Job::parent)
+                .is_some_and(|l| l.job == parent_job)
+        })
+    }
+
     pub(crate) fn get(&self, index: usize) -> Option<&Job<WORDS>> {
         self.entries.get(index)?.as_ref()
     }
@@ -247,10 +270,24 @@ impl<const WORDS: usize, const JOBS: usize> JobTable<WORDS, JOBS> {
         self.entries.iter().flatten()
     }
 
-    /// Validate and insert a job whose range lies in a pool of `pool` slots.
-    pub(crate) fn insert(&mut self, config: JobConfig, pool: usize) -> Result<(), JobError> {
-        let capacity = RankSet::<WORDS>::CAPACITY.min(crate::ranks::MAX_WORLD);
+    /// Validate and insert a job of `tier` whose range lies in a pool of `pool` slots. A
+    /// child's members must be ranks of the whole job, and it must be a member of its
+    /// parent's.
+    pub(crate) fn insert(
+        &mut self,
+        config: JobConfig,
+        tier: Tier,
+        pool: usize,
+    ) -> Result<(), JobError> {
+        let capacity = RankSet::<WORDS>::CAPACITY.min(MAX_WORLD);
         config.check(pool, capacity, self.iter().map(|j| &j.config))?;
+        if let Tier::Child(link) = tier {
+            let hi = u32::from(link.rank_lo) + u32::from(config.world);
+            let world = usize::from(link.world);
+            if world > MAX_WORLD || hi > u32::from(link.world) || link.member >= link.members {
+                return Err(JobError::Tree);
+            }
+        }
         let free = self
             .entries
             .iter_mut()
@@ -260,6 +297,7 @@ impl<const WORDS: usize, const JOBS: usize> JobTable<WORDS, JOBS> {
             config,
             run: Run::NONE,
             counters: JobCounters::default(),
+            tier,
         });
         Ok(())
     }

@@ -13,6 +13,11 @@
 //! caller lends it the slot storage. [`Aggregator`] and [`ControlPlane`] are what an
 //! adapter needs of any switch (this one or the P4 model); [`Endpoint`] serves one.
 //!
+//! A job can also be one level of a tree ([`Switch::add_tiered_job`], protocol.md §7): a
+//! child's completed uses go up to a parent switch ([`Verdict::Up`]) and the parent's
+//! Results come back down through it, so that one job spans more ranks than one switch
+//! holds.
+//!
 //! ```
 //! use switchml_core::switch::{JobConfig, Slot, Switch, Verdict};
 //! let mut pool = [Slot::<64, 1>::IDLE; 8];
@@ -28,11 +33,13 @@ mod endpoint;
 mod job;
 mod pool;
 mod run;
+mod tier;
 
 pub use aggregator::{Aggregator, ControlPlane, JobSnapshot};
 pub use endpoint::{Endpoint, Route, Transmit};
 pub use job::{Job, JobConfig, JobCounters, JobError};
 pub use pool::{Slot, SlotVersion};
+pub use tier::{ParentLink, Tier};
 
 use crate::wire::{
     self, AbortReason, DataKind, DataPacket, DataRepr, Flags, MessageType, RANK_ALL,
@@ -60,6 +67,13 @@ pub enum Verdict {
         job: u16,
         /// The destination rank.
         rank: u16,
+        /// Bytes written.
+        len: usize,
+    },
+    /// Send `out[..len]` to the parent switch of a child's job (protocol.md §7).
+    Up {
+        /// The parent's job id (the message is for that job).
+        job: u16,
         /// Bytes written.
         len: usize,
     },
@@ -166,6 +180,8 @@ pub struct Counters {
     pub multicast: u64,
     /// Packets to unicast.
     pub unicast: u64,
+    /// Packets to the parent switch (protocol.md §7).
+    pub upward: u64,
     /// Drops, indexed like [`DropReason::ALL`].
     pub dropped: [u64; wire::DROP_CLASSES],
 }
@@ -189,6 +205,7 @@ impl core::ops::AddAssign<&Counters> for Counters {
         self.consumed += o.consumed;
         self.multicast += o.multicast;
         self.unicast += o.unicast;
+        self.upward += o.upward;
         for (d, o) in self.dropped.iter_mut().zip(o.dropped) {
             *d += o;
         }
@@ -239,7 +256,13 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
 
     /// Register a job; its slots are reset.
     pub fn add_job(&mut self, config: JobConfig) -> Result<(), JobError> {
-        self.jobs.insert(config, self.pool.len())?;
+        self.add_tiered_job(config, Tier::Flat)
+    }
+
+    /// Register a job at `tier` of a tree of switches (protocol.md §7); its slots are
+    /// reset. A child's `config.world` is its own ranks' number.
+    pub fn add_tiered_job(&mut self, config: JobConfig, tier: Tier) -> Result<(), JobError> {
+        self.jobs.insert(config, tier, self.pool.len())?;
         let lo = config.slot_lo as usize;
         for slot in &mut self.pool[lo..lo + usize::from(config.slot_count)] {
             *slot = Slot::IDLE;
@@ -316,6 +339,7 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
             Verdict::Consumed => self.counters.consumed += 1,
             Verdict::Multicast { .. } => self.counters.multicast += 1,
             Verdict::Unicast { .. } => self.counters.unicast += 1,
+            Verdict::Up { .. } => self.counters.upward += 1,
         }
         verdict
     }
@@ -324,9 +348,11 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
         if out.len() < Self::OUT_LEN {
             return Verdict::Drop(DropReason::OutputTooSmall);
         }
-        let Ok((kind, _, _)) = wire::peek(packet) else {
+        let Ok((kind, id, _)) = wire::peek(packet) else {
             return Verdict::Drop(DropReason::Malformed);
         };
+        // Only a child switch's job takes answers from its parent (§7).
+        let child = self.jobs.find_child(id).is_some();
         match kind {
             MessageType::Contribution => self.contribution(packet, out),
             MessageType::Join => self.join(packet, out),
@@ -334,6 +360,8 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
             MessageType::Abort => self.abort(packet, out),
             MessageType::Status => self.status(packet, out),
             MessageType::Leave => self.leave(packet, out),
+            MessageType::Result if child => self.parent_result(packet, out),
+            MessageType::JoinReply if child => self.parent_join_reply(packet, out),
             MessageType::Result
             | MessageType::JoinReply
             | MessageType::ProbeReply
@@ -359,17 +387,10 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
             return Verdict::Drop(DropReason::BadSession);
         }
         let world = job.config.world;
-        let reject = if p.rank >= world {
-            Some(DropReason::UnknownRank)
-        } else if usize::from(p.count) > K {
-            Some(DropReason::CountTooLarge)
-        } else if u32::from(p.ver) != p.seq & 1 {
-            Some(DropReason::BadVersion)
-        } else {
-            None
-        };
+        let member = job.member(p.rank);
+        let reject = reject::<K>(member.is_some(), &p);
         let index = job.pool_index(p.slot);
-        let (Some(index), None) = (index, reject) else {
+        let (Some(index), Some(member), None) = (index, member, reject) else {
             job.counters.rejected += 1;
             return Verdict::Drop(reject.unwrap_or(DropReason::SlotRange));
         };
@@ -393,6 +414,17 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
                 job.counters.rejected += 1;
                 return Verdict::Drop(DropReason::CountMismatch);
             }
+            // At a child whose parent's Result has not come back: send the sum up again,
+            // for one resend in `n` (every rank of the child waits on this use and resends:
+            // passing each on would multiply the load on the link up by `n`).
+            if let (Some(link), false) = (job.parent(), sv.relayed) {
+                let ask = sv.resends % world == 0;
+                sv.resends = sv.resends.wrapping_add(1);
+                if !ask {
+                    return Verdict::Consumed;
+                }
+                return tier::up(link, job.run.parent, sv, &p, Flags::RETRANSMIT, out);
+            }
             job.counters.retransmit_replies += 1;
             let len = emit_result(sv, &p, p.rank, Flags::RETRANSMIT, out);
             return Verdict::Unicast {
@@ -402,7 +434,7 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
             };
         }
         // 3. Duplicate to an incomplete use.
-        if sv.seen.contains(p.rank) {
+        if sv.seen.contains(member) {
             job.counters.duplicates += 1;
             return Verdict::Drop(DropReason::Duplicate);
         }
@@ -414,10 +446,14 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
         // 5. Aggregate.
         let n = usize::from(p.count);
         let first = sv.remaining == world;
-        sv.seen.insert(p.rank);
+        sv.seen.insert(member);
         if first {
             pool::load(&mut sv.values[..n], packet.values());
         } else if pool::accumulate(&mut sv.values[..n], packet.values()) {
+            sv.overflow = true;
+        }
+        // A parent keeps a child's overflow (§7); a worker's flag means nothing here.
+        if job.tier == Tier::Parent && p.flags.contains(Flags::OVERFLOW) {
             sv.overflow = true;
         }
         sv.exp = sv.exp.max(p.exp);
@@ -433,8 +469,26 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
         if sv.overflow {
             job.counters.overflows += 1;
         }
+        // 6'. A child sends the completed use up, not down (§7).
+        if let Some(link) = job.parent() {
+            return tier::up(link, job.run.parent, sv, &p, Flags::default(), out);
+        }
         let len = emit_result(sv, &p, RANK_ALL, Flags::default(), out);
         Verdict::Multicast { job: p.job, len }
+    }
+}
+
+/// The checks of a data message after its job and session (protocol.md §4), in order:
+/// its rank (`known`), count and version; the first that fails names the drop.
+fn reject<const K: usize>(known: bool, p: &DataRepr) -> Option<DropReason> {
+    if !known {
+        Some(DropReason::UnknownRank)
+    } else if usize::from(p.count) > K {
+        Some(DropReason::CountTooLarge)
+    } else if u32::from(p.ver) != p.seq & 1 {
+        Some(DropReason::BadVersion)
+    } else {
+        None
     }
 }
 

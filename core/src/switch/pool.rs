@@ -29,6 +29,12 @@ pub struct SlotVersion<const K: usize, const WORDS: usize> {
     pub(crate) overflow: bool,
     /// Values per contribution, fixed by the use's first contribution.
     pub(crate) count: u16,
+    /// A child switch's job (protocol.md §7): whether `values` hold the parent's Result
+    /// (the final sum) rather than this switch's partial sum.
+    pub(crate) relayed: bool,
+    /// A child switch's job: resends of this use received while the parent's Result is
+    /// awaited (one in `n` goes up again, §7).
+    pub(crate) resends: u16,
     /// The running sum.
     pub(crate) values: [i32; K],
 }
@@ -44,6 +50,8 @@ impl<const K: usize, const WORDS: usize> SlotVersion<K, WORDS> {
         exp: 0,
         overflow: false,
         count: 0,
+        relayed: false,
+        resends: 0,
         values: [0; K],
     };
 
@@ -78,6 +86,11 @@ impl<const K: usize, const WORDS: usize> SlotVersion<K, WORDS> {
         self.overflow
     }
 
+    /// Return whether a child switch holds its parent's Result for this use (§7).
+    pub fn relayed(&self) -> bool {
+        self.relayed
+    }
+
     /// Return the aggregated values of the use held.
     pub fn values(&self) -> &[i32] {
         &self.values[..(self.count as usize).min(K)]
@@ -99,6 +112,8 @@ impl<const K: usize, const WORDS: usize> SlotVersion<K, WORDS> {
         self.exp = 0;
         self.overflow = false;
         self.count = count;
+        self.relayed = false;
+        self.resends = 0;
     }
 }
 

@@ -28,6 +28,10 @@ pub(crate) struct Run<const WORDS: usize> {
     pub(crate) left: RankSet<WORDS>,
     /// Each joined rank's process nonce, `nonces[r / 64][r % 64]`.
     nonces: [[u32; 64]; WORDS],
+    /// A child switch's job (protocol.md §7): the session of the parent's run this run
+    /// joined (0: not yet), and whether the parent said every member joined it.
+    pub(crate) parent: u32,
+    pub(crate) parent_complete: bool,
 }
 
 /// What a Join does to the run (after its key and fields passed the checks).
@@ -65,6 +69,8 @@ impl<const WORDS: usize> Run<WORDS> {
         joined: RankSet::EMPTY,
         left: RankSet::EMPTY,
         nonces: [[0; 64]; WORDS],
+        parent: 0,
+        parent_complete: false,
     };
 
     /// Return whether a run is open.

@@ -26,6 +26,8 @@ impl DataVerdict {
             Verdict::Drop(r) => (1, drop_index(r), 0),
             Verdict::Multicast { .. } => (2, 0, 0),
             Verdict::Unicast { rank, .. } => (3, 0, rank),
+            // No job here is a child's (protocol.md §7); the RTL has no upward port.
+            Verdict::Up { .. } => (4, 0, 0),
         };
         DataVerdict { kind, reason, rank }
     }

@@ -43,6 +43,7 @@ fn outcome(p: &mut Pipeline, input: &[u8]) -> Outcome {
         CoreVerdict::Drop(reason) => Outcome::Drop(reason.name().to_string()),
         CoreVerdict::Multicast { len, .. } => Outcome::Multicast(out[..len].to_vec()),
         CoreVerdict::Unicast { rank, len, .. } => Outcome::Unicast(rank, out[..len].to_vec()),
+        CoreVerdict::Up { .. } => unreachable!("the model has no child switch"),
     }
 }
 

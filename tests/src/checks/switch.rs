@@ -118,6 +118,7 @@ fn outcome(v: Verdict) -> Outcome {
         Verdict::Consumed => Outcome::Consumed,
         Verdict::Multicast { .. } => Outcome::Complete,
         Verdict::Unicast { .. } => Outcome::Resend,
+        Verdict::Up { .. } => unreachable!("no job here is a child's"),
     }
 }
 
@@ -165,6 +166,7 @@ impl Checker<'_> {
                 c.consumed += 1;
                 Vec::new()
             }
+            Verdict::Up { .. } => unreachable!("no job here is a child's"),
             Verdict::Multicast { len, .. } | Verdict::Unicast { len, .. } => {
                 if matches!(verdict, Verdict::Multicast { .. }) {
                     c.multicast += 1;

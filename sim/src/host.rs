@@ -1,0 +1,209 @@
+//! One simulated rank: the core's worker lane, its two links, and the application that keeps
+//! it fed with buckets. A topology (the two-level [`crate::tiered`]) owns the hosts and the
+//! switches and routes what [`Host::service`] transmits.
+//!
+//! The star of [`crate::in_network`] still has its own copy of this logic; it can move
+//! onto this one once its resend accounting settles.
+
+use std::rc::Rc;
+
+use switchml_core::quant::Op;
+use switchml_core::time::Duration;
+use switchml_core::worker::{Config, Event as WorkerEvent, Worker};
+
+use crate::bucket::Bucket;
+use crate::clock::{from_core, to_core, Nanos};
+use crate::link::{wire_bytes, Delivery, Link, LinkConfig};
+use crate::scenario::Scenario;
+
+/// The most slots a simulated worker drives.
+const MAX_WINDOW: usize = crate::in_network::MAX_WINDOW;
+/// Tensors a worker may hold queued.
+const QUEUE: usize = 4;
+/// Buckets each rank keeps submitted.
+const BUCKETS_IN_FLIGHT: usize = 2;
+
+type SimWorker = Worker<Bucket, MAX_WINDOW, QUEUE>;
+
+/// One rank: its worker lane, its two links and how far its application got.
+pub(crate) struct Host {
+    rank: u16,
+    world: u16,
+    worker: Box<SimWorker>,
+    /// Rank → switch.
+    pub(crate) uplink: Link,
+    /// Switch → rank.
+    pub(crate) downlink: Link,
+    /// The time its timer event is scheduled for, if one is.
+    armed: Option<Nanos>,
+    pub(crate) joined: bool,
+    pub(crate) started: bool,
+    submitted: usize,
+    reduced: usize,
+    pub(crate) finished: Option<Nanos>,
+    pub(crate) failure: Option<String>,
+    /// Result elements that differed from the exact sum.
+    pub(crate) wrong_elements: u64,
+}
+
+impl Host {
+    /// Rank `rank` of `world` in job `job` (key `key`), on `up` and `down` links.
+    pub(crate) fn new(
+        s: &Scenario,
+        (job, key): (u16, u64),
+        rank: u16,
+        world: u16,
+        (up, down): (LinkConfig, LinkConfig),
+    ) -> Host {
+        let stagger = u64::from(rank) * s.rto_stagger_us;
+        let config = Config {
+            window: s.window,
+            count: s.count,
+            rto: Duration::from_micros(s.rto_us + stagger),
+            max_rto: Duration::from_micros(s.max_rto_us + stagger),
+            retries: u16::MAX,
+            join_interval: Duration::from_millis(1),
+            join_timeout: Duration::from_secs(10),
+            key,
+            nonce: 0x1000_0001 + u32::from(rank),
+            ..Config::new(job, rank, world)
+        };
+        let seed = s.seed.wrapping_mul(0x1_0001) ^ (u64::from(rank) << 1);
+        Host {
+            rank,
+            world,
+            worker: Box::new(Worker::new(config).expect("a valid lane config")),
+            uplink: Link::new(up, seed),
+            downlink: Link::new(down, seed | 1 << 63),
+            armed: None,
+            joined: false,
+            started: false,
+            submitted: 0,
+            reduced: 0,
+            finished: None,
+            failure: None,
+            wrong_elements: 0,
+        }
+    }
+
+    /// Return the worker (its counters).
+    pub(crate) fn worker(&self) -> &SimWorker {
+        &self.worker
+    }
+
+    /// Hand the worker a datagram that arrived at `now`.
+    pub(crate) fn receive(&mut self, now: Nanos, bytes: &[u8]) {
+        self.worker.handle_packet(to_core(now), bytes);
+    }
+
+    /// The timer event of `at` fired: run the worker's timeout if it is still due.
+    pub(crate) fn timer(&mut self, at: Nanos) -> bool {
+        if self.armed != Some(at) {
+            return false;
+        }
+        self.armed = None;
+        let now = to_core(at);
+        if self.worker.poll_timeout().is_some_and(|t| t <= now) {
+            self.worker.handle_timeout(now);
+        }
+        true
+    }
+
+    /// Let the worker transmit (each datagram that survives the uplink goes to `send` with
+    /// its arrival time), take its events, keep its buckets coming; return the time of a
+    /// timer event to schedule, if one is newly needed.
+    pub(crate) fn service(
+        &mut self,
+        now_ns: Nanos,
+        s: &Scenario,
+        tx: &mut [u8],
+        mut send: impl FnMut(Nanos, Rc<[u8]>),
+    ) -> Option<Nanos> {
+        let now = to_core(now_ns);
+        loop {
+            while let Some(len) = self.worker.poll_transmit(now, tx) {
+                if let Delivery::At(at) = self.uplink.transmit(now_ns, wire_bytes(len)) {
+                    send(at, Rc::from(&tx[..len]));
+                }
+            }
+            let mut submitted = false;
+            while let Some(event) = self.worker.poll_event() {
+                submitted |= self.on_event(now_ns, s, event);
+            }
+            submitted |= self.submit_more(now_ns, s, None);
+            if !submitted {
+                break;
+            }
+        }
+        let Some(deadline) = self.worker.poll_timeout() else {
+            self.armed = None;
+            return None;
+        };
+        // A deadline already due was just handled; if the worker still names it, look
+        // again a microsecond later rather than spin.
+        let mut at = from_core(deadline).max(now_ns);
+        if deadline <= now && self.armed.is_none() {
+            at = from_core(now) + 1000;
+        }
+        if self.armed.is_none_or(|armed| at < armed) {
+            self.armed = Some(at);
+            return Some(at);
+        }
+        None
+    }
+
+    /// Handle one worker event; return whether a bucket was submitted.
+    fn on_event(&mut self, now: Nanos, s: &Scenario, event: WorkerEvent<Bucket>) -> bool {
+        let rank = self.rank;
+        match event {
+            WorkerEvent::Joined { .. } => {
+                self.joined = true;
+                false
+            }
+            WorkerEvent::Done { buf, result, .. } => {
+                if let Err(e) = result {
+                    self.failure.get_or_insert(format!("rank {rank}: {e:?}"));
+                }
+                self.wrong_elements += buf.wrong_elements(usize::from(self.world));
+                self.reduced += buf.len();
+                if self.reduced >= s.elements {
+                    self.finished = Some(now);
+                }
+                self.submit_more(now, s, Some(buf))
+            }
+            WorkerEvent::Failed(e) => {
+                self.failure.get_or_insert(format!("rank {rank}: {e}"));
+                false
+            }
+            WorkerEvent::Redirected { shard, shards } => {
+                self.failure.get_or_insert(format!(
+                    "rank {rank}: sent to shard {shard} of {shards} by a one-shard switch"
+                ));
+                false
+            }
+        }
+    }
+
+    /// Submit the next bucket if the rank has started and fewer than two are in flight,
+    /// reusing `spare`'s memory; return whether one was.
+    fn submit_more(&mut self, now: Nanos, s: &Scenario, spare: Option<Bucket>) -> bool {
+        let in_flight = self.submitted - self.reduced;
+        let next = s.bucket_elements.min(s.elements - self.submitted);
+        if !self.started || next == 0 || in_flight >= BUCKETS_IN_FLIGHT * s.bucket_elements {
+            return false;
+        }
+        let bucket = Bucket::filled(s.dtype, usize::from(self.rank), next, spare);
+        match self.worker.submit(to_core(now), bucket, Op::Sum) {
+            Ok(_) => {
+                self.submitted += next;
+                true
+            }
+            Err(e) => {
+                let rank = self.rank;
+                self.failure
+                    .get_or_insert(format!("rank {rank}: {}", e.kind));
+                false
+            }
+        }
+    }
+}
