@@ -21,6 +21,7 @@ use switchml_core::worker::{Stats, WorkerError};
 
 use crate::config::CommConfig;
 use crate::error::{Error, ShapeSetting};
+use crate::fallback::{falls_back, Fallback, FallbackStats};
 use crate::lane::{Command, Lane, Report, Shared, Timing, BATCH};
 use crate::lane_log::LaneLog;
 use crate::part::{split, Element, Submission};
@@ -31,6 +32,8 @@ pub struct Communicator {
     config: CommConfig,
     lanes: Vec<LaneHandle>,
     epoch: u32,
+    /// The host ring to fall back to, if configured (`crate::fallback`).
+    fallback: Option<Arc<Fallback>>,
 }
 
 struct LaneHandle {
@@ -43,8 +46,10 @@ struct LaneHandle {
 /// An all-reduce in flight; [`Pending::wait`] returns the reduced vector.
 #[must_use = "an all-reduce's result is only known after wait()"]
 pub struct Pending<T> {
-    submission: Arc<Submission>,
-    _element: PhantomData<T>,
+    pub(crate) submission: Arc<Submission>,
+    /// The fallback that answers for this tensor if the switch fails, and its number.
+    pub(crate) ticket: Option<(Arc<Fallback>, u64)>,
+    pub(crate) _element: PhantomData<T>,
 }
 
 /// How long `connect` waits beyond the join timeout for lanes that report nothing.
@@ -54,6 +59,7 @@ impl Communicator {
     /// Start the lanes and join the job; return when every lane has joined.
     pub fn connect(config: &CommConfig) -> Result<Communicator, Error> {
         config.validate()?;
+        let fallback = Fallback::open(config)?;
         let (reports_tx, reports) = mpsc::channel();
         let mut lanes = Vec::with_capacity(usize::from(config.lanes));
         // This communicator's incarnation: a new process to the switch (protocol.md §4.1).
@@ -66,8 +72,13 @@ impl Communicator {
             config: config.clone(),
             lanes,
             epoch: 0,
+            fallback,
         };
-        comm.epoch = comm.await_joins(&reports)?;
+        match (comm.await_joins(&reports), &comm.fallback) {
+            (Ok(epoch), _) => comm.epoch = epoch,
+            (Err(e), Some(f)) if falls_back(&e) => f.switch_failed(&e),
+            (Err(e), _) => return Err(e),
+        }
         Ok(comm)
     }
 
@@ -168,6 +179,14 @@ impl Communicator {
         total
     }
 
+    /// Return what the fallback to the host ring has done (all zero without one).
+    pub fn fallback_stats(&self) -> FallbackStats {
+        self.fallback
+            .as_ref()
+            .map(|f| f.stats())
+            .unwrap_or_default()
+    }
+
     /// Return each lane's round-trip estimate and current retransmission timeout.
     pub fn timing(&self) -> Vec<Timing> {
         self.lanes
@@ -203,6 +222,13 @@ impl Communicator {
     /// that every rank submits the same tensors in the same order.
     pub fn allreduce<T: Element>(&self, data: &mut [T], op: Op) -> Result<(), Error> {
         check_finite(data)?;
+        match &self.fallback {
+            Some(f) => f.allreduce(data, op, |data| self.switch_allreduce(data, op)),
+            None => self.switch_allreduce(data, op),
+        }
+    }
+
+    fn switch_allreduce<T: Element>(&self, data: &mut [T], op: Op) -> Result<(), Error> {
         let submission = Submission::new(self.lanes.len(), None);
         // SAFETY: `data` is borrowed mutably for this whole call, and the call does not
         // return before `wait(None)` has seen every part dropped.
@@ -220,9 +246,17 @@ impl Communicator {
         if let Err(e) = check_finite(&mut data) {
             return Pending {
                 submission: Submission::refused(e, Some(Box::new(data))),
+                ticket: None,
                 _element: PhantomData,
             };
         }
+        match &self.fallback {
+            Some(f) => f.allreduce_async(data, op, |data| self.switch_allreduce_async(data, op)),
+            None => self.switch_allreduce_async(data, op),
+        }
+    }
+
+    fn switch_allreduce_async<T: Element>(&self, mut data: Vec<T>, op: Op) -> Pending<T> {
         let lanes = self.lanes.len();
         // The vector's heap buffer does not move when the Vec is moved into the box below.
         let ptr_data: *mut [T] = data.as_mut_slice();
@@ -233,6 +267,7 @@ impl Communicator {
         self.dispatch(parts, op);
         Pending {
             submission,
+            ticket: None,
             _element: PhantomData,
         }
     }
@@ -280,16 +315,22 @@ impl<T: Element> Pending<T> {
             .submission
             .wait(None)
             .unwrap_or(Err(Error::LaneGone { lane: 0 }));
-        outcome?;
-        self.take()
+        self.finish(outcome)
     }
 
     /// Wait at most `timeout`; on timeout the handle comes back.
     pub fn wait_timeout(self, timeout: Duration) -> Result<Result<Vec<T>, Error>, Pending<T>> {
         match self.submission.wait(Some(timeout)) {
             None => Err(self),
-            Some(Err(e)) => Ok(Err(e)),
-            Some(Ok(())) => Ok(self.take()),
+            Some(outcome) => Ok(self.finish(outcome)),
+        }
+    }
+
+    /// The result, from the fallback if the switch path failed.
+    fn finish(&self, outcome: Result<(), Error>) -> Result<Vec<T>, Error> {
+        match &self.ticket {
+            Some((fallback, n)) => fallback.finish_async(*n, outcome, self.take()),
+            None => outcome.and_then(|()| self.take()),
         }
     }
 
