@@ -46,7 +46,8 @@ pub struct FallbackStats {
     pub active: bool,
     /// Switch-to-ring transitions (0 or 1: the fallback is sticky).
     pub fallbacks: u64,
-    /// Why the communicator fell back: the switch path's error.
+    /// Why the communicator fell back (or will, at its first tensor): the switch path's
+    /// error.
     pub reason: Option<String>,
     /// Tensors all-reduced over the ring (redone from their inputs, or later).
     pub tensors: u64,
@@ -156,7 +157,10 @@ impl Fallback {
 
     /// The switch could not be joined: fall back at the first tensor.
     pub(crate) fn switch_failed(&self, error: &Error) {
-        self.lock().mode = Mode::Failed(format!("joining the switch failed: {error}"));
+        let reason = format!("joining the switch failed: {error}");
+        let mut s = self.lock();
+        s.stats.reason = Some(reason.clone());
+        s.mode = Mode::Failed(reason);
     }
 
     /// Return the stats.
@@ -380,7 +384,7 @@ impl State {
         let first = self.inflight.keys().next().copied().unwrap_or(self.next);
         log::warn!(
             "rank {}: FALLBACK to the host ring all-reduce from tensor {first} on: {reason}; \
-             every later tensor goes over the ring too (switchml stats: fallbacks)",
+             every later tensor goes over the ring too (fallback stats: fallbacks, fallback_tensors)",
             self.ring.rank
         );
         self.mode = Mode::Ring;
