@@ -9,7 +9,9 @@
 //!   [`CommConfig`], from code or from [`Settings`] layered as arguments > environment >
 //!   TOML file > defaults. Its I/O threads, the *lanes*, each own a UDP socket and a range
 //!   of the job's slots and drive one core `Worker`; a tensor is split into one contiguous
-//!   part per lane (protocol.md §6).
+//!   part per lane (protocol.md §6). Given a fallback address ([`CommConfig::fallback`]),
+//!   the ranks also meet over TCP, and if the switch cannot serve the job they all-reduce
+//!   over a ring among themselves instead, loudly ([`FallbackStats`], docs/fallback.md).
 //! - **Switch side**: a [`RunningSwitch`] serves real workers on a thread of this process,
 //!   around the core's `Endpoint` (the reference switch, its lane table learned from
 //!   accepted Joins, its run timer): it drops datagrams no answer can go to, emulates

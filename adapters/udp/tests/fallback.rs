@@ -153,6 +153,32 @@ fn a_job_the_pool_cannot_hold_falls_back_at_start() {
 }
 
 #[test]
+fn an_unreachable_switch_falls_back_at_start() {
+    // Bound and released: nothing listens at this UDP port.
+    let nowhere = std::net::UdpSocket::bind("127.0.0.1:0")
+        .and_then(|s| s.local_addr())
+        .unwrap();
+    let at = free_tcp();
+    let runs = per_rank(
+        2,
+        |r| with_fallback(r, 2, nowhere, at),
+        |c| reduce(c, 1, 500, None),
+    );
+    let runs: Vec<Run> = runs
+        .into_iter()
+        .map(|r| r.expect("connect").expect("every tensor"))
+        .collect();
+    check_results(&runs, 2, 500);
+    for (.., stats) in &runs {
+        let reason = stats.reason.as_deref().unwrap_or_default();
+        assert!(
+            reason.contains(&format!("nothing listens at {nowhere}")),
+            "{reason}"
+        );
+    }
+}
+
+#[test]
 fn a_switch_stopped_mid_job_hands_the_tensor_in_flight_and_the_rest_to_the_ring() {
     let (world, len, tensors) = (2, 40_000, 12);
     let sw = switch(SwitchPipeline::Reference, world, 256, 0.0, 0);
