@@ -56,7 +56,6 @@ mod daemon;
 mod daemon_log;
 mod error;
 mod fallback;
-mod fallback_plan;
 mod lane;
 mod lane_log;
 mod log_limit;
