@@ -6,7 +6,8 @@
 mod common;
 
 use std::net::{SocketAddr, TcpListener};
-use std::sync::mpsc;
+use std::sync::atomic::Ordering;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -292,6 +293,32 @@ fn a_ring_peer_that_is_gone_or_silent_is_named() {
     sw.stop().unwrap();
 }
 
+/// Each rank's i32 results (tensor `t` from seed `t`) are the exact sums and it fell back
+/// once; return each rank's stats.
+fn exact_after_one_fallback(
+    runs: Vec<Result<Result<IntRun, Error>, Error>>,
+    world: u16,
+    len: usize,
+) -> Vec<switchml_udp::FallbackStats> {
+    let mut all = Vec::new();
+    for (rank, run) in runs.into_iter().enumerate() {
+        let (out, stats) = run.expect("connect").expect("every tensor");
+        for (t, got) in out.iter().enumerate() {
+            assert_eq!(
+                got,
+                &int_sum(world, len, t as u64),
+                "rank {rank} tensor {t}"
+            );
+        }
+        assert_eq!(stats.fallbacks, 1, "rank {rank}: {stats:?}");
+        all.push(stats);
+    }
+    all
+}
+
+/// One rank's i32 results and stats.
+type IntRun = (Vec<Vec<i32>>, switchml_udp::FallbackStats);
+
 #[test]
 fn tensors_in_flight_with_allreduce_async_are_finished_by_the_ring() {
     let (world, len, groups, depth) = (2u16, 20_000, 6u64, 4u64);
@@ -321,19 +348,58 @@ fn tensors_in_flight_with_allreduce_async_are_finished_by_the_ring() {
     );
     drop(tx);
     stopper.join().unwrap();
-    for (rank, run) in runs.into_iter().enumerate() {
-        let (out, stats) = run.expect("connect").expect("every tensor");
-        for (t, got) in out.iter().enumerate() {
-            assert_eq!(
-                got,
-                &int_sum(world, len, t as u64),
-                "rank {rank} tensor {t}"
-            );
-        }
-        assert_eq!(stats.fallbacks, 1, "rank {rank}: {stats:?}");
+    for (rank, stats) in exact_after_one_fallback(runs, world, len)
+        .iter()
+        .enumerate()
+    {
         assert!(
             stats.tensors >= depth && stats.tensors <= (groups - 2) * depth,
             "rank {rank}: {stats:?}"
         );
     }
+}
+
+/// Rank 1 loses every Result of tensor 3 (a relay mutes the switch's answers to it from
+/// then on) while rank 0 gets them; then the switch stops. Rank 0 fails on tensor 4, rank
+/// 1 on tensor 3: the ranks agree that tensor 3 takes rank 0's switch result, and every
+/// later tensor goes over the ring.
+#[test]
+fn a_tensor_one_rank_finished_through_the_switch_is_adopted_by_the_others() {
+    // i32 tensors of one chunk a slot: no use waits on a Result rank 1 lost.
+    let (world, len, tensors) = (2u16, 1000, 8u64);
+    let sw = switch(SwitchPipeline::Reference, world, 256, 0.0, 0);
+    let relay = common::relay::Relay::start(sw.addr());
+    let at = free_tcp();
+    let (addr, mute) = (sw.addr(), Arc::clone(&relay.mute));
+    let (tx, stopper) = stop_on_signal(sw);
+    let runs = per_rank(
+        world,
+        |r| CommConfig {
+            switch: if r == 1 { relay.addr } else { addr },
+            ..with_fallback(r, world, addr, at)
+        },
+        |c| {
+            let mut out = Vec::new();
+            for t in 0..tensors {
+                if t == 3 && c.rank() == 1 {
+                    mute.store(true, Ordering::SeqCst);
+                }
+                let mut x = ints(c.rank(), world, len, t);
+                c.allreduce(&mut x, Op::Sum)?;
+                if t == 3 && c.rank() == 0 {
+                    let _ = tx.send(());
+                }
+                out.push(x);
+            }
+            Ok::<_, Error>((out, c.fallback_stats()))
+        },
+    );
+    drop(tx);
+    stopper.join().unwrap();
+    let stats = exact_after_one_fallback(runs, world, len);
+    // Tensors 4..8 over the ring at both ranks; 3 adopted by rank 1.
+    for (rank, stats) in stats.iter().enumerate() {
+        assert_eq!(stats.tensors, tensors - 4, "rank {rank}: {stats:?}");
+    }
+    assert_eq!(stats.iter().map(|s| s.adopted).collect::<Vec<_>>(), [0, 1]);
 }
