@@ -8,6 +8,11 @@
 //! [`Communicator::allreduce_async`] takes ownership of a vector and returns a [`Pending`]
 //! handle, so several tensors can be in flight. Every rank must submit the same tensors
 //! (lengths, types) in the same order.
+//!
+//! With a fallback address ([`CommConfig::fallback`]), `connect` first meets the other
+//! ranks there, a switch that cannot serve the job is not an error, and a tensor whose
+//! switch path fails is finished over the host ring, as is every later one
+//! (`crate::fallback`, docs/fallback.md).
 
 use std::marker::PhantomData;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
