@@ -9,6 +9,10 @@
 //! at the next ports, and the counters are added up over all of them (who joined is shard
 //! 0's view: every rank's lane 0 is there).
 //!
+//! The switch cannot know that ranks fell back to their host ring (issue 14; no message
+//! says so), but it sees the signs, and the doctor spells them out ([`fallback_hint`]): a
+//! job it refuses, and Aborts in the job's runs.
+//!
 //! A P4 switch answers the same Status, but its StatusReply's counters are zeros (its data
 //! plane cannot read them). With `--bmv2-cli 'simple_switch_CLI --thrift-port 9090'` the
 //! doctor reads them through BMv2's control plane instead ([`bmv2`]) and prints them under
@@ -236,6 +240,7 @@ fn print_report(addr: SocketAddr, job: u16, probes: u32, f: &Findings, json_out:
             joined.complement_within(*world)
         ),
     };
+    let fallback = fallback_hint(answer, control);
     let ok = matches!(answer, Some(Answer::Status { .. }))
         && !matches!(control, Some(Err(_)))
         && f.silent.is_empty();
@@ -295,6 +300,9 @@ fn print_report(addr: SocketAddr, job: u16, probes: u32, f: &Findings, json_out:
         if let Some(note) = note {
             v["note"] = json!(note);
         }
+        if let Some(hint) = &fallback {
+            v["fallback"] = json!(hint);
+        }
         println!("{v}");
     } else {
         println!("switch {addr}, job {job}");
@@ -343,11 +351,38 @@ fn print_report(addr: SocketAddr, job: u16, probes: u32, f: &Findings, json_out:
             None => {}
         }
         println!("  diagnosis: {diagnosis}");
+        if let Some(hint) = &fallback {
+            println!("  fallback: {hint}");
+        }
         if let Some(note) = note {
             println!("  note: {note}");
         }
     }
     i32::from(!ok)
+}
+
+/// What the switch's view says about ranks falling back to their host ring: it refuses the
+/// job, or the job's runs saw Aborts (a rank gave up mid-run: a stall, a restart).
+fn fallback_hint(
+    answer: Option<&Answer>,
+    control: Option<&Result<Vec<(&'static str, u64)>, String>>,
+) -> Option<String> {
+    const HOW: &str = "ranks started with a fallback address (SWITCHML_FALLBACK_ADDR) \
+                       all-reduce over a TCP ring among themselves instead; their stats \
+                       say so (fallbacks, fallback_tensors)";
+    let counters = match (control, answer) {
+        (Some(Ok(c)), _) => c.as_slice(),
+        (_, Some(Answer::Status { counters, .. })) => counters.as_slice(),
+        (_, Some(Answer::Abort(..))) => return Some(format!("the switch refuses the job: {HOW}")),
+        _ => return None,
+    };
+    let aborts = counters
+        .iter()
+        .find(|(k, _)| *k == "aborts")
+        .map_or(0, |c| c.1);
+    (aborts > 0).then(|| {
+        format!("{aborts} Aborts passed on in this job's runs (a rank gave up mid-run): {HOW}")
+    })
 }
 
 fn counter_line(counters: &[(&str, u64)]) -> String {

@@ -198,10 +198,13 @@ Settings: arguments > environment > TOML file > defaults. A flag left out sets n
 then the environment (RANK, WORLD_SIZE, SWITCHML_SWITCH or MASTER_ADDR with SWITCHML_PORT,
 SWITCHML_JOB, SWITCHML_JOB_KEY, SWITCHML_LANES, SWITCHML_WINDOW, SWITCHML_COUNT,
 SWITCHML_RTO_MS, SWITCHML_MAX_RTO_MS, SWITCHML_RETRIES, SWITCHML_JOIN_TIMEOUT_MS,
-SWITCHML_COALESCE_US), then the TOML file that --config or SWITCHML_CONFIG names (keys
-rank, world_size, switch, job, key, lanes, window, count, rto_ms, max_rto_ms, retries,
-join_timeout_ms, coalesce_us), then the library's defaults (switchml_udp::CommConfig).
-Every rank of a job must end up with the same lanes, window and count.";
+SWITCHML_COALESCE_US, SWITCHML_FALLBACK_ADDR, SWITCHML_FALLBACK_TIMEOUT_MS), then the TOML
+file that --config or SWITCHML_CONFIG names (keys rank, world_size, switch, job, key,
+lanes, window, count, rto_ms, max_rto_ms, retries, join_timeout_ms, coalesce_us,
+fallback_addr, fallback_timeout_ms), then the library's defaults
+(switchml_udp::CommConfig). Every rank of a job must end up with the same lanes, window
+and count. With a fallback address, rank 0 listens there and the ranks fall back to a TCP
+ring all-reduce among themselves if the switch cannot serve the job (the report says so).";
 
 /// `switchml worker --help`'s closing text: where settings come from, and the data.
 fn worker_help() -> String {
@@ -227,6 +230,11 @@ struct JoinArgs {
     /// in `switchml_udp::Settings::from_file`).
     #[arg(long)]
     config: Option<PathBuf>,
+    /// Where rank 0 listens for the fallback ring's rendezvous, host:port (else
+    /// SWITCHML_FALLBACK_ADDR, else the file; unset: no fallback, a switch failure is an
+    /// error).
+    #[arg(long)]
+    fallback_addr: Option<String>,
 }
 
 /// What to all-reduce.

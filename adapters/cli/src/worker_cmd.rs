@@ -26,6 +26,7 @@ fn config(join: &JoinArgs, tuning: &Tuning) -> Result<CommConfig, String> {
     args.world_size = join.world;
     args.switch = join.switch.clone();
     args.job = join.job;
+    args.fallback = join.fallback_addr.clone();
     args.layered(join.config.as_deref(), |name| std::env::var(name).ok())
         .and_then(|s| s.config())
         .map_err(|e| e.to_string())
@@ -52,11 +53,17 @@ pub fn worker(
         Ok(c) => c,
         Err(e) => return fail(json_out, rank, &e.to_string()),
     };
-    if !json_out {
-        println!(
+    let at_start = comm.fallback_stats().reason;
+    match (&at_start, json_out) {
+        (None, false) => println!(
             "rank {rank}/{} joined job {job} at {} (epoch {:#010x}, {} lanes × {} slots, {} values/packet)",
             config.world, config.switch, comm.epoch(), config.lanes, config.window, config.count
-        );
+        ),
+        (Some(reason), false) => println!(
+            "rank {rank}/{}: FALLBACK: job {job} all-reduces over the host ring: {reason}",
+            config.world
+        ),
+        (_, true) => {}
     }
     let tick = |i: u32, t: std::time::Duration| {
         if !json_out {
@@ -75,6 +82,7 @@ pub fn worker(
     }
     let eps = w.elements as f64 * f64::from(w.iterations) / run.elapsed.as_secs_f64().max(1e-9);
     let verified = run.check.map(|c| c.ok());
+    let fallback = comm.fallback_stats();
     if json_out {
         println!(
             "{}",
@@ -98,6 +106,10 @@ pub fn worker(
                 "cpu_seconds": run.cpu.map(|c| c.as_secs_f64()),
                 "started_unix": run.window.map(|(s, _)| unix_seconds(s)),
                 "finished_unix": run.window.map(|(_, f)| unix_seconds(f)),
+                "fallbacks": fallback.fallbacks,
+                "fallback_tensors": fallback.tensors,
+                "fallback_bytes": fallback.bytes,
+                "fallback_reason": fallback.reason,
             })
         );
     } else {
@@ -113,6 +125,14 @@ pub fn worker(
             Some(c) if c.ok() => println!("verified (max error {:.3e})", c.max_error),
             Some(c) => println!("VERIFICATION FAILED at element {:?}", c.first_bad),
             None => {}
+        }
+        if fallback.fallbacks > 0 {
+            println!(
+                "FALLBACK: {} all-reduces ({} bytes) went over the host ring, not the switch: {}",
+                fallback.tensors,
+                fallback.bytes,
+                fallback.reason.as_deref().unwrap_or("?")
+            );
         }
     }
     i32::from(verified == Some(false))

@@ -639,3 +639,59 @@ fn the_switch_prints_its_counters_on_sigterm(pipeline: &str) {
     let (code, _) = sw.finish(Duration::from_secs(10));
     assert_eq!(code, Some(0));
 }
+
+/// Issue 14: workers of a job the switch does not know, given a fallback address, finish
+/// over their host ring, verified, and say so loudly; `doctor` says what the ranks do.
+#[test]
+fn workers_the_switch_cannot_serve_fall_back_loudly_and_doctor_says_so() {
+    let (sw, addr) = switch("reference", "5:2:32");
+    let rendezvous = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    for dtype in ["f32", "i32"] {
+        let workers: Vec<Proc> = (0..2)
+            .map(|r| {
+                let rank = r.to_string();
+                Proc::start(&[
+                    "worker",
+                    "--switch",
+                    &addr,
+                    "--job",
+                    "9",
+                    "--rank",
+                    &rank,
+                    "--world",
+                    "2",
+                    "--elements",
+                    "10k",
+                    "--iterations",
+                    "3",
+                    "--dtype",
+                    dtype,
+                    "--fallback-addr",
+                    &rendezvous,
+                ])
+            })
+            .collect();
+        for (rank, w) in workers.into_iter().enumerate() {
+            let line = w.expect_line("FALLBACK", Duration::from_secs(30));
+            assert!(line.contains("does not know this job"), "{line}");
+            w.expect_line("verified", Duration::from_secs(30));
+            let done = w.expect_line("FALLBACK", Duration::from_secs(30));
+            assert!(done.contains("3 all-reduces"), "rank {rank}: {done}");
+            let (code, err) = w.finish(Duration::from_secs(30));
+            assert_eq!(code, Some(0), "rank {rank}: {err}");
+            assert!(
+                err.contains("FALLBACK to the host ring"),
+                "rank {rank} logs it: {err}"
+            );
+        }
+    }
+    let (_, out, _) = run(&["doctor", "--switch", &addr, "--job", "9", "--probes", "1"]);
+    assert!(
+        out.contains("fallback: the switch refuses the job"),
+        "{out}"
+    );
+    drop(sw);
+}

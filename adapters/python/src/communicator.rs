@@ -22,8 +22,12 @@ use crate::tensor::{self, parse_op, Dtype, Handle};
 /// world_size (`WORLD_SIZE`), switch ("host:port"; `SWITCHML_SWITCH`, else `MASTER_ADDR`
 /// with `SWITCHML_PORT`, default 48864), job (`SWITCHML_JOB`, default 0), key (the job's
 /// key, an int or a hex string; `SWITCHML_JOB_KEY`), lanes, window, count, rto_ms,
-/// max_rto_ms, retries, join_timeout_ms, coalesce_us (`SWITCHML_LANES`, ...). The
-/// constructor returns once every rank has joined (the GIL released meanwhile).
+/// max_rto_ms, retries, join_timeout_ms, coalesce_us (`SWITCHML_LANES`, ...),
+/// fallback_addr ("host:port" where rank 0 listens for the ranks' host ring;
+/// `SWITCHML_FALLBACK_ADDR`; unset, the default, no fallback) and fallback_timeout_ms. The
+/// constructor returns once every rank has joined (the GIL released meanwhile), or, with
+/// a fallback address, once the switch has failed to serve the job: then every tensor
+/// goes over the host ring, and `stats()` and `fallback_reason` say so.
 #[pyclass(module = "switchml._switchml", subclass, frozen)]
 pub struct Communicator {
     inner: Mutex<Option<Arc<UdpCommunicator>>>,
@@ -58,7 +62,8 @@ impl Communicator {
     #[new]
     #[pyo3(signature = (*, rank=None, world_size=None, switch=None, job=None, key=None,
         lanes=None, window=None, count=None, rto_ms=None, max_rto_ms=None, retries=None,
-        join_timeout_ms=None, coalesce_us=None, config_file=None))]
+        join_timeout_ms=None, coalesce_us=None, fallback_addr=None, fallback_timeout_ms=None,
+        config_file=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -75,6 +80,8 @@ impl Communicator {
         retries: Option<u16>,
         join_timeout_ms: Option<u64>,
         coalesce_us: Option<u64>,
+        fallback_addr: Option<String>,
+        fallback_timeout_ms: Option<u64>,
         config_file: Option<PathBuf>,
     ) -> PyResult<Communicator> {
         let mut args = Settings::default();
@@ -91,6 +98,8 @@ impl Communicator {
         args.retries = retries;
         args.join_timeout = join_timeout_ms.map(Duration::from_millis);
         args.coalesce = coalesce_us.map(Duration::from_micros);
+        args.fallback = fallback_addr;
+        args.fallback_timeout = fallback_timeout_ms.map(Duration::from_millis);
         let config = args
             .layered(config_file.as_deref(), |name| std::env::var(name).ok())
             .and_then(|s| s.config())
@@ -139,10 +148,17 @@ impl Communicator {
     /// Return the worker's counters, added over its lanes: sent (contributions, resends
     /// included), retransmissions, probes (asked before resending, protocol.md §6.1),
     /// probe_waits (of those, answered "held": resends saved), suspected, results,
-    /// stale_results, ignored, tensors.
+    /// stale_results, ignored, tensors; and the fallback's: fallbacks (switch-to-ring
+    /// transitions), fallback_tensors and fallback_bytes (all-reduced over the host ring),
+    /// fallback_adopted.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.get()?.stats();
+        let comm = self.get()?;
+        let (s, f) = (comm.stats(), comm.fallback_stats());
         let d = PyDict::new(py);
+        d.set_item("fallbacks", f.fallbacks)?;
+        d.set_item("fallback_tensors", f.tensors)?;
+        d.set_item("fallback_bytes", f.bytes)?;
+        d.set_item("fallback_adopted", f.adopted)?;
         d.set_item("sent", s.sent)?;
         d.set_item("retransmissions", s.retransmissions)?;
         d.set_item("probes", s.probes)?;
@@ -201,6 +217,12 @@ impl Communicator {
     #[getter]
     fn world_size(&self) -> PyResult<u16> {
         Ok(self.get()?.world())
+    }
+
+    /// Why this communicator falls back to the host ring (the switch path's error), or None.
+    #[getter]
+    fn fallback_reason(&self) -> PyResult<Option<String>> {
+        Ok(self.get()?.fallback_stats().reason)
     }
 
     /// The switch's epoch when this worker joined (a restarted switch has a new one).

@@ -180,3 +180,25 @@ def test_switch_counters_and_job_tuples():
         final = s.stop()
     assert np.all(x == 1.0)
     assert final["received"] > 0 and final["jobs"][4]["received"] > 0
+
+
+def test_a_job_the_switch_does_not_know_falls_back_to_the_host_ring(switch):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        rendezvous = "127.0.0.1:%d" % s.getsockname()[1]
+
+    def body(comm):
+        x = np.full(1000, float(comm.rank + 1), dtype=np.float32)
+        comm.allreduce(x)
+        return x, comm.stats(), comm.fallback_reason
+
+    # Job 7 is not registered: the ranks all-reduce over their ring, and say so.
+    results = run_ranks(2, body, switch=switch.address, job=7, fallback_addr=rendezvous,
+                        fallback_timeout_ms=5000)
+    for x, stats, reason in results.values():
+        assert np.all(x == 3.0)
+        assert (stats["fallbacks"], stats["fallback_tensors"]) == (1, 1)
+        assert stats["fallback_bytes"] == 4000
+        assert "does not know this job" in reason

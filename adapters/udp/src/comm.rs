@@ -8,6 +8,11 @@
 //! [`Communicator::allreduce_async`] takes ownership of a vector and returns a [`Pending`]
 //! handle, so several tensors can be in flight. Every rank must submit the same tensors
 //! (lengths, types) in the same order.
+//!
+//! With a fallback address ([`CommConfig::fallback`]), `connect` first meets the other
+//! ranks there, a switch that cannot serve the job is not an error, and a tensor whose
+//! switch path fails is finished over the host ring, as is every later one
+//! (`crate::fallback`, docs/fallback.md).
 
 use std::marker::PhantomData;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
@@ -21,6 +26,7 @@ use switchml_core::worker::{Stats, WorkerError};
 
 use crate::config::CommConfig;
 use crate::error::{Error, ShapeSetting};
+use crate::fallback::{falls_back, Fallback, FallbackStats};
 use crate::lane::{Command, Lane, Report, Shared, Timing, BATCH};
 use crate::lane_log::LaneLog;
 use crate::part::{scan, split, Element, ExponentPool, Submission};
@@ -33,6 +39,8 @@ pub struct Communicator {
     epoch: u32,
     /// The parts' exponent caches, reused.
     exponents: Arc<ExponentPool>,
+    /// The host ring to fall back to, if configured (`crate::fallback`).
+    fallback: Option<Arc<Fallback>>,
 }
 
 struct LaneHandle {
@@ -45,8 +53,10 @@ struct LaneHandle {
 /// An all-reduce in flight; [`Pending::wait`] returns the reduced vector.
 #[must_use = "an all-reduce's result is only known after wait()"]
 pub struct Pending<T> {
-    submission: Arc<Submission>,
-    _element: PhantomData<T>,
+    pub(crate) submission: Arc<Submission>,
+    /// The fallback that answers for this tensor if the switch fails, and its number.
+    pub(crate) ticket: Option<(Arc<Fallback>, u64)>,
+    pub(crate) _element: PhantomData<T>,
 }
 
 /// How long `connect` waits beyond the join timeout for lanes that report nothing.
@@ -56,6 +66,7 @@ impl Communicator {
     /// Start the lanes and join the job; return when every lane has joined.
     pub fn connect(config: &CommConfig) -> Result<Communicator, Error> {
         config.validate()?;
+        let fallback = Fallback::open(config)?;
         let (reports_tx, reports) = mpsc::channel();
         let mut lanes = Vec::with_capacity(usize::from(config.lanes));
         // This communicator's incarnation: a new process to the switch (protocol.md §4.1).
@@ -69,8 +80,13 @@ impl Communicator {
             lanes,
             epoch: 0,
             exponents: Arc::default(),
+            fallback,
         };
-        comm.epoch = comm.await_joins(&reports)?;
+        match (comm.await_joins(&reports), &comm.fallback) {
+            (Ok(epoch), _) => comm.epoch = epoch,
+            (Err(e), Some(f)) if falls_back(&e) => f.switch_failed(&e),
+            (Err(e), _) => return Err(e),
+        }
         Ok(comm)
     }
 
@@ -166,6 +182,14 @@ impl Communicator {
         total
     }
 
+    /// Return what the fallback to the host ring has done (all zero without one).
+    pub fn fallback_stats(&self) -> FallbackStats {
+        self.fallback
+            .as_ref()
+            .map(|f| f.stats())
+            .unwrap_or_default()
+    }
+
     /// Return each lane's round-trip estimate and current retransmission timeout.
     pub fn timing(&self) -> Vec<Timing> {
         self.lanes
@@ -202,6 +226,21 @@ impl Communicator {
     pub fn allreduce<T: Element>(&self, data: &mut [T], op: Op) -> Result<(), Error> {
         let layout = self.config.layout();
         let exponents = scan(data, layout, &self.exponents)?;
+        match &self.fallback {
+            Some(f) => f.allreduce(data, op, |data| self.switch_allreduce(data, op, exponents)),
+            None => self.switch_allreduce(data, op, exponents),
+        }
+    }
+
+    /// The switch path of [`Communicator::allreduce`]: `exponents` are the parts' block
+    /// exponents from the one scan that also found `data` finite.
+    fn switch_allreduce<T: Element>(
+        &self,
+        data: &mut [T],
+        op: Op,
+        exponents: Vec<Vec<u8>>,
+    ) -> Result<(), Error> {
+        let layout = self.config.layout();
         let submission = Submission::new(self.lanes.len(), None);
         // SAFETY: `data` is borrowed mutably for this whole call, and the call does not
         // return before `wait(None)` has seen every part dropped.
@@ -222,10 +261,27 @@ impl Communicator {
             Err(e) => {
                 return Pending {
                     submission: Submission::refused(e, Some(Box::new(data))),
+                    ticket: None,
                     _element: PhantomData,
                 }
             }
         };
+        match &self.fallback {
+            Some(f) => f.allreduce_async(data, op, |data| {
+                self.switch_allreduce_async(data, op, exponents)
+            }),
+            None => self.switch_allreduce_async(data, op, exponents),
+        }
+    }
+
+    /// The switch path of [`Communicator::allreduce_async`], as `switch_allreduce`.
+    fn switch_allreduce_async<T: Element>(
+        &self,
+        mut data: Vec<T>,
+        op: Op,
+        exponents: Vec<Vec<u8>>,
+    ) -> Pending<T> {
+        let layout = self.config.layout();
         let lanes = self.lanes.len();
         // The vector's heap buffer does not move when the Vec is moved into the box below.
         let ptr_data: *mut [T] = data.as_mut_slice();
@@ -244,6 +300,7 @@ impl Communicator {
         self.dispatch(parts, op);
         Pending {
             submission,
+            ticket: None,
             _element: PhantomData,
         }
     }
@@ -291,16 +348,22 @@ impl<T: Element> Pending<T> {
             .submission
             .wait(None)
             .unwrap_or(Err(Error::LaneGone { lane: 0 }));
-        outcome?;
-        self.take()
+        self.finish(outcome)
     }
 
     /// Wait at most `timeout`; on timeout the handle comes back.
     pub fn wait_timeout(self, timeout: Duration) -> Result<Result<Vec<T>, Error>, Pending<T>> {
         match self.submission.wait(Some(timeout)) {
             None => Err(self),
-            Some(Err(e)) => Ok(Err(e)),
-            Some(Ok(())) => Ok(self.take()),
+            Some(outcome) => Ok(self.finish(outcome)),
+        }
+    }
+
+    /// The result, from the fallback if the switch path failed.
+    fn finish(&self, outcome: Result<(), Error>) -> Result<Vec<T>, Error> {
+        match &self.ticket {
+            Some((fallback, n)) => fallback.finish_async(*n, outcome, self.take()),
+            None => outcome.and_then(|()| self.take()),
         }
     }
 

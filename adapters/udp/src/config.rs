@@ -54,6 +54,14 @@ pub struct CommConfig {
     /// The job's credential (protocol.md §4.1): `SWITCHML_JOB_KEY` (hex) or `key` in the
     /// file; the switch's `--job ID:WORLD:SLOTS:KEY` must say the same.
     pub key: u64,
+    /// Where rank 0 listens for the fallback rendezvous (`SWITCHML_FALLBACK_ADDR`,
+    /// `fallback_addr`); `None`, the default, turns the fallback off. With it, the ranks
+    /// meet there when they connect, and if the switch cannot serve the job they
+    /// all-reduce over a TCP ring among themselves instead, loudly (`crate::fallback`).
+    pub fallback: Option<SocketAddr>,
+    /// How long the fallback waits for a peer at any step before it fails, naming the
+    /// peer (`SWITCHML_FALLBACK_TIMEOUT_MS`, `fallback_timeout_ms`).
+    pub fallback_timeout: Duration,
 }
 
 /// Default lanes per worker: two I/O threads keep a second core busy without crowding a
@@ -74,6 +82,8 @@ pub const DEFAULT_COUNT: u16 = 256;
 /// shards × 8 lanes: 12,000–118,000 resends a run at 5 ms, none at 20 ms, the same time
 /// (docs/benchmarks.md). Lower it (`SWITCHML_RTO_MS`) where losses are real and hosts idle.
 pub const DEFAULT_RTO: Duration = Duration::from_millis(20);
+/// Default fallback timeout: 120 s, time for a slow rank to reach the same tensor.
+pub const DEFAULT_FALLBACK_TIMEOUT: Duration = Duration::from_secs(120);
 /// The IPv4 and UDP headers in front of every datagram.
 pub const IP_UDP_HEADERS: usize = 28;
 
@@ -96,6 +106,8 @@ impl CommConfig {
             join_timeout: crate::clock::to_std(core.join_timeout),
             coalesce: Duration::ZERO,
             key: 0,
+            fallback: None,
+            fallback_timeout: DEFAULT_FALLBACK_TIMEOUT,
         }
     }
 
@@ -157,7 +169,11 @@ impl CommConfig {
         if self.count == 0 || self.count > switchml_core::wire::data::MAX_COUNT {
             return bad(format!("count {} is not in 1..=16371", self.count));
         }
-        if self.rto.is_zero() || self.max_rto < self.rto || self.join_timeout.is_zero() {
+        if self.rto.is_zero()
+            || self.max_rto < self.rto
+            || self.join_timeout.is_zero()
+            || self.fallback_timeout.is_zero()
+        {
             return bad("timeouts must be non-zero and max_rto ≥ rto".into());
         }
         if self.coalesce > self.rto / 2 {

@@ -9,7 +9,9 @@
 //!   [`CommConfig`], from code or from [`Settings`] layered as arguments > environment >
 //!   TOML file > defaults. Its I/O threads, the *lanes*, each own a UDP socket and a range
 //!   of the job's slots and drive one core `Worker`; a tensor is split into one contiguous
-//!   part per lane (protocol.md §6).
+//!   part per lane (protocol.md §6). Given a fallback address ([`CommConfig::fallback`]),
+//!   the ranks also meet over TCP, and if the switch cannot serve the job they all-reduce
+//!   over a ring among themselves instead, loudly ([`FallbackStats`], docs/fallback.md).
 //! - **Switch side**: a [`RunningSwitch`] serves real workers on a thread of this process,
 //!   around the core's `Endpoint` (the reference switch, its lane table learned from
 //!   accepted Joins, its run timer): it drops datagrams no answer can go to, emulates
@@ -53,12 +55,16 @@ pub mod config;
 mod daemon;
 mod daemon_log;
 mod error;
+mod fallback;
 mod lane;
 mod lane_log;
 mod log_limit;
 mod loss;
 mod offload;
 mod part;
+mod rendezvous;
+mod ring;
+mod ring_reduce;
 mod running_switch;
 mod settings;
 mod shards;
@@ -72,6 +78,7 @@ pub use comm::{Communicator, Pending};
 pub use config::CommConfig;
 pub use daemon::{JobSpec, DEFAULT_JOB_SLOTS};
 pub use error::{Error, ShapeSetting};
+pub use fallback::FallbackStats;
 pub use half::{bf16, f16};
 pub use lane::Timing;
 pub use part::Element;

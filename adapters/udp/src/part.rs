@@ -168,6 +168,16 @@ impl Submission {
         Some(p.error.clone().map_or(Ok(()), Err))
     }
 
+    /// Call `f` with the owned vector, if any, once every part is back (the fallback
+    /// copies a finished `allreduce_async` tensor that nobody has waited for yet).
+    pub(crate) fn peek_owner<R>(&self, f: impl FnOnce(&(dyn Any + Send)) -> R) -> Option<R> {
+        if !self.is_done() {
+            return None;
+        }
+        let owner = self.owner.lock().unwrap_or_else(|p| p.into_inner());
+        owner.as_deref().map(f)
+    }
+
     /// Take the owned vector back (only once every part is back).
     pub(crate) fn take_owner(&self) -> Option<Box<dyn Any + Send>> {
         if !self.is_done() {

@@ -4,7 +4,8 @@
 //! 1. **arguments** (what a program or the `switchml` flags set: [`Settings`] built in code);
 //! 2. **the environment**: `RANK`, `WORLD_SIZE`, `SWITCHML_SWITCH` (else `MASTER_ADDR` with
 //!    `SWITCHML_PORT`), `SWITCHML_JOB`, `SWITCHML_JOB_KEY`, and a `SWITCHML_<NAME>` twin of
-//!    every tuning key of the file (`SWITCHML_LANES`, `SWITCHML_RTO_MS`, ...);
+//!    every tuning key of the file (`SWITCHML_LANES`, `SWITCHML_RTO_MS`,
+//!    `SWITCHML_FALLBACK_ADDR`, ...);
 //! 3. **a TOML file**, named by the arguments or else by `SWITCHML_CONFIG`: the keys of
 //!    [`Settings`] (`rank`, `world_size`, `switch`, `job`, `key`, `lanes`, ...);
 //! 4. **the defaults** of [`CommConfig::new`].
@@ -51,6 +52,11 @@ pub struct Settings {
     pub join_timeout: Option<Duration>,
     /// Receive coalescing (`SWITCHML_COALESCE_US`, `coalesce_us`).
     pub coalesce: Option<Duration>,
+    /// Rank 0's fallback rendezvous, `host:port` (`SWITCHML_FALLBACK_ADDR`,
+    /// `fallback_addr`); unset, no fallback.
+    pub fallback: Option<String>,
+    /// The fallback's wait for a peer (`SWITCHML_FALLBACK_TIMEOUT_MS`, `fallback_timeout_ms`).
+    pub fallback_timeout: Option<Duration>,
     /// Which setting the switch address came from, for error messages.
     switch_source: Option<&'static str>,
 }
@@ -72,6 +78,8 @@ struct ConfigFile {
     join_timeout_ms: Option<u64>,
     coalesce_us: Option<u64>,
     key: Option<String>,
+    fallback_addr: Option<String>,
+    fallback_timeout_ms: Option<u64>,
 }
 
 impl Settings {
@@ -124,13 +132,16 @@ impl Settings {
             retries: number("SWITCHML_RETRIES")?,
             join_timeout: long("SWITCHML_JOIN_TIMEOUT_MS")?.map(Duration::from_millis),
             coalesce: long("SWITCHML_COALESCE_US")?.map(Duration::from_micros),
+            fallback: var("SWITCHML_FALLBACK_ADDR"),
+            fallback_timeout: long("SWITCHML_FALLBACK_TIMEOUT_MS")?.map(Duration::from_millis),
             switch_source,
         })
     }
 
     /// Read a TOML file's settings: `rank`, `world_size`, `switch` ("host:port"), `job`,
     /// `key` (hex), `lanes`, `window`, `count`, `rto_ms`, `max_rto_ms`, `retries`,
-    /// `join_timeout_ms`, `coalesce_us`; any other key is an error.
+    /// `join_timeout_ms`, `coalesce_us`, `fallback_addr` ("host:port"),
+    /// `fallback_timeout_ms`; any other key is an error.
     pub fn from_file(path: &Path) -> Result<Settings, Error> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| Error::Config(format!("cannot read {}: {e}", path.display())))?;
@@ -159,6 +170,8 @@ impl Settings {
             retries: file.retries,
             join_timeout: file.join_timeout_ms.map(Duration::from_millis),
             coalesce: file.coalesce_us.map(Duration::from_micros),
+            fallback: file.fallback_addr,
+            fallback_timeout: file.fallback_timeout_ms.map(Duration::from_millis),
         })
     }
 
@@ -200,6 +213,8 @@ impl Settings {
             retries: self.retries.or(lower.retries),
             join_timeout: self.join_timeout.or(lower.join_timeout),
             coalesce: self.coalesce.or(lower.coalesce),
+            fallback: self.fallback.or(lower.fallback),
+            fallback_timeout: self.fallback_timeout.or(lower.fallback_timeout),
             switch_source,
         }
     }
@@ -218,7 +233,13 @@ impl Settings {
                 ))
             }
         };
-        let config = self.tune(CommConfig::new(rank, world, switch, self.job.unwrap_or(0)));
+        let mut config = self.tune(CommConfig::new(rank, world, switch, self.job.unwrap_or(0)));
+        if let Some(at) = &self.fallback {
+            config.fallback = Some(resolve(
+                "fallback address (SWITCHML_FALLBACK_ADDR, fallback_addr)",
+                at,
+            )?);
+        }
         config.validate()?;
         Ok(config)
     }
@@ -240,6 +261,7 @@ impl Settings {
             join_timeout: self.join_timeout.unwrap_or(c.join_timeout),
             coalesce: self.coalesce.unwrap_or(c.coalesce),
             key: self.key.unwrap_or(c.key),
+            fallback_timeout: self.fallback_timeout.unwrap_or(c.fallback_timeout),
             ..c
         }
     }
@@ -339,6 +361,34 @@ mod tests {
         assert_eq!(s.coalesce, Some(Duration::from_micros(8)));
         let e = Settings::from_vars(vars(&[("SWITCHML_RTO_MS", "soon")])).unwrap_err();
         assert!(e.to_string().contains("SWITCHML_RTO_MS=\"soon\""), "{e}");
+    }
+
+    #[test]
+    fn the_fallback_address_comes_from_any_source_and_is_off_by_default() {
+        let base = [
+            ("RANK", "1"),
+            ("WORLD_SIZE", "2"),
+            ("SWITCHML_SWITCH", "127.0.0.1:1"),
+        ];
+        let c = CommConfig::from_vars(vars(&base)).unwrap();
+        assert_eq!(c.fallback, None, "off unless an address is given");
+        let (dir, path) = file(
+            "fallback",
+            "fallback_addr = \"127.0.0.1:7001\"\nfallback_timeout_ms = 900\n",
+        );
+        let path_text = path.display().to_string();
+        let mut env = base.to_vec();
+        env.push(("SWITCHML_CONFIG", path_text.as_str()));
+        let c = CommConfig::from_vars(vars(&env)).unwrap();
+        assert_eq!(c.fallback, Some("127.0.0.1:7001".parse().unwrap()));
+        assert_eq!(c.fallback_timeout, Duration::from_millis(900));
+        env.push(("SWITCHML_FALLBACK_ADDR", "127.0.0.1:7002"));
+        let c = CommConfig::from_vars(vars(&env)).unwrap();
+        assert_eq!(c.fallback, Some("127.0.0.1:7002".parse().unwrap()));
+        std::fs::remove_dir_all(&dir).unwrap();
+        let bad = [base.as_slice(), &[("SWITCHML_FALLBACK_ADDR", "no-port")]].concat();
+        let e = CommConfig::from_vars(vars(&bad)).unwrap_err();
+        assert!(e.to_string().contains("SWITCHML_FALLBACK_ADDR"), "{e}");
     }
 
     #[test]

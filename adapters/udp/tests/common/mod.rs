@@ -17,6 +17,7 @@ pub mod forge;
 pub mod hold;
 pub mod proc_udp;
 pub mod raw_udp;
+pub mod relay;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
