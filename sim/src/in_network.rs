@@ -376,17 +376,9 @@ impl<G: ControlPlane> Run<G> {
             switch_drops: switch.switch_counters().total_drops(),
             ..ProtocolCounters::default()
         };
-        let mut workers = switchml_core::worker::Stats::default();
         for h in &self.hosts {
-            workers.add(h.worker.stats());
+            protocol.add_worker(h.worker.stats());
         }
-        protocol.sent = workers.sent;
-        protocol.retransmissions = workers.retransmissions;
-        protocol.probes = workers.probes;
-        protocol.probe_waits = workers.probe_waits;
-        protocol.suspected = workers.suspected;
-        protocol.results = workers.results;
-        protocol.stale_results = workers.stale_results;
         RunReport {
             algorithm: "switchml",
             completion: if finished {

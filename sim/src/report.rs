@@ -35,6 +35,19 @@ pub struct ProtocolCounters {
     pub switch_drops: u64,
 }
 
+impl ProtocolCounters {
+    /// Add one worker's counters (a rank's lane).
+    pub fn add_worker(&mut self, s: &switchml_core::worker::Stats) {
+        self.sent += s.sent;
+        self.retransmissions += s.retransmissions;
+        self.probes += s.probes;
+        self.probe_waits += s.probe_waits;
+        self.suspected += s.suspected;
+        self.results += s.results;
+        self.stale_results += s.stale_results;
+    }
+}
+
 /// One run's outcome.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunReport {

@@ -327,11 +327,7 @@ impl Run<'_> {
         let parent = self.parent.job(PARENT_JOB).expect("the parent's job");
         protocol.switch_completions = parent.counters().completions;
         for h in &self.hosts {
-            let s = h.worker().stats();
-            protocol.sent += s.sent;
-            protocol.retransmissions += s.retransmissions;
-            protocol.results += s.results;
-            protocol.stale_results += s.stale_results;
+            protocol.add_worker(h.worker().stats());
         }
         let ranks_then_children = |up: bool| {
             let ranks = self
