@@ -1,9 +1,7 @@
 //! One simulated rank: the core's worker lane, its two links, and the application that keeps
-//! it fed with buckets. A topology (the two-level [`crate::tiered`]) owns the hosts and the
-//! switches and routes what [`Host::service`] transmits.
-//!
-//! The star of [`crate::in_network`] still has its own copy of this logic; it can move
-//! onto this one once its resend accounting settles.
+//! it fed with buckets. A topology (the star of [`crate::in_network`], the two levels of
+//! [`crate::tiered`]) owns the hosts and the switches and routes what [`Host::service`]
+//! transmits.
 
 use std::rc::Rc;
 

@@ -19,16 +19,14 @@
 use std::rc::Rc;
 use std::time::Instant as WallClock;
 
-use switchml_core::quant::Op;
 use switchml_core::switch::{ControlPlane, Endpoint, JobConfig, Route, Slot, Switch, Transmit};
 use switchml_core::time::Duration;
-use switchml_core::worker::{Config, Event as WorkerEvent, Worker};
 use switchml_p4model::pipeline::{Config as ModelConfig, Pipeline};
 
-use crate::bucket::Bucket;
-use crate::clock::{from_core, to_core, Nanos};
+use crate::clock::{to_core, Nanos};
 use crate::events::EventQueue;
-use crate::link::{wire_bytes, Delivery, Link};
+use crate::host::Host;
+use crate::link::{wire_bytes, Delivery};
 use crate::report::{ProtocolCounters, RunReport};
 use crate::scenario::{Direction, Scenario, SwitchModel};
 
@@ -36,10 +34,6 @@ use crate::scenario::{Direction, Scenario, SwitchModel};
 pub const MAX_COUNT: usize = 1024;
 /// The most slots a simulated worker drives.
 pub const MAX_WINDOW: usize = 4096;
-/// Tensors a worker may hold queued.
-const QUEUE: usize = 4;
-/// Buckets each rank keeps submitted.
-const BUCKETS_IN_FLIGHT: usize = 2;
 /// The job's id and key.
 const JOB: u16 = 1;
 const KEY: u64 = 0x5157_4D4C_0000_0001;
@@ -48,7 +42,6 @@ const GIVE_UP: Nanos = 600_000_000_000;
 
 /// The switch's front as the UDP daemon has it: addresses are rank numbers here.
 type SimEndpoint<G> = Endpoint<usize, Vec<Route<usize>>, G, 1>;
-type SimWorker = Worker<Bucket, MAX_WINDOW, QUEUE>;
 
 enum Event {
     /// A datagram from rank `from` reaches the switch.
@@ -61,21 +54,6 @@ enum Event {
     Start { rank: usize },
 }
 
-/// One rank: its worker lane and its two links.
-struct Host {
-    worker: Box<SimWorker>,
-    uplink: Link,
-    downlink: Link,
-    /// The time its timer event is scheduled for, if one is.
-    armed: Option<Nanos>,
-    joined: bool,
-    started: bool,
-    submitted: usize,
-    reduced: usize,
-    finished: Option<Nanos>,
-    failure: Option<String>,
-}
-
 /// A run of the in-network all-reduce through switch `G`.
 struct Run<G> {
     scenario: Scenario,
@@ -85,7 +63,6 @@ struct Run<G> {
     hosts: Vec<Host>,
     out: Vec<u8>,
     tx: Vec<u8>,
-    wrong_elements: u64,
 }
 
 /// Simulate `scenario`'s all-reduce through the switch it names and report it.
@@ -159,32 +136,11 @@ impl<G: ControlPlane> Run<G> {
             .expect("the job fits the switch");
         let hosts = (0..world)
             .map(|rank| {
-                let stagger = u64::from(rank) * scenario.rto_stagger_us;
-                let config = Config {
-                    window: scenario.window,
-                    count: scenario.count,
-                    rto: Duration::from_micros(scenario.rto_us + stagger),
-                    max_rto: Duration::from_micros(scenario.max_rto_us + stagger),
-                    retries: u16::MAX,
-                    join_interval: Duration::from_millis(1),
-                    join_timeout: Duration::from_secs(10),
-                    key: KEY,
-                    nonce: 0x1000_0001 + u32::from(rank),
-                    ..Config::new(JOB, rank, world)
-                };
-                let seed = scenario.seed.wrapping_mul(0x1_0001) ^ (u64::from(rank) << 1);
-                Host {
-                    worker: Box::new(Worker::new(config).expect("a valid lane config")),
-                    uplink: Link::new(scenario.link(rank, Direction::Up), seed),
-                    downlink: Link::new(scenario.link(rank, Direction::Down), seed | 1 << 63),
-                    armed: None,
-                    joined: false,
-                    started: false,
-                    submitted: 0,
-                    reduced: 0,
-                    finished: None,
-                    failure: None,
-                }
+                let links = (
+                    scenario.link(rank, Direction::Up),
+                    scenario.link(rank, Direction::Down),
+                );
+                Host::new(scenario, (JOB, KEY), rank, world, links)
             })
             .collect();
         Run {
@@ -195,7 +151,6 @@ impl<G: ControlPlane> Run<G> {
             hosts,
             out: vec![0; SimEndpoint::<G>::OUT_LEN],
             tx: vec![0; scenario.data_payload().max(64)],
-            wrong_elements: 0,
         }
     }
 
@@ -220,19 +175,11 @@ impl<G: ControlPlane> Run<G> {
             match event {
                 Event::AtSwitch { from, bytes } => self.at_switch(from, &bytes),
                 Event::AtWorker { rank, bytes } => {
-                    self.hosts[rank]
-                        .worker
-                        .handle_packet(to_core(self.now), &bytes);
+                    self.hosts[rank].receive(at, &bytes);
                     self.service(rank);
                 }
                 Event::Timer { rank } => {
-                    if self.hosts[rank].armed == Some(at) {
-                        self.hosts[rank].armed = None;
-                        let now = to_core(self.now);
-                        let worker = &mut self.hosts[rank].worker;
-                        if worker.poll_timeout().is_some_and(|t| t <= now) {
-                            worker.handle_timeout(now);
-                        }
+                    if self.hosts[rank].timer(at) {
                         self.service(rank);
                     }
                 }
@@ -269,97 +216,11 @@ impl<G: ControlPlane> Run<G> {
 
     /// Let rank `rank` transmit, take its events, keep its buckets coming, re-arm its timer.
     fn service(&mut self, rank: usize) {
-        let now = to_core(self.now);
-        loop {
-            let host = &mut self.hosts[rank];
-            while let Some(len) = host.worker.poll_transmit(now, &mut self.tx) {
-                if let Delivery::At(at) = host.uplink.transmit(self.now, wire_bytes(len)) {
-                    let bytes = Rc::from(&self.tx[..len]);
-                    self.queue.push(at, Event::AtSwitch { from: rank, bytes });
-                }
-            }
-            let mut submitted = false;
-            while let Some(event) = self.hosts[rank].worker.poll_event() {
-                submitted |= self.on_event(rank, event);
-            }
-            submitted |= self.submit_more(rank, None);
-            if !submitted {
-                break;
-            }
-        }
+        let queue = &mut self.queue;
+        let send = |at, bytes| queue.push(at, Event::AtSwitch { from: rank, bytes });
         let host = &mut self.hosts[rank];
-        match host.worker.poll_timeout() {
-            Some(deadline) => {
-                // A deadline already due was just handled; if the worker still names it,
-                // look again a microsecond later rather than spin.
-                let mut at = from_core(deadline).max(self.now);
-                if deadline <= now && host.armed.is_none() {
-                    at = from_core(now) + 1000;
-                }
-                if host.armed.is_none_or(|armed| at < armed) {
-                    host.armed = Some(at);
-                    self.queue.push(at, Event::Timer { rank });
-                }
-            }
-            None => host.armed = None,
-        }
-    }
-
-    /// Handle one worker event; return whether a bucket was submitted.
-    fn on_event(&mut self, rank: usize, event: WorkerEvent<Bucket>) -> bool {
-        let world = self.hosts.len();
-        let host = &mut self.hosts[rank];
-        match event {
-            WorkerEvent::Joined { .. } => {
-                host.joined = true;
-                false
-            }
-            WorkerEvent::Done { buf, result, .. } => {
-                if let Err(e) = result {
-                    host.failure.get_or_insert(format!("rank {rank}: {e:?}"));
-                }
-                self.wrong_elements += buf.wrong_elements(world);
-                host.reduced += buf.len();
-                if host.reduced >= self.scenario.elements {
-                    host.finished = Some(self.now);
-                }
-                self.submit_more(rank, Some(buf))
-            }
-            WorkerEvent::Failed(e) => {
-                host.failure.get_or_insert(format!("rank {rank}: {e}"));
-                false
-            }
-            // The simulated switch is one shard: a redirect would be a broken switch.
-            WorkerEvent::Redirected { shard, shards } => {
-                host.failure.get_or_insert(format!(
-                    "rank {rank}: sent to shard {shard} of {shards} by a one-shard switch"
-                ));
-                false
-            }
-        }
-    }
-
-    /// Submit rank `rank`'s next bucket if it has started and fewer than two are in
-    /// flight, reusing `spare`'s memory; return whether one was.
-    fn submit_more(&mut self, rank: usize, spare: Option<Bucket>) -> bool {
-        let s = &self.scenario;
-        let host = &mut self.hosts[rank];
-        let in_flight = host.submitted - host.reduced;
-        let next = s.bucket_elements.min(s.elements - host.submitted);
-        if !host.started || next == 0 || in_flight >= BUCKETS_IN_FLIGHT * s.bucket_elements {
-            return false;
-        }
-        let bucket = Bucket::filled(s.dtype, rank, next, spare);
-        match host.worker.submit(to_core(self.now), bucket, Op::Sum) {
-            Ok(_) => {
-                host.submitted += next;
-                true
-            }
-            Err(e) => {
-                host.failure
-                    .get_or_insert(format!("rank {rank}: {}", e.kind));
-                false
-            }
+        if let Some(at) = host.service(self.now, &self.scenario, &mut self.tx, send) {
+            self.queue.push(at, Event::Timer { rank });
         }
     }
 
@@ -377,7 +238,7 @@ impl<G: ControlPlane> Run<G> {
             ..ProtocolCounters::default()
         };
         for h in &self.hosts {
-            protocol.add_worker(h.worker.stats());
+            protocol.add_worker(h.worker().stats());
         }
         RunReport {
             algorithm: "switchml",
@@ -400,7 +261,7 @@ impl<G: ControlPlane> Run<G> {
                 .iter()
                 .filter_map(|h| h.failure.clone())
                 .collect(),
-            wrong_elements: self.wrong_elements,
+            wrong_elements: self.hosts.iter().map(|h| h.wrong_elements).sum(),
             events: self.queue.handled(),
             wall_secs,
         }
