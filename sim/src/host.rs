@@ -205,3 +205,24 @@ impl Host {
         }
     }
 }
+
+/// Zero every host's link counters: what the joins sent is not the all-reduce's.
+pub(crate) fn reset_link_stats(hosts: &mut [Host]) {
+    for h in hosts {
+        h.uplink.reset_stats();
+        h.downlink.reset_stats();
+    }
+}
+
+/// When rank `rank` submits its first bucket, the run having started at `start`: rank 0
+/// is the scenario's straggler.
+pub(crate) fn start_time(s: &Scenario, start: Nanos, rank: usize) -> Nanos {
+    start + if rank == 0 { s.straggler.delay } else { 0 }
+}
+
+/// Whether every rank finished or failed.
+pub(crate) fn all_done(hosts: &[Host]) -> bool {
+    hosts
+        .iter()
+        .all(|h| h.finished.is_some() || h.failure.is_some())
+}

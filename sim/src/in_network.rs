@@ -25,7 +25,7 @@ use switchml_p4model::pipeline::{Config as ModelConfig, Pipeline};
 
 use crate::clock::{to_core, Nanos};
 use crate::events::EventQueue;
-use crate::host::Host;
+use crate::host::{self, Host};
 use crate::link::{wire_bytes, Delivery};
 use crate::report::{ProtocolCounters, RunReport};
 use crate::scenario::{Direction, Scenario, SwitchModel};
@@ -100,23 +100,12 @@ fn simulate_with<G: ControlPlane>(scenario: &Scenario, switch: G) -> RunReport {
     let mut run = Run::new(scenario, switch);
     run.join();
     let start = run.now;
-    for h in &mut run.hosts {
-        h.uplink.reset_stats();
-        h.downlink.reset_stats();
-    }
+    host::reset_link_stats(&mut run.hosts);
     for rank in 0..run.hosts.len() {
-        let delay = if rank == 0 {
-            scenario.straggler.delay
-        } else {
-            0
-        };
-        run.queue.push(start + delay, Event::Start { rank });
+        let at = host::start_time(scenario, start, rank);
+        run.queue.push(at, Event::Start { rank });
     }
-    run.drive(|r| {
-        r.hosts
-            .iter()
-            .all(|h| h.finished.is_some() || h.failure.is_some())
-    });
+    run.drive(|r| host::all_done(&r.hosts));
     run.report(start, wall.elapsed().as_secs_f64())
 }
 

@@ -25,7 +25,7 @@ use switchml_core::switch::{JobConfig, ParentLink, Slot, Switch, Tier, Verdict};
 
 use crate::clock::Nanos;
 use crate::events::EventQueue;
-use crate::host::Host;
+use crate::host::{self, Host};
 use crate::in_network::MAX_COUNT;
 use crate::link::{wire_bytes, Delivery, Link, LinkConfig};
 use crate::report::{ProtocolCounters, RunReport};
@@ -184,27 +184,16 @@ pub fn simulate(scenario: &Scenario, tree: &Tree) -> RunReport {
     }
     run.drive(|r| r.hosts.iter().all(|h| h.joined || h.failure.is_some()));
     let start = run.now;
-    for h in &mut run.hosts {
-        h.uplink.reset_stats();
-        h.downlink.reset_stats();
-    }
+    host::reset_link_stats(&mut run.hosts);
     for c in &mut run.children {
         c.up.reset_stats();
         c.down.reset_stats();
     }
     for rank in 0..run.hosts.len() {
-        let delay = if rank == 0 {
-            scenario.straggler.delay
-        } else {
-            0
-        };
-        run.queue.push(start + delay, Event::Start { rank });
+        let at = host::start_time(scenario, start, rank);
+        run.queue.push(at, Event::Start { rank });
     }
-    run.drive(|r| {
-        r.hosts
-            .iter()
-            .all(|h| h.finished.is_some() || h.failure.is_some())
-    });
+    run.drive(|r| host::all_done(&r.hosts));
     run.report(start, wall.elapsed().as_secs_f64())
 }
 
