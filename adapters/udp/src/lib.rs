@@ -72,6 +72,7 @@ mod sockaddr;
 mod socket;
 mod source;
 mod traffic;
+mod tree;
 
 pub use admin::request as admin_request;
 pub use comm::{Communicator, Pending};
@@ -87,6 +88,7 @@ pub use settings::Settings;
 pub use shards::default_shards;
 pub use switchml_core::quant::{ElementType, Op};
 pub use traffic::{DaemonCounters, JobTraffic};
+pub use tree::{ChildSpec, PARENT_SILENCE};
 
 /// The longest datagram the software switch reads whole (a Result of the largest count it
 /// serves, 1,024 values); a longer one is dropped and counted as oversized.
