@@ -13,6 +13,7 @@ mod bench;
 mod demo;
 mod doctor;
 mod inputs;
+mod local_switch;
 mod logger;
 mod output;
 mod report;
@@ -58,9 +59,13 @@ enum Command {
         /// Lose each datagram at the switch with this probability (each way).
         #[arg(long, default_value_t = 0.0)]
         drop_rate: f64,
-        /// Switch shards, a thread each [default: one per core].
+        /// Switch shards, a thread each [default: one per core; 1 with --children].
         #[arg(long)]
         threads: Option<usize>,
+        /// Two levels (docs/protocol.md §7): this many child switches, each serving a
+        /// contiguous range of the workers, under one parent switch; 0: one switch.
+        #[arg(long, default_value_t = 0)]
+        children: u16,
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
@@ -374,11 +379,20 @@ fn main() {
             tuning,
             drop_rate,
             threads,
+            children,
             json,
         } => {
-            let threads = threads.unwrap_or_else(switchml_udp::default_shards);
+            let shards = threads.unwrap_or_else(|| match children {
+                0 => switchml_udp::default_shards(),
+                _ => 1,
+            });
             let w = work.workload(elements);
-            demo::demo(workers, &w, &tuning, (drop_rate, threads), json)
+            let setup = local_switch::Setup {
+                drop_rate,
+                shards,
+                children,
+            };
+            demo::demo(workers, &w, &tuning, setup, json)
         }
         Command::Switch {
             bind,

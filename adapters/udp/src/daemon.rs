@@ -547,7 +547,12 @@ impl<G: ControlPlane> Daemon<G> {
             return Ok(());
         };
         let t = endpoint.handle(now, from, bytes, out);
-        if let Some(j) = job {
+        // A parent's Result names the parent's job; what it causes is the child job's.
+        let answered = match t {
+            Transmit::Lanes { job, .. } => counters.jobs.iter().position(|j| j.job == job),
+            _ => job,
+        };
+        if let Some(j) = answered {
             counters.jobs[j].count(&t);
         }
         for w in watches.iter_mut() {

@@ -17,6 +17,9 @@
 //!   accepted Joins, its run timer): it drops datagrams no answer can go to, emulates
 //!   multicast by replication, can lose packets on purpose and counts everything
 //!   ([`DaemonCounters`]). [`admin_request`] talks to a running switch's admin socket.
+//!   A switch can be one level of two (protocol.md §7): [`SwitchConfig::parent_jobs`]
+//!   are jobs whose ranks are child switches, [`SwitchConfig::child_jobs`] ([`ChildSpec`])
+//!   jobs whose sums go up to a parent.
 //!
 //! Underneath (private): batched `recvmmsg`/`sendmmsg`, socket buffers and `poll`, and the
 //! one place where OS time becomes core time.
