@@ -263,3 +263,35 @@ fn a_parent_learns_a_child_for_every_lane_from_any_of_its_joins() {
     // Member 0 unknown; member 1 at child B for lane 0 too, which it never joined.
     assert_eq!(learned, [None, None, Some(CHILDREN[1]), Some(CHILDREN[1])]);
 }
+
+proptest::proptest! {
+    /// Any datagrams, from a worker, a stranger or the parent, to a child mid-run: no
+    /// panic, and an answer goes only to the parent, the sender or learned lanes.
+    #[test]
+    fn a_child_survives_any_bytes_from_anyone(
+        datagrams in proptest::collection::vec(
+            (0u8..3, proptest::collection::vec(proptest::num::u8::ANY, 0..48)),
+            0..40,
+        ),
+    ) {
+        let mut pool = [Slot::IDLE; 4];
+        let mut e: Ep<'_> = Endpoint::new(Switch::new(&mut pool, 2), Duration::from_secs(60));
+        e.add_child_job(config(7, 2, KEY), link(0), PARENT, [None; 4]).unwrap();
+        let mut out = [0u8; OUT];
+        let t0 = Instant::from_millis(0);
+        e.handle(t0, 10, &join(0), &mut out);
+        e.handle(t0, 11, &join(1), &mut out);
+        for (who, mut bytes) in datagrams {
+            let from = [10, 99, PARENT][usize::from(who)];
+            // The version, a known type and job 7 or 9, so that most reach the switch.
+            if let [v, kind, hi, lo, ..] = &mut bytes[..] {
+                (*v, *kind, *hi) = (crate::wire::VERSION, *kind % 12, 0);
+                *lo = if *lo & 1 == 0 { 7 } else { 9 };
+            }
+            let t = e.handle(t0, from, &bytes, &mut out);
+            for to in e.destinations(&t, &from) {
+                proptest::prop_assert!([10, 11, from, PARENT].contains(to));
+            }
+        }
+    }
+}
