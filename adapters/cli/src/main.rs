@@ -86,10 +86,11 @@ enum Command {
         #[arg(long = "parent-job")]
         parent_jobs: Vec<JobSpec>,
         /// Make a --job a child's (docs/protocol.md §7): its ranks' sums go up to a parent
-        /// switch and its Results come down from there. `job=ID,parent=HOST:PORT,
-        /// parent-job=ID,member=I,members=C,rank-lo=LO,world=P[,parent-key=HEX]`: the
-        /// --job's WORLD ranks are global ranks LO.. of the whole job's P, and this child is
-        /// member I of the parent's job (C children). Parent and children serve one shard.
+        /// switch and its Results come down from there. The value:
+        /// `job=ID,parent=HOST:PORT,parent-job=ID,member=I,members=C,rank-lo=LO,world=P`
+        /// with an optional `,parent-key=HEX`: the --job's WORLD ranks are global ranks LO..
+        /// of the whole job's P, and this child is member I of the parent's job (C
+        /// children). Parent and children serve one shard.
         #[arg(long = "child-of")]
         child_jobs: Vec<switchml_udp::ChildSpec>,
         /// Release a job's run after this many seconds without a packet from its ranks.
