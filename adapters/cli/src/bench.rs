@@ -14,6 +14,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
 
 use crate::demo::run_local;
+use crate::local_switch::Setup;
 use crate::report::si;
 use crate::run::{Dtype, Workload};
 use crate::Tuning;
@@ -103,7 +104,12 @@ pub fn bench(o: &Options, tuning: &Tuning) -> i32 {
                 verify: false,
             };
             let hidden = ProgressBar::hidden();
-            match run_local(p, &w, &tuned, (0.0, shards), &hidden) {
+            let setup = Setup {
+                drop_rate: 0.0,
+                shards,
+                children: 0,
+            };
+            match run_local(p, &w, &tuned, setup, &hidden) {
                 Ok(r) if r.problem.is_none() => ours.push(Some(Ours {
                     point: Point {
                         seconds: r.elapsed.as_secs_f64(),

@@ -6,8 +6,9 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
-use switchml_udp::{CommConfig, Communicator, JobSpec, Op, RunningSwitch, SwitchConfig};
+use switchml_udp::{CommConfig, Communicator, JobSpec, Op};
 
+use crate::local_switch::{LocalSwitches, Setup};
 use crate::report::{counters_json, counters_text, si};
 use crate::run::{run_rank, Dtype, Input, RankRun, Values, Workload};
 use crate::Tuning;
@@ -67,14 +68,13 @@ pub fn local_config(workers: u16, tuning: &Tuning) -> Result<CommConfig, String>
     tuning.apply(CommConfig::new(0, workers.max(1), LOOPBACK, JOB))
 }
 
-/// Start a switch (losing `drop_rate` of datagrams each way, `shards` threads) and
-/// `workers` ranks in this process and run `w`, each rank set up as `tuned` says (its rank,
-/// world, switch, job and key are the run's own).
+/// Start the switch(es) `setup` says and `workers` ranks in this process and run `w`, each
+/// rank set up as `tuned` says (its rank, world, switch, job and key are the run's own).
 pub fn run_local(
     workers: u16,
     w: &Workload,
     tuned: &CommConfig,
-    (drop_rate, shards): (f64, usize),
+    setup: Setup,
     progress: &ProgressBar,
 ) -> Result<LocalRun, String> {
     // A fresh key per run: only this process's ranks can join its switch.
@@ -82,31 +82,23 @@ pub fn run_local(
     let slots = u16::try_from(tuned.slots())
         .map_err(|_| format!("{} slots are more than a job can have", tuned.slots()))?;
     let cpu_before = crate::run::cpu_time();
-    let sw = RunningSwitch::start(&SwitchConfig {
-        bind: LOOPBACK,
-        jobs: vec![JobSpec {
-            id: JOB,
-            world: workers,
-            slots,
-            key: Some(key),
-        }],
-        drop_rate,
-        seed: w.seed,
-        shards,
-        ..SwitchConfig::new(LOOPBACK, vec![])
-    })
-    .map_err(|e| format!("switch: {e}"))?;
-    let addr = sw.addr();
+    let job = JobSpec {
+        id: JOB,
+        world: workers,
+        slots,
+        key: Some(key),
+    };
+    let switches = LocalSwitches::start(job, setup, w.seed)?;
     let barrier = Barrier::new(usize::from(workers));
     let outcomes: Vec<Result<RankRun, String>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..workers)
             .map(|rank| {
-                let (barrier, progress) = (&barrier, progress);
+                let (barrier, progress, switches) = (&barrier, progress, &switches);
                 s.spawn(move || {
                     let config = CommConfig {
                         rank,
                         world: workers,
-                        switch: addr,
+                        switch: switches.addr(rank),
                         job: JOB,
                         key,
                         ..tuned.clone()
@@ -128,7 +120,7 @@ pub fn run_local(
             })
             .collect()
     });
-    let counters = sw.stop().map_err(|e| format!("switch: {e}"))?;
+    let counters = switches.stop()?;
     let whole = crate::run::cpu_time().saturating_sub(cpu_before);
     let mut run = LocalRun {
         elements: w.elements,
@@ -185,15 +177,17 @@ pub fn run_local(
     Ok(run)
 }
 
-/// `switchml demo`; `switch`: the drop rate and the switch's shards.
-pub fn demo(
-    workers: u16,
-    w: &Workload,
-    tuning: &Tuning,
-    switch: (f64, usize),
-    json_out: bool,
-) -> i32 {
-    let (drop_rate, shards) = switch;
+/// `switchml demo`; `switch`: the drop rate, the switch's shards, the child switches.
+pub fn demo(workers: u16, w: &Workload, tuning: &Tuning, switch: Setup, json_out: bool) -> i32 {
+    let Setup {
+        drop_rate,
+        shards,
+        children,
+    } = switch;
+    let switches = match children {
+        0 => format!("{shards} switch shard(s)"),
+        c => format!("{c} child switches under a parent (two levels)"),
+    };
     let tuned = match local_config(workers, tuning) {
         Ok(c) => c,
         Err(e) => {
@@ -203,7 +197,7 @@ pub fn demo(
     };
     if !json_out {
         println!(
-            "switchml demo: {workers} workers × {} {:?} elements, {} iteration(s), {} lanes × {} slots, {} values/packet, loss {:.1}%, {shards} switch shard(s) — switch and workers on 127.0.0.1",
+            "switchml demo: {workers} workers × {} {:?} elements, {} iteration(s), {} lanes × {} slots, {} values/packet, loss {:.1}%, {switches} — switches and workers on 127.0.0.1",
             w.elements, w.dtype, w.iterations, tuned.lanes, tuned.window, tuned.count, drop_rate * 100.0
         );
     }

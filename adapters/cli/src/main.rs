@@ -13,6 +13,7 @@ mod bench;
 mod demo;
 mod doctor;
 mod inputs;
+mod local_switch;
 mod logger;
 mod output;
 mod report;
@@ -58,9 +59,13 @@ enum Command {
         /// Lose each datagram at the switch with this probability (each way).
         #[arg(long, default_value_t = 0.0)]
         drop_rate: f64,
-        /// Switch shards, a thread each [default: one per core].
+        /// Switch shards, a thread each [default: one per core; 1 with --children].
         #[arg(long)]
         threads: Option<usize>,
+        /// Two levels (docs/protocol.md §7): this many child switches, each serving a
+        /// contiguous range of the workers, under one parent switch; 0: one switch.
+        #[arg(long, default_value_t = 0)]
+        children: u16,
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
@@ -73,8 +78,21 @@ enum Command {
         /// A job to serve, `ID:WORLD[:SLOTS[:KEY]]` (slots default to 256; KEY: the job's
         /// credential in hex, else SWITCHML_JOB_KEY, which its workers must set too);
         /// repeat for several.
-        #[arg(long = "job", required_unless_present = "admin")]
+        #[arg(long = "job", required_unless_present_any = ["admin", "parent_jobs"])]
         jobs: Vec<JobSpec>,
+        /// A parent's job of two-level aggregation (docs/protocol.md §7),
+        /// `ID:CHILDREN[:SLOTS[:KEY]]`: its ranks are the child switches (each a
+        /// `switchml switch --child-of`), member i being the child with `member=i`.
+        #[arg(long = "parent-job")]
+        parent_jobs: Vec<JobSpec>,
+        /// Make a --job a child's (docs/protocol.md §7): its ranks' sums go up to a parent
+        /// switch and its Results come down from there. The value:
+        /// `job=ID,parent=HOST:PORT,parent-job=ID,member=I,members=C,rank-lo=LO,world=P`
+        /// with an optional `,parent-key=HEX`: the --job's WORLD ranks are global ranks LO..
+        /// of the whole job's P, and this child is member I of the parent's job (C
+        /// children). Parent and children serve one shard.
+        #[arg(long = "child-of")]
+        child_jobs: Vec<switchml_udp::ChildSpec>,
         /// Release a job's run after this many seconds without a packet from its ranks.
         #[arg(long, default_value_t = 3600)]
         idle_timeout: u64,
@@ -91,7 +109,7 @@ enum Command {
         pipeline: SwitchPipeline,
         /// Shards, a thread each with its own switch, on consecutive ports from --bind's;
         /// lane l of every worker goes to shard l mod N by itself (docs/protocol.md §1.1)
-        /// [default: one per core].
+        /// [default: one per core; 1 with --parent-job or --child-of, which need one].
         #[arg(long)]
         threads: Option<usize>,
         /// Lose each datagram with this probability (each way), like SwitchML's drop simulator.
@@ -362,15 +380,26 @@ fn main() {
             tuning,
             drop_rate,
             threads,
+            children,
             json,
         } => {
-            let threads = threads.unwrap_or_else(switchml_udp::default_shards);
+            let shards = threads.unwrap_or_else(|| match children {
+                0 => switchml_udp::default_shards(),
+                _ => 1,
+            });
             let w = work.workload(elements);
-            demo::demo(workers, &w, &tuning, (drop_rate, threads), json)
+            let setup = local_switch::Setup {
+                drop_rate,
+                shards,
+                children,
+            };
+            demo::demo(workers, &w, &tuning, setup, json)
         }
         Command::Switch {
             bind,
-            jobs,
+            mut jobs,
+            parent_jobs,
+            child_jobs,
             drop_rate,
             seed,
             idle_timeout,
@@ -381,14 +410,22 @@ fn main() {
             report_every,
             json,
         } => {
+            let tree = !parent_jobs.is_empty() || !child_jobs.is_empty();
+            let parents = parent_jobs.iter().map(|j| j.id).collect();
+            jobs.extend(parent_jobs);
             let config = SwitchConfig {
-                shards: threads.unwrap_or_else(switchml_udp::default_shards),
+                shards: threads.unwrap_or_else(|| match tree {
+                    true => 1,
+                    false => switchml_udp::default_shards(),
+                }),
                 drop_rate,
                 seed,
                 idle_timeout: std::time::Duration::from_secs(idle_timeout),
                 spare_slots: admin.as_ref().map_or(0, |_| spare_slots),
                 admin,
                 pipeline,
+                parent_jobs: parents,
+                child_jobs,
                 ..SwitchConfig::new(bind, jobs)
             };
             switch_cmd::switch(config, report_every, json)

@@ -25,6 +25,8 @@ pub fn job_json(j: &JobTraffic) -> Value {
         "replies": j.replies,
         "multicasts": j.multicasts,
         "sent": j.sent,
+        "upward": j.upward,
+        "from_parent": j.from_parent,
         "contributions": s.contributions,
         "completions": s.completions,
         "retransmit_replies": s.retransmit_replies,
@@ -80,6 +82,12 @@ pub fn counters_text(c: &DaemonCounters) -> String {
             "  job {}: received {} replies {} multicasts {} sent {}; contributions {} completions {} runs {} unauthorized {} rejected {}\n",
             j.job, j.received, j.replies, j.multicasts, j.sent, w.contributions, w.completions, w.runs, w.unauthorized, w.rejected
         );
+        if j.upward > 0 || j.from_parent > 0 {
+            s += &format!(
+                "    to its parent switch {}, from it {}\n",
+                j.upward, j.from_parent
+            );
+        }
     }
     s
 }

@@ -11,11 +11,39 @@ use switchml_udp::{RunningSwitch, SwitchConfig};
 
 use crate::report::{counters_json, counters_text};
 
+/// Say where job `id` sits in a tree of switches (docs/protocol.md §7).
+fn place(config: &SwitchConfig, id: u16) -> String {
+    if config.parent_jobs.contains(&id) {
+        return "a parent (its ranks are child switches)".into();
+    }
+    match config.child_jobs.iter().find(|c| c.job == id) {
+        Some(c) => format!(
+            "a child: global ranks {}..{} of {}, member {} of {} of job {} at {}",
+            c.rank_lo,
+            u32::from(c.rank_lo)
+                + u32::from(
+                    config
+                        .jobs
+                        .iter()
+                        .find(|j| j.id == id)
+                        .map_or(0, |j| j.world)
+                ),
+            c.world,
+            c.member,
+            c.members,
+            c.parent_job,
+            c.parent
+        ),
+        None => "flat".into(),
+    }
+}
+
 /// Run the daemon; return the exit code.
 pub fn switch(config: SwitchConfig, report_every: u64, json_out: bool) -> i32 {
     let stop = crate::signal::stop_flag();
     let (jobs, drop_rate, seed) = (config.jobs.clone(), config.drop_rate, config.seed);
     let pipeline = config.pipeline;
+    let places: Vec<String> = jobs.iter().map(|j| place(&config, j.id)).collect();
     let sw = match RunningSwitch::start(&config) {
         Ok(s) => s,
         Err(e) => {
@@ -26,7 +54,8 @@ pub fn switch(config: SwitchConfig, report_every: u64, json_out: bool) -> i32 {
     if json_out {
         let jobs: Vec<_> = jobs
             .iter()
-            .map(|j| json!({"job": j.id, "world": j.world, "slots": j.slots}))
+            .zip(&places)
+            .map(|(j, p)| json!({"job": j.id, "world": j.world, "slots": j.slots, "tier": p}))
             .collect();
         println!(
             "{}",
@@ -41,8 +70,8 @@ pub fn switch(config: SwitchConfig, report_every: u64, json_out: bool) -> i32 {
             sw.shards(),
             sw.addr().port()
         );
-        for j in &jobs {
-            println!("  job {}: {} ranks, {} slots", j.id, j.world, j.slots);
+        for (j, p) in jobs.iter().zip(&places) {
+            println!("  job {}: {} ranks, {} slots, {p}", j.id, j.world, j.slots);
         }
         if drop_rate > 0.0 {
             println!(

@@ -39,12 +39,17 @@ struct Proc {
 
 impl Proc {
     fn start(args: &[&str]) -> Proc {
-        let mut child = Command::new(BIN)
+        let child = Command::new(BIN)
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect("start switchml");
+        Proc::from_child(child)
+    }
+
+    /// Take a started child whose stdout and stderr are piped.
+    fn from_child(mut child: Child) -> Proc {
         let out = child.stdout.take().expect("stdout");
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {
@@ -694,4 +699,88 @@ fn workers_the_switch_cannot_serve_fall_back_loudly_and_doctor_says_so() {
         "{out}"
     );
     drop(sw);
+}
+
+/// Two levels as separate processes (docs/protocol.md §7): a parent, two children of two
+/// ranks each, four workers that verify their sums; then the demo's `--children`.
+#[test]
+fn workers_sum_through_a_parent_and_two_child_switch_processes() {
+    let parent = Proc::start(&[
+        "switch",
+        "--bind",
+        "127.0.0.1:0",
+        "--parent-job",
+        "9:2:64:9a7e27",
+    ]);
+    let line = parent.expect_line("listening on", Duration::from_secs(20));
+    let up = line.split_whitespace().nth(2).expect("address").to_string();
+    parent.expect_line("a parent", Duration::from_secs(5));
+    let children: Vec<(Proc, String)> = (0..2)
+        .map(|m| {
+            let spec = format!(
+                "job=1,parent={up},parent-job=9,member={m},members=2,rank-lo={},world=4,\
+                 parent-key=9a7e27",
+                2 * m
+            );
+            let args = ["switch", "--bind", "127.0.0.1:0", "--job", "1:2:64:5ec2e7"];
+            let p = Proc::start(&[&args[..], &["--child-of", &spec]].concat());
+            let line = p.expect_line("listening on", Duration::from_secs(20));
+            let addr = line.split_whitespace().nth(2).expect("address").to_string();
+            p.expect_line("member", Duration::from_secs(5));
+            (p, addr)
+        })
+        .collect();
+    let workers: Vec<Proc> = (0..4)
+        .map(|r: usize| {
+            let mut cmd = Command::new(BIN);
+            cmd.env("SWITCHML_JOB_KEY", "5ec2e7");
+            let rank = r.to_string();
+            let at = &children[r / 2].1;
+            let args = ["worker", "--switch", at, "--job", "1", "--rank", &rank];
+            let more = ["--world", "4", "--elements", "30k", "--window", "32"];
+            let child = cmd
+                .args(args)
+                .args(more)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("start a worker");
+            Proc::from_child(child)
+        })
+        .collect();
+    for (rank, w) in workers.into_iter().enumerate() {
+        w.expect_line("verified", Duration::from_secs(30));
+        let (code, err) = w.finish(Duration::from_secs(10));
+        assert_eq!(code, Some(0), "rank {rank}: {err}");
+    }
+    let refused = run(&[
+        "switch",
+        "--bind",
+        "127.0.0.1:0",
+        "--threads",
+        "2",
+        "--job",
+        "1:2",
+        "--child-of",
+        &format!("job=1,parent={up},parent-job=9,member=0,members=2,rank-lo=0,world=4"),
+    ]);
+    assert_eq!(refused.0, Some(1));
+    assert!(refused.2.contains("--threads 1"), "{}", refused.2);
+    let (code, out, err) = run(&[
+        "demo",
+        "--workers",
+        "6",
+        "--children",
+        "2",
+        "--elements",
+        "20k",
+        "--dtype",
+        "i32",
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("2 child switches"), "{out}");
+    assert!(
+        out.contains("verified: every rank's result matches"),
+        "{out}"
+    );
 }

@@ -35,6 +35,7 @@ use crate::shards::{ask_peers, AdminRole};
 use crate::socket::{size_buffer, wait_readable, Buffer};
 use crate::source::is_bad_source;
 use crate::traffic::{DaemonCounters, JobTraffic};
+use crate::tree::{ChildSpec, ParentWatch};
 
 /// Datagrams per `recvmmsg`.
 pub const RECV_BATCH: usize = 64;
@@ -123,6 +124,19 @@ pub struct Daemon<G> {
     send: SendBatch,
     log: DaemonLog,
     admin: AdminRole,
+    /// The parents of child jobs, watched for silence (protocol.md §7).
+    watches: Vec<ParentWatch>,
+}
+
+/// Where a job sits in a tree of switches (protocol.md §7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum JobPlace {
+    /// Its ranks are workers.
+    Flat,
+    /// Its ranks are child switches.
+    Parent,
+    /// Its sums go up to a parent.
+    Child(ChildSpec),
 }
 
 /// Lanes per rank the address table has room for.
@@ -188,12 +202,22 @@ impl<G: ControlPlane> Daemon<G> {
             send,
             log: DaemonLog::new(),
             admin,
+            watches: Vec::new(),
         })
     }
 
     /// Register a job on the first free range of the pool that fits it; its key is the
     /// spec's, else `SWITCHML_JOB_KEY`, else 0 (with a warning: anyone may then join it).
     pub fn add_job(&mut self, spec: &JobSpec) -> Result<JobConfig, String> {
+        self.add_job_at(spec, JobPlace::Flat)
+    }
+
+    /// [`Daemon::add_job`], the job sitting at `place` of a tree of switches.
+    pub(crate) fn add_job_at(
+        &mut self,
+        spec: &JobSpec,
+        place: JobPlace,
+    ) -> Result<JobConfig, String> {
         let key = match spec.key {
             Some(k) => k,
             None => crate::running_switch::key_from_env()?,
@@ -240,9 +264,21 @@ impl<G: ControlPlane> Daemon<G> {
         };
         let lanes = MAX_LANES.min(usize::from(spec.slots));
         let routes = vec![None; usize::from(spec.world) * lanes];
-        self.endpoint
-            .add_job(config, routes)
-            .map_err(|e| format!("job {}: {e}", spec.id))?;
+        let added = match place {
+            JobPlace::Flat => self.endpoint.add_job(config, routes),
+            JobPlace::Parent => self.endpoint.add_parent_job(config, routes),
+            JobPlace::Child(c) => {
+                let parent_key = match c.parent_key {
+                    Some(k) => k,
+                    None => crate::running_switch::key_from_env()?,
+                };
+                let link = c.link(parent_key);
+                self.watches
+                    .push(ParentWatch::new(spec.id, c.parent, c.parent_job));
+                self.endpoint.add_child_job(config, link, c.parent, routes)
+            }
+        };
+        added.map_err(|e| format!("job {}: {e}", spec.id))?;
         self.counters.jobs.push(JobTraffic {
             job: spec.id,
             ..JobTraffic::default()
@@ -273,6 +309,7 @@ impl<G: ControlPlane> Daemon<G> {
             .remove_job(id)
             .map_err(|e| format!("job {id}: {e}"))?;
         self.counters.jobs.retain(|j| j.job != id);
+        self.watches.retain(|w| w.job != id);
         log::info!("job {id} removed");
         Ok(())
     }
@@ -423,6 +460,18 @@ impl<G: ControlPlane> Daemon<G> {
         }
         self.flush()?;
         self.serve_admin();
+        for w in &mut self.watches {
+            if w.newly_silent() {
+                log::warn!(
+                    "job {}: its parent switch {} has not answered in {:?} (is it running, \
+                     serving job {} as a parent?)",
+                    w.job,
+                    w.parent,
+                    crate::tree::PARENT_SILENCE,
+                    w.parent_job
+                );
+            }
+        }
         let failed = self.counters.send_failures - failures;
         self.log.send_failed(failed, self.send.take_failure());
         Ok(n)
@@ -457,6 +506,7 @@ impl<G: ControlPlane> Daemon<G> {
             recv,
             send,
             log,
+            watches,
             ..
         } = self;
         let Some(d) = recv.get(i) else {
@@ -497,8 +547,25 @@ impl<G: ControlPlane> Daemon<G> {
             return Ok(());
         };
         let t = endpoint.handle(now, from, bytes, out);
-        if let Some(j) = job {
+        // A parent's Result names the parent's job; what it causes is the child job's.
+        let answered = match t {
+            Transmit::Lanes { job, .. } => counters.jobs.iter().position(|j| j.job == job),
+            _ => job,
+        };
+        if let Some(j) = answered {
             counters.jobs[j].count(&t);
+        }
+        for w in watches.iter_mut() {
+            let up = matches!(t, Transmit::Lanes { job, up: true, .. } if job == w.job);
+            if up {
+                w.sent_up();
+            }
+            if from == w.parent {
+                w.heard();
+                if let Some(j) = counters.jobs.iter_mut().find(|j| j.job == w.job) {
+                    j.from_parent += 1;
+                }
+            }
         }
         if t == Transmit::Nothing {
             send.unuse_last();

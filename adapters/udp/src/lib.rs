@@ -17,6 +17,9 @@
 //!   accepted Joins, its run timer): it drops datagrams no answer can go to, emulates
 //!   multicast by replication, can lose packets on purpose and counts everything
 //!   ([`DaemonCounters`]). [`admin_request`] talks to a running switch's admin socket.
+//!   A switch can be one level of two (protocol.md §7): [`SwitchConfig::parent_jobs`]
+//!   are jobs whose ranks are child switches, [`SwitchConfig::child_jobs`] ([`ChildSpec`])
+//!   jobs whose sums go up to a parent.
 //!
 //! Underneath (private): batched `recvmmsg`/`sendmmsg`, socket buffers and `poll`, and the
 //! one place where OS time becomes core time.
@@ -72,6 +75,7 @@ mod sockaddr;
 mod socket;
 mod source;
 mod traffic;
+mod tree;
 
 pub use admin::request as admin_request;
 pub use comm::{Communicator, Pending};
@@ -87,6 +91,7 @@ pub use settings::Settings;
 pub use shards::default_shards;
 pub use switchml_core::quant::{ElementType, Op};
 pub use traffic::{DaemonCounters, JobTraffic};
+pub use tree::{ChildSpec, PARENT_SILENCE};
 
 /// The longest datagram the software switch reads whole (a Result of the largest count it
 /// serves, 1,024 values); a longer one is dropped and counted as oversized.

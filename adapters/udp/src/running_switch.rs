@@ -32,9 +32,10 @@ use switchml_core::switch::{ControlPlane, Slot, Switch};
 use switchml_p4model::{Config as ModelConfig, Pipeline, SwitchAddr};
 
 use crate::admin::AdminSocket;
-use crate::daemon::{Daemon, JobSpec, SoftEndpoint};
+use crate::daemon::{Daemon, JobPlace, JobSpec, SoftEndpoint};
 use crate::shards::{bind_shards, AdminRole};
 use crate::traffic::DaemonCounters;
+use crate::tree::ChildSpec;
 
 /// Values per slot: the largest `count` the software switch accepts.
 pub const MAX_COUNT: usize = 1024;
@@ -110,6 +111,10 @@ pub struct SwitchConfig {
     /// Shards: daemon threads, each on its own port (the next after the previous shard's)
     /// with its own switch (protocol.md §1.1). Workers find theirs by themselves.
     pub shards: usize,
+    /// The jobs (of `jobs`) whose ranks are child switches (protocol.md §7).
+    pub parent_jobs: Vec<u16>,
+    /// The jobs (of `jobs`) whose sums go up to a parent switch (protocol.md §7).
+    pub child_jobs: Vec<ChildSpec>,
 }
 
 impl SwitchConfig {
@@ -125,7 +130,53 @@ impl SwitchConfig {
             spare_slots: 0,
             pipeline: SwitchPipeline::default(),
             shards: 1,
+            parent_jobs: Vec::new(),
+            child_jobs: Vec::new(),
         }
+    }
+
+    /// Return where job `id` sits in a tree of switches.
+    pub(crate) fn place(&self, id: u16) -> JobPlace {
+        if self.parent_jobs.contains(&id) {
+            return JobPlace::Parent;
+        }
+        match self.child_jobs.iter().find(|c| c.job == id) {
+            Some(c) => JobPlace::Child(*c),
+            None => JobPlace::Flat,
+        }
+    }
+
+    /// Check the parent and child jobs: each names a job of `jobs`, is one or the other,
+    /// and the switch has one shard (a child goes up from one address; the parent answers
+    /// each child from one).
+    fn check_tree(&self) -> Result<(), String> {
+        let tiered = self
+            .parent_jobs
+            .iter()
+            .chain(self.child_jobs.iter().map(|c| &c.job));
+        for &id in tiered {
+            if !self.jobs.iter().any(|j| j.id == id) {
+                return Err(format!(
+                    "job {id}: a parent or child job must be a --job too"
+                ));
+            }
+            if self.shards > 1 {
+                return Err(format!(
+                    "job {id}: a parent's or child's job needs one shard (--threads 1), \
+                     not {}: a child sends up from one address and its parent answers it \
+                     from one (protocol.md §7)",
+                    self.shards
+                ));
+            }
+        }
+        if let Some(c) = self
+            .child_jobs
+            .iter()
+            .find(|c| self.parent_jobs.contains(&c.job))
+        {
+            return Err(format!("job {}: both a parent's and a child's", c.job));
+        }
+        Ok(())
     }
 }
 
@@ -162,6 +213,9 @@ impl RunningSwitch {
     /// Bind, set up the jobs and start serving; errors (a taken port, a job that does not
     /// fit) come back here, before any shard serves.
     pub fn start(config: &SwitchConfig) -> io::Result<RunningSwitch> {
+        config
+            .check_tree()
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let sockets = bind_shards(config.bind, config.shards)?;
         let addr = sockets[0].local_addr()?;
         let epoch = fresh_epoch();
@@ -361,7 +415,7 @@ fn serve_with<G: ControlPlane>(
         Err(e) => return fail(e),
     };
     for job in &config.jobs {
-        if let Err(e) = daemon.add_job(job) {
+        if let Err(e) = daemon.add_job_at(job, config.place(job.id)) {
             return fail(io::Error::new(io::ErrorKind::InvalidInput, e));
         }
     }

@@ -15,8 +15,12 @@ pub struct JobTraffic {
     pub replies: u64,
     /// Multicasts (completed uses, join completion, aborts passed on).
     pub multicasts: u64,
-    /// Datagrams sent to this job's lanes, replicas included.
+    /// Datagrams sent to this job's lanes, replicas included, and to its parent.
     pub sent: u64,
+    /// Datagrams sent up to the parent switch (a child's job, protocol.md §7).
+    pub upward: u64,
+    /// Datagrams received from the parent switch (a child's job).
+    pub from_parent: u64,
     /// The switch's counters of the job.
     pub switch: JobCounters,
 }
@@ -27,6 +31,7 @@ impl JobTraffic {
         match t {
             Transmit::Nothing => {}
             Transmit::Reply { .. } => self.replies += 1,
+            Transmit::Lanes { up: true, .. } => self.upward += 1,
             Transmit::Lanes { .. } => self.multicasts += 1,
         }
     }
@@ -107,6 +112,8 @@ impl DaemonCounters {
                     m.replies += j.replies;
                     m.multicasts += j.multicasts;
                     m.sent += j.sent;
+                    m.upward += j.upward;
+                    m.from_parent += j.from_parent;
                     m.switch += &j.switch;
                 }
                 None => self.jobs.push(*j),

@@ -10,7 +10,7 @@
 //!
 //! [`Endpoint`]: super::Endpoint
 
-use super::{Counters, DropReason, JobConfig, JobCounters, JobError, Switch, Verdict};
+use super::{Counters, DropReason, JobConfig, JobCounters, JobError, Switch, Tier, Verdict};
 
 /// Anything that aggregates like the reference switch: the switch itself, the P4 model.
 pub trait Aggregator {
@@ -56,6 +56,15 @@ pub trait ControlPlane: Aggregator {
     /// Register a job whose ranks send bare datagrams; its slots, run and counters start
     /// afresh.
     fn install_job(&mut self, config: JobConfig) -> Result<(), JobError>;
+
+    /// Register a job at `tier` of a tree of switches (protocol.md §7). A switch that has
+    /// no tiers (the P4 model) takes flat jobs only and refuses the others ([`JobError::Untiered`]).
+    fn install_tiered_job(&mut self, config: JobConfig, tier: Tier) -> Result<(), JobError> {
+        match tier {
+            Tier::Flat => self.install_job(config),
+            _ => Err(JobError::Untiered),
+        }
+    }
 
     /// Unregister job `id`.
     fn uninstall_job(&mut self, id: u16) -> Result<(), JobError>;
@@ -103,6 +112,10 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> ControlPlane
 
     fn install_job(&mut self, config: JobConfig) -> Result<(), JobError> {
         self.add_job(config)
+    }
+
+    fn install_tiered_job(&mut self, config: JobConfig, tier: Tier) -> Result<(), JobError> {
+        self.add_tiered_job(config, tier)
     }
 
     fn uninstall_job(&mut self, id: u16) -> Result<(), JobError> {

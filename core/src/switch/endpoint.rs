@@ -12,11 +12,21 @@
 //! is tagged with the session it was learned in, so a new run never routes to an old one.
 //! No address is a credential here: admission is the key and the session (§4.1).
 //!
+//! A job can be one level of a tree (protocol.md §7). A *child* job
+//! ([`Endpoint::add_child_job`]) knows its parent switch's address: its ranks' lanes are
+//! learned by global rank, what the switch sends up ([`Verdict::Up`]) goes to the parent
+//! (a [`Transmit::Lanes`] with `up` set), and only Results and JoinReplies of the parent's
+//! job from that address reach the switch — nothing from the parent is taken for a
+//! worker's, and no one else's Result or JoinReply is taken for the parent's. A *parent*
+//! job ([`Endpoint::add_parent_job`]) has child switches for ranks, each one address
+//! (one socket): any Join of a child teaches its address for every lane, since a child
+//! sends up the Join of whichever lane's worker asked.
+//!
 //! An endpoint can be one shard of a sharded switch ([`Endpoint::with_shard`], §1.1): it
 //! then answers a Join of a lane another shard serves with Abort `WrongShard`, before the
 //! switch sees it, and writes the number of shards into its JoinReplies and StatusReplies.
 
-use super::{ControlPlane, DropReason, JobConfig, JobError, Verdict};
+use super::{ControlPlane, DropReason, JobConfig, JobError, ParentLink, Tier, Verdict};
 use crate::shard::Shard;
 use crate::time::{Duration, Instant};
 use crate::wire::{
@@ -38,7 +48,8 @@ pub enum Transmit {
         len: usize,
     },
     /// Send `out[..len]` to lanes of `job`'s run `session`: the lanes that drive `slot`
-    /// (a Result), or every lane (`slot` is `None`).
+    /// (a Result), or every lane (`slot` is `None`); or, `up` being set, to the parent
+    /// switch of the child's job `job` (protocol.md §7; `session` is then the parent's).
     Lanes {
         /// The job.
         job: u16,
@@ -48,13 +59,28 @@ pub enum Transmit {
         slot: Option<u16>,
         /// Bytes written.
         len: usize,
+        /// To the parent switch, not to lanes.
+        up: bool,
     },
 }
 
+/// Where a job sits in a tree of switches, as its routes see it (protocol.md §7).
+#[derive(Clone, Copy)]
+enum Place<A> {
+    /// Its ranks are workers.
+    Flat,
+    /// Its ranks are child switches, one address each.
+    Parent,
+    /// A child: its ranks start at global rank `rank_lo`; its parent's job `job` is at
+    /// `parent`.
+    Child { parent: A, job: u16, rank_lo: u16 },
+}
+
 /// The lanes of one job.
-struct JobRoutes<S> {
+struct JobRoutes<A, S> {
     id: u16,
     world: u16,
+    place: Place<A>,
     storage: S,
     /// When the job's run last heard from a rank.
     last_heard: Option<Instant>,
@@ -64,7 +90,7 @@ struct JobRoutes<S> {
 /// table of `Route<A>`s, `G`: the switch, `JOBS`: how many jobs the table has room for.
 pub struct Endpoint<A, S, G, const JOBS: usize> {
     switch: G,
-    routes: [Option<JobRoutes<S>>; JOBS],
+    routes: [Option<JobRoutes<A, S>>; JOBS],
     idle_timeout: Duration,
     expired: u64,
     shard: Shard,
@@ -123,17 +149,52 @@ where
 
     /// Register a job with its address table (`world × lanes` entries; its length decides
     /// how many lanes a rank may have).
-    pub fn add_job(&mut self, config: JobConfig, mut storage: S) -> Result<(), JobError> {
+    pub fn add_job(&mut self, config: JobConfig, storage: S) -> Result<(), JobError> {
+        self.install(config, Tier::Flat, Place::Flat, storage)
+    }
+
+    /// Register the job of a parent switch, whose ranks are child switches (protocol.md
+    /// §7), with its address table (`world × lanes` entries).
+    pub fn add_parent_job(&mut self, config: JobConfig, storage: S) -> Result<(), JobError> {
+        self.install(config, Tier::Parent, Place::Parent, storage)
+    }
+
+    /// Register a child's job (protocol.md §7) whose parent switch is at `parent`, with
+    /// its address table (`world × lanes` entries, `world` being the child's own ranks).
+    /// The switch must take tiered jobs ([`ControlPlane::install_tiered_job`]).
+    pub fn add_child_job(
+        &mut self,
+        config: JobConfig,
+        link: ParentLink,
+        parent: A,
+        storage: S,
+    ) -> Result<(), JobError> {
+        let place = Place::Child {
+            parent,
+            job: link.job,
+            rank_lo: link.rank_lo,
+        };
+        self.install(config, Tier::Child(link), place, storage)
+    }
+
+    fn install(
+        &mut self,
+        config: JobConfig,
+        tier: Tier,
+        place: Place<A>,
+        mut storage: S,
+    ) -> Result<(), JobError> {
         let free = self
             .routes
             .iter()
             .position(Option::is_none)
             .ok_or(JobError::TableFull(JOBS))?;
-        self.switch.install_job(config)?;
+        self.switch.install_tiered_job(config, tier)?;
         storage.as_mut().fill(None);
         self.routes[free] = Some(JobRoutes {
             id: config.id,
             world: config.world,
+            place,
             storage,
             last_heard: None,
         });
@@ -167,18 +228,42 @@ where
         if let Some(t) = self.redirect(bytes, out) {
             return t;
         }
+        let incoming = wire::peek(bytes).ok();
+        if !self.admits(&from, incoming) {
+            self.switch.count_drop(DropReason::UnexpectedType);
+            return Transmit::Nothing;
+        }
         let verdict = self.switch.process(bytes, out);
         let (job, len, multicast) = match verdict {
             Verdict::Drop(_) => return Transmit::Nothing,
             Verdict::Consumed => {
-                if let Ok((_, id, _)) = wire::peek(bytes) {
+                if let Some((_, id, _)) = incoming {
                     self.heard(id, now);
                 }
                 return Transmit::Nothing;
             }
-            // The endpoint installs flat jobs only (`ControlPlane::install_job`): nothing
-            // it serves goes to a parent switch (protocol.md §7).
-            Verdict::Up { .. } => return Transmit::Nothing,
+            // A child's Contribution or Join to its parent (§7), caused by a worker's
+            // message of the child's job.
+            Verdict::Up { len, .. } => {
+                let Some((_, id, _)) = incoming else {
+                    return Transmit::Nothing;
+                };
+                self.heard(id, now);
+                let session = out
+                    .get(..len)
+                    .and_then(|b| wire::peek(b).ok().map(|k| (k.0, b)))
+                    .map_or(0, |(kind, b)| match kind {
+                        MessageType::Contribution => DataPacket::new_unchecked(b).session(),
+                        _ => 0,
+                    });
+                return Transmit::Lanes {
+                    job: id,
+                    session,
+                    slot: None,
+                    len,
+                    up: true,
+                };
+            }
             Verdict::Unicast { job, len, .. } => (job, len, false),
             Verdict::Multicast { job, len } => (job, len, true),
         };
@@ -203,7 +288,11 @@ where
             Some(MessageType::Abort) => AbortPacket::new_unchecked(answer).session(),
             _ => 0,
         };
-        if kind == Some(MessageType::JoinReply) {
+        // Only a worker's Join teaches a lane: a parent's JoinReply, answered with one, is
+        // no worker's.
+        if kind == Some(MessageType::JoinReply)
+            && incoming.is_some_and(|(k, _, _)| k == MessageType::Join)
+        {
             self.learn(from, bytes, session);
         }
         // Only an answer in the job's current run shows that its ranks are there: a refusal
@@ -221,6 +310,27 @@ where
             session,
             slot,
             len,
+            up: false,
+        }
+    }
+
+    /// Return whether a datagram of `kind` and job `id` from `from` may reach the switch:
+    /// a Result or JoinReply only from the parent of the child job it is for, and nothing
+    /// else from a parent's address (§7).
+    fn admits(&self, from: &A, incoming: Option<(MessageType, u16, u16)>) -> bool {
+        let Some((kind, id, _)) = incoming else {
+            return true;
+        };
+        let mut children = self.routes.iter().flatten().filter_map(|r| match r.place {
+            Place::Child { parent, job, .. } => Some((parent, job)),
+            _ => None,
+        });
+        match kind {
+            // Anything else of these reaches the switch, which refuses it.
+            MessageType::Result | MessageType::JoinReply => {
+                children.all(|(parent, job)| job != id || parent == *from)
+            }
+            _ => children.all(|(parent, _)| parent != *from),
         }
     }
 
@@ -260,12 +370,27 @@ where
         };
         let lanes = routes.storage.as_ref().len() / usize::from(routes.world.max(1));
         let lane = usize::from(slot_lo / lane_slots.max(1));
-        if lane < lanes && rank < routes.world {
-            if let Some(e) = routes
+        // A child's ranks are global (§7): member `i` is rank `rank_lo + i`.
+        let member = match routes.place {
+            Place::Child { rank_lo, .. } => rank.checked_sub(rank_lo),
+            _ => Some(rank),
+        };
+        let Some(member) = member.filter(|m| *m < routes.world) else {
+            return;
+        };
+        // A child switch is one address for all its lanes, and sends up the Join of
+        // whichever lane's worker asked.
+        let learned = match routes.place {
+            Place::Parent => 0..lanes,
+            _ => lane..lane + 1,
+        };
+        let first = usize::from(member) * lanes;
+        if lane < lanes {
+            let entries = routes
                 .storage
                 .as_mut()
-                .get_mut(usize::from(rank) * lanes + lane)
-            {
+                .get_mut(first + learned.start..first + learned.end);
+            for e in entries.into_iter().flatten() {
                 *e = Some((from, session));
             }
         }
@@ -296,6 +421,7 @@ where
         let (reply, job) = match *t {
             Transmit::Nothing => (None, None),
             Transmit::Reply { .. } => (Some(from), None),
+            Transmit::Lanes { job, up: true, .. } => (self.parent(job), None),
             Transmit::Lanes {
                 job, session, slot, ..
             } => {
@@ -325,6 +451,20 @@ where
                 .filter_map(move |e| e.as_ref().filter(|(_, s)| *s == session).map(|(a, _)| a))
         });
         reply.into_iter().chain(lanes)
+    }
+
+    /// Return the address of the parent of child job `id`.
+    fn parent(&self, id: u16) -> Option<&A> {
+        let r = self.index(id).and_then(|i| self.routes[i].as_ref())?;
+        match &r.place {
+            Place::Child { parent, .. } => Some(parent),
+            _ => None,
+        }
+    }
+
+    /// Return the address of the parent switch of child job `id`, if it is a child's.
+    pub fn parent_of(&self, id: u16) -> Option<A> {
+        self.parent(id).copied()
     }
 
     /// Return when [`Endpoint::handle_timeout`] should next run: the earliest moment an
@@ -374,11 +514,15 @@ where
                 session,
                 slot: None,
                 len,
+                up: false,
             }),
             _ => None,
         }
     }
 }
+
+#[cfg(test)]
+mod tiers;
 
 #[cfg(test)]
 mod tests {

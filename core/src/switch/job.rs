@@ -206,6 +206,8 @@ pub enum JobError {
     /// A child's ranks are not within the whole job's world (at most `MAX_WORLD`), or its
     /// member index not below the parent's world (protocol.md §7).
     Tree,
+    /// This switch takes flat jobs only: it cannot be a parent or a child (the P4 model).
+    Untiered,
 }
 
 impl core::fmt::Display for JobError {
@@ -224,6 +226,7 @@ impl core::fmt::Display for JobError {
             JobError::Tree => f.write_str(
                 "child ranks beyond the job's world, or member index beyond the parent's",
             ),
+            JobError::Untiered => f.write_str("this switch has no parent or child jobs"),
         }
     }
 }

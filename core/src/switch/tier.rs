@@ -295,4 +295,4 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -19,10 +19,11 @@ use crate::wire::{
 
 type S<'a> = Switch<'a, 8, 1, 2>;
 const OUT: usize = S::OUT_LEN;
-const KEY: u64 = 0x5EC2E7;
-const PARENT_KEY: u64 = 0x9A7E27;
+pub(crate) const KEY: u64 = 0x5EC2E7;
+pub(crate) const PARENT_KEY: u64 = 0x9A7E27;
 
-fn link(member: u16) -> ParentLink {
+/// Child `member`'s link: ranks `2·member ‥` of 4, parent job 9 of 2 members.
+pub(crate) fn link(member: u16) -> ParentLink {
     ParentLink {
         world: 4,
         rank_lo: 2 * member,
@@ -33,7 +34,8 @@ fn link(member: u16) -> ParentLink {
     }
 }
 
-fn config(id: u16, world: u16, key: u64) -> JobConfig {
+/// Job `id` of `world` ranks on slots 0‥4.
+pub(crate) fn config(id: u16, world: u16, key: u64) -> JobConfig {
     JobConfig {
         id,
         world,

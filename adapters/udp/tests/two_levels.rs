@@ -1,0 +1,261 @@
+//! Two levels of switch daemons on loopback (protocol.md §7): a parent whose job's ranks
+//! are child switches, and children that each serve a contiguous range of the job's ranks.
+//!
+//! ```text
+//!   ranks 0‥n−1   ⇄ child 0 ─┐
+//!   ranks n‥2n−1  ⇄ child 1 ─┴─ parent (job 9: 2 members)
+//! ```
+//!
+//! Every rank is an unchanged communicator joined with its global rank and the whole
+//! job's world; every sum must be exact (int32) or identical in every rank's bits (f32).
+
+mod common;
+
+use std::net::{SocketAddr, UdpSocket};
+use std::time::{Duration, Instant};
+
+use common::*;
+use switchml_udp::{ChildSpec, JobSpec, Op, RunningSwitch, SwitchConfig};
+
+const PARENT_JOB: u16 = 9;
+const PARENT_KEY: u64 = 0x9A7E_2700_0000_0009;
+/// Slots every job spans: the workers' 2 lanes × 16.
+const SLOTS: u16 = 32;
+
+fn loopback() -> SocketAddr {
+    "127.0.0.1:0".parse().unwrap()
+}
+
+/// A parent serving `children` members, losing `drop_rate` of its datagrams.
+fn parent(children: u16, drop_rate: f64) -> RunningSwitch {
+    let job = JobSpec {
+        id: PARENT_JOB,
+        world: children,
+        slots: SLOTS,
+        key: Some(PARENT_KEY),
+    };
+    RunningSwitch::start(&SwitchConfig {
+        drop_rate,
+        seed: 77,
+        parent_jobs: vec![PARENT_JOB],
+        ..SwitchConfig::new(loopback(), vec![job])
+    })
+    .expect("the parent starts")
+}
+
+/// Child `member` of `members`, serving `per_child` ranks of `world`, its parent at `up`.
+fn child(
+    up: SocketAddr,
+    member: u16,
+    members: u16,
+    per_child: u16,
+    drop_rate: f64,
+) -> RunningSwitch {
+    let spec = ChildSpec {
+        job: JOB,
+        parent: up,
+        parent_job: PARENT_JOB,
+        member,
+        members,
+        rank_lo: member * per_child,
+        world: members * per_child,
+        parent_key: Some(PARENT_KEY),
+    };
+    RunningSwitch::start(&SwitchConfig {
+        drop_rate,
+        seed: 100 + u64::from(member),
+        child_jobs: vec![spec],
+        ..SwitchConfig::new(loopback(), vec![job_spec(per_child, SLOTS)])
+    })
+    .expect("a child starts")
+}
+
+/// A tree of `members` children of `per_child` ranks each, and its switches' counters.
+struct Tree {
+    parent: RunningSwitch,
+    children: Vec<RunningSwitch>,
+    per_child: u16,
+}
+
+impl Tree {
+    fn new(members: u16, per_child: u16, loss: (f64, f64)) -> Tree {
+        let parent = parent(members, loss.0);
+        let children = (0..members)
+            .map(|m| {
+                let rate = if m == 0 { loss.1 } else { 0.0 };
+                child(parent.addr(), m, members, per_child, rate)
+            })
+            .collect();
+        Tree {
+            parent,
+            children,
+            per_child,
+        }
+    }
+
+    fn world(&self) -> u16 {
+        self.children.len() as u16 * self.per_child
+    }
+
+    /// Rank `rank`'s configuration: its child's address, the whole job's world.
+    fn config(&self, rank: u16) -> switchml_udp::CommConfig {
+        let at = self.children[usize::from(rank / self.per_child)].addr();
+        config(rank, self.world(), at)
+    }
+}
+
+/// Return `sw`'s counters once it has published what it did so far (every 50 ms).
+fn published(sw: &RunningSwitch) -> switchml_udp::DaemonCounters {
+    std::thread::sleep(Duration::from_millis(150));
+    sw.counters()
+}
+
+/// Every rank all-reduces an int32 and an f32 tensor through `tree`; check the sums.
+fn all_reduce(tree: &Tree, len: usize) {
+    let world = tree.world();
+    let outcomes = per_rank(
+        world,
+        |r| tree.config(r),
+        |comm| {
+            let r = comm.rank();
+            let mut a = ints(r, world, len, 1);
+            comm.allreduce(&mut a, Op::Sum).map_err(|e| e.to_string())?;
+            let mut b = floats(r, len, 2);
+            comm.allreduce(&mut b, Op::Sum).map_err(|e| e.to_string())?;
+            Ok::<_, String>((a, b))
+        },
+    );
+    let exact = int_sum(world, len, 1);
+    let inputs: Vec<Vec<f32>> = (0..world).map(|r| floats(r, len, 2)).collect();
+    let reference = f64_sum(&inputs);
+    let max_abs = inputs
+        .iter()
+        .flatten()
+        .fold(0f64, |m, x| m.max(f64::from(x.abs())));
+    let mut first: Option<Vec<u32>> = None;
+    for (rank, outcome) in outcomes.into_iter().enumerate() {
+        let (a, b) = outcome
+            .unwrap_or_else(|e| panic!("rank {rank} could not connect: {e}"))
+            .unwrap_or_else(|e| panic!("rank {rank} failed: {e}"));
+        assert!(a == exact, "rank {rank}: the int32 sum is not exact");
+        for (i, (y, x)) in b.iter().zip(&reference).enumerate() {
+            let err = (f64::from(*y) - x).abs();
+            assert!(
+                err <= sum_bound(world, max_abs, *x),
+                "rank {rank} element {i}: {y} vs {x}"
+            );
+        }
+        let bits: Vec<u32> = b.iter().map(|x| x.to_bits()).collect();
+        match &first {
+            None => first = Some(bits),
+            Some(f) => assert!(*f == bits, "rank {rank}: f32 bits differ from rank 0's"),
+        }
+    }
+    // Every sum went through the parent: it completed uses, each child sent up.
+    let p = published(&tree.parent);
+    let completions = p.job(PARENT_JOB).unwrap().switch.completions;
+    assert!(completions > 0, "the parent completed nothing");
+    for (m, c) in tree.children.iter().enumerate() {
+        let c = published(c);
+        let job = c.job(JOB).unwrap();
+        assert!(
+            job.upward >= completions,
+            "child {m} sent up {}",
+            job.upward
+        );
+        assert!(
+            job.from_parent > 0,
+            "child {m} heard nothing from its parent"
+        );
+    }
+}
+
+#[test]
+fn two_children_of_two_ranks_sum_exactly() {
+    let tree = Tree::new(2, 2, (0.0, 0.0));
+    all_reduce(&tree, 3000);
+}
+
+#[test]
+fn four_children_of_four_ranks_sum_exactly() {
+    let tree = Tree::new(4, 4, (0.0, 0.0));
+    all_reduce(&tree, 2000);
+}
+
+#[test]
+fn sums_stay_exact_with_loss_at_a_child_and_at_the_parent() {
+    let tree = Tree::new(2, 3, (0.02, 0.02));
+    all_reduce(&tree, 3000);
+    let lost = |s: &RunningSwitch| s.counters().injected_losses;
+    assert!(lost(&tree.parent) > 0, "the parent lost nothing");
+    assert!(lost(&tree.children[0]) > 0, "child 0 lost nothing");
+}
+
+#[test]
+fn a_child_whose_parent_is_silent_fails_its_ranks_in_bounded_time() {
+    // A socket that takes datagrams and never answers: no ICMP, just silence.
+    let silent = UdpSocket::bind(loopback()).unwrap();
+    let sw = child(silent.local_addr().unwrap(), 0, 2, 2, 0.0);
+    let started = Instant::now();
+    let outcomes = per_rank(
+        2,
+        |r| switchml_udp::CommConfig {
+            join_timeout: Duration::from_secs(2),
+            ..config(r, 4, sw.addr())
+        },
+        |_| (),
+    );
+    assert!(started.elapsed() < Duration::from_secs(20), "it hung");
+    for (rank, o) in outcomes.into_iter().enumerate() {
+        // A join timeout, or the Abort of the rank that timed out first.
+        let e = o.expect_err("no rank may join without the parent");
+        eprintln!("rank {rank}: {e}");
+    }
+    let c = sw.stop().unwrap();
+    let job = c.job(JOB).unwrap();
+    assert!(job.upward > 0, "the child never asked its parent");
+    assert_eq!(job.from_parent, 0);
+    let mut buf = [0u8; 64];
+    silent.set_nonblocking(true).unwrap();
+    assert!(silent.recv(&mut buf).is_ok(), "the Join to the parent");
+}
+
+#[test]
+fn parent_and_child_jobs_need_one_shard_and_a_job() {
+    let spec = ChildSpec {
+        job: JOB,
+        parent: "127.0.0.1:9".parse().unwrap(),
+        parent_job: PARENT_JOB,
+        member: 0,
+        members: 2,
+        rank_lo: 0,
+        world: 4,
+        parent_key: None,
+    };
+    let sharded = RunningSwitch::start(&SwitchConfig {
+        shards: 2,
+        child_jobs: vec![spec],
+        ..SwitchConfig::new(loopback(), vec![job_spec(2, SLOTS)])
+    });
+    let e = sharded
+        .err()
+        .expect("a sharded child is refused")
+        .to_string();
+    assert!(e.contains("--threads 1"), "{e}");
+    let orphan = RunningSwitch::start(&SwitchConfig {
+        parent_jobs: vec![5],
+        ..SwitchConfig::new(loopback(), vec![job_spec(2, SLOTS)])
+    });
+    let e = orphan
+        .err()
+        .expect("a parent job that is no job")
+        .to_string();
+    assert!(e.contains("job 5"), "{e}");
+    let model = RunningSwitch::start(&SwitchConfig {
+        pipeline: SwitchPipeline::P4Model,
+        child_jobs: vec![spec],
+        ..SwitchConfig::new(loopback(), vec![job_spec(2, SLOTS)])
+    });
+    let e = model.err().expect("the P4 model has no tiers").to_string();
+    assert!(e.contains("no parent or child"), "{e}");
+}
