@@ -51,7 +51,7 @@ pub type SoftSwitch<'a> = Switch<'a, MAX_COUNT, RANK_WORDS, MAX_JOBS>;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum SwitchPipeline {
     /// The core's reference switch (`switchml_core::switch::Switch`): up to
-    /// [`MAX_COUNT`] values a packet and 256 ranks a job.
+    /// 1,024 values a packet and 256 ranks a job.
     #[default]
     Reference,
     /// The P4 model (`switchml_p4model::Pipeline`), the Rust twin of the P4 programs: up to
