@@ -23,6 +23,16 @@ const BUCKETS_IN_FLIGHT: usize = 2;
 
 type SimWorker = Worker<Bucket, MAX_WINDOW, QUEUE>;
 
+/// What happens to a rank, as a topology's event queue holds it.
+pub(crate) enum HostEvent {
+    /// A datagram reaches the rank.
+    Datagram(Rc<[u8]>),
+    /// The rank's timer, if still armed for this time.
+    Timer,
+    /// The rank submits its tensor (late, for a straggler).
+    Start,
+}
+
 /// One rank: its worker lane, its two links and how far its application got.
 pub(crate) struct Host {
     rank: u16,
@@ -35,7 +45,7 @@ pub(crate) struct Host {
     /// The time its timer event is scheduled for, if one is.
     armed: Option<Nanos>,
     pub(crate) joined: bool,
-    pub(crate) started: bool,
+    started: bool,
     submitted: usize,
     reduced: usize,
     pub(crate) finished: Option<Nanos>,
@@ -84,18 +94,34 @@ impl Host {
         }
     }
 
+    /// Handle `event`, due at `at`; return whether the rank is to be serviced
+    /// ([`Host::service`]) now.
+    pub(crate) fn handle(&mut self, at: Nanos, event: HostEvent) -> bool {
+        match event {
+            HostEvent::Datagram(bytes) => {
+                self.receive(at, &bytes);
+                true
+            }
+            HostEvent::Timer => self.timer(at),
+            HostEvent::Start => {
+                self.started = true;
+                true
+            }
+        }
+    }
+
     /// Return the worker (its counters).
     pub(crate) fn worker(&self) -> &SimWorker {
         &self.worker
     }
 
     /// Hand the worker a datagram that arrived at `now`.
-    pub(crate) fn receive(&mut self, now: Nanos, bytes: &[u8]) {
+    fn receive(&mut self, now: Nanos, bytes: &[u8]) {
         self.worker.handle_packet(to_core(now), bytes);
     }
 
     /// The timer event of `at` fired: run the worker's timeout if it is still due.
-    pub(crate) fn timer(&mut self, at: Nanos) -> bool {
+    fn timer(&mut self, at: Nanos) -> bool {
         if self.armed != Some(at) {
             return false;
         }

@@ -25,7 +25,7 @@ use switchml_p4model::pipeline::{Config as ModelConfig, Pipeline};
 
 use crate::clock::{to_core, Nanos};
 use crate::events::EventQueue;
-use crate::host::{self, Host};
+use crate::host::{self, Host, HostEvent};
 use crate::link::{wire_bytes, Delivery};
 use crate::report::{ProtocolCounters, RunReport};
 use crate::scenario::{Direction, Scenario, SwitchModel};
@@ -46,12 +46,8 @@ type SimEndpoint<G> = Endpoint<usize, Vec<Route<usize>>, G, 1>;
 enum Event {
     /// A datagram from rank `from` reaches the switch.
     AtSwitch { from: usize, bytes: Rc<[u8]> },
-    /// A datagram reaches rank `rank`.
-    AtWorker { rank: usize, bytes: Rc<[u8]> },
-    /// Rank `rank`'s timer, if still armed for this time.
-    Timer { rank: usize },
-    /// Rank `rank` submits its tensor (late, for a straggler).
-    Start { rank: usize },
+    /// Something happens to rank `rank`.
+    Host { rank: usize, event: HostEvent },
 }
 
 /// A run of the in-network all-reduce through switch `G`.
@@ -103,7 +99,13 @@ fn simulate_with<G: ControlPlane>(scenario: &Scenario, switch: G) -> RunReport {
     host::reset_link_stats(&mut run.hosts);
     for rank in 0..run.hosts.len() {
         let at = host::start_time(scenario, start, rank);
-        run.queue.push(at, Event::Start { rank });
+        run.queue.push(
+            at,
+            Event::Host {
+                rank,
+                event: HostEvent::Start,
+            },
+        );
     }
     run.drive(|r| host::all_done(&r.hosts));
     run.report(start, wall.elapsed().as_secs_f64())
@@ -163,18 +165,10 @@ impl<G: ControlPlane> Run<G> {
             self.now = at;
             match event {
                 Event::AtSwitch { from, bytes } => self.at_switch(from, &bytes),
-                Event::AtWorker { rank, bytes } => {
-                    self.hosts[rank].receive(at, &bytes);
-                    self.service(rank);
-                }
-                Event::Timer { rank } => {
-                    if self.hosts[rank].timer(at) {
+                Event::Host { rank, event } => {
+                    if self.hosts[rank].handle(at, event) {
                         self.service(rank);
                     }
-                }
-                Event::Start { rank } => {
-                    self.hosts[rank].started = true;
-                    self.service(rank);
                 }
             }
         }
@@ -198,7 +192,13 @@ impl<G: ControlPlane> Run<G> {
         for rank in to {
             if let Delivery::At(at) = self.hosts[rank].downlink.transmit(leaves, wire_bytes(len)) {
                 let bytes = answer.clone();
-                self.queue.push(at, Event::AtWorker { rank, bytes });
+                self.queue.push(
+                    at,
+                    Event::Host {
+                        rank,
+                        event: HostEvent::Datagram(bytes),
+                    },
+                );
             }
         }
     }
@@ -209,7 +209,13 @@ impl<G: ControlPlane> Run<G> {
         let send = |at, bytes| queue.push(at, Event::AtSwitch { from: rank, bytes });
         let host = &mut self.hosts[rank];
         if let Some(at) = host.service(self.now, &self.scenario, &mut self.tx, send) {
-            self.queue.push(at, Event::Timer { rank });
+            self.queue.push(
+                at,
+                Event::Host {
+                    rank,
+                    event: HostEvent::Timer,
+                },
+            );
         }
     }
 

@@ -25,7 +25,7 @@ use switchml_core::switch::{JobConfig, ParentLink, Slot, Switch, Tier, Verdict};
 
 use crate::clock::Nanos;
 use crate::events::EventQueue;
-use crate::host::{self, Host};
+use crate::host::{self, Host, HostEvent};
 use crate::in_network::MAX_COUNT;
 use crate::link::{wire_bytes, Delivery, Link, LinkConfig};
 use crate::report::{ProtocolCounters, RunReport};
@@ -63,12 +63,8 @@ enum Event {
     },
     /// A datagram from child `child` reaches the parent.
     AtParent { child: usize, bytes: Rc<[u8]> },
-    /// A datagram reaches rank `rank`.
-    AtWorker { rank: usize, bytes: Rc<[u8]> },
-    /// Rank `rank`'s timer, if still armed for this time.
-    Timer { rank: usize },
-    /// Rank `rank` submits its tensor.
-    Start { rank: usize },
+    /// Something happens to rank `rank`.
+    Host { rank: usize, event: HostEvent },
 }
 
 /// A child switch: its ranks and its two links to the parent.
@@ -191,7 +187,13 @@ pub fn simulate(scenario: &Scenario, tree: &Tree) -> RunReport {
     }
     for rank in 0..run.hosts.len() {
         let at = host::start_time(scenario, start, rank);
-        run.queue.push(at, Event::Start { rank });
+        run.queue.push(
+            at,
+            Event::Host {
+                rank,
+                event: HostEvent::Start,
+            },
+        );
     }
     run.drive(|r| host::all_done(&r.hosts));
     run.report(start, wall.elapsed().as_secs_f64())
@@ -211,18 +213,10 @@ impl Run<'_> {
             match event {
                 Event::AtChild { child, from, bytes } => self.at_child(child, from, &bytes),
                 Event::AtParent { child, bytes } => self.at_parent(child, &bytes),
-                Event::AtWorker { rank, bytes } => {
-                    self.hosts[rank].receive(at, &bytes);
-                    self.service(rank);
-                }
-                Event::Timer { rank } => {
-                    if self.hosts[rank].timer(at) {
+                Event::Host { rank, event } => {
+                    if self.hosts[rank].handle(at, event) {
                         self.service(rank);
                     }
-                }
-                Event::Start { rank } => {
-                    self.hosts[rank].started = true;
-                    self.service(rank);
                 }
             }
         }
@@ -237,7 +231,13 @@ impl Run<'_> {
         };
         let host = &mut self.hosts[rank];
         if let Some(at) = host.service(self.now, &self.scenario, &mut self.tx, send) {
-            self.queue.push(at, Event::Timer { rank });
+            self.queue.push(
+                at,
+                Event::Host {
+                    rank,
+                    event: HostEvent::Timer,
+                },
+            );
         }
     }
 
@@ -271,7 +271,13 @@ impl Run<'_> {
         for rank in ranks {
             if let Delivery::At(at) = self.hosts[rank].downlink.transmit(leaves, wire_bytes(len)) {
                 let bytes = answer.clone();
-                self.queue.push(at, Event::AtWorker { rank, bytes });
+                self.queue.push(
+                    at,
+                    Event::Host {
+                        rank,
+                        event: HostEvent::Datagram(bytes),
+                    },
+                );
             }
         }
     }
