@@ -673,7 +673,7 @@ def main():
     p.add_argument("--lanes", type=int, default=1, help="switchml lanes per worker")
     p.add_argument("--rto-ms", type=int, default=30,
                    help="switchml retransmission timeout floor (the first timeout)")
-    p.add_argument("--retries", type=int, default=60, help="switchml resends before giving up")
+    p.add_argument("--retries", type=int, default=60, help="switchml timeouts of one use before giving up")
     p.add_argument("--coalesce-us", type=int, default=500,
                    help="switchml lanes let datagrams gather this long after a wake-up")
     a = p.parse_args()

@@ -319,7 +319,7 @@ class Report:
             f"{self.per_rate('window')} slots per worker, retransmission timeout floor {t.get('rto_ms')} ms "
             f"(`--rto-ms`; the worker's measured timeout stays below it here), "
             f"{t.get('coalesce_us', 0)} µs receive coalescing (`--coalesce-us`), "
-            f"{t.get('retries')} resends before giving up.",
+            f"{t.get('retries')} timeouts of one use before giving up.",
             f"- Runs per point: {a.get('runs')}, systems alternated (run k starts with system k mod 3); "
             f"medians over the runs whose result was verified. A run during which other tasks on "
             f"the machine used more than 10% of a core is measured again (up to {a.get('redo')} times); "

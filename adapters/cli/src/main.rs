@@ -311,7 +311,7 @@ pub struct Tuning {
     /// of 200 and 40 × the first].
     #[arg(long)]
     pub max_rto_ms: Option<u64>,
-    /// Resends of one packet before a worker probes and gives up [env: SWITCHML_RETRIES;
+    /// Timeouts of one use before a worker probes and gives up [env: SWITCHML_RETRIES;
     /// default: 30].
     #[arg(long)]
     pub retries: Option<u16>,

@@ -41,7 +41,8 @@ pub struct CommConfig {
     pub rto: Duration,
     /// Largest retransmission timeout.
     pub max_rto: Duration,
-    /// Resends of one packet before the lane probes the switch and gives up.
+    /// Timeouts of one use (each a Probe or a resend) before the lane probes the switch
+    /// for the ranks it waits on and gives up.
     pub retries: u16,
     /// How long to wait for every rank to join.
     pub join_timeout: Duration,

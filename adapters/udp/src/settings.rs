@@ -46,7 +46,7 @@ pub struct Settings {
     pub rto: Option<Duration>,
     /// Largest retransmission timeout (`SWITCHML_MAX_RTO_MS`, `max_rto_ms`).
     pub max_rto: Option<Duration>,
-    /// Resends before giving up (`SWITCHML_RETRIES`, `retries`).
+    /// Timeouts of one use before giving up (`SWITCHML_RETRIES`, `retries`).
     pub retries: Option<u16>,
     /// How long to wait for every rank (`SWITCHML_JOIN_TIMEOUT_MS`, `join_timeout_ms`).
     pub join_timeout: Option<Duration>,

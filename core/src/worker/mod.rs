@@ -20,9 +20,12 @@
 //! and hands back in [`Event::Done`]; the all-reduce happens in place.
 //!
 //! Per slot the worker runs SwitchML's loop: send a chunk, wait for the slot's result,
-//! send the next chunk on the same slot with the version flipped; a timer per slot resends
-//! with exponential backoff; after `retries` resends of one use it probes the switch and
-//! fails with an error that names the slot and the ranks that never contributed.
+//! send the next chunk on the same slot with the version flipped. A use found late (later
+//! uses completed first, or its timer expired, with exponential backoff) is asked about
+//! with a Probe, and resent only if the switch lacks this rank's Contribution or the rank
+//! lacks the Result (protocol.md §6.1, `recovery.rs`); after `retries` timeouts of one use
+//! it probes the switch and fails with an error that names the slot and the ranks that
+//! never contributed.
 
 mod control;
 mod event;
@@ -71,7 +74,8 @@ pub struct Config {
     pub rto: Duration,
     /// Largest retransmission timeout (the measured timeout and its doubling stop here).
     pub max_rto: Duration,
-    /// Resends of one use before the worker probes and gives up.
+    /// Timeouts of one use (each a Probe or a resend) before the worker probes for the
+    /// stall report and gives up.
     pub retries: u16,
     /// Interval between Joins while joining.
     pub join_interval: Duration,

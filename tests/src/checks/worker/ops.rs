@@ -22,7 +22,7 @@ pub struct Setup {
     pub slot_lo: u16,
     /// Values per chunk, 1..=4.
     pub count: u16,
-    /// Resends before probing, 0..=3.
+    /// Timeouts before the stall probe, 0..=3.
     pub retries: u16,
 }
 
