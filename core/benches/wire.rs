@@ -70,6 +70,7 @@ fn messages() -> Vec<Vec<u8>> {
             ver: 1,
             seq: 9,
             session: 0x0A0B_0C0D,
+            flags: switchml_core::wire::ProbeFlags::NONE,
         }),
         Message::ProbeReply(ProbeReplyRepr {
             job: 7,

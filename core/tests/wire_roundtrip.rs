@@ -133,6 +133,7 @@ fn probe() -> impl Strategy<Value = ProbeRepr> {
             ver,
             seq,
             session,
+            flags: switchml_core::wire::ProbeFlags::NONE,
         },
     )
 }

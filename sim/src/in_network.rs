@@ -75,7 +75,9 @@ pub fn simulate(scenario: &Scenario) -> RunReport {
     match scenario.switch {
         SwitchModel::Reference => {
             let mut pool = vec![Slot::<MAX_COUNT, 4>::IDLE; slots];
-            simulate_with(scenario, Switch::<'_, MAX_COUNT, 4, 1>::new(&mut pool, 1))
+            let mut switch = Switch::<'_, MAX_COUNT, 4, 1>::new(&mut pool, 1);
+            switch.set_probe_results(scenario.probe_results);
+            simulate_with(scenario, switch)
         }
         SwitchModel::P4Model => {
             let model = Pipeline::new(ModelConfig {

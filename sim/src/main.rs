@@ -32,6 +32,8 @@ switchml-sim: a discrete-event simulation of one all-reduce on a star of links
   --straggler-gbps G       rank 0's links run at G
   --algorithm switchml|ring|both   (switchml)
   --switch reference|p4-model      the aggregator (reference; the P4 model takes k <= 256)
+  --probe-results on|off   the reference switch answers a Probe that asks for a lost Result
+                       with the Result (on, as the software switch; off: as P4)
   --children C         two levels: C child switches of the reference switch under a parent,
                        the ranks dealt to them (0: one switch)
   --tier-loss X        loss probability on each child-parent link (0)
@@ -92,6 +94,13 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                     "f32" => Dtype::F32,
                     "i32" => Dtype::I32,
                     other => return Err(format!("--dtype {other}: f32 or i32")),
+                }
+            }
+            "--probe-results" => {
+                s.probe_results = match value.as_str() {
+                    "on" => true,
+                    "off" => false,
+                    other => return Err(format!("--probe-results {other}: on or off")),
                 }
             }
             "--loss-on" => {

@@ -17,6 +17,8 @@ pub struct ProtocolCounters {
     pub probes: u64,
     /// Probes answered "held, still collecting": resends the paper's recovery would make.
     pub probe_waits: u64,
+    /// Probes answered "complete" whose Result was fetched by a second Probe: resends saved.
+    pub fetches: u64,
     /// Uses suspected lost because later uses completed first (before any timeout).
     pub suspected: u64,
     /// Results the workers accepted.
@@ -42,6 +44,7 @@ impl ProtocolCounters {
         self.retransmissions += s.retransmissions;
         self.probes += s.probes;
         self.probe_waits += s.probe_waits;
+        self.fetches += s.fetches;
         self.suspected += s.suspected;
         self.results += s.results;
         self.stale_results += s.stale_results;
@@ -112,6 +115,7 @@ impl RunReport {
                 "resends_per_drop": (drops > 0).then(|| p.retransmissions as f64 / drops as f64),
                 "probes": p.probes,
                 "probe_waits": p.probe_waits,
+                "fetches": p.fetches,
                 "suspected": p.suspected,
                 "results": p.results,
                 "stale_results": p.stale_results,

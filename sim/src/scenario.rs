@@ -97,6 +97,9 @@ pub struct Scenario {
     pub straggler: Straggler,
     /// The switch.
     pub switch: SwitchModel,
+    /// Whether the reference switch offers `PROBE_RESULTS` (protocol.md §6.1), as the
+    /// software switch does; the P4 model never does.
+    pub probe_results: bool,
 }
 
 impl Default for Scenario {
@@ -123,6 +126,7 @@ impl Default for Scenario {
             seed: 1,
             straggler: Straggler::default(),
             switch: SwitchModel::Reference,
+            probe_results: true,
         }
     }
 }

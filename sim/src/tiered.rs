@@ -110,6 +110,7 @@ pub fn simulate(scenario: &Scenario, tree: &Tree) -> RunReport {
         vec![vec![Slot::<MAX_COUNT, WORDS>::IDLE; slots]; 1 + usize::from(tree.children)];
     let (parent_pool, child_pools) = pools.split_first_mut().expect("a parent pool");
     let mut parent = Switch::new(parent_pool, 1);
+    parent.set_probe_results(scenario.probe_results);
     let config = |id, world, key| JobConfig {
         id,
         world,
@@ -136,6 +137,7 @@ pub fn simulate(scenario: &Scenario, tree: &Tree) -> RunReport {
             let lo = rank_lo(world, tree.children, member);
             let hi = rank_lo(world, tree.children, member + 1);
             let mut switch = Switch::new(pool, 2 + u32::from(member));
+            switch.set_probe_results(scenario.probe_results);
             let tier = Tier::Child(ParentLink {
                 world,
                 rank_lo: lo,

@@ -27,14 +27,18 @@ fn under_loss_every_sum_is_still_exact_and_lost_packets_are_resent() {
     assert!(lost > 0);
     assert_eq!(r.wrong_elements, 0);
     assert!(r.failures.is_empty(), "{:?}", r.failures);
-    // About one resend per loss (a lost Contribution or Result needs one; a lost Probe or
-    // answer costs one only if its use is still late when the timer fires), and only by a
-    // rank that needed it: never the P resends per loss of a timeout-only recovery.
+    // About one resend or fetch per loss (a lost Contribution needs a resend, a lost Result
+    // a Probe that fetches it; a lost Probe or answer costs one only if its use is still
+    // late when the timer fires), and only by a rank that needed it: never the P resends
+    // per loss of a timeout-only recovery.
+    let recovered = p.retransmissions + p.fetches;
     assert!(
-        (lost * 4 / 5..=lost + lost / 10).contains(&p.retransmissions),
-        "{} resends for {lost} losses",
-        p.retransmissions
+        (lost * 4 / 5..=lost + lost / 10).contains(&recovered),
+        "{} resends and {} fetches for {lost} losses",
+        p.retransmissions,
+        p.fetches
     );
+    assert!(p.fetches > 0 && p.retransmissions > 0, "{p:?}");
     assert!(
         p.probes >= p.retransmissions / 2 && p.suspected > 0,
         "{p:?}"
@@ -47,8 +51,10 @@ fn only_the_rank_that_lost_a_packet_resends() {
     // late (later uses complete, or its timer fires) and asks with a Probe; the switch holds
     // the Contributions of all but the losing rank, so only that one resends (protocol.md
     // §6.1). A Result lost on a downlink: only its rank finds the use late (the others got
-    // the Result), and its resend is answered with the stored Result; the others' next use
-    // of that slot waits for it, so they ask too, and wait. The timeout-only
+    // the Result), asks, hears "complete" and fetches the stored Result with a second
+    // Probe (a switch that offers PROBE_RESULTS; from one that does not, as the P4
+    // programs, it resends and the switch answers the resend with the Result); the others'
+    // next use of that slot waits for it, so they ask too, and wait. The timeout-only
     // recovery of the paper costs P resends for the first and up to several for the second
     // (docs/simulation.md).
     let s = Scenario {
@@ -56,18 +62,24 @@ fn only_the_rank_that_lost_a_packet_resends() {
         max_rto_us: 1000,
         ..small(8)
     };
-    let per_loss = |loss_on| {
-        let r = in_network::simulate(&Scenario { loss_on, ..s });
+    let per_loss = |loss_on, probe_results| {
+        let r = in_network::simulate(&Scenario {
+            loss_on,
+            probe_results,
+            ..s
+        });
         let (lost, _) = r.network_drops();
         let p = r.protocol.unwrap();
         assert!(lost > 0 && r.wrong_elements == 0, "{:?}", r.failures);
+        let lost = lost as f64;
         (
-            p.retransmissions as f64 / lost as f64,
-            p.probes as f64 / lost as f64,
+            p.retransmissions as f64 / lost,
+            p.probes as f64 / lost,
             p.switch_duplicates,
+            p.fetches as f64 / lost,
         )
     };
-    let (up, up_probes, up_duplicates) = per_loss(LossOn::Uplinks);
+    let (up, up_probes, up_duplicates, _) = per_loss(LossOn::Uplinks, true);
     assert!(
         (0.9..=1.05).contains(&up),
         "{up} resends per lost Contribution"
@@ -77,16 +89,22 @@ fn only_the_rank_that_lost_a_packet_resends() {
         "{up_probes} Probes per lost Contribution: all 8 ranks ask"
     );
     assert_eq!(up_duplicates, 0, "nobody resent what the switch held");
-    let (down, down_probes, _) = per_loss(LossOn::Downlinks);
+    let (down, down_probes, _, fetched) = per_loss(LossOn::Downlinks, true);
     assert!(
-        (0.9..=1.05).contains(&down),
-        "{down} resends per lost Result"
+        (0.9..=1.05).contains(&fetched) && down <= 0.05,
+        "{fetched} fetches and {down} resends per lost Result"
+    );
+    let (down_resent, _, _, none) = per_loss(LossOn::Downlinks, false);
+    assert!(
+        (0.9..=1.05).contains(&down_resent) && none == 0.0,
+        "{down_resent} resends per lost Result from a switch without PROBE_RESULTS"
     );
     // The other ranks' next use of the slot waits for the late rank and is found late
-    // too: they ask (20 bytes each) and wait; they do not resend.
+    // too: they ask (20 bytes each) and wait; they do not resend. The late rank asks
+    // twice (the second Probe fetches the Result).
     assert!(
-        down_probes <= 8.5,
-        "{down_probes} Probes per lost Result: one per rank at most"
+        down_probes <= 10.0,
+        "{down_probes} Probes per lost Result: one per rank at most, and the fetch"
     );
 }
 
@@ -176,9 +194,11 @@ fn a_rank_on_a_slower_link_sets_the_pace_and_the_ring_needs_no_bounded_queue() {
 #[test]
 fn the_p4_model_makes_the_reference_switchs_decisions_under_loss() {
     // Same packets, same losses: every time and every counter must be the same whichever
-    // switch aggregates.
+    // switch aggregates (the reference without PROBE_RESULTS, which the P4 programs
+    // cannot offer).
     let s = Scenario {
         loss: 0.003,
+        probe_results: false,
         ..small(4)
     };
     let reference = in_network::simulate(&s);

@@ -215,6 +215,7 @@ fn probe(rank: u16, slot: u16, ver: u8, seq: u32, session: u32) -> Vec<u8> {
         ver,
         seq,
         session,
+        flags: switchml_core::wire::ProbeFlags::NONE,
     }))
 }
 

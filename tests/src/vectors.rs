@@ -261,6 +261,7 @@ pub fn describe(msg: &Message) -> BTreeMap<String, String> {
             ("rank", r.rank.to_string()),
             ("slot", r.slot.to_string()),
             ("ver", r.ver.to_string()),
+            ("flags", format!("{:#04x}", r.flags.0)),
             ("seq", r.seq.to_string()),
             ("session", r.session.to_string()),
         ]),

@@ -526,6 +526,7 @@ fn a_spoofed_join_does_not_fail_a_joining_worker() {
         ver: 0,
         seq: 0,
         session: 0,
+        flags: switchml_core::wire::ProbeFlags::NONE,
     };
     use switchml_core::wire::Message;
     for msg in [Message::Join(forged), Message::Probe(probe)] {

@@ -117,6 +117,7 @@ fn forged(rng: &mut Rng, world: u16, nonces: &[u32]) -> Vec<u8> {
             ver: (seq & 1) as u8,
             seq,
             session,
+            flags: switchml_core::wire::ProbeFlags::NONE,
         })),
         _ => {
             // Key 0 is the guessable one.

@@ -177,15 +177,16 @@ def join_reply(
     return fields, b
 
 
-def probe(job, rank, slot, ver, seq, session):
+def probe(job, rank, slot, ver, seq, session, flags=0):
     b = prefix(TYPES["probe"], job, rank)
-    b += struct.pack(">HBBHII", slot, ver, 0, 0, seq, session)
+    b += struct.pack(">HBBHII", slot, ver, flags, 0, seq, session)
     fields = [
         ("type", "probe"),
         ("job", job),
         ("rank", rank),
         ("slot", slot),
         ("ver", ver),
+        ("flags", f"0x{flags:02x}"),
         ("seq", seq),
         ("session", session),
     ]
@@ -457,6 +458,14 @@ vector(
     f, b, 20,
 )
 
+f, b = probe(7, 2, 5, 1, 9, SESSION, flags=0x01)
+vector(
+    "probe_result",
+    "The same Probe with RESULT set: rank 2 lost use 9's Result and asks for it (only to a"
+    " switch that offers PROBE_RESULTS; to any other the byte is reserved)",
+    f, b, 20,
+)
+
 seen = bitmap([r for r in range(12) if r not in (2, 8, 11)], 12)
 f, b = probe_reply(7, 2, 5, 1, 1, 3, 9, 42, 12, seen)
 vector(
@@ -658,8 +667,8 @@ invalid(
     bytes(big) + b"\xff" * 129,
 )
 invalid("probe_ver_2", "A Probe about version 2 of a slot", "field ver", with_byte(probe_b, 8, 2))
-invalid("probe_reserved_9", "A Probe with reserved byte 9 set", "reserved",
-        with_byte(probe_b, 9, 1))
+invalid("probe_flag_unknown", "A Probe with flag bit 1 (byte 9) set: no such flag", "reserved",
+        with_byte(probe_b, 9, 2))
 invalid("probe_reserved_10", "A Probe with reserved byte 10 set", "reserved",
         with_byte(probe_b, 10, 1))
 invalid("probe_16_bytes", "A Probe of the layout before sessions: 16 bytes", "truncated",

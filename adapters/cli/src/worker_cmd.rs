@@ -97,6 +97,7 @@ pub fn worker(
                 "retransmissions": run.stats.retransmissions,
                 "probes": run.stats.probes,
                 "probe_waits": run.stats.probe_waits,
+                "fetches": run.stats.fetches,
                 "datagrams_sent": run.stats.datagrams_sent,
                 "datagrams_received": run.stats.datagrams_received,
                 "packets_sent": run.stats.sent,

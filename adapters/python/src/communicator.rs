@@ -147,7 +147,8 @@ impl Communicator {
 
     /// Return the worker's counters, added over its lanes: sent (contributions, resends
     /// included), retransmissions, probes (asked before resending, protocol.md §6.1),
-    /// probe_waits (of those, answered "held": resends saved), suspected, results,
+    /// probe_waits (of those, answered "held": resends saved), fetches (lost Results
+    /// fetched with a Probe instead of a resend), suspected, results,
     /// stale_results, ignored, tensors; and the fallback's: fallbacks (switch-to-ring
     /// transitions), fallback_tensors and fallback_bytes (all-reduced over the host ring),
     /// fallback_adopted.
@@ -163,6 +164,7 @@ impl Communicator {
         d.set_item("retransmissions", s.retransmissions)?;
         d.set_item("probes", s.probes)?;
         d.set_item("probe_waits", s.probe_waits)?;
+        d.set_item("fetches", s.fetches)?;
         d.set_item("suspected", s.suspected)?;
         d.set_item("results", s.results)?;
         d.set_item("stale_results", s.stale_results)?;

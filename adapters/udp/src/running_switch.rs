@@ -364,7 +364,9 @@ fn serve(
     match config.pipeline {
         SwitchPipeline::Reference => {
             let mut pool = vec![Slot::<MAX_COUNT, RANK_WORDS>::IDLE; slots];
-            let switch = SoftSwitch::new(&mut pool, epoch);
+            let mut switch = SoftSwitch::new(&mut pool, epoch);
+            // A lost Result comes back for a Probe, not a resend (protocol.md §6.1).
+            switch.set_probe_results(true);
             let endpoint = endpoint(switch, config, shard);
             serve_with(endpoint, socket, config, admin, stop, publish, ready)
         }

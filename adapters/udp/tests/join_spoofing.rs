@@ -50,6 +50,7 @@ fn a_refusal_spoofed_to_a_joining_lane_does_not_end_its_join(pipeline: SwitchPip
         ver: 0,
         seq: 0,
         session: 0,
+        flags: switchml_core::wire::ProbeFlags::NONE,
     }));
     // Each rank all-reduces on its own thread: the two must run at once.
     let addr = sw.addr();

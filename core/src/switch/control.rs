@@ -6,14 +6,15 @@
 //! learns which ranks never contributed. They also admit the job's ranks: a Join must carry
 //! the job's key, and every later message the session of the run it joined (§4.1).
 
+use super::pool::SlotVersion;
 use super::run::{JoinStep, LaneShape};
-use super::{DropReason, Switch, Verdict};
+use super::{answer_lost_result, DropReason, Switch, Verdict};
 use crate::ranks::bitmap_len;
 use crate::wire::{
-    AbortPacket, AbortReason, AbortRepr, JoinFlags, JoinPacket, JoinReplyPacket, JoinReplyRepr,
-    JoinRepr, LeavePacket, LeaveRepr, ProbePacket, ProbeReplyPacket, ProbeReplyRepr, ProbeRepr,
-    SlotState, StatusCounters, StatusFlags, StatusPacket, StatusReplyPacket, StatusReplyRepr,
-    StatusRepr, MAX_BITMAP_LEN, RANK_ALL,
+    AbortPacket, AbortReason, AbortRepr, DataKind, DataRepr, Flags, JoinFlags, JoinPacket,
+    JoinReplyPacket, JoinReplyRepr, JoinRepr, LeavePacket, LeaveRepr, ProbeFlags, ProbePacket,
+    ProbeReplyPacket, ProbeReplyRepr, ProbeRepr, SlotState, StatusCounters, StatusFlags,
+    StatusPacket, StatusReplyPacket, StatusReplyRepr, StatusRepr, MAX_BITMAP_LEN, RANK_ALL,
 };
 
 /// The largest message the switch writes, given the largest Result.
@@ -172,11 +173,7 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
             rank,
             world,
             shards: 0,
-            flags: if complete {
-                JoinFlags::COMPLETE
-            } else {
-                JoinFlags::default()
-            },
+            flags: join_flags(self.probe_results, complete),
             max_count,
             epoch: self.epoch,
             slot_count: c.slot_count,
@@ -203,6 +200,11 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
         let Ok(p) = ProbeRepr::parse(&ProbePacket::new_unchecked(bytes)) else {
             return Verdict::Drop(DropReason::Malformed);
         };
+        let asks = p.flags.contains(ProbeFlags::RESULT);
+        if asks && !self.probe_results {
+            // The byte is reserved to a switch that does not offer PROBE_RESULTS.
+            return Verdict::Drop(DropReason::Malformed);
+        }
         let Some(job) = self.jobs.find(p.job).and_then(|i| self.jobs.get_mut(i)) else {
             return self.refuse(p.job, p.rank, AbortReason::UnknownJob, 0, p.session, out);
         };
@@ -217,12 +219,16 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
             let reason = AbortReason::UnknownRank;
             return self.refuse(p.job, p.rank, reason, world, p.session, out);
         }
-        let Some(slot) = job.pool_index(p.slot).and_then(|i| self.pool.get(i)) else {
+        let Some(slot) = job.pool_index(p.slot).and_then(|i| self.pool.get_mut(i)) else {
             let reason = AbortReason::SlotRange;
             return self.refuse(p.job, p.rank, reason, c.slot_count, p.session, out);
         };
         job.counters.probes += 1;
-        let sv = slot.version(p.ver);
+        let sv = &mut slot.versions[usize::from(p.ver & 1)];
+        if asks && sv.in_session(p.session) && sv.remaining == 0 && sv.seq == p.seq {
+            let asked = asked_by(&p, sv);
+            return answer_lost_result(job, sv, &asked, out);
+        }
         let state = if !sv.in_session(p.session) {
             SlotState::Idle
         } else if sv.remaining == 0 {
@@ -354,5 +360,38 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
             rank: q.rank,
             len,
         }
+    }
+}
+
+/// The Contribution whose resend a Probe that asks for the Result stands for (§6.1).
+fn asked_by<const K: usize, const WORDS: usize>(
+    p: &ProbeRepr,
+    sv: &SlotVersion<K, WORDS>,
+) -> DataRepr {
+    DataRepr {
+        kind: DataKind::Contribution,
+        job: p.job,
+        rank: p.rank,
+        slot: p.slot,
+        ver: p.ver,
+        flags: Flags::default(),
+        count: sv.count,
+        seq: p.seq,
+        exp: sv.exp,
+        session: p.session,
+    }
+}
+
+/// The flags of a JoinReply: `COMPLETE` if the run is, and what the switch offers.
+pub(super) fn join_flags(probe_results: bool, complete: bool) -> JoinFlags {
+    let offers = if probe_results {
+        JoinFlags::PROBE_RESULTS
+    } else {
+        JoinFlags::default()
+    };
+    if complete {
+        offers.with(JoinFlags::COMPLETE)
+    } else {
+        offers
     }
 }

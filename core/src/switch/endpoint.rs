@@ -672,6 +672,7 @@ mod tests {
             ver: 0,
             seq: 0,
             session: 1234,
+            flags: crate::wire::ProbeFlags::NONE,
         }
         .emit(&mut crate::wire::ProbePacket::new_unchecked(&mut probe[..]));
         let later = t0 + Duration::from_secs(59);

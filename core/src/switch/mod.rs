@@ -219,6 +219,7 @@ pub struct Switch<'a, const K: usize, const WORDS: usize, const JOBS: usize> {
     jobs: JobTable<WORDS, JOBS>,
     epoch: u32,
     counters: Counters,
+    probe_results: bool,
 }
 
 impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WORDS, JOBS> {
@@ -232,7 +233,18 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
             jobs: JobTable::EMPTY,
             epoch,
             counters: Counters::default(),
+            probe_results: false,
         }
+    }
+
+    /// Offer `PROBE_RESULTS` (protocol.md §6.1): a Probe with `RESULT` set, of a complete
+    /// use, is answered with the stored Result, so that a rank that lost a Result gets it
+    /// back for a 20-byte Probe instead of resending its whole Contribution. Off by
+    /// default, as in the P4 programs and the FPGA aggregator, which cannot grow a Probe
+    /// into a Result (and drop a Probe with the flag as malformed); the software switch
+    /// turns it on.
+    pub fn set_probe_results(&mut self, on: bool) {
+        self.probe_results = on;
     }
 
     /// Return the largest count a slot accepts.
@@ -414,24 +426,7 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
                 job.counters.rejected += 1;
                 return Verdict::Drop(DropReason::CountMismatch);
             }
-            // At a child whose parent's Result has not come back: send the sum up again,
-            // for one resend in `n` (every rank of the child waits on this use and resends:
-            // passing each on would multiply the load on the link up by `n`).
-            if let (Some(link), false) = (job.parent(), sv.relayed) {
-                let ask = sv.resends % world == 0;
-                sv.resends = sv.resends.wrapping_add(1);
-                if !ask {
-                    return Verdict::Consumed;
-                }
-                return tier::up(link, job.run.parent, sv, &p, Flags::RETRANSMIT, out);
-            }
-            job.counters.retransmit_replies += 1;
-            let len = emit_result(sv, &p, p.rank, Flags::RETRANSMIT, out);
-            return Verdict::Unicast {
-                job: p.job,
-                rank: p.rank,
-                len,
-            };
+            return answer_lost_result(job, sv, &p, out);
         }
         // 3. Duplicate to an incomplete use.
         if sv.seen.contains(member) {
@@ -489,6 +484,34 @@ fn reject<const K: usize>(known: bool, p: &DataRepr) -> Option<DropReason> {
         Some(DropReason::BadVersion)
     } else {
         None
+    }
+}
+
+/// Answer a rank that lost the Result of the complete use `sv` holds (its resend `p`, or a
+/// Probe that asks for the Result, §6.1): with the stored Result, unicast. At a child whose
+/// parent's Result has not come back, send the sum up again instead, for one ask in `n`
+/// (every rank of the child waits on this use and asks: passing each on would multiply the
+/// load on the link up by `n`); the parent's Result, multicast down, answers them all.
+fn answer_lost_result<const K: usize, const WORDS: usize>(
+    job: &mut Job<WORDS>,
+    sv: &mut SlotVersion<K, WORDS>,
+    p: &DataRepr,
+    out: &mut [u8],
+) -> Verdict {
+    if let (Some(link), false) = (job.parent(), sv.relayed) {
+        let ask = sv.resends % job.config.world == 0;
+        sv.resends = sv.resends.wrapping_add(1);
+        if !ask {
+            return Verdict::Consumed;
+        }
+        return tier::up(link, job.run.parent, sv, p, Flags::RETRANSMIT, out);
+    }
+    job.counters.retransmit_replies += 1;
+    let len = emit_result(sv, p, p.rank, Flags::RETRANSMIT, out);
+    Verdict::Unicast {
+        job: p.job,
+        rank: p.rank,
+        len,
     }
 }
 

@@ -500,16 +500,7 @@ fn probes_name_the_ranks_seen() {
         &contribution(2, 5, 6, 0, &[1])[..data_len(1)],
         &mut out,
     );
-    let mut b = [0u8; 20];
-    ProbeRepr {
-        job: 7,
-        rank: 0,
-        slot: 5,
-        ver: 0,
-        seq: 6,
-        session: SESSION,
-    }
-    .emit(&mut ProbePacket::new_unchecked(&mut b[..]));
+    let mut b = probe_for_use_6(crate::wire::ProbeFlags::NONE);
     let v = send(&mut s, &b, &mut out);
     let Verdict::Unicast { rank: 0, len, .. } = v else {
         panic!("{v:?}")
@@ -529,6 +520,7 @@ fn probes_name_the_ranks_seen() {
         ver: 1,
         seq: 7,
         session: SESSION,
+        flags: crate::wire::ProbeFlags::NONE,
     }
     .emit(&mut ProbePacket::new_unchecked(&mut b[..]));
     let v = send(&mut s, &b, &mut out);
@@ -546,10 +538,81 @@ fn probes_name_the_ranks_seen() {
         ver: 1,
         seq: 7,
         session: SESSION,
+        flags: crate::wire::ProbeFlags::NONE,
     }
     .emit(&mut ProbePacket::new_unchecked(&mut b[..]));
     let v = send(&mut s, &b, &mut out);
     assert_eq!(abort_of(&out, v).reason, AbortReason::SlotRange);
+}
+
+/// A Probe of rank 0 for (slot 5, use 6) of job 7, with `flags`.
+fn probe_for_use_6(flags: crate::wire::ProbeFlags) -> [u8; 20] {
+    let mut b = [0u8; 20];
+    ProbeRepr {
+        job: 7,
+        rank: 0,
+        slot: 5,
+        ver: 0,
+        seq: 6,
+        session: SESSION,
+        flags,
+    }
+    .emit(&mut ProbePacket::new_unchecked(&mut b[..]));
+    b
+}
+
+#[test]
+fn a_probe_asking_for_a_lost_result_gets_it_where_the_switch_offers_it() {
+    use crate::wire::ProbeFlags;
+    let mut pool = pool();
+    let mut s = switch(&mut pool);
+    let mut out = [0u8; OUT];
+    let asks = probe_for_use_6(ProbeFlags::RESULT);
+    // A switch that does not offer PROBE_RESULTS reads the byte as reserved.
+    let v = send(&mut s, &asks, &mut out);
+    assert_eq!(v, Verdict::Drop(DropReason::Malformed));
+    s.set_probe_results(true);
+    // Still collecting: the flag changes nothing, the answer is a ProbeReply.
+    send(
+        &mut s,
+        &contribution(0, 5, 6, 0, &[1])[..data_len(1)],
+        &mut out,
+    );
+    let v = send(&mut s, &asks, &mut out);
+    let Verdict::Unicast { rank: 0, len, .. } = v else {
+        panic!("{v:?}")
+    };
+    assert!(matches!(
+        Message::parse(&out[..len]),
+        Ok(Message::ProbeReply(_))
+    ));
+    for rank in 1..3 {
+        send(
+            &mut s,
+            &contribution(rank, 5, 6, 0, &[2])[..data_len(1)],
+            &mut out,
+        );
+    }
+    // Complete: a plain Probe hears so; one that asks gets the stored Result, unicast.
+    let v = send(&mut s, &probe_for_use_6(ProbeFlags::NONE), &mut out);
+    let Verdict::Unicast { len, .. } = v else {
+        panic!("{v:?}")
+    };
+    let Ok(Message::ProbeReply(r)) = Message::parse(&out[..len]) else {
+        panic!()
+    };
+    assert_eq!(r.state, SlotState::Complete);
+    let v = send(&mut s, &asks, &mut out);
+    let Verdict::Unicast { rank: 0, len, .. } = v else {
+        panic!("{v:?}")
+    };
+    let Ok(Message::Data(r, values)) = Message::parse(&out[..len]) else {
+        panic!()
+    };
+    assert_eq!((r.kind, r.seq, r.count), (DataKind::Result, 6, 1));
+    assert!(r.flags.contains(Flags::RETRANSMIT));
+    assert_eq!(values, 5i32.to_be_bytes());
+    assert_eq!(s.job(7).unwrap().counters().retransmit_replies, 1);
 }
 
 #[test]

@@ -238,6 +238,7 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
         };
         let max_count = self.max_count();
         let epoch = self.epoch;
+        let flags = super::control::join_flags(self.probe_results, true);
         let Some(job) = self
             .jobs
             .find_child(r.job)
@@ -272,7 +273,7 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
             rank: RANK_ALL,
             world: job.wire_world(),
             shards: 0,
-            flags: JoinFlags::COMPLETE,
+            flags,
             max_count,
             epoch,
             slot_count: job.config.slot_count,

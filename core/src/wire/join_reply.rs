@@ -55,6 +55,9 @@ pub struct JoinFlags(pub u8);
 impl JoinFlags {
     /// Every rank of the job has joined.
     pub const COMPLETE: JoinFlags = JoinFlags(0x01);
+    /// The switch answers a Probe with `RESULT` set, of a complete use, with the stored
+    /// Result (protocol.md §6.1); without this bit a worker sends no such Probe.
+    pub const PROBE_RESULTS: JoinFlags = JoinFlags(0x02);
 
     /// Return whether every bit of `other` is set.
     pub const fn contains(self, other: JoinFlags) -> bool {

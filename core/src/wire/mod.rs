@@ -154,7 +154,7 @@ pub use join::{JoinPacket, JoinRepr};
 pub use join_reply::{JoinFlags, JoinReplyPacket, JoinReplyRepr};
 pub use leave::{LeavePacket, LeaveRepr};
 pub use message::Message;
-pub use probe::{ProbePacket, ProbeRepr};
+pub use probe::{ProbeFlags, ProbePacket, ProbeRepr};
 pub use probe_reply::{ProbeReplyPacket, ProbeReplyRepr, SlotState};
 pub use status::{StatusPacket, StatusRepr};
 pub use status_reply::{

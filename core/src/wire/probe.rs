@@ -1,7 +1,7 @@
 //! Probe (0x12): a stalled worker asks for the state of one slot version (protocol.md §3.4).
 //!
 //! ```text
-//!  0: version | 1: type | 2-3: job | 4-5: rank | 6-7: slot | 8: ver | 9: reserved
+//!  0: version | 1: type | 2-3: job | 4-5: rank | 6-7: slot | 8: ver | 9: flags
 //! 10-11: reserved | 12-15: seq | 16-19: session
 //! ```
 
@@ -22,8 +22,8 @@ pub struct Header {
     pub slot: U16,
     /// Shadow version (0 or 1).
     pub ver: u8,
-    /// Reserved byte.
-    pub reserved_a: u8,
+    /// Flag bits ([`ProbeFlags`]; reserved, 0, before `RESULT`).
+    pub flags: u8,
     /// Reserved pair of bytes.
     pub reserved_b: U16,
     /// The use the worker is waiting for.
@@ -57,9 +57,9 @@ impl<T: AsRef<[u8]>> ProbePacket<T> {
         self.header().ver
     }
 
-    /// Return the first reserved field.
-    pub fn reserved_a(&self) -> u8 {
-        self.header().reserved_a
+    /// Return the flags field.
+    pub fn flags(&self) -> u8 {
+        self.header().flags
     }
 
     /// Return the second reserved field.
@@ -100,6 +100,27 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> ProbePacket<T> {
     }
 }
 
+/// The flag bits of a Probe. A Probe with any bit set goes only to a switch whose
+/// JoinReply set `PROBE_RESULTS`; to any other it is malformed (the byte was reserved).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ProbeFlags(pub u8);
+
+impl ProbeFlags {
+    /// No flag: the switch answers with a ProbeReply.
+    pub const NONE: ProbeFlags = ProbeFlags(0);
+    /// The worker's Result of this use was lost (a ProbeReply said the use is complete):
+    /// answer with the stored Result instead of a ProbeReply (protocol.md §6.1).
+    pub const RESULT: ProbeFlags = ProbeFlags(0x01);
+    /// Every bit this version knows.
+    const KNOWN: u8 = 0x01;
+
+    /// Return whether every bit of `other` is set.
+    pub const fn contains(self, other: ProbeFlags) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
 /// A validated Probe message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -116,6 +137,8 @@ pub struct ProbeRepr {
     pub seq: u32,
     /// The job run's session token.
     pub session: u32,
+    /// Flag bits.
+    pub flags: ProbeFlags,
 }
 
 impl ProbeRepr {
@@ -127,7 +150,7 @@ impl ProbeRepr {
         if h.ver > 1 {
             return Err(Error::Field("ver"));
         }
-        if h.reserved_a != 0 || h.reserved_b != U16::ZERO {
+        if h.flags & !ProbeFlags::KNOWN != 0 || h.reserved_b != U16::ZERO {
             return Err(Error::Reserved("probe.reserved"));
         }
         Ok(ProbeRepr {
@@ -137,6 +160,7 @@ impl ProbeRepr {
             ver: h.ver,
             seq: h.seq.get(),
             session: h.session.get(),
+            flags: ProbeFlags(h.flags),
         })
     }
 
@@ -151,7 +175,7 @@ impl ProbeRepr {
             prefix: Prefix::new(MessageType::Probe, self.job, self.rank),
             slot: U16::new(self.slot),
             ver: self.ver,
-            reserved_a: 0,
+            flags: self.flags.0,
             reserved_b: U16::ZERO,
             seq: U32::new(self.seq),
             session: U32::new(self.session),
@@ -159,14 +183,19 @@ impl ProbeRepr {
     }
 }
 
-/// One line: `Probe job 7 rank 2 slot 5 ver 0 seq 65536 session 0x0a0b0c0d`.
+/// One line: `Probe job 7 rank 2 slot 5 ver 0 seq 65536 session 0x0a0b0c0d` (and
+/// ` result` if it asks for the Result).
 impl core::fmt::Display for ProbeRepr {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(
             f,
             "Probe job {} rank {} slot {} ver {} seq {} session {:#010x}",
             self.job, self.rank, self.slot, self.ver, self.seq, self.session
-        )
+        )?;
+        if self.flags.contains(ProbeFlags::RESULT) {
+            f.write_str(" result")?;
+        }
+        Ok(())
     }
 }
 
@@ -186,6 +215,7 @@ mod tests {
         ver: 0,
         seq: 0x1_0000,
         session: 0x0A0B_0C0D,
+        flags: ProbeFlags::NONE,
     };
 
     #[test]
@@ -215,9 +245,7 @@ mod tests {
         ProbePacket::new_unchecked(&mut bad[..]).set_ver(2);
         assert_eq!(parse(&bad), Err(Error::Field("ver")));
         let mut bad = BYTES;
-        ProbePacket::new_unchecked(&mut bad[..])
-            .header_mut()
-            .reserved_a = 0x80;
+        ProbePacket::new_unchecked(&mut bad[..]).header_mut().flags = 0x80;
         assert_eq!(parse(&bad), Err(Error::Reserved("probe.reserved")));
         let mut bad = BYTES;
         ProbePacket::new_unchecked(&mut bad[..])
@@ -230,6 +258,21 @@ mod tests {
         let mut bad = BYTES;
         bad[0] = 0xFF;
         assert_eq!(parse(&bad), Err(Error::Version(0xFF)));
+    }
+
+    #[test]
+    fn the_result_flag_round_trips() {
+        let asks = ProbeRepr {
+            flags: ProbeFlags::RESULT,
+            ..REPR
+        };
+        let mut buf = [0u8; 20];
+        asks.emit(&mut ProbePacket::new_unchecked(&mut buf[..]));
+        assert_eq!(buf[9], 0x01);
+        assert_eq!(
+            ProbeRepr::parse(&ProbePacket::new_unchecked(&buf[..])),
+            Ok(asks)
+        );
     }
 
     #[test]

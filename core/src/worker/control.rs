@@ -7,7 +7,7 @@ use crate::ranks::WorldSet;
 use crate::time::Instant;
 use crate::wire::{
     AbortPacket, AbortReason, AbortRepr, JoinFlags, JoinPacket, JoinReplyRepr, JoinRepr,
-    LeavePacket, LeaveRepr, ProbePacket, ProbeReplyRepr, ProbeRepr, SlotState,
+    LeavePacket, LeaveRepr, ProbeFlags, ProbePacket, ProbeReplyRepr, ProbeRepr, SlotState,
 };
 
 impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> {
@@ -81,6 +81,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         // The run this lane is in; a run replaced while joining gives the newer one.
         self.session = r.session;
         self.shards = u16::from(r.shards).max(1);
+        self.probe_results = r.flags.contains(JoinFlags::PROBE_RESULTS);
         self.joined = Some(WorldSet::from_bitmap(r.joined));
         if r.flags.contains(JoinFlags::COMPLETE) {
             crate::trace::info!(
@@ -145,6 +146,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             ver: (p.seq & 1) as u8,
             seq: p.seq,
             session: self.session,
+            flags: ProbeFlags::NONE,
         };
         let len = repr.buffer_len();
         let out = buf.get_mut(..len)?;

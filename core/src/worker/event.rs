@@ -272,6 +272,9 @@ pub struct Stats {
     pub probes: u64,
     /// Of those, the ones the switch answered "held, still collecting": resends saved.
     pub probe_waits: u64,
+    /// Of those, the ones answered "complete" whose Result was then fetched with a Probe
+    /// that asks for it (a switch that offers `PROBE_RESULTS`): resends saved.
+    pub fetches: u64,
     /// Times a use was found late because uses sent after it had completed (before its
     /// timer).
     pub suspected: u64,
@@ -296,6 +299,7 @@ impl Stats {
         self.retransmissions += other.retransmissions;
         self.probes += other.probes;
         self.probe_waits += other.probe_waits;
+        self.fetches += other.fetches;
         self.suspected += other.suspected;
         self.results += other.results;
         self.stale_results += other.stale_results;

@@ -191,6 +191,8 @@ pub struct Worker<B, const SLOTS: usize, const QUEUE: usize> {
     leave_pending: bool,
     /// The switch's number of shards, as it announced it (1 until it does, §1.1).
     shards: u16,
+    /// The switch answers a Probe with `RESULT` set with the Result (§6.1).
+    probe_results: bool,
     /// The shard to move to, not yet told to the adapter.
     redirect_event: Option<u16>,
     /// Ranks joined at the last JoinReply; whether any came.
@@ -259,6 +261,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             session: 0,
             leave_pending: false,
             shards: 1,
+            probe_results: false,
             redirect_event: None,
             joined: None,
             join_due: true,

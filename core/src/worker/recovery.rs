@@ -13,7 +13,7 @@ use super::slots::{Work, NOT_SENT, REORDER_SENDS};
 use super::Worker;
 use crate::quant::Tensor;
 use crate::ranks::WorldSet;
-use crate::wire::{ProbePacket, ProbeReplyRepr, ProbeRepr, SlotState};
+use crate::wire::{ProbeFlags, ProbePacket, ProbeReplyRepr, ProbeRepr, SlotState};
 
 impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> {
     /// A use first sent as `completed` has its Result: every use still waiting whose watch
@@ -66,6 +66,11 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             ver: (st.seq & 1) as u8,
             seq: st.seq,
             session: self.session,
+            flags: if st.fetch {
+                ProbeFlags::RESULT
+            } else {
+                ProbeFlags::NONE
+            },
         };
         let len = repr.buffer_len();
         repr.emit(&mut ProbePacket::new_unchecked(buf.get_mut(..len)?));
@@ -73,9 +78,10 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
     }
 
     /// The switch answered a recovery Probe: wait if it holds this rank's Contribution to
-    /// the use and is still collecting; otherwise (the Contribution never arrived, or the
-    /// use is complete and its Result was lost) resend, and the switch answers a resend to
-    /// a complete use with the stored Result.
+    /// the use and is still collecting; ask for the Result if the use is complete and the
+    /// switch offers `PROBE_RESULTS` (its Result to this rank was lost: the answer came
+    /// after it on the same path); otherwise (the Contribution never arrived, or a switch
+    /// that answers a resend to a complete use with the stored Result) resend.
     pub(super) fn on_recovery_reply(&mut self, r: &ProbeReplyRepr<'_>) {
         let i = usize::from(r.slot.wrapping_sub(self.config.slot_lo));
         if i >= usize::from(self.config.window) {
@@ -100,7 +106,15 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             self.stats.probe_waits += 1;
             return;
         }
-        st.resends += 1;
+        let complete = r.seq == st.seq && r.state == SlotState::Complete;
+        if complete && self.probe_results && !st.fetch {
+            st.checking = true;
+            st.probe_due = true;
+            st.fetch = true;
+            self.stats.fetches += 1;
+        } else {
+            st.resends += 1;
+        }
         if !st.queued && self.send_queue.push_back(i as u16).is_ok() {
             st.queued = true;
         }

@@ -122,6 +122,42 @@ fn a_lost_result_is_fetched_with_one_resend() {
 }
 
 #[test]
+fn a_lost_result_is_fetched_with_a_probe_where_the_switch_offers_it() {
+    let mut pool = [Slot::<8, 1>::IDLE; 4];
+    let mut s = job_3(&mut pool);
+    s.set_probe_results(true);
+    let mut w = TestWorker::new(one_slot()).unwrap();
+    join_both(&mut w, &mut s);
+    let mut data = [7, 8];
+    w.submit(ms(0), &mut data[..], Op::Sum).unwrap();
+    assert!(exchange(&mut w, &mut s, ms(0)).is_empty());
+    let _lost_on_the_way_back = rank1_completes(&mut s, 0, 0, &[1, 1]);
+    // Timeout: the Probe finds the use complete; the second Probe asks for the Result.
+    let t = w.poll_timeout().unwrap();
+    w.handle_timeout(t);
+    round_trip(&mut w, &mut s, t);
+    let mut sent = [0u8; 64];
+    let len = w.poll_transmit(t, &mut sent).unwrap();
+    let Ok(Message::Probe(p)) = Message::parse(&sent[..len]) else {
+        panic!("no fetch")
+    };
+    assert!(p.flags.contains(crate::wire::ProbeFlags::RESULT));
+    let mut out = [0u8; 512];
+    let Verdict::Unicast { len: rlen, .. } = s.process(&sent[..len], &mut out) else {
+        panic!()
+    };
+    w.handle_packet(t, &out[..rlen]);
+    assert_eq!(done(&mut w), [8, 9]);
+    let st = w.stats();
+    assert_eq!((st.probes, st.fetches, st.retransmissions), (2, 1, 0));
+    assert_eq!(
+        w.smoothed_rtt(),
+        None,
+        "a fetched Result is no round-trip sample"
+    );
+}
+
+#[test]
 fn uses_completed_after_a_lost_one_expose_it_before_any_timeout() {
     let mut pool = [Slot::<8, 1>::IDLE; 4];
     let mut s = job_3(&mut pool);

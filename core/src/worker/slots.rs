@@ -40,6 +40,8 @@ pub(crate) struct SlotState {
     pub(crate) checking: bool,
     /// The queued action is that Probe, not the Contribution.
     pub(crate) probe_due: bool,
+    /// The queued Probe asks for the use's Result (its Result was lost, §6.1).
+    pub(crate) fetch: bool,
     /// The send order of the last use this lane sent before this use's latest send, Probe
     /// or "held" answer: the use is late once a use sent well after that completes.
     pub(crate) watch: u64,
@@ -67,6 +69,7 @@ impl SlotState {
             order: NOT_SENT,
             checking: false,
             probe_due: false,
+            fetch: false,
             watch: 0,
             queued: false,
         }
@@ -318,8 +321,9 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             }
         };
         self.stats.results += 1;
-        if st.resends == 0 {
-            // Karn's rule: a resent use's result may answer any of its copies.
+        if st.resends == 0 && !st.fetch {
+            // Karn's rule: a resent use's result may answer any of its copies; a fetched
+            // one answers the Probe that asked for it.
             self.rtt.sample(now - st.sent_at);
         }
         self.slot_timers.cancel(i);
@@ -348,6 +352,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         st.backed_off = false;
         st.checking = false;
         st.probe_due = false;
+        st.fetch = false;
         match next {
             Some(work) => {
                 st.work = work;

@@ -173,7 +173,8 @@ fn probe_header(b: &[u8]) -> Result<ProbeHeader, ParserError> {
     Ok(ProbeHeader {
         slot: p.slot(),
         ver: p.ver(),
-        reserved: u32::from(p.reserved_a()) << 16 | u32::from(p.reserved_b()),
+        // The flags byte is reserved here: the P4 programs do not offer PROBE_RESULTS.
+        reserved: u32::from(p.flags()) << 16 | u32::from(p.reserved_b()),
         seq: p.seq(),
         session: p.session(),
     })

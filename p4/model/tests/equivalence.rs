@@ -459,6 +459,7 @@ impl Gen {
                     ver: *ver,
                     seq: self.base,
                     session: session(id, s),
+                    flags: switchml_core::wire::ProbeFlags::NONE,
                 };
                 let mut b = vec![0u8; repr.buffer_len()];
                 repr.emit(&mut ProbePacket::new_unchecked(&mut b[..]));
@@ -943,6 +944,7 @@ fn a_jobs_runs_end_in_every_way_and_the_next_one_opens_alike() {
             ver: 0,
             seq: 0,
             session: 23,
+            flags: switchml_core::wire::ProbeFlags::NONE,
         };
         let mut b = vec![0u8; repr.buffer_len()];
         repr.emit(&mut ProbePacket::new_unchecked(&mut b[..]));

@@ -274,6 +274,7 @@ impl Forger {
                     ver: (seq & 1) as u8,
                     seq,
                     session: self.session(),
+                    flags: switchml_core::wire::ProbeFlags::NONE,
                 };
                 bytes_of(&Message::Probe(repr))
             }

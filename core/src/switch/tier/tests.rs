@@ -436,6 +436,7 @@ fn a_child_probe_names_its_members_at_their_global_ranks() {
         ver: 0,
         seq: 0,
         session: 202,
+        flags: crate::wire::ProbeFlags::NONE,
     }
     .emit(&mut ProbePacket::new_unchecked(&mut probe[..]));
     let Verdict::Unicast { len, .. } = t.send(1, &probe, &mut out) else {
@@ -479,4 +480,54 @@ fn a_thousand_ranks_in_children_of_32() {
     for bad in [child(1000, 31), child(992, 32)] {
         assert_eq!(s.add_tiered_job(config(7, 32, 0), bad), Err(JobError::Tree));
     }
+}
+
+#[test]
+fn a_probe_asking_for_a_result_the_parent_has_not_sent_asks_the_parent() {
+    let mut pools = [[Slot::IDLE; 4], [Slot::IDLE; 4], [Slot::IDLE; 4]];
+    let mut t = Tree::joined(&mut pools);
+    t.children[0].set_probe_results(true);
+    let mut out = [0u8; OUT];
+    let mut down = [0u8; OUT];
+    give(&mut t, 0, 0, &mut out);
+    let _lost = give(&mut t, 1, 0, &mut out); // A's sum goes up and is lost.
+    let asks = |rank: u16| {
+        let mut b = [0u8; 20];
+        ProbeRepr {
+            job: 7,
+            rank,
+            slot: 1,
+            ver: 0,
+            seq: 0,
+            session: 100,
+            flags: crate::wire::ProbeFlags::RESULT,
+        }
+        .emit(&mut ProbePacket::new_unchecked(&mut b[..]));
+        b
+    };
+    // Both ranks of A ask for the Result: one in n sends the partial sum up again, and
+    // nothing comes down until the parent answers (its Result answers them all).
+    let Verdict::Up { len, .. } = t.send(0, &asks(0), &mut out) else {
+        panic!();
+    };
+    let (up, v) = data(&out[..len]);
+    assert_eq!((up.flags, v), (Flags::RETRANSMIT, [3, 30]));
+    assert_eq!(t.parent.process(&out[..len], &mut down), Verdict::Consumed);
+    assert_eq!(t.send(0, &asks(1), &mut out), Verdict::Consumed);
+    // B completes the parent's use; A relays the Result down; a later ask gets it.
+    give(&mut t, 2, 0, &mut out);
+    let Verdict::Up { len, .. } = give(&mut t, 3, 0, &mut out) else {
+        panic!();
+    };
+    let Verdict::Multicast { len, .. } = t.parent.process(&out[..len], &mut down) else {
+        panic!();
+    };
+    let result = down;
+    let Verdict::Multicast { job: 7, .. } = t.send(0, &result[..len], &mut out) else {
+        panic!();
+    };
+    let Verdict::Unicast { rank: 1, len, .. } = t.send(0, &asks(1), &mut out) else {
+        panic!();
+    };
+    assert_eq!(data(&out[..len]).1, [10, 100]);
 }

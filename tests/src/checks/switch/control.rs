@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 use switchml_core::ranks::bitmap_len;
 use switchml_core::switch::{DropReason, Verdict};
 use switchml_core::wire::{
-    AbortReason, AbortRepr, JoinFlags, JoinReplyRepr, JoinRepr, LeaveRepr, Message, ProbeRepr,
-    SlotState, StatusCounters, StatusFlags, StatusRepr, RANK_ALL,
+    AbortReason, AbortRepr, JoinFlags, JoinReplyRepr, JoinRepr, LeaveRepr, Message, ProbeFlags,
+    ProbeRepr, SlotState, StatusCounters, StatusFlags, StatusRepr, RANK_ALL,
 };
 
 use super::model::RunModel;
@@ -181,6 +181,11 @@ impl Checker<'_> {
     }
 
     pub(super) fn probe(&mut self, p: &ProbeRepr, verdict: Verdict, reply: &[u8]) {
+        if p.flags.contains(ProbeFlags::RESULT) {
+            // The switch under check offers no PROBE_RESULTS: the flag byte is reserved.
+            assert_eq!(verdict, Verdict::Drop(DropReason::Malformed), "{p:?}");
+            return;
+        }
         let to = (p.job, p.rank, p.session);
         let Some(ji) = self.find(p.job) else {
             return self.refused(to, &[(AbortReason::UnknownJob, 0)], verdict, reply);

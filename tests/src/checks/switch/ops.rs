@@ -438,6 +438,7 @@ pub fn datagram(op: &SwitchOp, buf: &mut Vec<u8>) {
             ver: *ver & 1,
             seq: *seq,
             session: *session,
+            flags: switchml_core::wire::ProbeFlags::NONE,
         }),
         SwitchOp::Abort {
             job,
