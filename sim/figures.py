@@ -210,7 +210,7 @@ def plot(data):
     a1.set_title(f"16 workers, {mib(data['loss'][0])} MiB, 100 Gb/s")
     a2.set_ylabel("worker resends per packet lost")
     a2.set_ylim(0, 17)
-    a2.set_title("asking first: one resend per loss")
+    a2.set_title("asking first: at most one resend per loss")
     a3.set_ylabel("Probes (20 B) per packet lost")
     a3.set_title("what asking costs")
     for a in (a1, a2):
@@ -249,14 +249,17 @@ def plot(data):
             pts = [d["runs"][0] for d in points if d["runs"][0]["scenario"]["loss_on"] == side]
             if pts:
                 ps = [r["scenario"]["workers"] for r in pts]
-                ax.plot(ps, [r["protocol"]["resends_per_drop"] for r in pts], style, color=f"C{i}", label=what + tag)
+                # A fetch (a Probe that brings a lost Result back, protocol.md §6.1) stands
+                # for the resend the rank would otherwise make.
+                per = [(r["protocol"]["retransmissions"] + r["protocol"].get("fetches", 0)) / r["lost"] for r in pts]
+                ax.plot(ps, per, style, color=f"C{i}", label=what + tag)
     ax.plot(ps, ps, "k:", lw=0.8, label="P: every rank resends")
     ax.plot(ps, [1] * len(ps), "k--", lw=0.8, label="1: only the rank that lost it")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
     ax.set_xticks(ps, [str(p) for p in ps])
     ax.set_xlabel("workers P")
-    ax.set_ylabel("worker resends per packet lost")
+    ax.set_ylabel("resends + fetches per packet lost")
     ax.set_title(f"0.1% loss on one direction, fixed 1 ms timeout, {mib(data['resends'][0])} MiB")
     ax.legend(fontsize=8)
     save(fig, "resends")
