@@ -4,7 +4,7 @@
 //! serves several training jobs at once (the original SwitchML serves one).
 
 use super::run::Run;
-use super::tier::Tier;
+use super::tier::{ParentLink, Tier};
 use crate::ranks::{RankSet, MAX_WORLD};
 
 /// What the control plane says about a job.
@@ -259,6 +259,13 @@ impl<const WORDS: usize, const JOBS: usize> JobTable<WORDS, JOBS> {
                 .and_then(Job::parent)
                 .is_some_and(|l| l.job == parent_job)
         })
+    }
+
+    /// Return the child job whose parent's job is `parent_job`, with its link.
+    pub(crate) fn child_mut(&mut self, parent_job: u16) -> Option<(&mut Job<WORDS>, ParentLink)> {
+        let job = self.find_child(parent_job).and_then(|i| self.get_mut(i))?;
+        let link = *job.parent()?;
+        Some((job, link))
     }
 
     pub(crate) fn get(&self, index: usize) -> Option<&Job<WORDS>> {

@@ -42,7 +42,7 @@ pub use pool::{Slot, SlotVersion};
 pub use tier::{ParentLink, Tier};
 
 use crate::wire::{
-    self, AbortReason, DataKind, DataPacket, DataRepr, Flags, MessageType, RANK_ALL,
+    self, AbortReason, AbortRepr, DataKind, DataPacket, DataRepr, Flags, MessageType, RANK_ALL,
 };
 use job::JobTable;
 
@@ -219,6 +219,8 @@ pub struct Switch<'a, const K: usize, const WORDS: usize, const JOBS: usize> {
     jobs: JobTable<WORDS, JOBS>,
     epoch: u32,
     counters: Counters,
+    /// The Abort a child's job owes its parent, until [`Switch::poll_up`] (protocol.md §7).
+    up: Option<AbortRepr>,
 }
 
 impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WORDS, JOBS> {
@@ -232,6 +234,7 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
             jobs: JobTable::EMPTY,
             epoch,
             counters: Counters::default(),
+            up: None,
         }
     }
 
@@ -316,7 +319,8 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
     }
 
     /// End job `id`'s run because the switch stops: write the Abort `Shutdown` its ranks
-    /// get into `out` and return the multicast verdict, or `None` if the job has no run.
+    /// get into `out` and return the multicast verdict, or `None` if the job has no run. A
+    /// child's job then owes its parent an Abort too ([`Switch::poll_up`]).
     pub fn shutdown_run(&mut self, id: u16, out: &mut [u8]) -> Option<Verdict> {
         let epoch = self.epoch;
         let job = self.jobs.find(id).and_then(|i| self.jobs.get_mut(i))?;
@@ -326,6 +330,7 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
         let session = job.run.session;
         let reason = AbortReason::Shutdown;
         let len = control::emit_abort(id, RANK_ALL, reason, 0, epoch, session, out)?;
+        self.up = job.abort_up(reason).or(self.up);
         job.run.end();
         Some(Verdict::Multicast { job: id, len })
     }
@@ -351,12 +356,13 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
         let Ok((kind, id, _)) = wire::peek(packet) else {
             return Verdict::Drop(DropReason::Malformed);
         };
-        // Only a child switch's job takes answers from its parent (§7).
+        // Only a child switch's job takes answers (and Aborts) from its parent (§7).
         let child = self.jobs.find_child(id).is_some();
         match kind {
             MessageType::Contribution => self.contribution(packet, out),
             MessageType::Join => self.join(packet, out),
             MessageType::Probe => self.probe(packet, out),
+            MessageType::Abort if child => self.parent_abort(packet, out),
             MessageType::Abort => self.abort(packet, out),
             MessageType::Status => self.status(packet, out),
             MessageType::Leave => self.leave(packet, out),

@@ -17,8 +17,8 @@ use crate::wire::{
     ProbePacket, ProbeReplyPacket, ProbeReplyRepr, ProbeRepr,
 };
 
-type S<'a> = Switch<'a, 8, 1, 2>;
-const OUT: usize = S::OUT_LEN;
+pub(crate) type S<'a> = Switch<'a, 8, 1, 2>;
+pub(crate) const OUT: usize = S::OUT_LEN;
 pub(crate) const KEY: u64 = 0x5EC2E7;
 pub(crate) const PARENT_KEY: u64 = 0x9A7E27;
 
@@ -45,7 +45,7 @@ pub(crate) fn config(id: u16, world: u16, key: u64) -> JobConfig {
     }
 }
 
-fn join(rank: u16) -> [u8; 28] {
+pub(crate) fn join(rank: u16) -> [u8; 28] {
     let mut b = [0u8; 28];
     JoinRepr {
         job: 7,
@@ -62,7 +62,7 @@ fn join(rank: u16) -> [u8; 28] {
     b
 }
 
-fn session(rank: u16) -> u32 {
+pub(crate) fn session(rank: u16) -> u32 {
     if rank < 2 {
         100
     } else {
@@ -98,16 +98,16 @@ fn data(out: &[u8]) -> (DataRepr, [i32; 2]) {
     (r, v)
 }
 
-struct Tree<'a> {
-    parent: S<'a>,
-    children: [S<'a>; 2],
+pub(crate) struct Tree<'a> {
+    pub(crate) parent: S<'a>,
+    pub(crate) children: [S<'a>; 2],
 }
 
 /// Pools for a tree: the parent's and each child's.
-type Pools = [[Slot<8, 1>; 4]; 3];
+pub(crate) type Pools = [[Slot<8, 1>; 4]; 3];
 
 impl<'a> Tree<'a> {
-    fn new(pools: &'a mut Pools) -> Tree<'a> {
+    pub(crate) fn new(pools: &'a mut Pools) -> Tree<'a> {
         let [p, a, b] = pools;
         let mut parent = Switch::new(p, 1);
         parent
@@ -122,7 +122,7 @@ impl<'a> Tree<'a> {
     }
 
     /// Every worker joins; the third Join of each child goes up.
-    fn joined(pools: &'a mut Pools) -> Tree<'a> {
+    pub(crate) fn joined(pools: &'a mut Pools) -> Tree<'a> {
         let mut t = Tree::new(pools);
         let mut out = [0u8; OUT];
         let mut up = [0u8; OUT];
@@ -159,7 +159,7 @@ impl<'a> Tree<'a> {
     }
 
     /// Send `bytes` to child `c`; return what it sends up (its length) or its verdict.
-    fn send(&mut self, c: usize, bytes: &[u8], out: &mut [u8]) -> Verdict {
+    pub(crate) fn send(&mut self, c: usize, bytes: &[u8], out: &mut [u8]) -> Verdict {
         self.children[c].process(bytes, out)
     }
 }
