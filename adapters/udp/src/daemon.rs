@@ -23,7 +23,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use switchml_core::switch::{ControlPlane, DropReason, Endpoint, JobConfig, Route, Transmit};
-use switchml_core::wire;
+use switchml_core::wire::{self, AbortPacket, AbortRepr};
 
 use crate::admin::AdminRequest;
 use crate::batch::{is_fatal, RecvBatch, SendBatch};
@@ -431,14 +431,14 @@ impl<G: ControlPlane> Daemon<G> {
                 self.send.unuse_last();
                 return self.flush();
             };
-            let unspecified = SocketAddr::from(([0, 0, 0, 0], 0));
             let mut output = Output {
                 send: &mut self.send,
                 socket: &self.socket,
                 loss: &mut self.loss,
                 counters: &mut self.counters,
             };
-            output.route(&self.endpoint, &t, b, &unspecified)?;
+            output.route(&self.endpoint, &t, b, &UNSPECIFIED)?;
+            output.owed_up(&mut self.endpoint)?;
         }
     }
 
@@ -565,6 +565,9 @@ impl<G: ControlPlane> Daemon<G> {
                 if let Some(j) = counters.jobs.iter_mut().find(|j| j.job == w.job) {
                     j.from_parent += 1;
                 }
+                if t != Transmit::Nothing {
+                    log_parent_abort(w, bytes);
+                }
             }
         }
         if t == Transmit::Nothing {
@@ -577,8 +580,31 @@ impl<G: ControlPlane> Daemon<G> {
             loss,
             counters,
         };
-        output.route(endpoint, &t, b, &from)
+        output.route(endpoint, &t, b, &from)?;
+        output.owed_up(endpoint)
     }
+}
+
+/// The source address of what the daemon sends of its own accord.
+const UNSPECIFIED: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), 0);
+
+/// Log the parent's Abort in `bytes` that ended child job `w.job`'s run (its ranks were
+/// told `ParentFailed`, which names the member but not the parent's reason).
+fn log_parent_abort(w: &ParentWatch, bytes: &[u8]) {
+    let Ok(a) = AbortPacket::new_checked(bytes).and_then(|p| AbortRepr::parse(&p)) else {
+        return;
+    };
+    log::warn!(
+        "job {}: its parent switch {} ended the run (job {}, member {}): {} (detail {}); \
+         its ranks were told",
+        w.job,
+        w.parent,
+        a.job,
+        a.rank,
+        a.reason,
+        a.detail
+    );
 }
 
 /// The sending half of the daemon, borrowed apart from the endpoint and the receive batch.
@@ -622,6 +648,30 @@ impl Output<'_> {
             self.counters.jobs[j].sent += sent;
         }
         Ok(())
+    }
+
+    /// Queue what the endpoint owes a parent since the last transmit: a child's run that
+    /// ended with an Abort to its ranks tells the parent too (protocol.md §7).
+    fn owed_up<G: ControlPlane>(&mut self, endpoint: &mut SoftEndpoint<G>) -> io::Result<()> {
+        if self.send.buffer().is_none() {
+            flush(self.send, self.socket, self.counters)?;
+            self.send.clear();
+        } else {
+            self.send.unuse_last();
+        }
+        let Some((b, out)) = self.send.buffer() else {
+            return Ok(());
+        };
+        let Some(t) = endpoint.poll_transmit(out) else {
+            self.send.unuse_last();
+            return Ok(());
+        };
+        if let Transmit::Lanes { job, .. } = t {
+            if let Some(j) = self.counters.jobs.iter_mut().find(|j| j.job == job) {
+                j.count(&t);
+            }
+        }
+        self.route(endpoint, &t, b, &UNSPECIFIED)
     }
 }
 
