@@ -12,10 +12,11 @@
 mod common;
 
 use std::net::{SocketAddr, UdpSocket};
+use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use common::*;
-use switchml_udp::{ChildSpec, JobSpec, Op, RunningSwitch, SwitchConfig};
+use switchml_udp::{ChildSpec, Communicator, JobSpec, Op, RunningSwitch, SwitchConfig};
 
 const PARENT_JOB: u16 = 9;
 const PARENT_KEY: u64 = 0x9A7E_2700_0000_0009;
@@ -51,6 +52,18 @@ fn child(
     per_child: u16,
     drop_rate: f64,
 ) -> RunningSwitch {
+    child_keyed(up, member, members, per_child, drop_rate, PARENT_KEY)
+}
+
+/// [`child`], joining its parent with `parent_key`.
+fn child_keyed(
+    up: SocketAddr,
+    member: u16,
+    members: u16,
+    per_child: u16,
+    drop_rate: f64,
+    parent_key: u64,
+) -> RunningSwitch {
     let spec = ChildSpec {
         job: JOB,
         parent: up,
@@ -59,7 +72,7 @@ fn child(
         members,
         rank_lo: member * per_child,
         world: members * per_child,
-        parent_key: Some(PARENT_KEY),
+        parent_key: Some(parent_key),
     };
     RunningSwitch::start(&SwitchConfig {
         drop_rate,
@@ -221,6 +234,25 @@ fn a_child_whose_parent_is_silent_fails_its_ranks_in_bounded_time() {
 }
 
 #[test]
+fn a_parent_that_refuses_a_child_fails_its_ranks_naming_it_at_once() {
+    // Child 1 states the wrong key for the parent's job: the parent refuses its Join, and
+    // child 1's ranks fail naming it, not at their 10 s join timeout.
+    let parent = parent(2, 0.0);
+    let _child0 = child(parent.addr(), 0, 2, 2, 0.0);
+    let child1 = child_keyed(parent.addr(), 1, 2, 2, 0.0, PARENT_KEY ^ 1);
+    let started = Instant::now();
+    let outcomes = per_rank(2, |r| config(2 + r, 4, child1.addr()), |_| ());
+    assert!(started.elapsed() < Duration::from_secs(5), "it hung");
+    for (rank, o) in outcomes.into_iter().enumerate() {
+        let e = o
+            .expect_err("no rank may join through a refused child")
+            .to_string();
+        let named = "parent switch ended the run: child switch 1";
+        assert!(e.contains(named), "rank {}: {e}", rank + 2);
+    }
+}
+
+#[test]
 fn parent_and_child_jobs_need_one_shard_and_a_job() {
     let spec = ChildSpec {
         job: JOB,
@@ -258,4 +290,59 @@ fn parent_and_child_jobs_need_one_shard_and_a_job() {
     });
     let e = model.err().expect("the P4 model has no tiers").to_string();
     assert!(e.contains("no parent or child"), "{e}");
+}
+
+#[test]
+fn a_rank_that_gives_up_under_one_child_fails_the_ranks_under_the_other_at_once() {
+    // Rank 0 (child 0) drops its communicator with an all-reduce in flight: its Abort goes
+    // to child 0's ranks and up, and the parent's passes down to child 1's ranks. They fail
+    // naming child 0 at once, not after their budget of 400 timeouts (over 15 s).
+    let tree = Tree::new(2, 2, (0.0, 0.0));
+    let world = tree.world();
+    let gone = Barrier::new(usize::from(world));
+    let config = |r| switchml_udp::CommConfig {
+        retries: 400,
+        ..tree.config(r)
+    };
+    let outcomes: Vec<(Duration, String)> = std::thread::scope(|s| {
+        let ranks: Vec<_> = (0..world)
+            .map(|r| {
+                let (gone, config) = (&gone, &config);
+                s.spawn(move || {
+                    let comm = Communicator::connect(&config(r)).unwrap();
+                    let mut x = ints(r, world, 1_000, 3);
+                    comm.allreduce(&mut x, Op::Sum).unwrap();
+                    if r == 0 {
+                        // The others start this one only once rank 0 has gone.
+                        let pending = comm.allreduce_async(ints(r, world, 100_000, 4), Op::Sum);
+                        std::thread::sleep(Duration::from_millis(50));
+                        drop(comm);
+                        gone.wait();
+                        let e = pending.wait().expect_err("rank 0 gave up");
+                        return (Duration::ZERO, e.to_string());
+                    }
+                    gone.wait();
+                    let started = Instant::now();
+                    let mut y = ints(r, world, 100_000, 4);
+                    let e = comm
+                        .allreduce(&mut y, Op::Sum)
+                        .expect_err("no sum without rank 0");
+                    (started.elapsed(), e.to_string())
+                })
+            })
+            .collect();
+        ranks.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (rank, (took, text)) in outcomes.iter().enumerate().skip(1) {
+        eprintln!("rank {rank} failed after {took:?}: {text}");
+        assert!(*took < Duration::from_secs(3), "rank {rank} took {took:?}");
+        let named = if rank < 2 {
+            "rank 0 gave up"
+        } else {
+            "parent switch ended the run: child switch 0"
+        };
+        assert!(text.contains(named), "rank {rank}: {text}");
+    }
+    let p = published(&tree.parent);
+    assert_eq!(p.job(PARENT_JOB).unwrap().switch.aborts, 1);
 }
