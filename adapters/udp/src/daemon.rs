@@ -23,7 +23,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use switchml_core::switch::{ControlPlane, DropReason, Endpoint, JobConfig, Route, Transmit};
-use switchml_core::wire::{self, AbortPacket, AbortRepr};
+use switchml_core::wire::{self, AbortPacket, AbortRepr, JoinReplyPacket};
 
 use crate::admin::AdminRequest;
 use crate::batch::{is_fatal, RecvBatch, SendBatch};
@@ -273,9 +273,18 @@ impl<G: ControlPlane> Daemon<G> {
                     None => crate::running_switch::key_from_env()?,
                 };
                 let link = c.link(parent_key);
+                let parent = c.parent_of_shard(self.endpoint.shard()).ok_or_else(|| {
+                    format!(
+                        "job {}: no port for shard {} after the parent's {}",
+                        spec.id,
+                        self.endpoint.shard().index(),
+                        c.parent
+                    )
+                })?;
+                let shards = self.endpoint.shard().count();
                 self.watches
-                    .push(ParentWatch::new(spec.id, c.parent, c.parent_job));
-                self.endpoint.add_child_job(config, link, c.parent, routes)
+                    .push(ParentWatch::new(spec.id, parent, c.parent_job, shards));
+                self.endpoint.add_child_job(config, link, parent, routes)
             }
         };
         added.map_err(|e| format!("job {}: {e}", spec.id))?;
@@ -568,6 +577,7 @@ impl<G: ControlPlane> Daemon<G> {
                 if t != Transmit::Nothing {
                     log_parent_abort(w, bytes);
                 }
+                log_shard_mismatch(w, bytes);
             }
         }
         if t == Transmit::Nothing {
@@ -589,14 +599,37 @@ impl<G: ControlPlane> Daemon<G> {
 const UNSPECIFIED: SocketAddr =
     SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), 0);
 
+/// Warn, once, if the parent's JoinReply in `bytes` says it has another number of shards
+/// than this switch: shard `i` of a child goes up to shard `i` of its parent (§7).
+fn log_shard_mismatch(w: &mut ParentWatch, bytes: &[u8]) {
+    let Ok(reply) = JoinReplyPacket::new_checked(bytes) else {
+        return;
+    };
+    if reply.msg_type() == wire::MessageType::JoinReply && w.newly_mismatched(reply.shards()) {
+        log::warn!(
+            "job {}: its parent switch {} has {} shard(s), this switch another number: a \
+             sharded child needs a parent of as many shards (--threads), or lanes go astray",
+            w.job,
+            w.parent,
+            reply.shards().max(1)
+        );
+    }
+}
+
 /// Log the parent's Abort in `bytes` that ended child job `w.job`'s run (its ranks were
 /// told `ParentFailed`, which names the member but not the parent's reason).
 fn log_parent_abort(w: &ParentWatch, bytes: &[u8]) {
     let Ok(a) = AbortPacket::new_checked(bytes).and_then(|p| AbortRepr::parse(&p)) else {
         return;
     };
+    let hint = match a.reason {
+        wire::AbortReason::WrongShard => {
+            " (a sharded child needs a parent of as many shards, --threads)"
+        }
+        _ => "",
+    };
     log::warn!(
-        "job {}: its parent switch {} ended the run (job {}, member {}): {} (detail {}); \
+        "job {}: its parent switch {} ended the run (job {}, member {}): {} (detail {}){hint}; \
          its ranks were told",
         w.job,
         w.parent,
