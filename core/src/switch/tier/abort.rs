@@ -73,6 +73,12 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
         let of_our_run = run.parent != 0 && a.session == run.parent;
         let to_our_join = run.is_open() && !run.parent_complete && a.session == run.session;
         if !(of_our_run || to_our_join) {
+            // This child's own Abort, which the parent passed on to every member, back
+            // after its run ended here (or one of a run before): expected, not a forgery.
+            if a.rank == link.member {
+                job.counters.duplicates += 1;
+                return Verdict::Drop(DropReason::Duplicate);
+            }
             job.counters.unauthorized += 1;
             return Verdict::Drop(DropReason::BadSession);
         }

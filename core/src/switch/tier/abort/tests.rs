@@ -76,9 +76,10 @@ fn a_rank_that_gives_up_under_one_child_ends_the_run_under_every_child() {
     );
     assert!(!t.children[1].job(7).unwrap().has_run());
     assert_eq!(t.children[1].poll_up(&mut out), None, "nothing back up");
-    // A, whose run is over, drops its own Abort coming back.
+    // A, whose run is over, drops its own Abort coming back, as no forgery.
     let v = t.send(0, &down[..len], &mut out);
-    assert_eq!(v, Verdict::Drop(DropReason::BadSession));
+    assert_eq!(v, Verdict::Drop(DropReason::Duplicate));
+    assert_eq!(t.children[0].job(7).unwrap().counters().unauthorized, 0);
     assert_eq!(t.children[1].job(7).unwrap().counters().aborts, 1);
 }
 
@@ -119,10 +120,15 @@ fn only_an_abort_of_the_parents_run_or_to_the_childs_join_counts() {
     let mut t = Tree::joined(&mut pools);
     let mut out = [0u8; OUT];
     let cases = [
-        // Another parent run, and A's own session once A has joined the parent's run.
+        // Another parent run (B's own member's: an echo), and B's own session once B
+        // has joined the parent's run.
         (
             abort(9, 0, AbortReason::WorkerFailed, 0, 55),
             DropReason::BadSession,
+        ),
+        (
+            abort(9, 1, AbortReason::WorkerFailed, 0, 55),
+            DropReason::Duplicate,
         ),
         (
             abort(9, RANK_ALL, AbortReason::Shutdown, 0, session(2)),
