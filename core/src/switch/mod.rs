@@ -16,7 +16,8 @@
 //! A job can also be one level of a tree ([`Switch::add_tiered_job`], protocol.md §7): a
 //! child's completed uses go up to a parent switch ([`Verdict::Up`]) and the parent's
 //! Results come back down through it, so that one job spans more ranks than one switch
-//! holds.
+//! holds. A run that ends at one level ends at the other: the parent's Abort comes down,
+//! and a child's goes up as a second message ([`Switch::poll_up`]).
 //!
 //! ```
 //! use switchml_core::switch::{JobConfig, Slot, Switch, Verdict};
