@@ -480,3 +480,26 @@ fn a_thousand_ranks_in_children_of_32() {
         assert_eq!(s.add_tiered_job(config(7, 32, 0), bad), Err(JobError::Tree));
     }
 }
+
+#[test]
+fn one_id_names_one_job_at_either_level() {
+    // A parent's Abort names the parent's job: at a switch where that id is also a job's,
+    // or another child's parent's, it would be taken for theirs.
+    let mut pool = [Slot::<8, 1>::IDLE; 4];
+    let mut s: S<'_> = Switch::new(&mut pool, 1);
+    let job = |id, slot_lo| JobConfig {
+        slot_lo,
+        slot_count: 1,
+        ..config(id, 2, KEY)
+    };
+    s.add_job(job(9, 0)).unwrap();
+    let taken = Err(JobError::ParentIdTaken(9));
+    assert_eq!(s.add_tiered_job(job(7, 1), Tier::Child(link(0))), taken);
+    s.remove_job(9).unwrap();
+    s.add_tiered_job(job(7, 1), Tier::Child(link(0))).unwrap();
+    assert_eq!(s.add_job(job(9, 0)), taken);
+    assert_eq!(s.add_tiered_job(job(8, 2), Tier::Child(link(1))), taken);
+    let own = ParentLink { job: 6, ..link(0) };
+    let e = s.add_tiered_job(job(6, 3), Tier::Child(own));
+    assert_eq!(e, Err(JobError::ParentIdTaken(6)));
+}
