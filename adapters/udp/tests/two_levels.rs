@@ -309,12 +309,12 @@ fn parent_and_child_jobs_need_a_job_and_the_reference_switch() {
     assert!(e.contains("no parent or child"), "{e}");
 }
 
-#[test]
-fn a_rank_that_gives_up_under_one_child_fails_the_ranks_under_the_other_at_once() {
-    // Rank 0 (child 0) drops its communicator with an all-reduce in flight: its Abort goes
-    // to child 0's ranks and up, and the parent's passes down to child 1's ranks. They fail
-    // naming child 0 at once, not after their budget of 400 timeouts (over 15 s).
-    let tree = Tree::new(2, 2, (0.0, 0.0));
+/// Rank 0 (child 0) drops its communicator with an all-reduce in flight: its Abort goes to
+/// child 0's ranks and up, and the parent's passes down to child 1's ranks. They fail
+/// naming child 0 at once, not after their budget of 400 timeouts (over 15 s). Sharded,
+/// each of rank 0's lanes tells its own shard, and each shard pair passes it on.
+fn a_rank_that_gives_up_under_one_child_fails_the_ranks_under_the_other(shards: usize) {
+    let tree = Tree::sharded(2, 2, (0.0, 0.0), shards);
     let world = tree.world();
     let gone = Barrier::new(usize::from(world));
     let config = |r| switchml_udp::CommConfig {
@@ -361,5 +361,15 @@ fn a_rank_that_gives_up_under_one_child_fails_the_ranks_under_the_other_at_once(
         assert!(text.contains(named), "rank {rank}: {text}");
     }
     let p = published(&tree.parent);
-    assert_eq!(p.job(PARENT_JOB).unwrap().switch.aborts, 1);
+    assert_eq!(p.job(PARENT_JOB).unwrap().switch.aborts, shards as u64);
+}
+
+#[test]
+fn a_rank_that_gives_up_under_one_child_fails_the_ranks_under_the_other_at_once() {
+    a_rank_that_gives_up_under_one_child_fails_the_ranks_under_the_other(1);
+}
+
+#[test]
+fn a_rank_that_gives_up_fails_the_other_childs_ranks_through_every_shard() {
+    a_rank_that_gives_up_under_one_child_fails_the_ranks_under_the_other(2);
 }
