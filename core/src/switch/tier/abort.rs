@@ -46,12 +46,14 @@ impl<const WORDS: usize> Job<WORDS> {
 impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS, JOBS> {
     /// Write the Abort a child's job owes its parent (its run ended here since the last
     /// call) into `out` and return [`Verdict::Up`]; `None` if it owes none. Call it after
-    /// every [`Switch::process`] and [`Switch::shutdown_run`]: only the latest is kept.
+    /// every [`Switch::process`] and [`Switch::shutdown_run`]: only the latest is kept. An
+    /// `out` too short for it keeps it owed.
     #[must_use]
     pub fn poll_up(&mut self, out: &mut [u8]) -> Option<Verdict> {
-        let a = self.up.take()?;
+        let a = self.up?;
         let len = a.buffer_len();
         a.emit(&mut AbortPacket::new_unchecked(out.get_mut(..len)?));
+        self.up = None;
         self.counters.upward += 1;
         Some(Verdict::Up { job: a.job, len })
     }
