@@ -50,7 +50,9 @@ fn a_rank_that_gives_up_under_one_child_ends_the_run_under_every_child() {
         panic!();
     };
     assert_eq!(&out[..len], &gave_up[..]);
-    // And A owes its parent an Abort, as member 0 of the parent's run; only once.
+    // And A owes its parent an Abort, as member 0 of the parent's run; only once, and
+    // not lost to a buffer too short for it.
+    assert_eq!(t.children[0].poll_up(&mut [0u8; 19]), None);
     let Some(Verdict::Up { job: 9, len }) = t.children[0].poll_up(&mut up) else {
         panic!("A tells its parent");
     };
