@@ -252,6 +252,15 @@ impl Run<'_> {
 
     fn at_child(&mut self, c: usize, from: Option<usize>, bytes: &[u8]) {
         let verdict = self.children[c].switch.process(bytes, &mut self.out);
+        self.send_from_child(c, from, verdict);
+        // A child's run that ended with an Abort tells the parent too (protocol.md §7).
+        if let Some(up) = self.children[c].switch.poll_up(&mut self.out) {
+            self.send_from_child(c, None, up);
+        }
+    }
+
+    /// Send what child `c` wrote into `self.out` (`verdict`), answering rank `from`.
+    fn send_from_child(&mut self, c: usize, from: Option<usize>, verdict: Verdict) {
         let leaves = self.now + self.scenario.switch_latency;
         let (ranks, len) = match verdict {
             Verdict::Drop(_) | Verdict::Consumed => return,

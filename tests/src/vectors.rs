@@ -170,6 +170,7 @@ pub fn reason_name(r: AbortReason) -> String {
         AbortReason::SessionEnded => "session_ended".into(),
         AbortReason::WrongShard => "wrong_shard".into(),
         AbortReason::LaneCountMismatch => "lane_count_mismatch".into(),
+        AbortReason::ParentFailed => "parent_failed".into(),
         AbortReason::Unknown(b) => format!("{b:#04x}"),
     }
 }

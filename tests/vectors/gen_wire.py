@@ -44,6 +44,7 @@ REASONS = {
     12: "session_ended",
     13: "wrong_shard",
     14: "lane_count_mismatch",
+    15: "parent_failed",
 }
 STATES = {0: "idle", 1: "collecting", 2: "complete"}
 
@@ -516,6 +517,8 @@ ABORTS = {
          "a Join of lane 1 at shard 0 of a switch of 4 shards (lane 1's is shard 1)"),
     14: (1, 2, 0xDEADBEEF, JOIN_NONCE,
          "a Join of a rank whose number of lanes is not the 2 the run agreed"),
+    15: (RANK_ALL, 1, 0xDEADBEEF, SESSION,
+         "nothing: a child switch tells its run that the parent's ended, naming child 1"),
 }
 for reason, name in REASONS.items():
     rank, detail, epoch, session, answers = ABORTS[reason]

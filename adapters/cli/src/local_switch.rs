@@ -14,7 +14,7 @@ const PARENT_JOB: u16 = 2;
 pub struct Setup {
     /// Probability of losing each datagram at every switch, each way.
     pub drop_rate: f64,
-    /// Shards of the one switch (two levels serve one each).
+    /// Shards of each switch (two levels: of the parent and of every child alike).
     pub shards: usize,
     /// Child switches under one parent; 0: one switch, no tree.
     pub children: u16,
@@ -36,17 +36,15 @@ impl LocalSwitches {
     /// Start the switches of `job` (`job.world` ranks), on loopback.
     pub fn start(job: JobSpec, setup: Setup, seed: u64) -> Result<LocalSwitches, String> {
         let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+        // Two levels: every switch of the tree has as many shards (protocol.md §7).
         let base = |jobs| SwitchConfig {
             drop_rate: setup.drop_rate,
             seed,
+            shards: setup.shards,
             ..SwitchConfig::new(loopback, jobs)
         };
         if setup.children == 0 {
-            let sw = RunningSwitch::start(&SwitchConfig {
-                shards: setup.shards,
-                ..base(vec![job])
-            })
-            .map_err(|e| format!("switch: {e}"))?;
+            let sw = RunningSwitch::start(&base(vec![job])).map_err(|e| format!("switch: {e}"))?;
             return Ok(LocalSwitches {
                 serving: vec![(0, sw)],
                 parent: None,
@@ -55,12 +53,6 @@ impl LocalSwitches {
         let (world, children) = (job.world, setup.children);
         if children > world {
             return Err(format!("{children} child switches for {world} ranks"));
-        }
-        if setup.shards > 1 {
-            return Err(format!(
-                "two levels serve one shard per switch (--threads 1), not {}",
-                setup.shards
-            ));
         }
         let parent_key = switchml_udp::fresh_key();
         let parent_job = JobSpec {

@@ -90,7 +90,8 @@ enum Command {
         /// `job=ID,parent=HOST:PORT,parent-job=ID,member=I,members=C,rank-lo=LO,world=P`
         /// with an optional `,parent-key=HEX`: the --job's WORLD ranks are global ranks LO..
         /// of the whole job's P, and this child is member I of the parent's job (C
-        /// children). Parent and children serve one shard.
+        /// children). With --threads N, the parent needs N too: shard i of the child goes
+        /// up to shard i of the parent, at the parent's port plus i.
         #[arg(long = "child-of")]
         child_jobs: Vec<switchml_udp::ChildSpec>,
         /// Release a job's run after this many seconds without a packet from its ranks.

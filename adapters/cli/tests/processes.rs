@@ -753,19 +753,6 @@ fn workers_sum_through_a_parent_and_two_child_switch_processes() {
         let (code, err) = w.finish(Duration::from_secs(10));
         assert_eq!(code, Some(0), "rank {rank}: {err}");
     }
-    let refused = run(&[
-        "switch",
-        "--bind",
-        "127.0.0.1:0",
-        "--threads",
-        "2",
-        "--job",
-        "1:2",
-        "--child-of",
-        &format!("job=1,parent={up},parent-job=9,member=0,members=2,rank-lo=0,world=4"),
-    ]);
-    assert_eq!(refused.0, Some(1));
-    assert!(refused.2.contains("--threads 1"), "{}", refused.2);
     let (code, out, err) = run(&[
         "demo",
         "--workers",

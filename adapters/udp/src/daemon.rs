@@ -23,7 +23,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use switchml_core::switch::{ControlPlane, DropReason, Endpoint, JobConfig, Route, Transmit};
-use switchml_core::wire;
+use switchml_core::wire::{self, AbortPacket, AbortRepr, JoinReplyPacket};
 
 use crate::admin::AdminRequest;
 use crate::batch::{is_fatal, RecvBatch, SendBatch};
@@ -273,9 +273,18 @@ impl<G: ControlPlane> Daemon<G> {
                     None => crate::running_switch::key_from_env()?,
                 };
                 let link = c.link(parent_key);
+                let parent = c.parent_of_shard(self.endpoint.shard()).ok_or_else(|| {
+                    format!(
+                        "job {}: no port for shard {} after the parent's {}",
+                        spec.id,
+                        self.endpoint.shard().index(),
+                        c.parent
+                    )
+                })?;
+                let shards = self.endpoint.shard().count();
                 self.watches
-                    .push(ParentWatch::new(spec.id, c.parent, c.parent_job));
-                self.endpoint.add_child_job(config, link, c.parent, routes)
+                    .push(ParentWatch::new(spec.id, parent, c.parent_job, shards));
+                self.endpoint.add_child_job(config, link, parent, routes)
             }
         };
         added.map_err(|e| format!("job {}: {e}", spec.id))?;
@@ -431,14 +440,14 @@ impl<G: ControlPlane> Daemon<G> {
                 self.send.unuse_last();
                 return self.flush();
             };
-            let unspecified = SocketAddr::from(([0, 0, 0, 0], 0));
             let mut output = Output {
                 send: &mut self.send,
                 socket: &self.socket,
                 loss: &mut self.loss,
                 counters: &mut self.counters,
             };
-            output.route(&self.endpoint, &t, b, &unspecified)?;
+            output.route(&self.endpoint, &t, b, &UNSPECIFIED)?;
+            output.owed_up(&mut self.endpoint)?;
         }
     }
 
@@ -565,6 +574,10 @@ impl<G: ControlPlane> Daemon<G> {
                 if let Some(j) = counters.jobs.iter_mut().find(|j| j.job == w.job) {
                     j.from_parent += 1;
                 }
+                if t != Transmit::Nothing {
+                    log_parent_abort(w, bytes);
+                }
+                log_shard_mismatch(w, bytes);
             }
         }
         if t == Transmit::Nothing {
@@ -577,8 +590,54 @@ impl<G: ControlPlane> Daemon<G> {
             loss,
             counters,
         };
-        output.route(endpoint, &t, b, &from)
+        output.route(endpoint, &t, b, &from)?;
+        output.owed_up(endpoint)
     }
+}
+
+/// The source address of what the daemon sends of its own accord.
+const UNSPECIFIED: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), 0);
+
+/// Warn, once, if the parent's JoinReply in `bytes` says it has another number of shards
+/// than this switch: shard `i` of a child goes up to shard `i` of its parent (§7).
+fn log_shard_mismatch(w: &mut ParentWatch, bytes: &[u8]) {
+    let Ok(reply) = JoinReplyPacket::new_checked(bytes) else {
+        return;
+    };
+    if reply.msg_type() == wire::MessageType::JoinReply && w.newly_mismatched(reply.shards()) {
+        log::warn!(
+            "job {}: its parent switch {} has {} shard(s), this switch another number: a \
+             sharded child needs a parent of as many shards (--threads), or lanes go astray",
+            w.job,
+            w.parent,
+            reply.shards().max(1)
+        );
+    }
+}
+
+/// Log the parent's Abort in `bytes` that ended child job `w.job`'s run (its ranks were
+/// told `ParentFailed`, which names the member but not the parent's reason).
+fn log_parent_abort(w: &ParentWatch, bytes: &[u8]) {
+    let Ok(a) = AbortPacket::new_checked(bytes).and_then(|p| AbortRepr::parse(&p)) else {
+        return;
+    };
+    let hint = match a.reason {
+        wire::AbortReason::WrongShard => {
+            " (a sharded child needs a parent of as many shards, --threads)"
+        }
+        _ => "",
+    };
+    log::warn!(
+        "job {}: its parent switch {} ended the run (job {}, member {}): {} (detail {}){hint}; \
+         its ranks were told",
+        w.job,
+        w.parent,
+        a.job,
+        a.rank,
+        a.reason,
+        a.detail
+    );
 }
 
 /// The sending half of the daemon, borrowed apart from the endpoint and the receive batch.
@@ -622,6 +681,30 @@ impl Output<'_> {
             self.counters.jobs[j].sent += sent;
         }
         Ok(())
+    }
+
+    /// Queue what the endpoint owes a parent since the last transmit: a child's run that
+    /// ended with an Abort to its ranks tells the parent too (protocol.md §7).
+    fn owed_up<G: ControlPlane>(&mut self, endpoint: &mut SoftEndpoint<G>) -> io::Result<()> {
+        if self.send.buffer().is_none() {
+            flush(self.send, self.socket, self.counters)?;
+            self.send.clear();
+        } else {
+            self.send.unuse_last();
+        }
+        let Some((b, out)) = self.send.buffer() else {
+            return Ok(());
+        };
+        let Some(t) = endpoint.poll_transmit(out) else {
+            self.send.unuse_last();
+            return Ok(());
+        };
+        if let Transmit::Lanes { job, .. } = t {
+            if let Some(j) = self.counters.jobs.iter_mut().find(|j| j.job == job) {
+                j.count(&t);
+            }
+        }
+        self.route(endpoint, &t, b, &UNSPECIFIED)
     }
 }
 

@@ -146,9 +146,9 @@ impl SwitchConfig {
         }
     }
 
-    /// Check the parent and child jobs: each names a job of `jobs`, is one or the other,
-    /// and the switch has one shard (a child goes up from one address; the parent answers
-    /// each child from one).
+    /// Check the parent and child jobs: each names a job of `jobs`, and is one or the
+    /// other. Sharded, each shard is a level of its own: shard `i` of a child goes up to
+    /// shard `i` of its parent, which must have as many (protocol.md §7).
     fn check_tree(&self) -> Result<(), String> {
         let tiered = self
             .parent_jobs
@@ -158,14 +158,6 @@ impl SwitchConfig {
             if !self.jobs.iter().any(|j| j.id == id) {
                 return Err(format!(
                     "job {id}: a parent or child job must be a --job too"
-                ));
-            }
-            if self.shards > 1 {
-                return Err(format!(
-                    "job {id}: a parent's or child's job needs one shard (--threads 1), \
-                     not {}: a child sends up from one address and its parent answers it \
-                     from one (protocol.md §7)",
-                    self.shards
                 ));
             }
         }

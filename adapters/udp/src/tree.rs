@@ -4,8 +4,10 @@
 //!
 //! The daemon only configures the core's endpoint ([`Endpoint::add_parent_job`],
 //! [`Endpoint::add_child_job`]) and sends where it says: the tree's rules are the core's.
-//! A parent or a child serves from one socket (`--threads 1`): a child's lanes all go up
-//! from one address, and the parent answers each child from one.
+//! Sharded (`--threads N`, protocol.md §1.1), every shard is a tree of its own: shard `i`
+//! of a child serves the lanes `l mod N = i` and goes up from its own socket to shard `i`
+//! of the parent (the parent's port plus `i`), which serves the same lanes and answers it
+//! there. So a sharded child needs a parent of as many shards.
 //!
 //! [`Endpoint::add_parent_job`]: switchml_core::switch::Endpoint::add_parent_job
 //! [`Endpoint::add_child_job`]: switchml_core::switch::Endpoint::add_child_job
@@ -14,6 +16,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
+use switchml_core::shard::Shard;
 use switchml_core::switch::ParentLink;
 
 /// A child's job: `--child-of job=ID,parent=ADDR,parent-job=ID,member=I,members=C,
@@ -39,6 +42,13 @@ pub struct ChildSpec {
 }
 
 impl ChildSpec {
+    /// Return the address of the parent's shard that shard `shard` of this child goes up
+    /// to: the one of the same index (`None` if its port would pass 65535).
+    pub fn parent_of_shard(&self, shard: Shard) -> Option<SocketAddr> {
+        let port = switchml_core::shard::shard_port(self.parent.port(), shard.index())?;
+        Some(SocketAddr::new(self.parent.ip(), port))
+    }
+
     /// Return the core's parent link, with the parent's key `key`.
     pub fn link(&self, key: u64) -> ParentLink {
         ParentLink {
@@ -129,21 +139,34 @@ pub(crate) struct ParentWatch {
     pub(crate) job: u16,
     pub(crate) parent: SocketAddr,
     pub(crate) parent_job: u16,
+    /// This switch's number of shards, which the parent's must equal.
+    shards: u16,
     first_up: Option<Instant>,
     heard: bool,
     warned: bool,
+    shards_warned: bool,
 }
 
 impl ParentWatch {
-    pub(crate) fn new(job: u16, parent: SocketAddr, parent_job: u16) -> ParentWatch {
+    pub(crate) fn new(job: u16, parent: SocketAddr, parent_job: u16, shards: u16) -> ParentWatch {
         ParentWatch {
             job,
             parent,
             parent_job,
+            shards,
             first_up: None,
             heard: false,
             warned: false,
+            shards_warned: false,
         }
+    }
+
+    /// The parent said it has `theirs` shards (a JoinReply's `shards`, 0 for one): return
+    /// whether that is not this switch's number, the first time it is not.
+    pub(crate) fn newly_mismatched(&mut self, theirs: u8) -> bool {
+        let mismatched = u16::from(theirs).max(1) != self.shards && !self.shards_warned;
+        self.shards_warned |= mismatched;
+        mismatched
     }
 
     /// Something went up to the parent.
@@ -172,6 +195,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_parent_of_another_number_of_shards_is_named_once() {
+        let parent = "127.0.0.1:9000".parse().unwrap();
+        let mut w = ParentWatch::new(1, parent, 9, 2);
+        assert!(!w.newly_mismatched(2));
+        assert!(w.newly_mismatched(0), "one shard");
+        assert!(!w.newly_mismatched(3), "once");
+        let mut single = ParentWatch::new(1, parent, 9, 1);
+        assert!(!single.newly_mismatched(0) && !single.newly_mismatched(1));
+    }
+
+    #[test]
     fn child_specs_parse_and_name_what_is_wrong() {
         let s = "job=1,parent=127.0.0.1:9000,parent-job=9,member=1,members=2,rank-lo=4,world=8";
         let c: ChildSpec = s.parse().unwrap();
@@ -185,6 +219,9 @@ mod tests {
         assert_eq!(keyed.parent_key, Some(0xBEEF));
         let missing = "job=1,parent=127.0.0.1:9000".parse::<ChildSpec>();
         assert!(missing.unwrap_err().contains("parent-job missing"));
+        let shard = |i| Shard::new(i, 2).unwrap();
+        assert_eq!(c.parent_of_shard(shard(1)), "127.0.0.1:9001".parse().ok());
+        assert_eq!(c.parent_of_shard(shard(0)), Some(c.parent));
         let bad = s.replace("member=1", "member=2").parse::<ChildSpec>();
         assert!(bad.unwrap_err().contains("not below members"));
         assert!(s.replace("world=8", "size=8").parse::<ChildSpec>().is_err());

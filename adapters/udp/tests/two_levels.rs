@@ -12,10 +12,11 @@
 mod common;
 
 use std::net::{SocketAddr, UdpSocket};
+use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use common::*;
-use switchml_udp::{ChildSpec, JobSpec, Op, RunningSwitch, SwitchConfig};
+use switchml_udp::{ChildSpec, Communicator, JobSpec, Op, RunningSwitch, SwitchConfig};
 
 const PARENT_JOB: u16 = 9;
 const PARENT_KEY: u64 = 0x9A7E_2700_0000_0009;
@@ -26,8 +27,23 @@ fn loopback() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
 }
 
-/// A parent serving `children` members, losing `drop_rate` of its datagrams.
-fn parent(children: u16, drop_rate: f64) -> RunningSwitch {
+/// How a switch of the tree runs: the datagrams it loses, its shards and, for a child,
+/// the key it joins its parent with.
+#[derive(Clone, Copy)]
+struct Run {
+    drop_rate: f64,
+    shards: usize,
+    parent_key: u64,
+}
+
+const PLAIN: Run = Run {
+    drop_rate: 0.0,
+    shards: 1,
+    parent_key: PARENT_KEY,
+};
+
+/// A parent serving `children` members.
+fn parent(children: u16, run: Run) -> RunningSwitch {
     let job = JobSpec {
         id: PARENT_JOB,
         world: children,
@@ -35,8 +51,9 @@ fn parent(children: u16, drop_rate: f64) -> RunningSwitch {
         key: Some(PARENT_KEY),
     };
     RunningSwitch::start(&SwitchConfig {
-        drop_rate,
+        drop_rate: run.drop_rate,
         seed: 77,
+        shards: run.shards,
         parent_jobs: vec![PARENT_JOB],
         ..SwitchConfig::new(loopback(), vec![job])
     })
@@ -44,13 +61,7 @@ fn parent(children: u16, drop_rate: f64) -> RunningSwitch {
 }
 
 /// Child `member` of `members`, serving `per_child` ranks of `world`, its parent at `up`.
-fn child(
-    up: SocketAddr,
-    member: u16,
-    members: u16,
-    per_child: u16,
-    drop_rate: f64,
-) -> RunningSwitch {
+fn child(up: SocketAddr, member: u16, members: u16, per_child: u16, run: Run) -> RunningSwitch {
     let spec = ChildSpec {
         job: JOB,
         parent: up,
@@ -59,11 +70,12 @@ fn child(
         members,
         rank_lo: member * per_child,
         world: members * per_child,
-        parent_key: Some(PARENT_KEY),
+        parent_key: Some(run.parent_key),
     };
     RunningSwitch::start(&SwitchConfig {
-        drop_rate,
+        drop_rate: run.drop_rate,
         seed: 100 + u64::from(member),
+        shards: run.shards,
         child_jobs: vec![spec],
         ..SwitchConfig::new(loopback(), vec![job_spec(per_child, SLOTS)])
     })
@@ -78,12 +90,23 @@ struct Tree {
 }
 
 impl Tree {
+    /// The tree, the parent losing `loss.0` of its datagrams and child 0 `loss.1`.
     fn new(members: u16, per_child: u16, loss: (f64, f64)) -> Tree {
-        let parent = parent(members, loss.0);
+        Tree::sharded(members, per_child, loss, 1)
+    }
+
+    /// [`Tree::new`], every switch of `shards` shards.
+    fn sharded(members: u16, per_child: u16, loss: (f64, f64), shards: usize) -> Tree {
+        let level = |drop_rate| Run {
+            drop_rate,
+            shards,
+            ..PLAIN
+        };
+        let parent = parent(members, level(loss.0));
         let children = (0..members)
             .map(|m| {
                 let rate = if m == 0 { loss.1 } else { 0.0 };
-                child(parent.addr(), m, members, per_child, rate)
+                child(parent.addr(), m, members, per_child, level(rate))
             })
             .collect();
         Tree {
@@ -195,7 +218,7 @@ fn sums_stay_exact_with_loss_at_a_child_and_at_the_parent() {
 fn a_child_whose_parent_is_silent_fails_its_ranks_in_bounded_time() {
     // A socket that takes datagrams and never answers: no ICMP, just silence.
     let silent = UdpSocket::bind(loopback()).unwrap();
-    let sw = child(silent.local_addr().unwrap(), 0, 2, 2, 0.0);
+    let sw = child(silent.local_addr().unwrap(), 0, 2, 2, PLAIN);
     let started = Instant::now();
     let outcomes = per_rank(
         2,
@@ -221,7 +244,43 @@ fn a_child_whose_parent_is_silent_fails_its_ranks_in_bounded_time() {
 }
 
 #[test]
-fn parent_and_child_jobs_need_one_shard_and_a_job() {
+fn a_parent_that_refuses_a_child_fails_its_ranks_naming_it_at_once() {
+    // Child 1 states the wrong key for the parent's job: the parent refuses its Join, and
+    // child 1's ranks fail naming it, not at their 10 s join timeout.
+    let parent = parent(2, PLAIN);
+    let _child0 = child(parent.addr(), 0, 2, 2, PLAIN);
+    let wrong_key = Run {
+        parent_key: PARENT_KEY ^ 1,
+        ..PLAIN
+    };
+    let child1 = child(parent.addr(), 1, 2, 2, wrong_key);
+    let started = Instant::now();
+    let outcomes = per_rank(2, |r| config(2 + r, 4, child1.addr()), |_| ());
+    assert!(started.elapsed() < Duration::from_secs(5), "it hung");
+    for (rank, o) in outcomes.into_iter().enumerate() {
+        let e = o
+            .expect_err("no rank may join through a refused child")
+            .to_string();
+        let named = "parent switch ended the run: child switch 1";
+        assert!(e.contains(named), "rank {}: {e}", rank + 2);
+    }
+}
+
+#[test]
+fn sharded_children_under_a_parent_of_as_many_shards_sum_exactly() {
+    // Two shards at every switch, two lanes a rank: lane l goes to shard l of its child,
+    // which goes up to shard l of the parent; each shard pair is a tree of its own.
+    let tree = Tree::sharded(2, 2, (0.0, 0.0), 2);
+    all_reduce(&tree, 3000);
+    for sw in [&tree.parent, &tree.children[0], &tree.children[1]] {
+        assert_eq!(sw.shards(), 2);
+        let per_shard = sw.shard_counters();
+        assert!(per_shard.iter().all(|c| c.received > 0), "a shard idled");
+    }
+}
+
+#[test]
+fn parent_and_child_jobs_need_a_job_and_the_reference_switch() {
     let spec = ChildSpec {
         job: JOB,
         parent: "127.0.0.1:9".parse().unwrap(),
@@ -232,16 +291,6 @@ fn parent_and_child_jobs_need_one_shard_and_a_job() {
         world: 4,
         parent_key: None,
     };
-    let sharded = RunningSwitch::start(&SwitchConfig {
-        shards: 2,
-        child_jobs: vec![spec],
-        ..SwitchConfig::new(loopback(), vec![job_spec(2, SLOTS)])
-    });
-    let e = sharded
-        .err()
-        .expect("a sharded child is refused")
-        .to_string();
-    assert!(e.contains("--threads 1"), "{e}");
     let orphan = RunningSwitch::start(&SwitchConfig {
         parent_jobs: vec![5],
         ..SwitchConfig::new(loopback(), vec![job_spec(2, SLOTS)])
@@ -258,4 +307,69 @@ fn parent_and_child_jobs_need_one_shard_and_a_job() {
     });
     let e = model.err().expect("the P4 model has no tiers").to_string();
     assert!(e.contains("no parent or child"), "{e}");
+}
+
+/// Rank 0 (child 0) drops its communicator with an all-reduce in flight: its Abort goes to
+/// child 0's ranks and up, and the parent's passes down to child 1's ranks. They fail
+/// naming child 0 at once, not after their budget of 400 timeouts (over 15 s). Sharded,
+/// each of rank 0's lanes tells its own shard, and each shard pair passes it on.
+fn a_rank_that_gives_up_under_one_child_fails_the_ranks_under_the_other(shards: usize) {
+    let tree = Tree::sharded(2, 2, (0.0, 0.0), shards);
+    let world = tree.world();
+    let gone = Barrier::new(usize::from(world));
+    let config = |r| switchml_udp::CommConfig {
+        retries: 400,
+        ..tree.config(r)
+    };
+    let outcomes: Vec<(Duration, String)> = std::thread::scope(|s| {
+        let ranks: Vec<_> = (0..world)
+            .map(|r| {
+                let (gone, config) = (&gone, &config);
+                s.spawn(move || {
+                    let comm = Communicator::connect(&config(r)).unwrap();
+                    let mut x = ints(r, world, 1_000, 3);
+                    comm.allreduce(&mut x, Op::Sum).unwrap();
+                    if r == 0 {
+                        // The others start this one only once rank 0 has gone.
+                        let pending = comm.allreduce_async(ints(r, world, 100_000, 4), Op::Sum);
+                        std::thread::sleep(Duration::from_millis(50));
+                        drop(comm);
+                        gone.wait();
+                        let e = pending.wait().expect_err("rank 0 gave up");
+                        return (Duration::ZERO, e.to_string());
+                    }
+                    gone.wait();
+                    let started = Instant::now();
+                    let mut y = ints(r, world, 100_000, 4);
+                    let e = comm
+                        .allreduce(&mut y, Op::Sum)
+                        .expect_err("no sum without rank 0");
+                    (started.elapsed(), e.to_string())
+                })
+            })
+            .collect();
+        ranks.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (rank, (took, text)) in outcomes.iter().enumerate().skip(1) {
+        eprintln!("rank {rank} failed after {took:?}: {text}");
+        assert!(*took < Duration::from_secs(3), "rank {rank} took {took:?}");
+        let named = if rank < 2 {
+            "rank 0 gave up"
+        } else {
+            "parent switch ended the run: child switch 0"
+        };
+        assert!(text.contains(named), "rank {rank}: {text}");
+    }
+    let p = published(&tree.parent);
+    assert_eq!(p.job(PARENT_JOB).unwrap().switch.aborts, shards as u64);
+}
+
+#[test]
+fn a_rank_that_gives_up_under_one_child_fails_the_ranks_under_the_other_at_once() {
+    a_rank_that_gives_up_under_one_child_fails_the_ranks_under_the_other(1);
+}
+
+#[test]
+fn a_rank_that_gives_up_fails_the_other_childs_ranks_through_every_shard() {
+    a_rank_that_gives_up_under_one_child_fails_the_ranks_under_the_other(2);
 }

@@ -87,6 +87,13 @@ pub trait ControlPlane: Aggregator {
     /// End job `id`'s run because the switch stops: write the Abort `Shutdown` its ranks get
     /// into `out` and return the multicast verdict, or `None` if the job has no run.
     fn shutdown_run(&mut self, id: u16, out: &mut [u8]) -> Option<Verdict>;
+
+    /// Write the Abort a child's job owes its parent since the last call (its run ended,
+    /// protocol.md §7) into `out` and return [`Verdict::Up`]; `None` if none is owed. A
+    /// switch that has no tiers owes none.
+    fn poll_up(&mut self, _out: &mut [u8]) -> Option<Verdict> {
+        None
+    }
 }
 
 impl<const K: usize, const WORDS: usize, const JOBS: usize> Aggregator
@@ -151,5 +158,9 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> ControlPlane
 
     fn shutdown_run(&mut self, id: u16, out: &mut [u8]) -> Option<Verdict> {
         Switch::shutdown_run(self, id, out)
+    }
+
+    fn poll_up(&mut self, out: &mut [u8]) -> Option<Verdict> {
+        Switch::poll_up(self, out)
     }
 }

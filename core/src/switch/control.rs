@@ -126,9 +126,10 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
                 // ranks learn why; the new process's next Join opens the next run.
                 job.counters.aborts += 1;
                 let session = job.run.session;
+                let reason = AbortReason::RankRestarted;
+                self.up = job.abort_up(reason).or(self.up);
                 job.run.end();
                 let epoch = self.epoch;
-                let reason = AbortReason::RankRestarted;
                 return match emit_abort(j.job, RANK_ALL, reason, j.rank, epoch, session, out) {
                     Some(len) => Verdict::Multicast { job: j.job, len },
                     None => Verdict::Drop(DropReason::OutputTooSmall),
@@ -263,7 +264,8 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
         }
     }
 
-    /// A worker gave up: pass its Abort on to every rank of the job, unchanged; the run ends.
+    /// A worker gave up: pass its Abort on to every rank of the job, unchanged; the run ends
+    /// (and a child owes its parent an Abort, [`Switch::poll_up`]).
     pub(super) fn abort(&mut self, bytes: &[u8], out: &mut [u8]) -> Verdict {
         let Ok(a) = AbortRepr::parse(&AbortPacket::new_unchecked(bytes)) else {
             return Verdict::Drop(DropReason::Malformed);
@@ -279,6 +281,8 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
             return Verdict::Drop(DropReason::UnknownRank);
         }
         job.counters.aborts += 1;
+        // A child's run that ends ends the whole job's: it tells its parent too (§7).
+        self.up = job.abort_up(AbortReason::WorkerFailed).or(self.up);
         job.run.end();
         let len = a.buffer_len();
         a.emit(&mut AbortPacket::new_unchecked(&mut out[..len]));

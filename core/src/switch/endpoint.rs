@@ -15,9 +15,10 @@
 //! A job can be one level of a tree (protocol.md §7). A *child* job
 //! ([`Endpoint::add_child_job`]) knows its parent switch's address: its ranks' lanes are
 //! learned by global rank, what the switch sends up ([`Verdict::Up`]) goes to the parent
-//! (a [`Transmit::Lanes`] with `up` set), and only Results and JoinReplies of the parent's
-//! job from that address reach the switch — nothing from the parent is taken for a
-//! worker's, and no one else's Result or JoinReply is taken for the parent's. A *parent*
+//! (a [`Transmit::Lanes`] with `up` set), and only Results, JoinReplies and Aborts of the
+//! parent's job from that address reach the switch — nothing from the parent is taken for
+//! a worker's, and no one else's is taken for the parent's. When a child's run ends with an
+//! Abort to its ranks, [`Endpoint::poll_transmit`] then gives the Abort that goes up. A *parent*
 //! job ([`Endpoint::add_parent_job`]) has child switches for ranks, each one address
 //! (one socket): any Join of a child teaches its address for every lane, since a child
 //! sends up the Join of whichever lane's worker asked.
@@ -315,8 +316,8 @@ where
     }
 
     /// Return whether a datagram of `kind` and job `id` from `from` may reach the switch:
-    /// a Result or JoinReply only from the parent of the child job it is for, and nothing
-    /// else from a parent's address (§7).
+    /// a Result, JoinReply or Abort of a child job's parent job only from that parent, and
+    /// nothing else from a parent's address (§7).
     fn admits(&self, from: &A, incoming: Option<(MessageType, u16, u16)>) -> bool {
         let Some((kind, id, _)) = incoming else {
             return true;
@@ -327,7 +328,7 @@ where
         });
         match kind {
             // Anything else of these reaches the switch, which refuses it.
-            MessageType::Result | MessageType::JoinReply => {
+            MessageType::Result | MessageType::JoinReply | MessageType::Abort => {
                 children.all(|(parent, job)| job != id || parent == *from)
             }
             _ => children.all(|(parent, _)| parent != *from),
@@ -451,6 +452,29 @@ where
                 .filter_map(move |e| e.as_ref().filter(|(_, s)| *s == session).map(|(a, _)| a))
         });
         reply.into_iter().chain(lanes)
+    }
+
+    /// Write what the switch owes a parent since the last call into `out`: a child job's
+    /// run ended (an Abort went to its ranks), and its Abort goes up too (protocol.md §7);
+    /// `None` if nothing is owed. Call it after every [`Endpoint::handle`] and
+    /// [`Endpoint::shutdown_run`], once what they wrote was sent.
+    #[must_use]
+    pub fn poll_transmit(&mut self, out: &mut [u8]) -> Option<Transmit> {
+        let Verdict::Up { job, len } = self.switch.poll_up(out)? else {
+            return None;
+        };
+        let child = self.routes.iter().flatten().find_map(|r| match r.place {
+            Place::Child { job: j, .. } if j == job => Some(r.id),
+            _ => None,
+        })?;
+        let session = AbortPacket::new_checked(out.get(..len)?).ok()?.session();
+        Some(Transmit::Lanes {
+            job: child,
+            session,
+            slot: None,
+            len,
+            up: true,
+        })
     }
 
     /// Return the address of the parent of child job `id`.

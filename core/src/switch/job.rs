@@ -4,7 +4,7 @@
 //! serves several training jobs at once (the original SwitchML serves one).
 
 use super::run::Run;
-use super::tier::Tier;
+use super::tier::{ParentLink, Tier};
 use crate::ranks::{RankSet, MAX_WORLD};
 
 /// What the control plane says about a job.
@@ -208,6 +208,9 @@ pub enum JobError {
     Tree,
     /// This switch takes flat jobs only: it cannot be a parent or a child (the P4 model).
     Untiered,
+    /// The id is both a job's and a child job's parent job's here: messages of the
+    /// parent's job (its Aborts) would be taken for the job's (protocol.md §7).
+    ParentIdTaken(u16),
 }
 
 impl core::fmt::Display for JobError {
@@ -227,6 +230,10 @@ impl core::fmt::Display for JobError {
                 "child ranks beyond the job's world, or member index beyond the parent's",
             ),
             JobError::Untiered => f.write_str("this switch has no parent or child jobs"),
+            JobError::ParentIdTaken(id) => write!(
+                f,
+                "job {id} is both a job here and a child's parent job: one id per switch"
+            ),
         }
     }
 }
@@ -261,6 +268,13 @@ impl<const WORDS: usize, const JOBS: usize> JobTable<WORDS, JOBS> {
         })
     }
 
+    /// Return the child job whose parent's job is `parent_job`, with its link.
+    pub(crate) fn child_mut(&mut self, parent_job: u16) -> Option<(&mut Job<WORDS>, ParentLink)> {
+        let job = self.find_child(parent_job).and_then(|i| self.get_mut(i))?;
+        let link = *job.parent()?;
+        Some((job, link))
+    }
+
     pub(crate) fn get(&self, index: usize) -> Option<&Job<WORDS>> {
         self.entries.get(index)?.as_ref()
     }
@@ -290,6 +304,16 @@ impl<const WORDS: usize, const JOBS: usize> JobTable<WORDS, JOBS> {
             if world > MAX_WORLD || hi > u32::from(link.world) || link.member >= link.members {
                 return Err(JobError::Tree);
             }
+            // A parent's message names the parent's job: it must find this child alone.
+            if link.job == config.id
+                || self.find(link.job).is_some()
+                || self.find_child(link.job).is_some()
+            {
+                return Err(JobError::ParentIdTaken(link.job));
+            }
+        }
+        if self.find_child(config.id).is_some() {
+            return Err(JobError::ParentIdTaken(config.id));
         }
         let free = self
             .entries

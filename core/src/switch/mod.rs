@@ -16,7 +16,8 @@
 //! A job can also be one level of a tree ([`Switch::add_tiered_job`], protocol.md §7): a
 //! child's completed uses go up to a parent switch ([`Verdict::Up`]) and the parent's
 //! Results come back down through it, so that one job spans more ranks than one switch
-//! holds.
+//! holds. A run that ends at one level ends at the other: the parent's Abort comes down,
+//! and a child's goes up as a second message ([`Switch::poll_up`]).
 //!
 //! ```
 //! use switchml_core::switch::{JobConfig, Slot, Switch, Verdict};
@@ -42,7 +43,7 @@ pub use pool::{Slot, SlotVersion};
 pub use tier::{ParentLink, Tier};
 
 use crate::wire::{
-    self, AbortReason, DataKind, DataPacket, DataRepr, Flags, MessageType, RANK_ALL,
+    self, AbortReason, AbortRepr, DataKind, DataPacket, DataRepr, Flags, MessageType, RANK_ALL,
 };
 use job::JobTable;
 
@@ -220,6 +221,8 @@ pub struct Switch<'a, const K: usize, const WORDS: usize, const JOBS: usize> {
     epoch: u32,
     counters: Counters,
     probe_results: bool,
+    /// The Abort a child's job owes its parent, until [`Switch::poll_up`] (protocol.md §7).
+    up: Option<AbortRepr>,
 }
 
 impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WORDS, JOBS> {
@@ -234,6 +237,7 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
             epoch,
             counters: Counters::default(),
             probe_results: false,
+            up: None,
         }
     }
 
@@ -328,7 +332,8 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
     }
 
     /// End job `id`'s run because the switch stops: write the Abort `Shutdown` its ranks
-    /// get into `out` and return the multicast verdict, or `None` if the job has no run.
+    /// get into `out` and return the multicast verdict, or `None` if the job has no run. A
+    /// child's job then owes its parent an Abort too ([`Switch::poll_up`]).
     pub fn shutdown_run(&mut self, id: u16, out: &mut [u8]) -> Option<Verdict> {
         let epoch = self.epoch;
         let job = self.jobs.find(id).and_then(|i| self.jobs.get_mut(i))?;
@@ -338,6 +343,7 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
         let session = job.run.session;
         let reason = AbortReason::Shutdown;
         let len = control::emit_abort(id, RANK_ALL, reason, 0, epoch, session, out)?;
+        self.up = job.abort_up(reason).or(self.up);
         job.run.end();
         Some(Verdict::Multicast { job: id, len })
     }
@@ -363,12 +369,13 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
         let Ok((kind, id, _)) = wire::peek(packet) else {
             return Verdict::Drop(DropReason::Malformed);
         };
-        // Only a child switch's job takes answers from its parent (§7).
+        // Only a child switch's job takes answers (and Aborts) from its parent (§7).
         let child = self.jobs.find_child(id).is_some();
         match kind {
             MessageType::Contribution => self.contribution(packet, out),
             MessageType::Join => self.join(packet, out),
             MessageType::Probe => self.probe(packet, out),
+            MessageType::Abort if child => self.parent_abort(packet, out),
             MessageType::Abort => self.abort(packet, out),
             MessageType::Status => self.status(packet, out),
             MessageType::Leave => self.leave(packet, out),

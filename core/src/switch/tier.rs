@@ -175,14 +175,7 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
         let Ok(p) = DataRepr::parse(&packet) else {
             return Verdict::Drop(DropReason::Malformed);
         };
-        let Some(job) = self
-            .jobs
-            .find_child(p.job)
-            .and_then(|i| self.jobs.get_mut(i))
-        else {
-            return Verdict::Drop(DropReason::UnexpectedType);
-        };
-        let Some(link) = job.parent().copied() else {
+        let Some((job, link)) = self.jobs.child_mut(p.job) else {
             return Verdict::Drop(DropReason::UnexpectedType);
         };
         if job.run.parent == 0 || p.session != job.run.parent {
@@ -239,14 +232,7 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
         let max_count = self.max_count();
         let epoch = self.epoch;
         let flags = super::control::join_flags(self.probe_results, true);
-        let Some(job) = self
-            .jobs
-            .find_child(r.job)
-            .and_then(|i| self.jobs.get_mut(i))
-        else {
-            return Verdict::Drop(DropReason::UnexpectedType);
-        };
-        let Some(link) = job.parent().copied() else {
+        let Some((job, link)) = self.jobs.child_mut(r.job) else {
             return Verdict::Drop(DropReason::UnexpectedType);
         };
         let complete = r.flags.contains(JoinFlags::COMPLETE);
@@ -294,6 +280,8 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
         }
     }
 }
+
+pub(crate) mod abort;
 
 #[cfg(test)]
 pub(crate) mod tests;

@@ -69,6 +69,9 @@ pub enum AbortReason {
     /// 14: the rank's number of lanes differs from the one the job's run agreed (detail:
     /// it).
     LaneCountMismatch,
+    /// 15: the job's parent switch ended the run (protocol.md §7; detail: the child switch,
+    /// as a member of the parent's job, whose failure or refusal ended it, or `0xFFFF`).
+    ParentFailed,
     /// A reason this version does not know.
     Unknown(u8),
 }
@@ -90,6 +93,7 @@ impl From<u8> for AbortReason {
             12 => AbortReason::SessionEnded,
             13 => AbortReason::WrongShard,
             14 => AbortReason::LaneCountMismatch,
+            15 => AbortReason::ParentFailed,
             other => AbortReason::Unknown(other),
         }
     }
@@ -112,6 +116,7 @@ impl From<AbortReason> for u8 {
             AbortReason::SessionEnded => 12,
             AbortReason::WrongShard => 13,
             AbortReason::LaneCountMismatch => 14,
+            AbortReason::ParentFailed => 15,
             AbortReason::Unknown(other) => other,
         }
     }
@@ -150,6 +155,7 @@ impl core::fmt::Display for AbortReason {
             AbortReason::LaneCountMismatch => {
                 f.write_str("the number of lanes differs from the one the job's ranks use")
             }
+            AbortReason::ParentFailed => f.write_str("the job's parent switch ended the run"),
             AbortReason::Unknown(b) => write!(f, "unknown abort reason {b:#04x}"),
         }
     }
@@ -334,6 +340,7 @@ mod tests {
         assert_eq!(AbortReason::from(0), AbortReason::Unknown(0));
         assert_eq!(AbortReason::from(13), AbortReason::WrongShard);
         assert_eq!(AbortReason::from(14), AbortReason::LaneCountMismatch);
+        assert_eq!(AbortReason::from(15), AbortReason::ParentFailed);
         assert_eq!(AbortReason::from(99), AbortReason::Unknown(99));
     }
 

@@ -199,6 +199,12 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             }
             return;
         }
+        if a.reason == AbortReason::ParentFailed {
+            self.fail(WorkerError::ParentFailed {
+                child: (a.detail != 0xFFFF).then_some(a.detail),
+            });
+            return;
+        }
         if a.rank != me && a.rank != crate::wire::RANK_ALL {
             self.stats.ignored += 1;
             return;

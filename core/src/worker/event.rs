@@ -115,6 +115,12 @@ pub enum WorkerError {
         /// The rank it was waiting for, if it named one.
         waiting_for: Option<u16>,
     },
+    /// The job's parent switch ended the run (two levels, protocol.md §7): a rank under
+    /// another child switch gave up, a child restarted or was refused, or the parent stops.
+    ParentFailed {
+        /// The child switch (a member of the parent's job) it names, if it names one.
+        child: Option<u16>,
+    },
     /// One slot made no progress through the whole retry budget.
     Stalled {
         /// The job-relative slot.
@@ -163,6 +169,13 @@ impl core::fmt::Display for WorkerError {
                 write!(f, "rank {rank} gave up")?;
                 match waiting_for {
                     Some(r) => write!(f, " waiting for rank {r}"),
+                    None => Ok(()),
+                }
+            }
+            WorkerError::ParentFailed { child } => {
+                f.write_str("the job's parent switch ended the run")?;
+                match child {
+                    Some(c) => write!(f, ": child switch {c} of the tree failed or was refused"),
                     None => Ok(()),
                 }
             }

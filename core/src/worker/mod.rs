@@ -659,6 +659,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             | WorkerError::PortUnreachable { .. }
             | WorkerError::Refused { .. }
             | WorkerError::PeerAborted { .. }
+            | WorkerError::ParentFailed { .. }
             | WorkerError::SwitchRestarted { .. } => None,
         };
     }

@@ -464,6 +464,40 @@ fn abort_hands_tensors_back_and_tells_the_job() {
 }
 
 #[test]
+fn a_parent_failure_fails_the_run_naming_the_child_and_sends_nothing_back() {
+    use crate::wire::{AbortPacket, AbortReason, AbortRepr, RANK_ALL};
+    use core::fmt::Write;
+    let mut buf = [0u8; 64];
+    for (detail, child) in [(2, Some(2)), (0xFFFF, None)] {
+        let mut pool = [Slot::<8, 1>::IDLE; 4];
+        let mut s = job_3(&mut pool);
+        let mut w = TestWorker::new(config()).unwrap();
+        join_both(&mut w, &mut s);
+        let mut b = [0u8; 20];
+        AbortRepr {
+            job: 3,
+            rank: RANK_ALL,
+            reason: AbortReason::ParentFailed,
+            detail,
+            epoch: 1,
+            session: RANK1_NONCE,
+        }
+        .emit(&mut AbortPacket::new_unchecked(&mut b[..]));
+        w.handle_packet(ms(1), &b);
+        let failure = w.failure().copied();
+        assert_eq!(failure, Some(WorkerError::ParentFailed { child }));
+        let mut text = heapless::String::<128>::new();
+        write!(text, "{}", failure.unwrap()).unwrap();
+        assert!(
+            text.starts_with("the job's parent switch ended the run"),
+            "{text}"
+        );
+        assert_eq!(text.contains("child switch 2"), child.is_some(), "{text}");
+        assert_eq!(w.poll_transmit(ms(1), &mut buf), None, "the job knows");
+    }
+}
+
+#[test]
 fn submit_finite_trusts_the_caller_and_submit_scans_after_cheaper_refusals() {
     let mut w = Worker::<&mut [f32], 4, 1>::new(config()).unwrap();
     let (mut a, mut b) = ([1.0f32, 2.0], [0.0f32, f32::NAN]);

@@ -13,9 +13,12 @@ use std::collections::VecDeque;
 use std::vec::Vec;
 
 use super::*;
+use crate::switch::tier::abort::tests::abort;
 use crate::switch::tier::tests::{config, link, KEY, PARENT_KEY};
 use crate::switch::{Slot, Switch};
-use crate::wire::{DataKind, DataRepr, Flags, JoinFlags, JoinReplyRepr, JoinRepr, RANK_ALL};
+use crate::wire::{
+    AbortReason, DataKind, DataRepr, Flags, JoinFlags, JoinReplyRepr, JoinRepr, RANK_ALL,
+};
 
 type Sw<'a> = Switch<'a, 8, 1, 2>;
 type Ep<'a> = Endpoint<u32, [Route<u32>; 4], Sw<'a>, 2>;
@@ -95,6 +98,13 @@ impl Net<'_> {
             for d in dests {
                 self.wire.push_back((to, d, out[..len].to_vec()));
             }
+            // A child's run that ended tells the parent too.
+            if let Some(t @ Transmit::Lanes { len, .. }) = e.poll_transmit(&mut out) {
+                let dests: Vec<u32> = e.destinations(&t, &from).copied().collect();
+                for d in dests {
+                    self.wire.push_back((to, d, out[..len].to_vec()));
+                }
+            }
         }
     }
 }
@@ -106,41 +116,53 @@ fn session_of_complete(inbox: &[Vec<u8>]) -> Option<u32> {
     })
 }
 
+type Pools = [[Slot<8, 1>; 4]; 3];
+
+impl<'a> Net<'a> {
+    /// The tree over `pools` (the parent's, then each child's), every rank joined; return
+    /// it and each rank's session.
+    fn joined(pools: &'a mut Pools) -> (Net<'a>, Vec<u32>) {
+        let [pp, p0, p1] = pools;
+        let mut parent: Ep<'_> = Endpoint::new(Switch::new(pp, 1), Duration::from_secs(60));
+        parent
+            .add_parent_job(config(9, 2, PARENT_KEY), [None; 4])
+            .unwrap();
+        let child = |pool, member: u16| {
+            let mut e: Ep<'_> = Endpoint::new(Switch::new(pool, 2), Duration::from_secs(60));
+            e.add_child_job(config(7, 2, KEY), link(member), PARENT, [None; 4])
+                .unwrap();
+            e
+        };
+        let children = [child(p0, 0), child(p1, 1)];
+        assert_eq!(children[1].parent_of(7), Some(PARENT));
+        let mut net = Net {
+            parent,
+            children,
+            wire: VecDeque::new(),
+            inbox: Default::default(),
+        };
+        // Every rank joins its child, twice (workers resend until COMPLETE): the second
+        // round finds each child complete, which joins the parent.
+        for _ in 0..2 {
+            for rank in 0..4u16 {
+                let child = CHILDREN[usize::from(rank / 2)];
+                net.send(10 + u32::from(rank), child, join(rank));
+            }
+            net.run();
+        }
+        let sessions: Vec<u32> = net
+            .inbox
+            .iter()
+            .map(|i| session_of_complete(i).expect("every rank hears COMPLETE"))
+            .collect();
+        (net, sessions)
+    }
+}
+
 #[test]
 fn a_sum_goes_up_through_the_children_and_comes_down_to_every_rank() {
-    let (mut pp, mut p0, mut p1) = ([Slot::IDLE; 4], [Slot::IDLE; 4], [Slot::IDLE; 4]);
-    let mut parent: Ep<'_> = Endpoint::new(Switch::new(&mut pp, 1), Duration::from_secs(60));
-    parent
-        .add_parent_job(config(9, 2, PARENT_KEY), [None; 4])
-        .unwrap();
-    let child = |pool, member: u16| {
-        let mut e: Ep<'_> = Endpoint::new(Switch::new(pool, 2), Duration::from_secs(60));
-        e.add_child_job(config(7, 2, KEY), link(member), PARENT, [None; 4])
-            .unwrap();
-        e
-    };
-    let children = [child(&mut p0, 0), child(&mut p1, 1)];
-    assert_eq!(children[1].parent_of(7), Some(PARENT));
-    let mut net = Net {
-        parent,
-        children,
-        wire: VecDeque::new(),
-        inbox: Default::default(),
-    };
-    // Every rank joins its child, twice (workers resend until COMPLETE): the second round
-    // finds each child complete, which joins the parent.
-    for _ in 0..2 {
-        for rank in 0..4u16 {
-            let child = CHILDREN[usize::from(rank / 2)];
-            net.send(10 + u32::from(rank), child, join(rank));
-        }
-        net.run();
-    }
-    let sessions: Vec<u32> = net
-        .inbox
-        .iter()
-        .map(|i| session_of_complete(i).expect("every rank hears COMPLETE"))
-        .collect();
+    let mut pools = [[Slot::IDLE; 4], [Slot::IDLE; 4], [Slot::IDLE; 4]];
+    let (mut net, sessions) = Net::joined(&mut pools);
     // The parent's JoinReply taught the children nothing: their lanes are the workers'.
     for (c, e) in net.children.iter().enumerate() {
         let lanes: Vec<u32> = e
@@ -174,6 +196,46 @@ fn a_sum_goes_up_through_the_children_and_comes_down_to_every_rank() {
         net.parent.switch().job(9).unwrap().counters().completions,
         1
     );
+}
+
+#[test]
+fn a_rank_that_gives_up_under_one_child_fails_the_ranks_under_the_other() {
+    let mut pools = [[Slot::IDLE; 4], [Slot::IDLE; 4], [Slot::IDLE; 4]];
+    let (mut net, sessions) = Net::joined(&mut pools);
+    for inbox in &mut net.inbox {
+        inbox.clear();
+    }
+    // A stranger's Abort of the parent's job does not reach child B's switch.
+    let forged = abort(9, RANK_ALL, AbortReason::Shutdown, 0, sessions[0]);
+    net.send(99, CHILDREN[1], forged.to_vec());
+    net.run();
+    assert!(net.children[1].switch().job(7).unwrap().has_run());
+    // Rank 1 (child A) gives up waiting for rank 3.
+    let gave_up = abort(7, 1, AbortReason::WorkerFailed, 3, sessions[1]);
+    net.send(11, CHILDREN[0], gave_up.to_vec());
+    net.run();
+    let aborts = |inbox: &[Vec<u8>]| -> Vec<AbortRepr> {
+        inbox
+            .iter()
+            .filter_map(|b| AbortRepr::parse(&AbortPacket::new_checked(&b[..]).ok()?).ok())
+            .collect()
+    };
+    assert_eq!(aborts(&net.inbox[0]), [parse_abort(&gave_up)]);
+    for rank in [2, 3] {
+        let got = aborts(&net.inbox[rank]);
+        assert_eq!(got.len(), 1, "rank {rank}: {got:?}");
+        assert_eq!(
+            (got[0].reason, got[0].detail, got[0].session),
+            (AbortReason::ParentFailed, 0, sessions[rank])
+        );
+    }
+    for e in [&net.parent, &net.children[0], &net.children[1]] {
+        assert!(e.switch().jobs().all(|j| !j.has_run()));
+    }
+}
+
+fn parse_abort(b: &[u8]) -> AbortRepr {
+    AbortRepr::parse(&AbortPacket::new_checked(b).unwrap()).unwrap()
 }
 
 #[test]

@@ -17,8 +17,8 @@ use crate::wire::{
     ProbePacket, ProbeReplyPacket, ProbeReplyRepr, ProbeRepr,
 };
 
-type S<'a> = Switch<'a, 8, 1, 2>;
-const OUT: usize = S::OUT_LEN;
+pub(crate) type S<'a> = Switch<'a, 8, 1, 2>;
+pub(crate) const OUT: usize = S::OUT_LEN;
 pub(crate) const KEY: u64 = 0x5EC2E7;
 pub(crate) const PARENT_KEY: u64 = 0x9A7E27;
 
@@ -45,7 +45,7 @@ pub(crate) fn config(id: u16, world: u16, key: u64) -> JobConfig {
     }
 }
 
-fn join(rank: u16) -> [u8; 28] {
+pub(crate) fn join(rank: u16) -> [u8; 28] {
     let mut b = [0u8; 28];
     JoinRepr {
         job: 7,
@@ -62,7 +62,7 @@ fn join(rank: u16) -> [u8; 28] {
     b
 }
 
-fn session(rank: u16) -> u32 {
+pub(crate) fn session(rank: u16) -> u32 {
     if rank < 2 {
         100
     } else {
@@ -98,16 +98,16 @@ fn data(out: &[u8]) -> (DataRepr, [i32; 2]) {
     (r, v)
 }
 
-struct Tree<'a> {
-    parent: S<'a>,
-    children: [S<'a>; 2],
+pub(crate) struct Tree<'a> {
+    pub(crate) parent: S<'a>,
+    pub(crate) children: [S<'a>; 2],
 }
 
 /// Pools for a tree: the parent's and each child's.
-type Pools = [[Slot<8, 1>; 4]; 3];
+pub(crate) type Pools = [[Slot<8, 1>; 4]; 3];
 
 impl<'a> Tree<'a> {
-    fn new(pools: &'a mut Pools) -> Tree<'a> {
+    pub(crate) fn new(pools: &'a mut Pools) -> Tree<'a> {
         let [p, a, b] = pools;
         let mut parent = Switch::new(p, 1);
         parent
@@ -122,7 +122,7 @@ impl<'a> Tree<'a> {
     }
 
     /// Every worker joins; the third Join of each child goes up.
-    fn joined(pools: &'a mut Pools) -> Tree<'a> {
+    pub(crate) fn joined(pools: &'a mut Pools) -> Tree<'a> {
         let mut t = Tree::new(pools);
         let mut out = [0u8; OUT];
         let mut up = [0u8; OUT];
@@ -159,7 +159,7 @@ impl<'a> Tree<'a> {
     }
 
     /// Send `bytes` to child `c`; return what it sends up (its length) or its verdict.
-    fn send(&mut self, c: usize, bytes: &[u8], out: &mut [u8]) -> Verdict {
+    pub(crate) fn send(&mut self, c: usize, bytes: &[u8], out: &mut [u8]) -> Verdict {
         self.children[c].process(bytes, out)
     }
 }
@@ -530,4 +530,27 @@ fn a_probe_asking_for_a_result_the_parent_has_not_sent_asks_the_parent() {
         panic!();
     };
     assert_eq!(data(&out[..len]).1, [10, 100]);
+}
+
+#[test]
+fn one_id_names_one_job_at_either_level() {
+    // A parent's Abort names the parent's job: at a switch where that id is also a job's,
+    // or another child's parent's, it would be taken for theirs.
+    let mut pool = [Slot::<8, 1>::IDLE; 4];
+    let mut s: S<'_> = Switch::new(&mut pool, 1);
+    let job = |id, slot_lo| JobConfig {
+        slot_lo,
+        slot_count: 1,
+        ..config(id, 2, KEY)
+    };
+    s.add_job(job(9, 0)).unwrap();
+    let taken = Err(JobError::ParentIdTaken(9));
+    assert_eq!(s.add_tiered_job(job(7, 1), Tier::Child(link(0))), taken);
+    s.remove_job(9).unwrap();
+    s.add_tiered_job(job(7, 1), Tier::Child(link(0))).unwrap();
+    assert_eq!(s.add_job(job(9, 0)), taken);
+    assert_eq!(s.add_tiered_job(job(8, 2), Tier::Child(link(1))), taken);
+    let own = ParentLink { job: 6, ..link(0) };
+    let e = s.add_tiered_job(job(6, 3), Tier::Child(own));
+    assert_eq!(e, Err(JobError::ParentIdTaken(6)));
 }
