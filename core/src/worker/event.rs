@@ -188,7 +188,9 @@ impl core::fmt::Display for WorkerError {
                         missing,
                         ..
                     } if *switch_seq == *seq && *state == SlotState::Complete => f.write_str(
-                        "the switch has the result but it never arrived here (return path losing packets)",
+                        "the switch has every rank's contribution, but the result never arrived \
+                         here (the return path loses packets, or, through a child switch, its \
+                         parent's result never came back)",
                     ),
                     StallReport::Probed { missing, .. } => {
                         write!(f, "no contribution from ranks {missing}")
