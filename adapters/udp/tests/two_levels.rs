@@ -26,8 +26,9 @@ fn loopback() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
 }
 
-/// A parent serving `children` members, losing `drop_rate` of its datagrams.
-fn parent(children: u16, drop_rate: f64) -> RunningSwitch {
+/// A parent serving `children` members on `pipeline`, losing `drop_rate` of its
+/// datagrams.
+fn parent(children: u16, drop_rate: f64, pipeline: SwitchPipeline) -> RunningSwitch {
     let job = JobSpec {
         id: PARENT_JOB,
         world: children,
@@ -37,19 +38,22 @@ fn parent(children: u16, drop_rate: f64) -> RunningSwitch {
     RunningSwitch::start(&SwitchConfig {
         drop_rate,
         seed: 77,
+        pipeline,
         parent_jobs: vec![PARENT_JOB],
         ..SwitchConfig::new(loopback(), vec![job])
     })
     .expect("the parent starts")
 }
 
-/// Child `member` of `members`, serving `per_child` ranks of `world`, its parent at `up`.
+/// Child `member` of `members` on `pipeline`, serving `per_child` ranks of `world`, its
+/// parent at `up`.
 fn child(
     up: SocketAddr,
     member: u16,
     members: u16,
     per_child: u16,
     drop_rate: f64,
+    pipeline: SwitchPipeline,
 ) -> RunningSwitch {
     let spec = ChildSpec {
         job: JOB,
@@ -64,6 +68,7 @@ fn child(
     RunningSwitch::start(&SwitchConfig {
         drop_rate,
         seed: 100 + u64::from(member),
+        pipeline,
         child_jobs: vec![spec],
         ..SwitchConfig::new(loopback(), vec![job_spec(per_child, SLOTS)])
     })
@@ -79,11 +84,22 @@ struct Tree {
 
 impl Tree {
     fn new(members: u16, per_child: u16, loss: (f64, f64)) -> Tree {
-        let parent = parent(members, loss.0);
+        let reference = SwitchPipeline::Reference;
+        Tree::on(members, per_child, loss, (reference, reference))
+    }
+
+    /// The tree with its parent on `pipelines.0` and its children on `pipelines.1`.
+    fn on(
+        members: u16,
+        per_child: u16,
+        loss: (f64, f64),
+        pipelines: (SwitchPipeline, SwitchPipeline),
+    ) -> Tree {
+        let parent = parent(members, loss.0, pipelines.0);
         let children = (0..members)
             .map(|m| {
                 let rate = if m == 0 { loss.1 } else { 0.0 };
-                child(parent.addr(), m, members, per_child, rate)
+                child(parent.addr(), m, members, per_child, rate, pipelines.1)
             })
             .collect();
         Tree {
@@ -192,10 +208,31 @@ fn sums_stay_exact_with_loss_at_a_child_and_at_the_parent() {
 }
 
 #[test]
+fn the_p4_model_serves_both_levels_with_loss() {
+    let model = SwitchPipeline::P4Model;
+    let tree = Tree::on(2, 3, (0.02, 0.02), (model, model));
+    all_reduce(&tree, 3000);
+}
+
+#[test]
+fn model_children_under_a_reference_parent_and_the_reverse_sum_exactly() {
+    let (model, reference) = (SwitchPipeline::P4Model, SwitchPipeline::Reference);
+    all_reduce(&Tree::on(2, 2, (0.0, 0.0), (reference, model)), 2000);
+    all_reduce(&Tree::on(2, 2, (0.0, 0.0), (model, reference)), 2000);
+}
+
+#[test]
 fn a_child_whose_parent_is_silent_fails_its_ranks_in_bounded_time() {
     // A socket that takes datagrams and never answers: no ICMP, just silence.
     let silent = UdpSocket::bind(loopback()).unwrap();
-    let sw = child(silent.local_addr().unwrap(), 0, 2, 2, 0.0);
+    let sw = child(
+        silent.local_addr().unwrap(),
+        0,
+        2,
+        2,
+        0.0,
+        SwitchPipeline::Reference,
+    );
     let started = Instant::now();
     let outcomes = per_rank(
         2,
@@ -251,11 +288,4 @@ fn parent_and_child_jobs_need_one_shard_and_a_job() {
         .expect("a parent job that is no job")
         .to_string();
     assert!(e.contains("job 5"), "{e}");
-    let model = RunningSwitch::start(&SwitchConfig {
-        pipeline: SwitchPipeline::P4Model,
-        child_jobs: vec![spec],
-        ..SwitchConfig::new(loopback(), vec![job_spec(2, SLOTS)])
-    });
-    let e = model.err().expect("the P4 model has no tiers").to_string();
-    assert!(e.contains("no parent or child"), "{e}");
 }
