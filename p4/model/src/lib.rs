@@ -47,6 +47,7 @@ pub mod join_handler;
 pub mod next_step_selector;
 pub mod overflow_flag;
 pub mod p4gen;
+pub mod parent_result;
 pub mod parser;
 pub mod pipeline;
 pub mod probe_handler;

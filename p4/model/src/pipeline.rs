@@ -42,6 +42,7 @@ use crate::job_counters::{JobCounters, JobEvent};
 use crate::join_handler::{full_mask, JoinDecision, JoinHandler};
 use crate::next_step_selector::{NextStepSelector, Outcome};
 use crate::overflow_flag::OverflowFlag;
+use crate::parent_result::ParentResult;
 use crate::parser::{Parser, ParserError};
 use crate::probe_handler::{ProbeDecision, ProbeHandler};
 use crate::processor::Update;
@@ -836,17 +837,8 @@ impl Pipeline {
             return Ok(self.unauthorized(&job, DropReason::BadSession));
         }
         let c = job.config;
-        let reject = if prefix.rank != link.member && prefix.rank != RANK_ALL {
-            Some(DropReason::UnknownRank)
-        } else if d.count > self.config.max_count {
-            Some(DropReason::CountTooLarge)
-        } else if u32::from(d.ver) != d.seq & 1 {
-            Some(DropReason::BadVersion)
-        } else if d.slot >= c.slot_count {
-            Some(DropReason::SlotRange)
-        } else {
-            None
-        };
+        let reject =
+            ParentResult::apply(&link, prefix.rank, d, self.config.max_count, c.slot_count);
         if let Some(reason) = reject {
             self.job_counters.count(JobEvent::Rejected, job.index);
             return Ok(Verdict::Drop(reason));
@@ -857,19 +849,12 @@ impl Pipeline {
         let count = self.count_checker.apply(&pass, version, false, d.count)?;
         let remaining = self.workers_counter.probe(&pass, version)?;
         let holds = held == Some(d.seq) && remaining == 0;
-        let matches = holds && count == d.count;
-        let relayed = self.relay.store(&pass, version, matches)?;
-        if !holds {
-            self.job_counters.count(JobEvent::Stale, job.index);
-            return Ok(Verdict::Drop(DropReason::Stale));
-        }
-        if !matches {
-            self.job_counters.count(JobEvent::Rejected, job.index);
-            return Ok(Verdict::Drop(DropReason::CountMismatch));
-        }
-        if relayed {
-            self.job_counters.count(JobEvent::Duplicate, job.index);
-            return Ok(Verdict::Drop(DropReason::Duplicate));
+        let relayed = self
+            .relay
+            .store(&pass, version, holds && count == d.count)?;
+        if let Some((event, reason)) = ParentResult::decide(holds, count, d, relayed) {
+            self.job_counters.count(event, job.index);
+            return Ok(Verdict::Drop(reason));
         }
         let kept = Flags(d.flags).contains(Flags::OVERFLOW);
         let stored = self.values(

@@ -298,7 +298,7 @@ fn commands(header: &str, jobs: &[JobConfig], epoch: u32, max_count: u16) -> Str
             let h = host(rank);
             let _ = writeln!(
                 s,
-                "table_add worker_table set_worker {} {} {} => {rank} 0x{:016x}",
+                "table_add worker_table set_worker {} {} {} => {rank} {rank} 0x{:016x}",
                 job.id,
                 ip(h.source.ip),
                 h.source.udp_port,
