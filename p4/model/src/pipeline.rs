@@ -20,7 +20,13 @@
 //!                                              ├─ Status: StatusHandler ─▶ RunTracker's
 //!                                              │   read action (counters: model only)
 //!                                              ├─ Abort: RunTracker (ends the run), pass on
-//!                                              └─ Leave: RunTracker (last one: + a pass)
+//!                                              ├─ Leave: RunTracker (last one: + a pass)
+//!                                              ├─ Result (a child's parent's): RunTracker
+//!                                              │   ─▶ ParentResult ─▶ the slot's reads
+//!                                              │   ─▶ Relay ─▶ Processors (store), down
+//!                                              └─ JoinReply (likewise): RunTracker
+//!  (TierSelector before the Classifier: a Result's or JoinReply's child job, the job's
+//!  tier; at a child a completed use, a resend in n and a Join may go Up instead)
 //!        ─▶ ReplyBuilder ─▶ DropCounters/JobCounters ─▶ Replication ─▶ UdpSender ─▶ out
 //!        (TNA: job_overflows in the egress: JobCounters::result, from the Result's flags)
 //! ```

@@ -1,5 +1,6 @@
 //! `tier_selector.p4`: two-level aggregation (protocol.md §7), the tables. Table
-//! `parent_link` gives a job's tier, one entry per job table entry: flat (the default), a
+//! `parent_link` gives a job's tier (P4: keyed on the job id; here held beside the job's
+//! job table entry, which is one to one with it): flat (the default), a
 //! parent (a member's `OVERFLOW` is kept), or a child with its link — the whole job's world
 //! and first rank, the parent's job id and key, this child's member index and the parent's
 //! world. Table `child_job` maps a parent's job id to the child job it serves, so that a
