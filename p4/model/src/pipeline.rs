@@ -506,7 +506,7 @@ impl Pipeline {
             } else {
                 Verdict::Up {
                     job: link.job,
-                    port: 0,
+                    port: tier.parent_port(),
                     len,
                 }
             });
@@ -624,7 +624,7 @@ impl Pipeline {
                         let len = self.reply_builder.join_up(out, link, j, session);
                         return Ok(Verdict::Up {
                             job: link.job,
-                            port: 0,
+                            port: tier.parent_port(),
                             len,
                         });
                     }

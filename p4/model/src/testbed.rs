@@ -228,7 +228,9 @@ fn verdict_and_outputs(
     let mut out = vec![0u8; FRAME_OUT_LEN];
     let verdict = p.process(port, frame, &mut out);
     let frames = match verdict {
-        Verdict::Unicast { port, len, .. } => vec![(port, out[..len].to_vec())],
+        Verdict::Unicast { port, len, .. } | Verdict::Up { port, len, .. } => {
+            vec![(port, out[..len].to_vec())]
+        }
         Verdict::Multicast { group, len, .. } => {
             let mut replica = vec![0u8; FRAME_OUT_LEN];
             p.replicas(group)

@@ -68,6 +68,14 @@ impl TierEntry {
         self.link().map_or(0, |l| l.rank_lo)
     }
 
+    /// Return the switch port the parent hangs off (0 but at a child).
+    pub fn parent_port(&self) -> u16 {
+        match self {
+            TierEntry::Child(e) => e.parent.port,
+            _ => 0,
+        }
+    }
+
     /// Return whether a member's `OVERFLOW` flag is kept (a parent).
     pub fn keeps_overflow(&self) -> bool {
         *self == TierEntry::Parent
