@@ -41,14 +41,12 @@ use crate::drop_counters::{DropCounters, Tally};
 use crate::exponents::Exponents;
 use crate::headers::TRANSPORT_LEN;
 use crate::headers::{
-    AbortHeader, Body, DataHeader, Headers, JoinHeader, JoinReplyHeader, LeaveHeader, Prefix,
-    ProbeHeader,
+    AbortHeader, Body, DataHeader, Headers, JoinHeader, LeaveHeader, Prefix, ProbeHeader,
 };
 use crate::job_counters::{JobCounters, JobEvent};
 use crate::join_handler::{full_mask, JoinDecision, JoinHandler};
 use crate::next_step_selector::{NextStepSelector, Outcome};
 use crate::overflow_flag::OverflowFlag;
-use crate::parent_result::ParentResult;
 use crate::parser::{Parser, ParserError};
 use crate::probe_handler::{ProbeDecision, ProbeHandler};
 use crate::processor::Update;
@@ -57,7 +55,7 @@ use crate::register::{Hazard, Pass, PassClock};
 use crate::relay::Relay;
 use crate::replication::{Replica, Replication};
 use crate::reply_builder::{Members, ReplyBuilder, ResultFields};
-use crate::run_tracker::{JoinStep, LeaveStep, ParentCell, ParentReply, RunTracker, Shape};
+use crate::run_tracker::{JoinStep, LeaveStep, ParentCell, RunTracker, Shape};
 use crate::status_handler::{StatusDecision, StatusHandler};
 use crate::tier_selector::TierSelector;
 use crate::udp_sender::{SwitchAddr, UdpSender};
@@ -65,6 +63,8 @@ use crate::use_checker::{Use, UseChecker};
 use crate::validator::{Message, Validator};
 use crate::workers_counter::WorkersCounter;
 use crate::{MAX_COUNT, VALUES_PER_PASS};
+
+mod parent;
 
 /// The output buffer a bare datagram needs: the reference switch's.
 pub const OUT_LEN: usize = Switch::<'static, { MAX_COUNT as usize }, 1, 1>::OUT_LEN;
@@ -815,128 +815,6 @@ impl Pipeline {
                         self.run_tracker.end(&pass, job.index, l.session)?;
                     }
                     Verdict::Consumed
-                }
-            },
-        )
-    }
-
-    /// `ParentResult` (protocol.md §7): a Result of the parent's job at the child `job`
-    /// it serves. Checked as the reference checks it — the parent run's session, the
-    /// rank (this child's member index or `0xFFFF`), count, version, slot, then that the
-    /// version holds the use complete with the same count, not yet relayed — then its
-    /// values, exponent and flag are stored in place of the partial sum, and it is
-    /// multicast to the child's ranks as a Result of the child's job and run.
-    fn parent_result(
-        &mut self,
-        prefix: &Prefix,
-        d: &DataHeader,
-        payload: &[u8],
-        job: JobEntry,
-        out: &mut [u8],
-    ) -> Result<Verdict, Hazard> {
-        let Some(link) = self.tier_selector.apply(job.index).link().copied() else {
-            return Ok(Verdict::Drop(DropReason::UnexpectedType));
-        };
-        let pass = self.clock.begin(0);
-        let session = self.run_tracker.admit_parent(&pass, job.index, d.session)?;
-        if session == 0 {
-            return Ok(self.unauthorized(&job, DropReason::BadSession));
-        }
-        let c = job.config;
-        let reject =
-            ParentResult::apply(&link, prefix.rank, d, self.config.max_count, c.slot_count);
-        if let Some(reason) = reject {
-            self.job_counters.count(JobEvent::Rejected, job.index);
-            return Ok(Verdict::Drop(reason));
-        }
-        let slot = c.slot_lo as usize + usize::from(d.slot);
-        let version = 2 * slot + usize::from(d.ver);
-        let held = self.use_checker.probe(&pass, version, session)?;
-        let count = self.count_checker.apply(&pass, version, false, d.count)?;
-        let remaining = self.workers_counter.probe(&pass, version)?;
-        let holds = held == Some(d.seq) && remaining == 0;
-        let relayed = self
-            .relay
-            .store(&pass, version, holds && count == d.count)?;
-        if let Some((event, reason)) = ParentResult::decide(holds, count, d, relayed) {
-            self.job_counters.count(event, job.index);
-            return Ok(Verdict::Drop(reason));
-        }
-        let kept = Flags(d.flags).contains(Flags::OVERFLOW);
-        let stored = self.values(
-            pass,
-            version,
-            count,
-            true,
-            Update::Load,
-            d.exp,
-            kept,
-            payload,
-            out,
-        )?;
-        let fields = ResultFields {
-            rank: RANK_ALL,
-            flags: if stored.overflow {
-                Flags::OVERFLOW
-            } else {
-                Flags::default()
-            },
-            count,
-            exp: stored.exp,
-        };
-        let down = DataHeader { session, ..*d };
-        let len = self.reply_builder.result(out, c.id, &down, fields);
-        Ok(multicast(&job, len))
-    }
-
-    /// A JoinReply of the parent's job at the child `job` it serves (protocol.md §7): the
-    /// child keeps the parent run's session; the parent's first `COMPLETE`, once every
-    /// rank here joined, is multicast to them as a JoinReply `COMPLETE` of the child's run.
-    fn parent_join_reply(
-        &mut self,
-        prefix: &Prefix,
-        r: &JoinReplyHeader,
-        job: JobEntry,
-        out: &mut [u8],
-    ) -> Result<Verdict, Hazard> {
-        let tier = self.tier_selector.apply(job.index);
-        let Some(link) = tier.link().copied() else {
-            return Ok(Verdict::Drop(DropReason::UnexpectedType));
-        };
-        let rank_ok =
-            (prefix.rank == link.member || prefix.rank == RANK_ALL) && r.world == link.members;
-        let pass = self.clock.begin(0);
-        Ok(
-            match self
-                .run_tracker
-                .parent_join_reply(&pass, &job, r, rank_ok)?
-            {
-                ParentReply::BadSession => self.unauthorized(&job, DropReason::BadSession),
-                ParentReply::UnknownRank => {
-                    self.job_counters.count(JobEvent::Rejected, job.index);
-                    Verdict::Drop(DropReason::UnknownRank)
-                }
-                ParentReply::Taken => Verdict::Consumed,
-                ParentReply::Complete {
-                    session,
-                    shape,
-                    joined,
-                } => {
-                    let c = job.config;
-                    let len = self.reply_builder.join_reply(
-                        out,
-                        c.id,
-                        RANK_ALL,
-                        link.world,
-                        true,
-                        self.config.max_count,
-                        c.slot_count,
-                        session,
-                        session,
-                        shape,
-                        Members::new(joined, link.rank_lo),
-                    );
-                    multicast(&job, len)
                 }
             },
         )
