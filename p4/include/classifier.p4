@@ -1,7 +1,9 @@
 // classifier.p4 (both targets): the job table and the worker table.
 // Rust twin: p4/model/src/classifier.rs (Classifier). The worker table is keyed on the job
-// and the source address and port (one entry per worker lane) and gives the rank and its
-// seen-bitmap bit; the job table gives the world size, slot range, multicast group and the
+// and the source address and port (one entry per worker lane) and gives the rank, its member
+// index and the member's seen-bitmap bit (at a child switch, protocol.md §7, member
+// rank - rank_lo; else the rank); the job table, keyed on the job tier_selector.p4 chose
+// (a Result's or JoinReply's child job), gives the world size, slot range, multicast group and the
 // job's key (its credential, which a Join must carry). Then the admission checks of a
 // Contribution, in the reference switch's order; the session check between the job and the
 // rank is the run tracker's, which overrides these (run_tracker.p4).
@@ -23,15 +25,16 @@ control Classifier(inout headers_t hdr, inout metadata_t meta) {
     }
 
     table job_table {
-        key = { hdr.prefix.job : exact; }
+        key = { meta.lookup_job : exact; }
         actions = { set_job; NoAction; }
         default_action = NoAction();
         size = MAX_JOBS;
     }
 
-    action set_worker(bit<16> rank, bit<64> rank_bit) {
+    action set_worker(bit<16> rank, bit<16> member, bit<64> rank_bit) {
         meta.worker_hit = 1;
         meta.worker_rank = rank;
+        meta.worker_member = member;
         meta.rank_bit = rank_bit;
     }
 

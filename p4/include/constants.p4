@@ -17,6 +17,10 @@
 #define MAX_WORKERS 1024
 #define RUN_NONCES 4096                           // MAX_JOBS x 64 ranks (run_tracker.p4)
 #define LANE_ALIGNMENTS 7262                      // TNA: aligned lanes of POOL_SLOTS
+#define MAX_BITMAP 128                            // bitmap bytes: 1,024 ranks (§3.3)
+#define BITMAP_LEAD 127                           // bitmap_writer.p4: zero bytes before,
+#define BITMAP_BODY 9                             // the 64 members shifted by rank_lo mod 8,
+#define BITMAP_TAIL 119                           // zero bytes after (a child switch's, §7)
 
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
 const bit<8>  IP_PROTO_UDP = 17;
@@ -91,6 +95,13 @@ const bit<8> MSG_PROBE = 3;
 const bit<8> MSG_ABORT = 4;
 const bit<8> MSG_STATUS = 5;
 const bit<8> MSG_LEAVE = 6;
+const bit<8> MSG_RESULT = 7;                      // from a child's parent (§7)
+const bit<8> MSG_JOIN_REPLY = 8;                  // likewise
+
+// Where a job sits in a tree of switches (tier_selector.p4, protocol.md §7).
+const bit<8> TIER_FLAT = 0;
+const bit<8> TIER_PARENT = 1;
+const bit<8> TIER_CHILD = 2;
 
 // What the value, exponent and overflow registers do (processor.p4).
 const bit<8> UPDATE_NONE = 0;
@@ -104,6 +115,7 @@ const bit<8> OUTCOME_RETRANSMIT    = 1;
 const bit<8> OUTCOME_DUPLICATE     = 2;
 const bit<8> OUTCOME_COUNT_MISMATCH = 3;
 const bit<8> OUTCOME_AGGREGATE     = 4;
+const bit<8> OUTCOME_STORE         = 5;       // a parent's Result, stored at a child (§7)
 
 // Job event counters (job_counters.p4): one counter array each.
 // The verdict (next_step_selector.p4).
@@ -112,6 +124,7 @@ const bit<8> VERDICT_CONSUME     = 1;
 const bit<8> VERDICT_UNICAST     = 2;
 const bit<8> VERDICT_MULTICAST   = 3;
 const bit<8> VERDICT_RECIRCULATE = 4;
+const bit<8> VERDICT_UP          = 5;         // to a child's parent switch (§7)
 
 // The session of a run opened by a Join of `nonce` after `runs` runs of its job: the nonce
 // plus the runs before, 1 where that wraps to 0, which means no run (protocol.md §4.1;

@@ -199,9 +199,12 @@ header sml_bridge_h {
     bit<1>  overflow;
     bit<1>  last;
     bit<1>  packet_overflow;
-    bit<8>  pad2;
+    bit<6>  pad2;
+    bit<1>  up;                                // the answer goes to the parent (§7)
+    bit<1>  from_parent;                       // a parent's Result
     bit<7>  pad3;
     bit<9>  ingress_port;
+    bit<32> parent_session;
     bit<16> world;
     bit<16> group;
     bit<16> job_index;
@@ -213,15 +216,22 @@ header sml_bridge_h {
 }
 
 // TNA only: what the ingress tells the egress pipeline (egress_bridge is never sent out):
-// the answer's addresses and length (udp_sender.p4) and the job table entry, which the
-// egress's job_overflows counter is indexed by (job_counters.p4, JobEgressCounters).
+// the answer's addresses and length (udp_sender.p4; a child's parent's, protocol.md §7) and
+// the job table entry, which the egress's job_overflows counter is indexed by
+// (job_counters.p4, JobEgressCounters), with whether the answer is a completion's.
 header sml_egress_bridge_h {
-    bit<7>  pad;
+    bit<4>  pad;
+    bit<1>  up;                                // to the parent switch (§7)
+    bit<1>  drop;                              // counted, then dropped (no parent session)
+    bit<1>  completes;                         // a completing Contribution's answer
     bit<1>  recirculate;
     bit<16> reply_len;
     bit<48> switch_mac;
     bit<32> switch_ip;
     bit<16> job_index;
+    bit<48> parent_mac;
+    bit<32> parent_ip;
+    bit<16> parent_udp_port;
 }
 
 struct headers_t {
@@ -241,7 +251,10 @@ struct headers_t {
     sml_leave_h       leave;
     sml_status_reply_h status_reply;
     sml_status_counters_h status_counters;
-    bitmap_byte_h[8]  bitmap;
+    bitmap_byte_h[BITMAP_LEAD] bitmap_lead;    // bitmap_writer.p4: zero bytes before,
+    bitmap_byte_h[BITMAP_BODY] bitmap;         // the members' bytes,
+    bitmap_byte_h[BITMAP_TAIL] bitmap_tail;    // zero bytes after
+    bitmap_byte_h[MAX_BITMAP] bitmap_in;       // a parent's JoinReply's: parsed, never sent
     value_h[VALUES_PER_PASS] values;           // the block of values this pass handles
 }
 
@@ -266,6 +279,29 @@ struct metadata_t {
     bit<8>  block;                             // the block this pass handles
     bit<1>  harvest;                           // this pass reads its block back
     bit<1>  keep_values;                       // the block stays in the packet
+    // tier_selector.p4 (protocol.md §7)
+    @field_list(1) bit<1>  from_parent;        // a Result or JoinReply
+    bit<16> lookup_job;                        // the job id job_table looks up
+    @field_list(1) bit<8>  tier;               // TIER_*
+    bit<16> wire_world;                        // the world the ranks state (P at a child)
+    bit<16> rank_lo;                           // a child's first global rank
+    bit<16> parent_job;
+    bit<16> parent_member;                     // this child's rank at the parent
+    bit<16> parent_members;                    // the parent's world
+    bit<64> parent_key;
+    bit<48> parent_mac;                        // where the parent switch is
+    bit<32> parent_ip;
+    bit<16> parent_udp_port;
+    bit<16> parent_port;
+    @field_list(1) bit<32> parent_session;     // the parent run's (run_tracker.p4 `parent`)
+    bit<1>  parent_complete;
+    drop_reason_t parent_reject;               // parent_result.p4's finding, after the session
+    bit<16> run_lane_slots;                    // the run's lane shape, for a child's COMPLETE
+    bit<16> run_count;
+    // relay.p4
+    bit<1>  relayed;                           // the version holds the parent's Result
+    bit<1>  ask;                               // this resend goes up again
+    @field_list(1) bit<1>  up;                 // the answer goes to the parent
     // classifier.p4
     bit<1>  job_hit;
     @field_list(1) bit<16> world;
@@ -277,6 +313,7 @@ struct metadata_t {
     bit<64> job_key;
     bit<1>  worker_hit;
     bit<16> worker_rank;
+    bit<16> worker_member;                     // rank - rank_lo at a child (run_tracker nonce)
     bit<1>  rank_known;
     @field_list(1) bit<64> rank_bit;
     // indices

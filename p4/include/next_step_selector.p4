@@ -7,6 +7,14 @@
 // and drops it from the packet unless it is the last (so block b + 1 is at the front of
 // the next pass); a packet that answers then reads blocks blocks-2 .. 0 back, each put in
 // front of those already in the packet. Only one block is ever in the header vector.
+// Two levels (protocol.md §7): at a child (meta.tier) a completed use goes up, not down,
+// and so does one resend in n of it while the parent's Result is not here (relay.p4's
+// meta.ask; the other resends are consumed in one pass); a parent keeps a member's
+// OVERFLOW; and a parent's Result at a child (MSG_RESULT), once its checks passed and the
+// version holds its use complete with its count and not relayed, is stored (loaded as a
+// first contribution is, its exponent and flag with it) and multicast down (OUTCOME_STORE).
+// An answer that goes up leaves only if the child holds its parent run's session
+// (meta.parent_session); before that, nothing is sent.
 #ifndef _SWITCHML_NEXT_STEP_SELECTOR_P4_
 #define _SWITCHML_NEXT_STEP_SELECTOR_P4_
 
@@ -28,11 +36,36 @@ control NextStepSelector(inout headers_t hdr, inout metadata_t meta) {
         if (meta.outcome == OUTCOME_RETRANSMIT || meta.last == 1) {
             answers = 1;
         }
+        bit<1> waits = 0;
+        bit<1> flagged = ((hdr.data.flags & FLAG_OVERFLOW) != 0) ? 1w1 : 1w0;
         if (meta.pass == 0) {
-            if (meta.complete == 1 && meta.count_ok == 1) {
+            meta.up = 0;
+            if (meta.message == MSG_RESULT) {
+                if (meta.in_session == 0 || meta.held_seq != meta.p_seq
+                        || meta.remaining != 0) {
+                    meta.drop_reason = DROP_STALE;
+                } else if (meta.held_count != hdr.data.count) {
+                    meta.drop_reason = DROP_COUNT_MISMATCH;
+                } else if (meta.relayed == 1) {
+                    meta.drop_reason = DROP_DUPLICATE;
+                } else {
+                    meta.outcome = OUTCOME_STORE;
+                    meta.update = UPDATE_LOAD;
+                    meta.packet_overflow = flagged;
+                    answers = 1;
+                }
+            } else if (meta.complete == 1 && meta.count_ok == 1) {
                 meta.outcome = OUTCOME_RETRANSMIT;
                 meta.update = UPDATE_READ;
                 answers = 1;
+                if (meta.tier == TIER_CHILD && meta.relayed == 0) {
+                    meta.up = meta.ask;
+                    if (meta.ask == 0) {
+                        meta.update = UPDATE_NONE;
+                        answers = 0;
+                        waits = 1;
+                    }
+                }
             } else if (meta.complete == 1) {
                 // Another count than the use's is no resend: not answered (§4 step 2).
                 meta.outcome = OUTCOME_COUNT_MISMATCH;
@@ -48,6 +81,12 @@ control NextStepSelector(inout headers_t hdr, inout metadata_t meta) {
                 meta.update = (meta.begin == 1) ? UPDATE_LOAD : UPDATE_ADD;
                 meta.last = (meta.remaining == 0) ? 1w1 : 1w0;
                 answers = meta.last;
+                if (meta.tier == TIER_PARENT) {
+                    meta.packet_overflow = flagged;
+                }
+                if (meta.tier == TIER_CHILD) {
+                    meta.up = meta.last;
+                }
             }
             // Blocks of the use's count; one pass each, and one per block but the last
             // to harvest when the packet answers; at least one pass.
@@ -60,6 +99,9 @@ control NextStepSelector(inout headers_t hdr, inout metadata_t meta) {
                 if (answers == 1) {
                     meta.passes = meta.blocks + meta.blocks - 1;
                 }
+            }
+            if (waits == 1) {
+                meta.passes = 1;
             }
         }
         // This pass's block: block `pass` while consuming, then the earlier ones backwards.
@@ -88,9 +130,13 @@ control NextStepSelector(inout headers_t hdr, inout metadata_t meta) {
             meta.verdict = VERDICT_DROP;
         } else if (meta.pass + 1 < meta.passes) {
             meta.verdict = VERDICT_RECIRCULATE;
+        } else if (meta.up == 1) {
+            meta.verdict = (meta.parent_session != 0) ? VERDICT_UP : VERDICT_CONSUME;
+        } else if (meta.outcome == OUTCOME_RETRANSMIT && meta.update == UPDATE_NONE) {
+            meta.verdict = VERDICT_CONSUME;         // a child's resend that waits
         } else if (meta.outcome == OUTCOME_RETRANSMIT) {
             meta.verdict = VERDICT_UNICAST;
-        } else if (meta.last == 1) {
+        } else if (meta.last == 1 || meta.outcome == OUTCOME_STORE) {
             meta.verdict = VERDICT_MULTICAST;
         } else {
             meta.verdict = VERDICT_CONSUME;

@@ -19,7 +19,7 @@ control ProbeHandler(inout headers_t hdr, inout metadata_t meta, out bit<1> read
             meta.abort_detail = 0;
         } else if (meta.rank_known == 0) {
             meta.abort_reason = ABORT_UNKNOWN_RANK;
-            meta.abort_detail = meta.world;
+            meta.abort_detail = meta.wire_world;
         } else if (hdr.probe.slot >= meta.slot_count) {
             meta.abort_reason = ABORT_SLOT_RANGE;
             meta.abort_detail = meta.slot_count;

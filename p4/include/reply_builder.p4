@@ -1,35 +1,41 @@
 // reply_builder.p4 (both targets): rewrite the packet into the switch's answer: Result,
 // JoinReply, ProbeReply, StatusReply or Abort (a Leave is never answered).
 // Rust twin: p4/model/src/reply_builder.rs (ReplyBuilder). Bitmaps are the 64-bit register
-// words, rank r at bit r mod 8 of byte r/8 (protocol.md §3.3): byte i is bits 8i+7..8i.
+// words, rank r at bit r mod 8 of byte r/8 (protocol.md §3.3), written by bitmap_writer.p4
+// (at a child switch, §7, the members from rank_lo in a bitmap of the whole job's world).
+// What a child sends up: a completed use (or a resend of it) as its Contribution to the
+// parent's job, its Join as its Join there; what it sends down: a parent's Result as a
+// Result of its own job and run, the parent's COMPLETE as its run's JoinReply COMPLETE.
 #ifndef _SWITCHML_REPLY_BUILDER_P4_
 #define _SWITCHML_REPLY_BUILDER_P4_
 
 control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
-    // Make the first `len` bitmap bytes valid (at most 8: 64 ranks) and fill them from
-    // `word`; fields are written only after setValid, which leaves them unspecified.
-    action bitmap_bytes(in bit<64> word, in bit<16> len) {
-        if (len > 0) { hdr.bitmap[0].setValid(); }
-        if (len > 1) { hdr.bitmap[1].setValid(); }
-        if (len > 2) { hdr.bitmap[2].setValid(); }
-        if (len > 3) { hdr.bitmap[3].setValid(); }
-        if (len > 4) { hdr.bitmap[4].setValid(); }
-        if (len > 5) { hdr.bitmap[5].setValid(); }
-        if (len > 6) { hdr.bitmap[6].setValid(); }
-        if (len > 7) { hdr.bitmap[7].setValid(); }
-        hdr.bitmap[0].b = word[7:0];
-        hdr.bitmap[1].b = word[15:8];
-        hdr.bitmap[2].b = word[23:16];
-        hdr.bitmap[3].b = word[31:24];
-        hdr.bitmap[4].b = word[39:32];
-        hdr.bitmap[5].b = word[47:40];
-        hdr.bitmap[6].b = word[55:48];
-        hdr.bitmap[7].b = word[63:56];
-    }
-
     apply {
-        bit<16> bitmap_len = (meta.world + 7) >> 3;
-        if (meta.message == MSG_CONTRIBUTION) {
+        bit<16> bitmap_len = (meta.wire_world + 7) >> 3;
+        if (meta.message == MSG_CONTRIBUTION && meta.up == 1) {
+            // A child's use goes up: member parent_member of the parent's job and run.
+            hdr.prefix.job = meta.parent_job;
+            hdr.prefix.rank = meta.parent_member;
+            hdr.data.flags = (meta.overflow == 1) ? FLAG_OVERFLOW : 8w0;
+            if (meta.outcome == OUTCOME_RETRANSMIT) {
+                hdr.data.flags = hdr.data.flags | FLAG_RETRANSMIT;
+            }
+            hdr.data.count = meta.held_count;
+            hdr.data.exp = meta.exp;
+            hdr.data.reserved = 0;
+            hdr.data.session = meta.parent_session;
+            meta.reply_len = 24 + (meta.held_count << 2);
+        } else if (meta.message == MSG_RESULT) {
+            // The parent's Result, stored: down to the child's ranks, of the child's run.
+            hdr.prefix.job = meta.lookup_job;
+            hdr.prefix.rank = RANK_ALL;
+            hdr.data.flags = (meta.overflow == 1) ? FLAG_OVERFLOW : 8w0;
+            hdr.data.count = meta.held_count;
+            hdr.data.exp = meta.exp;
+            hdr.data.reserved = 0;
+            hdr.data.session = meta.run_session;
+            meta.reply_len = 24 + (meta.held_count << 2);
+        } else if (meta.message == MSG_CONTRIBUTION) {
             // The last pass rewrites the Contribution into a Result; the processors have
             // already put the use's values (held_count of them) in the value stacks.
             hdr.prefix.msg_type = TYPE_RESULT;
@@ -64,6 +70,32 @@ control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
             hdr.abort.epoch = meta.epoch;
             hdr.abort.session = meta.abort_session;
             meta.reply_len = 20;
+        } else if (meta.message == MSG_JOIN && meta.up == 1) {
+            // A child's Join to its parent: the worker's lane, the parent's job, key and
+            // world, this child's member index, its run's session as nonce.
+            hdr.prefix.job = meta.parent_job;
+            hdr.prefix.rank = meta.parent_member;
+            hdr.join.world = meta.parent_members;
+            hdr.join.nonce = meta.run_session;
+            hdr.join.key = meta.parent_key;
+            meta.reply_len = 28;
+        } else if (meta.message == MSG_JOIN_REPLY) {
+            // The parent's COMPLETE: the child's run's, multicast to its ranks.
+            hdr.prefix.job = meta.lookup_job;
+            hdr.prefix.rank = RANK_ALL;
+            hdr.join_reply.world = meta.wire_world;
+            hdr.join_reply.flags = JOIN_COMPLETE;
+            hdr.join_reply.reserved = 0;
+            hdr.join_reply.max_count = meta.max_count;
+            hdr.join_reply.epoch = meta.epoch;
+            hdr.join_reply.slot_count = meta.slot_count;
+            hdr.join_reply.bitmap_len = bitmap_len;
+            hdr.join_reply.session = meta.run_session;
+            hdr.join_reply.nonce = meta.run_session;
+            hdr.join_reply.lane_slots = meta.run_lane_slots;
+            hdr.join_reply.count = meta.run_count;
+            write_bitmap(hdr, meta.joined, meta.rank_lo, bitmap_len);
+            meta.reply_len = 32 + bitmap_len;
         } else if (meta.message == MSG_JOIN) {
             // Every answer to a Join names its nonce: only the process that sent it takes it.
             bit<32> nonce = hdr.join.nonce;
@@ -75,7 +107,7 @@ control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
             if (meta.join_completes == 1) {
                 hdr.prefix.rank = RANK_ALL;
             }
-            hdr.join_reply.world = meta.world;
+            hdr.join_reply.world = meta.wire_world;
             hdr.join_reply.flags = (meta.join_complete == 1) ? JOIN_COMPLETE : 8w0;
             hdr.join_reply.reserved = 0;
             hdr.join_reply.max_count = meta.max_count;
@@ -86,7 +118,7 @@ control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
             hdr.join_reply.nonce = nonce;
             hdr.join_reply.lane_slots = lane_slots;
             hdr.join_reply.count = count;
-            bitmap_bytes(meta.joined, bitmap_len);
+            write_bitmap(hdr, meta.joined, meta.rank_lo, bitmap_len);
             meta.reply_len = 32 + bitmap_len;
         } else if (meta.message == MSG_PROBE) {
             hdr.probe_reply.setValid();
@@ -109,9 +141,9 @@ control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
             hdr.probe_reply.remaining = meta.remaining;
             hdr.probe_reply.seq = meta.held_seq;
             hdr.probe_reply.epoch = meta.epoch;
-            hdr.probe_reply.world = meta.world;
+            hdr.probe_reply.world = meta.wire_world;
             hdr.probe_reply.bitmap_len = bitmap_len;
-            bitmap_bytes(meta.seen_word, bitmap_len);
+            write_bitmap(hdr, meta.seen_word, meta.rank_lo, bitmap_len);
             meta.reply_len = 24 + bitmap_len;
         } else if (meta.message == MSG_STATUS) {
             // The rank is echoed. The data plane cannot read its counters: they are zero
@@ -120,7 +152,7 @@ control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
             hdr.status_reply.setValid();
             hdr.status_counters.setValid();
             hdr.prefix.msg_type = TYPE_STATUS_REPLY;
-            hdr.status_reply.world = meta.world;
+            hdr.status_reply.world = meta.wire_world;
             hdr.status_reply.flags = (meta.joined == meta.full_mask) ? STATUS_ALL_JOINED : 8w0;
             if (meta.run_open == 1) {
                 hdr.status_reply.flags = hdr.status_reply.flags | STATUS_RUN_OPEN;
@@ -159,7 +191,7 @@ control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
             hdr.status_counters.drop_bad_session = 0;
             hdr.status_counters.drop_oversized = 0;
             hdr.status_counters.drop_bad_source = 0;
-            bitmap_bytes(meta.joined, bitmap_len);
+            write_bitmap(hdr, meta.joined, meta.rank_lo, bitmap_len);
             meta.reply_len = 252 + bitmap_len;
         } else if (meta.message == MSG_ABORT) {
             meta.reply_len = 20;                   // passed on unchanged

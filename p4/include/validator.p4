@@ -2,9 +2,11 @@
 // Rust twin: p4/model/src/validator.rs (Validator). protocol.md §2-4: a message is
 // Malformed if its version is not 1, its length is not exactly what its header declares, a
 // reserved field is not zero, `ver` is above 1, or a Join's nonce or lanes is zero;
-// switch-only types (Result, JoinReply, ProbeReply, StatusReply) are UnexpectedType, unknown
-// types UnknownType. It also picks the message's session for the run tracker (a Join's nonce,
-// the session of the run it would open).
+// ProbeReply and StatusReply are UnexpectedType, unknown types UnknownType. A Result or
+// JoinReply is checked as a child switch takes it from its parent (protocol.md §7) and
+// marked meta.from_parent: tier_selector.p4 drops it as UnexpectedType, before these
+// checks count, unless its job is a child's parent's. It also picks the message's session
+// for the run tracker (a Join's nonce, the session of the run it would open).
 #ifndef _SWITCHML_VALIDATOR_P4_
 #define _SWITCHML_VALIDATOR_P4_
 
@@ -12,6 +14,12 @@ control Validator(inout headers_t hdr, inout metadata_t meta) {
     apply {
         bit<32> udp_len = (bit<32>)hdr.udp.length;
         meta.message = MSG_NONE;
+        meta.from_parent = 0;
+        if (hdr.prefix.isValid() && hdr.prefix.version == PROTOCOL_VERSION
+                && (hdr.prefix.msg_type == TYPE_RESULT
+                    || hdr.prefix.msg_type == TYPE_JOIN_REPLY)) {
+            meta.from_parent = 1;
+        }
         if (meta.parser_failed == 1) {
             meta.drop_reason = DROP_MALFORMED;
         } else if (hdr.prefix.version != PROTOCOL_VERSION) {
@@ -19,8 +27,16 @@ control Validator(inout headers_t hdr, inout metadata_t meta) {
         } else if (hdr.data.isValid()) {
             if (udp_len == 32 + ((bit<32>)hdr.data.count << 2) && hdr.data.ver <= 1
                     && hdr.data.reserved == 0) {
-                meta.message = MSG_CONTRIBUTION;
+                meta.message = (meta.from_parent == 1) ? MSG_RESULT : MSG_CONTRIBUTION;
                 meta.p_session = hdr.data.session;
+            } else {
+                meta.drop_reason = DROP_MALFORMED;
+            }
+        } else if (hdr.join_reply.isValid()) {
+            if (udp_len == 40 + (bit<32>)hdr.join_reply.bitmap_len
+                    && hdr.join_reply.bitmap_len <= MAX_BITMAP) {
+                meta.message = MSG_JOIN_REPLY;
+                meta.p_session = hdr.join_reply.session;
             } else {
                 meta.drop_reason = DROP_MALFORMED;
             }
@@ -58,8 +74,9 @@ control Validator(inout headers_t hdr, inout metadata_t meta) {
             } else {
                 meta.drop_reason = DROP_MALFORMED;
             }
-        } else if (hdr.prefix.msg_type == TYPE_RESULT || hdr.prefix.msg_type == TYPE_JOIN_REPLY
-                || hdr.prefix.msg_type == TYPE_PROBE_REPLY
+        } else if (meta.from_parent == 1) {
+            meta.drop_reason = DROP_MALFORMED;     // shorter than its header
+        } else if (hdr.prefix.msg_type == TYPE_PROBE_REPLY
                 || hdr.prefix.msg_type == TYPE_STATUS_REPLY) {
             meta.drop_reason = DROP_UNEXPECTED_TYPE;
         } else {

@@ -6,7 +6,7 @@
 
 control DropCounters(in metadata_t meta) {
     Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) received;
-    Counter<bit<64>, bit<2>>(3, CounterType_t.PACKETS) outcomes;   // consumed, multicast, unicast
+    Counter<bit<64>, bit<2>>(4, CounterType_t.PACKETS) outcomes;   // consumed, multicast, unicast, up (§7)
     Counter<bit<64>, bit<8>>(DROP_CLASSES, CounterType_t.PACKETS) drops;
     Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) ignored;
     Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) recirculations;
@@ -29,6 +29,11 @@ control DropCounters(in metadata_t meta) {
                 outcomes.count(1);
             } else if (meta.verdict == VERDICT_UNICAST) {
                 outcomes.count(2);
+            } else if (meta.verdict == VERDICT_UP && meta.parent_session == 0) {
+                outcomes.count(0);      // a completion with no parent session yet: the egress
+                                        // counts its overflow and drops it (switchml.p4)
+            } else if (meta.verdict == VERDICT_UP) {
+                outcomes.count(3);
             }
         }
     }

@@ -22,7 +22,8 @@ control JobCounters(in metadata_t meta) {
     apply {
         bit<16> j = meta.job_index;
         if (meta.job_hit == 1 && meta.verdict != VERDICT_RECIRCULATE) {
-            if (meta.message == MSG_CONTRIBUTION) {
+            if (meta.message == MSG_CONTRIBUTION || meta.message == MSG_RESULT) {
+                // A parent's Result at a child (§7) counts only its drops.
                 if (meta.drop_reason == DROP_STALE) {
                     job_stale.count(j);
                 } else if (meta.drop_reason == DROP_DUPLICATE) {
@@ -31,8 +32,14 @@ control JobCounters(in metadata_t meta) {
                     job_unauthorized.count(j);
                 } else if (meta.drop_reason != DROP_NONE) {
                     job_rejected.count(j);
+                } else if (meta.message == MSG_RESULT) {
+                    // Stored and multicast: no event.
                 } else if (meta.outcome == OUTCOME_RETRANSMIT) {
-                    job_retransmit_replies.count(j);
+                    // A child's resend that goes up (or waits: no update) is no retransmit
+                    // reply.
+                    if (meta.up == 0 && meta.update != UPDATE_NONE) {
+                        job_retransmit_replies.count(j);
+                    }
                 } else {
                     job_contributions.count(j);
                     if (meta.last == 1) {
@@ -49,6 +56,12 @@ control JobCounters(in metadata_t meta) {
                     job_aborts.count(j);
                 } else if (meta.abort_reason == ABORT_BAD_KEY) {
                     job_unauthorized.count(j);
+                }
+            } else if (meta.message == MSG_JOIN_REPLY) {
+                if (meta.drop_reason == DROP_BAD_SESSION) {
+                    job_unauthorized.count(j);
+                } else if (meta.drop_reason != DROP_NONE) {
+                    job_rejected.count(j);
                 }
             } else if (meta.message == MSG_PROBE) {
                 if (meta.abort_reason == 0) {
@@ -70,6 +83,11 @@ control JobCounters(in metadata_t meta) {
 // RANK_ALL, no RETRANSMIT flag; a resend's Result is unicast with RETRANSMIT); the egress
 // sees one copy per replica and counts the group's first (egress_rid_first, tna.p4's
 // egress_intrinsic_metadata_t). The job table entry comes in the egress bridge header.
+// At a child switch (protocol.md §7) the completing Contribution goes up instead, as a
+// Contribution (no RETRANSMIT) with the partial sum's flag: counted here too, once (no
+// replicas), also when it is dropped in this egress for want of a parent session
+// (egress_bridge.drop); the parent's Result multicast down is no completion
+// (egress_bridge.completes is 0) and is not counted.
 control JobEgressCounters(in egress_headers_t hdr, in egress_intrinsic_metadata_t eg_intr_md) {
     Counter<bit<64>, bit<16>>(MAX_JOBS, CounterType_t.PACKETS) job_overflows;
 
@@ -78,7 +96,10 @@ control JobEgressCounters(in egress_headers_t hdr, in egress_intrinsic_metadata_
         // Result only).
         if (hdr.data.isValid()) {
             bit<8> flags = hdr.data.flags;
-            if (hdr.egress_bridge.recirculate == 0 && eg_intr_md.egress_rid_first == 1
+            bit<1> once = (eg_intr_md.egress_rid_first == 1
+                || hdr.prefix.msg_type == TYPE_CONTRIBUTION) ? 1w1 : 1w0;
+            if (hdr.egress_bridge.recirculate == 0 && hdr.egress_bridge.completes == 1
+                    && once == 1
                     && (flags & FLAG_RETRANSMIT) == 0 && (flags & FLAG_OVERFLOW) != 0) {
                 job_overflows.count(hdr.egress_bridge.job_index);
             }

@@ -44,10 +44,10 @@ control JoinHandler(inout headers_t hdr, inout metadata_t meta) {
             meta.abort_detail = 0;
         } else if (meta.rank_known == 0) {
             meta.abort_reason = ABORT_UNKNOWN_RANK;
-            meta.abort_detail = meta.world;
-        } else if (hdr.join.world != meta.world) {
+            meta.abort_detail = meta.wire_world;
+        } else if (hdr.join.world != meta.wire_world) {
             meta.abort_reason = ABORT_WORLD_MISMATCH;
-            meta.abort_detail = meta.world;
+            meta.abort_detail = meta.wire_world;
         } else if (hdr.join.slot_count == 0 || (bit<32>)hdr.join.slot_lo
                 + (bit<32>)hdr.join.slot_count > (bit<32>)meta.slot_count || aligned == 0
                 || lane >= hdr.join.lanes) {

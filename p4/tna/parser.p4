@@ -35,6 +35,27 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
         meta.block = 0;
         meta.harvest = 0;
         meta.keep_values = 0;
+        meta.from_parent = 0;
+        meta.lookup_job = 0;
+        meta.tier = TIER_FLAT;
+        meta.wire_world = 0;
+        meta.rank_lo = 0;
+        meta.parent_job = 0;
+        meta.parent_member = 0;
+        meta.parent_members = 0;
+        meta.parent_key = 0;
+        meta.parent_mac = 0;
+        meta.parent_ip = 0;
+        meta.parent_udp_port = 0;
+        meta.parent_port = 0;
+        meta.parent_session = 0;
+        meta.parent_complete = 0;
+        meta.parent_reject = DROP_NONE;
+        meta.run_lane_slots = 0;
+        meta.run_count = 0;
+        meta.relayed = 0;
+        meta.ask = 0;
+        meta.up = 0;
         meta.job_hit = 0;
         meta.world = 0;
         meta.full_mask = 0;
@@ -45,6 +66,7 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
         meta.job_key = 0;
         meta.worker_hit = 0;
         meta.worker_rank = 0;
+        meta.worker_member = 0;
         meta.rank_known = 0;
         meta.rank_bit = 0;
         meta.pool_slot = 0;
@@ -107,6 +129,7 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
         packet.extract(hdr.prefix);
         transition select(hdr.bridge.message) {
             MSG_CONTRIBUTION: parse_planned_block;
+            MSG_RESULT: parse_planned_block;
             MSG_JOIN: parse_join;
             MSG_LEAVE: parse_leave;
             default: accept;
@@ -149,7 +172,9 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
         packet.extract(hdr.prefix);
         transition select(hdr.prefix.version, hdr.prefix.msg_type) {
             (PROTOCOL_VERSION, TYPE_CONTRIBUTION): parse_data;
+            (PROTOCOL_VERSION, TYPE_RESULT): parse_data;
             (PROTOCOL_VERSION, TYPE_JOIN): parse_join;
+            (PROTOCOL_VERSION, TYPE_JOIN_REPLY): parse_join_reply;
             (PROTOCOL_VERSION, TYPE_PROBE): parse_probe;
             (PROTOCOL_VERSION, TYPE_ABORT): parse_abort;
             (PROTOCOL_VERSION, TYPE_STATUS): parse_status;
@@ -195,6 +220,36 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
         transition accept;
     }
 
+    // A parent's JoinReply (protocol.md §7): its bitmap goes into bitmap_in, which the
+    // deparser never emits. The counter (values') is 8 bits: more than MAX_BITMAP bytes
+    // are rejected (a parser error: Malformed).
+    state parse_join_reply {
+        packet.extract(hdr.join_reply);
+        transition select(hdr.join_reply.bitmap_len) {
+            0: accept;
+            1 .. MAX_BITMAP: bitmap_block;
+            default: reject;
+        }
+    }
+
+    state bitmap_block {
+        values_left.set(hdr.join_reply.bitmap_len[7:0]);
+        transition parse_bitmap_in;
+    }
+
+    state parse_bitmap_in {
+        transition select(values_left.is_zero()) {
+            true: accept;
+            false: parse_bitmap_byte;
+        }
+    }
+
+    state parse_bitmap_byte {
+        packet.extract(hdr.bitmap_in.next);
+        values_left.decrement(1);
+        transition parse_bitmap_in;
+    }
+
     state parse_probe {
         packet.extract(hdr.probe);
         transition accept;
@@ -216,7 +271,8 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
     }
 }
 
-// Egress parses what it rewrites and a Result's flag byte (job_counters.p4's egress part);
+// Egress parses what it rewrites and a Result's or an Up Contribution's flag byte
+// (job_counters.p4's egress part);
 // the rest stays payload. Everything that reaches the egress is a switchml datagram the
 // ingress wrote: an answer, or a packet on its way to its next pass.
 parser SwitchmlEgressParser(packet_in packet, out egress_headers_t hdr,
@@ -243,6 +299,7 @@ parser SwitchmlEgressParser(packet_in packet, out egress_headers_t hdr,
         packet.extract(hdr.prefix);
         transition select(hdr.prefix.msg_type) {
             TYPE_RESULT: parse_result;
+            TYPE_CONTRIBUTION: parse_result;       // a child's use going up (§7)
             default: accept;
         }
     }

@@ -14,6 +14,12 @@
 // `agree` returns the runs before an opening Join (whose shape is its own) or the agreed
 // shape to any other: the opening Join computes its session there. Both counts start at 0
 // when the job's entry is added, and a control-plane shutdown clears only the session.
+//
+// At a child switch (protocol.md §7), register `parent` (a pair: the parent run's session
+// and whether the parent said COMPLETE), last in stage order, as p4/v1model/run_tracker.p4
+// describes: reset with a run that opens or ends, read by a Join (complete) and a
+// Contribution (session), checked by a parent's Result (session), and written by a
+// parent's JoinReply (`take_parent`, which returns what became of it).
 #ifndef _SWITCHML_RUN_TRACKER_P4_
 #define _SWITCHML_RUN_TRACKER_P4_
 
@@ -86,6 +92,17 @@ struct shape_cell_t {
     bit<32> runs;
 }
 
+struct parent_cell_t {
+    bit<32> session;
+    bit<32> complete;
+}
+
+// What a parent's JoinReply came to (`take_parent`).
+const bit<32> PARENT_BAD_SESSION = 0;
+const bit<32> PARENT_TAKEN = 1;
+const bit<32> PARENT_COMPLETE = 2;
+const bit<32> PARENT_REJECTED = 3;
+
 control RunTracker(inout headers_t hdr, inout metadata_t meta) {
     Register<run_cell_t, bit<16>>(MAX_JOBS) session;
     Register<shape_cell_t, bit<16>>(MAX_JOBS) shape;
@@ -95,6 +112,55 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
     RunWord() joined_hi;
     RunWord() left_lo;
     RunWord() left_hi;
+    Register<parent_cell_t, bit<16>>(MAX_JOBS) parent;
+
+    RegisterAction<parent_cell_t, bit<16>, bit<32>>(parent) reset_parent = {
+        void apply(inout parent_cell_t value, out bit<32> rv) {
+            rv = 0;
+            value.session = 0;
+            value.complete = 0;
+        }
+    };
+
+    RegisterAction<parent_cell_t, bit<16>, bit<32>>(parent) parent_session = {
+        void apply(inout parent_cell_t value, out bit<32> rv) {
+            rv = value.session;
+        }
+    };
+
+    // A Join: reset with a run that opens; return whether the parent's run is complete.
+    RegisterAction<parent_cell_t, bit<16>, bit<32>>(parent) join_parent = {
+        void apply(inout parent_cell_t value, out bit<32> rv) {
+            if (meta.run_opened == 1) {
+                value.session = 0;
+                value.complete = 0;
+            }
+            rv = value.complete;
+        }
+    };
+
+    // A parent's JoinReply naming the child's session as nonce (meta.admitted) or a
+    // COMPLETE of the parent run taken: keep its session; its first COMPLETE, once every
+    // rank joined (meta.join_complete), completes the child's run.
+    RegisterAction<parent_cell_t, bit<16>, bit<32>>(parent) take_parent = {
+        void apply(inout parent_cell_t value, out bit<32> rv) {
+            rv = PARENT_BAD_SESSION;
+            bit<1> complete = ((hdr.join_reply.flags & JOIN_COMPLETE) != 0) ? 1w1 : 1w0;
+            if (hdr.join_reply.session != 0 && (meta.admitted == 1 || (complete == 1
+                    && value.session != 0 && value.session == hdr.join_reply.session))) {
+                if (meta.parent_reject != DROP_NONE) {
+                    rv = PARENT_REJECTED;
+                } else {
+                    rv = PARENT_TAKEN;
+                    value.session = hdr.join_reply.session;
+                    if (complete == 1 && value.complete == 0 && meta.join_complete == 1) {
+                        value.complete = 1;
+                        rv = PARENT_COMPLETE;
+                    }
+                }
+            }
+        }
+    };
 
     RegisterAction<run_cell_t, bit<16>, bit<32>>(session) read_session = {
         void apply(inout run_cell_t value, out bit<32> held) {
@@ -187,8 +253,13 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
         bit<2> joined_mode = WORD_READ;
         bit<2> left_mode = WORD_READ;
         bit<64> mask = 0;
+        // `parent`, last: what each message does to it, and its answer.
+        bit<2> parent_mode = 0;                // 0: none, 1: reset, 2: read, 3: join
         if (meta.pass != 0) {
             held = end_run.execute(j);
+            if (held == meta.run_session) {
+                parent_mode = 1;
+            }
             if (meta.message == MSG_JOIN) {
                 meta.abort_reason = ABORT_RANK_RESTARTED;
                 meta.abort_detail = hdr.prefix.rank;
@@ -217,11 +288,24 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
             if (meta.shape_ok == 1) {
                 mask = meta.rank_bit;
             }
-            old_nonce = swap_nonce.execute(((bit<32>)j << 6) + (bit<32>)hdr.prefix.rank);
+            old_nonce = swap_nonce.execute(((bit<32>)j << 6) + (bit<32>)meta.worker_member);
             joined_on = 1;
             left_on = 1;
             joined_mode = WORD_JOIN_SET;
             left_mode = WORD_JOIN_CLEAR;
+            parent_mode = 3;
+        } else if (meta.message == MSG_RESULT || meta.message == MSG_JOIN_REPLY) {
+            held = read_session.execute(j);
+            meta.run_session = held;
+            if (meta.message == MSG_JOIN_REPLY) {
+                meta.admitted = (held != 0 && hdr.join_reply.nonce == held) ? 1w1 : 1w0;
+                agreed = agree.execute(j);
+                meta.run_lane_slots = agreed[31:16];
+                meta.run_count = agreed[15:0];
+                joined_on = 1;
+            } else {
+                parent_mode = 2;
+            }
         } else {
             if (meta.message == MSG_ABORT) {
                 held = abort_run.execute(j);
@@ -229,6 +313,11 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
                 held = read_session.execute(j);
             }
             meta.admitted = (held != 0 && held == meta.p_session) ? 1w1 : 1w0;
+            if (meta.message == MSG_ABORT && meta.admitted == 1 && meta.rank_known == 1) {
+                parent_mode = 1;
+            } else if (meta.message == MSG_CONTRIBUTION) {
+                parent_mode = 2;
+            }
             if (meta.admitted == 0) {
                 if (meta.message != MSG_PROBE) {
                     meta.drop_reason = DROP_BAD_SESSION;
@@ -257,8 +346,42 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
             left_hi.apply(j, mask[63:32], left_mode, meta.run_opened, left_hi_word);
         }
 
+        bit<32> parent_read = 0;
+        if (meta.message == MSG_JOIN_REPLY && meta.pass == 0) {
+            meta.joined = hi ++ lo;
+            meta.join_complete = (meta.joined == meta.full_mask) ? 1w1 : 1w0;
+            parent_read = take_parent.execute(j);
+        } else if (parent_mode == 1) {
+            reset_parent.execute(j);
+        } else if (parent_mode == 2) {
+            parent_read = parent_session.execute(j);
+        } else if (parent_mode == 3) {
+            parent_read = join_parent.execute(j);
+        }
+
         if (meta.pass != 0) {
             // The run ended above.
+        } else if (meta.message == MSG_RESULT) {
+            if (parent_read == 0 || parent_read != meta.p_session) {
+                meta.drop_reason = DROP_BAD_SESSION;
+            } else if (meta.parent_reject != DROP_NONE) {
+                meta.drop_reason = meta.parent_reject;
+            } else {
+                meta.parent_session = parent_read;
+                meta.p_session = held;
+            }
+        } else if (meta.message == MSG_JOIN_REPLY) {
+            meta.join_complete = 0;
+            if (parent_read == PARENT_BAD_SESSION) {
+                meta.drop_reason = DROP_BAD_SESSION;
+            } else if (parent_read == PARENT_REJECTED) {
+                meta.drop_reason = meta.parent_reject;
+            } else if (parent_read == PARENT_COMPLETE) {
+                meta.join_complete = 1;
+                meta.join_completes = 1;
+            }
+        } else if (meta.message == MSG_CONTRIBUTION) {
+            meta.parent_session = parent_read;
         } else if (meta.message == MSG_STATUS) {
             meta.joined = (held == 0) ? 64w0 : hi ++ lo;
         } else if (meta.message == MSG_JOIN) {
@@ -276,10 +399,16 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
             } else if (agreed_lanes != hdr.join.lanes) {
                 meta.abort_reason = ABORT_LANE_COUNT_MISMATCH;
                 meta.abort_detail = agreed_lanes;
+            } else if (meta.tier == TIER_CHILD && was_complete == 1 && parent_read == 0) {
+                // A child's run is complete when its parent's is: this Join goes up.
+                meta.up = 1;
             } else {
                 meta.joined = old | meta.rank_bit;
                 meta.join_complete = (meta.joined == meta.full_mask) ? 1w1 : 1w0;
-                if (meta.join_complete == 1 && was_complete == 0) {
+                if (meta.tier == TIER_CHILD) {
+                    // The parent's COMPLETE tells the child's ranks, not this Join.
+                    meta.join_complete = meta.join_complete & parent_read[0:0];
+                } else if (meta.join_complete == 1 && was_complete == 0) {
                     meta.join_completes = 1;
                 }
             }

@@ -28,11 +28,14 @@ struct egress_metadata_t {
 
 #include "parser.p4"
 #include "../include/validator.p4"
+#include "../include/tier_selector.p4"
 #include "../include/classifier.p4"
+#include "../include/parent_result.p4"
 #include "use_checker.p4"
 #include "count_checker.p4"
 #include "bitmap_checker.p4"
 #include "workers_counter.p4"
+#include "relay.p4"
 #include "../include/next_step_selector.p4"
 #include "exponents.p4"
 #include "processors.p4"
@@ -41,6 +44,7 @@ struct egress_metadata_t {
 #include "run_tracker.p4"
 #include "../include/probe_handler.p4"
 #include "../include/status_handler.p4"
+#include "../include/bitmap_writer.p4"
 #include "../include/reply_builder.p4"
 #include "drop_counters.p4"
 #include "job_counters.p4"
@@ -52,11 +56,14 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                         inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
                         inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
     Validator() validator;
+    TierSelector() tier_selector;
     Classifier() classifier;
+    ParentResult() parent_result;
     UseChecker() use_checker;
     CountChecker() count_checker;
     BitmapChecker() bitmap_checker;
     WorkersCounter() workers_counter;
+    Relay() relay;
     NextStepSelector() next_step_selector;
     Exponents() exponents;
     Processors() processors;
@@ -93,14 +100,6 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                 meta.ingress_port = ig_intr_md.ingress_port;
                 meta.parser_failed = (ig_prsr_md.parser_err != 0) ? 1w1 : 1w0;
                 validator.apply(hdr, meta);
-                if (meta.message != MSG_NONE) {
-                    classifier.apply(hdr, meta);
-                }
-                if (meta.message == MSG_JOIN) {
-                    join_handler.apply(hdr, meta);
-                } else if (meta.message == MSG_STATUS) {
-                    status_handler.apply(hdr, meta);
-                }
             } else {
                 // A later pass: what pass 0 decided comes in the bridge header. A Contribution's
                 // next block of values, or the pass that ends the run of a restarted rank's Join
@@ -127,24 +126,53 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                 meta.pool_slot = hdr.bridge.pool_slot;
                 meta.version_index = hdr.bridge.version_index;
                 meta.rank_bit = hdr.bridge.rank_bit;
+                meta.up = hdr.bridge.up;
+                meta.from_parent = hdr.bridge.from_parent;
+                meta.parent_session = hdr.bridge.parent_session;
                 hdr.bridge.setInvalid();
+            }
+            // The job's tier (tier_selector.p4, protocol.md §7), in every pass: the last pass
+            // of an answer that goes up or down needs the link again.
+            if (meta.message != MSG_NONE || meta.from_parent == 1) {
+                tier_selector.apply(hdr, meta);
+            }
+            if (meta.recirculated == 0) {
+                if (meta.message != MSG_NONE) {
+                    classifier.apply(hdr, meta);
+                }
+                if (meta.tier != TIER_CHILD) {
+                    meta.wire_world = meta.world;
+                }
+                if (meta.message == MSG_JOIN) {
+                    join_handler.apply(hdr, meta);
+                } else if (meta.message == MSG_STATUS) {
+                    status_handler.apply(hdr, meta);
+                } else if (meta.message == MSG_RESULT || meta.message == MSG_JOIN_REPLY) {
+                    parent_result.apply(hdr, meta);
+                }
             }
             // Every message of a known job meets its run in pass 0 (a refused Join does not);
             // the later pass of a Join or a Leave ends it.
             if ((meta.recirculated == 0 && meta.message != MSG_NONE && meta.job_hit == 1
                         && meta.abort_reason == 0)
-                    || (meta.recirculated == 1 && meta.message != MSG_CONTRIBUTION)) {
+                    || (meta.recirculated == 1 && meta.message != MSG_CONTRIBUTION
+                        && meta.message != MSG_RESULT)) {
                 run_tracker.apply(hdr, meta);
             }
-            // The slot's registers, each applied from here only: a Contribution's checks or a
-            // Probe's reads, in pass 0.
+            // The slot's registers, each applied from here only: a Contribution's checks, or a
+            // Probe's or a parent's Result's reads (`result`: the Result also counts, and
+            // stores at `relay`), in pass 0.
             bit<1> check = 0;
             bit<1> read = 0;
+            bit<1> result = 0;
             if (meta.recirculated == 0) {
                 if (meta.message == MSG_CONTRIBUTION && meta.drop_reason == DROP_NONE) {
                     check = 1;
                     meta.p_seq = hdr.data.seq;
                     meta.p_ver = hdr.data.ver;
+                } else if (meta.message == MSG_RESULT && meta.drop_reason == DROP_NONE) {
+                    read = 1;
+                    result = 1;
                 } else if (meta.message == MSG_PROBE) {
                     probe_handler.apply(hdr, meta, read);
                     meta.p_ver = hdr.probe.ver;
@@ -156,18 +184,27 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
             if (check == 1 || read == 1) {
                 use_checker.apply(meta, read);
             }
-            if (check == 1 && meta.stale == 0) {
+            if ((check == 1 && meta.stale == 0) || result == 1) {
                 count_checker.apply(meta, hdr.data.count);
             }
             if ((check == 1 && meta.stale == 0) || read == 1) {
                 bitmap_checker.apply(meta, read);
                 workers_counter.apply(meta, read);
             }
+            // What a child knows of the use it sent up (relay.p4): a Result stores if the
+            // version holds its use complete with its count.
+            if ((check == 1 && meta.stale == 0) || result == 1) {
+                bit<1> store = (result == 1 && meta.in_session == 1
+                    && meta.held_seq == meta.p_seq && meta.remaining == 0
+                    && meta.held_count == hdr.data.count) ? 1w1 : 1w0;
+                relay.apply(meta, store);
+            }
             // A Contribution's fate and its passes over the values (next_step_selector.p4):
             // pass 0 after the checks, and every later pass. The exponent and the overflow
             // flag come after the value registers, in the pass that consumes the last block.
-            if ((check == 1 && meta.stale == 0)
-                    || (meta.recirculated == 1 && meta.message == MSG_CONTRIBUTION)) {
+            if ((check == 1 && meta.stale == 0) || result == 1
+                    || (meta.recirculated == 1 && (meta.message == MSG_CONTRIBUTION
+                        || meta.message == MSG_RESULT))) {
                 next_step_selector.apply(hdr, meta);
                 if (meta.update != UPDATE_NONE) {
                     processors.apply(hdr, meta);
@@ -178,8 +215,8 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                 }
             }
 
-            if (meta.message == MSG_CONTRIBUTION && meta.drop_reason == DROP_NONE
-                    && meta.stale == 0) {
+            if ((meta.message == MSG_CONTRIBUTION || meta.message == MSG_RESULT)
+                    && meta.drop_reason == DROP_NONE && meta.stale == 0) {
                 // next_step_selector.p4 already chose this pass's verdict.
             } else if (meta.drop_reason != DROP_NONE) {
                 meta.verdict = VERDICT_DROP;
@@ -189,8 +226,12 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                 meta.verdict = VERDICT_MULTICAST;
             } else if (meta.abort_reason != 0) {
                 meta.verdict = VERDICT_UNICAST;
-            } else if (meta.message == MSG_JOIN && meta.join_completes == 1) {
-                meta.verdict = VERDICT_MULTICAST;
+            } else if (meta.message == MSG_JOIN && meta.up == 1) {
+                meta.verdict = VERDICT_UP;
+            } else if (meta.join_completes == 1) {
+                meta.verdict = VERDICT_MULTICAST;       // a Join's, or a parent's COMPLETE's
+            } else if (meta.message == MSG_JOIN_REPLY) {
+                meta.verdict = VERDICT_CONSUME;
             } else if (meta.message == MSG_ABORT) {
                 meta.verdict = VERDICT_MULTICAST;
             } else if (meta.message == MSG_LEAVE) {
@@ -198,7 +239,13 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
             } else {
                 meta.verdict = VERDICT_UNICAST;
             }
-            if (meta.verdict == VERDICT_UNICAST || meta.verdict == VERDICT_MULTICAST) {
+            // A completion that would go up before the child holds its parent's session is
+            // built and sent to the egress, which counts its overflow and drops it.
+            if (meta.up == 1 && meta.last == 1 && meta.verdict == VERDICT_CONSUME) {
+                meta.verdict = VERDICT_UP;
+            }
+            if (meta.verdict == VERDICT_UNICAST || meta.verdict == VERDICT_MULTICAST
+                    || meta.verdict == VERDICT_UP) {
                 reply_builder.apply(hdr, meta);
             }
         }
@@ -209,6 +256,14 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
 
         hdr.egress_bridge.setValid();
         hdr.egress_bridge.pad = 0;
+        hdr.egress_bridge.up = (meta.verdict == VERDICT_UP) ? 1w1 : 1w0;
+        hdr.egress_bridge.drop = (meta.verdict == VERDICT_UP && meta.parent_session == 0)
+            ? 1w1 : 1w0;
+        hdr.egress_bridge.completes = (meta.message == MSG_CONTRIBUTION && meta.last == 1)
+            ? 1w1 : 1w0;
+        hdr.egress_bridge.parent_mac = meta.parent_mac;
+        hdr.egress_bridge.parent_ip = meta.parent_ip;
+        hdr.egress_bridge.parent_udp_port = meta.parent_udp_port;
         hdr.egress_bridge.recirculate = 0;
         hdr.egress_bridge.reply_len = meta.reply_len;
         hdr.egress_bridge.switch_mac = meta.switch_mac;
@@ -218,6 +273,8 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
             ig_dprsr_md.drop_ctl = 1;
         } else if (meta.verdict == VERDICT_MULTICAST) {
             ig_tm_md.mcast_grp_a = meta.group;
+        } else if (meta.verdict == VERDICT_UP) {
+            ig_tm_md.ucast_egress_port = (PortId_t)meta.parent_port;
         } else if (meta.verdict == VERDICT_RECIRCULATE) {
             hdr.egress_bridge.recirculate = 1;
             hdr.bridge.setValid();
@@ -237,6 +294,9 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
             hdr.bridge.packet_overflow = meta.packet_overflow;
             hdr.bridge.overflow = meta.overflow;
             hdr.bridge.pad2 = 0;
+            hdr.bridge.up = meta.up;
+            hdr.bridge.from_parent = meta.from_parent;
+            hdr.bridge.parent_session = meta.parent_session;
             hdr.bridge.pad3 = 0;
             hdr.bridge.ingress_port = meta.ingress_port;
             hdr.bridge.world = meta.world;
@@ -257,7 +317,27 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
 control SwitchmlIngressDeparser(packet_out packet, inout headers_t hdr, in metadata_t meta,
                                 in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
     apply {
-        packet.emit(hdr);
+        // Every header but bitmap_in, a parent's JoinReply's bitmap, which is never sent.
+        packet.emit(hdr.egress_bridge);
+        packet.emit(hdr.bridge);
+        packet.emit(hdr.ethernet);
+        packet.emit(hdr.ipv4);
+        packet.emit(hdr.udp);
+        packet.emit(hdr.prefix);
+        packet.emit(hdr.data);
+        packet.emit(hdr.join);
+        packet.emit(hdr.join_reply);
+        packet.emit(hdr.probe);
+        packet.emit(hdr.probe_reply);
+        packet.emit(hdr.abort);
+        packet.emit(hdr.status);
+        packet.emit(hdr.leave);
+        packet.emit(hdr.status_reply);
+        packet.emit(hdr.status_counters);
+        packet.emit(hdr.bitmap_lead);
+        packet.emit(hdr.bitmap);
+        packet.emit(hdr.bitmap_tail);
+        packet.emit(hdr.values);
     }
 }
 
@@ -272,6 +352,9 @@ control SwitchmlEgress(inout egress_headers_t hdr, inout egress_metadata_t meta,
     apply {
         job_egress_counters.apply(hdr, eg_intr_md);
         udp_sender.apply(hdr, eg_intr_md);
+        if (hdr.egress_bridge.drop == 1) {
+            eg_dprsr_md.drop_ctl = 1;
+        }
         hdr.egress_bridge.setInvalid();
     }
 }

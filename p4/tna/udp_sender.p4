@@ -1,7 +1,9 @@
 // udp_sender.p4 (TNA egress): addresses for each copy of an answer.
 // Rust twin: p4/model/src/udp_sender.rs (UdpSender). A multicast replica (eg_intr_md
 // .egress_rid != 0) goes to the worker lane the replica table names; a unicast answer
-// goes back where it came from. A recirculating packet passes untouched. The IPv4
+// goes back where it came from; what a child sends up (protocol.md §7) goes to its parent,
+// whose address the ingress bridges (egress_bridge.up). A recirculating packet passes
+// untouched. The IPv4
 // checksum is recomputed in the egress deparser.
 #ifndef _SWITCHML_UDP_SENDER_P4_
 #define _SWITCHML_UDP_SENDER_P4_
@@ -24,7 +26,11 @@ control UdpSender(inout egress_headers_t hdr, in egress_intrinsic_metadata_t eg_
         if (hdr.egress_bridge.recirculate == 1) {
             return;
         }
-        if (eg_intr_md.egress_rid != 0) {
+        if (hdr.egress_bridge.up == 1) {
+            hdr.ethernet.dst = hdr.egress_bridge.parent_mac;
+            hdr.ipv4.dst = hdr.egress_bridge.parent_ip;
+            hdr.udp.dst_port = hdr.egress_bridge.parent_udp_port;
+        } else if (eg_intr_md.egress_rid != 0) {
             replica_table.apply();
         } else {
             hdr.ethernet.dst = hdr.ethernet.src;

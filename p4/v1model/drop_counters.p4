@@ -6,7 +6,7 @@
 
 control DropCounters(in metadata_t meta) {
     counter(1, CounterType.packets) received;
-    counter(3, CounterType.packets) outcomes;          // consumed, multicast, unicast
+    counter(4, CounterType.packets) outcomes;      // consumed, multicast, unicast, up (§7)
     counter(DROP_CLASSES, CounterType.packets) drops;
     counter(1, CounterType.packets) ignored;
     counter(1, CounterType.packets) recirculations;    // one per later pass
@@ -29,6 +29,8 @@ control DropCounters(in metadata_t meta) {
                 outcomes.count(1);
             } else if (meta.verdict == VERDICT_UNICAST) {
                 outcomes.count(2);
+            } else if (meta.verdict == VERDICT_UP) {
+                outcomes.count(3);
             }
         }
     }

@@ -24,7 +24,8 @@ control JobCounters(in metadata_t meta) {
     apply {
         bit<32> j = (bit<32>)meta.job_index;
         if (meta.job_hit == 1 && meta.verdict != VERDICT_RECIRCULATE) {
-            if (meta.message == MSG_CONTRIBUTION) {
+            if (meta.message == MSG_CONTRIBUTION || meta.message == MSG_RESULT) {
+                // A parent's Result at a child (§7) counts only its drops.
                 if (meta.drop_reason == DROP_STALE) {
                     job_stale.count(j);
                 } else if (meta.drop_reason == DROP_DUPLICATE) {
@@ -33,8 +34,14 @@ control JobCounters(in metadata_t meta) {
                     job_unauthorized.count(j);
                 } else if (meta.drop_reason != DROP_NONE) {
                     job_rejected.count(j);
+                } else if (meta.message == MSG_RESULT) {
+                    // Stored and multicast: no event.
                 } else if (meta.outcome == OUTCOME_RETRANSMIT) {
-                    job_retransmit_replies.count(j);
+                    // A child's resend that goes up (or waits: no update) is no retransmit
+                    // reply.
+                    if (meta.up == 0 && meta.update != UPDATE_NONE) {
+                        job_retransmit_replies.count(j);
+                    }
                 } else {
                     job_contributions.count(j);
                     if (meta.last == 1) {
@@ -54,6 +61,12 @@ control JobCounters(in metadata_t meta) {
                     job_aborts.count(j);
                 } else if (meta.abort_reason == ABORT_BAD_KEY) {
                     job_unauthorized.count(j);
+                }
+            } else if (meta.message == MSG_JOIN_REPLY) {
+                if (meta.drop_reason == DROP_BAD_SESSION) {
+                    job_unauthorized.count(j);
+                } else if (meta.drop_reason != DROP_NONE) {
+                    job_rejected.count(j);
                 }
             } else if (meta.message == MSG_PROBE) {
                 if (meta.abort_reason == 0) {

@@ -1,5 +1,6 @@
 // parser.p4 (v1model): Ethernet -> IPv4 -> UDP to 0xBEE0 -> prefix -> the header its type
-// selects -> one block of values. Rust twin: p4/model/src/parser.rs (Parser).
+// selects -> one block of values (a Contribution's, or a parent's Result's at a child
+// switch, protocol.md §7), or a parent's JoinReply's bitmap. Rust twin: p4/model/src/parser.rs (Parser).
 // A header that runs past the packet sets standard_metadata.parser_error; the ingress turns
 // that into meta.parser_failed and the validator into a Malformed drop. A count above 256
 // is dropped as CountTooLarge in pass 0.
@@ -38,7 +39,9 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, inout metadata_t meta
         packet.extract(hdr.prefix);
         transition select(hdr.prefix.version, hdr.prefix.msg_type) {
             (PROTOCOL_VERSION, TYPE_CONTRIBUTION): parse_data;
+            (PROTOCOL_VERSION, TYPE_RESULT): parse_data;
             (PROTOCOL_VERSION, TYPE_JOIN): parse_join;
+            (PROTOCOL_VERSION, TYPE_JOIN_REPLY): parse_join_reply;
             (PROTOCOL_VERSION, TYPE_PROBE): parse_probe;
             (PROTOCOL_VERSION, TYPE_ABORT): parse_abort;
             (PROTOCOL_VERSION, TYPE_STATUS): parse_status;
@@ -84,6 +87,28 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, inout metadata_t meta
     state parse_join {
         packet.extract(hdr.join);
         transition accept;
+    }
+
+    // A parent's JoinReply (protocol.md §7): its bitmap is extracted into bitmap_in, which
+    // the deparser never emits, so the child's answer does not carry it. Counted with
+    // metadata as the values are; more than MAX_BITMAP bytes fail the parse (Malformed).
+    state parse_join_reply {
+        packet.extract(hdr.join_reply);
+        meta.values_left = hdr.join_reply.bitmap_len;
+        transition parse_bitmap_in;
+    }
+
+    state parse_bitmap_in {
+        transition select(meta.values_left) {
+            0: accept;
+            default: parse_bitmap_byte;
+        }
+    }
+
+    state parse_bitmap_byte {
+        packet.extract(hdr.bitmap_in.next);
+        meta.values_left = meta.values_left - 1;
+        transition parse_bitmap_in;
     }
 
     state parse_probe {

@@ -20,6 +20,15 @@
 //   RankRestarted to every rank); otherwise the lane shape must be the run's, and the rank
 //   is recorded.
 // - Status: reads `session` and `joined` (empty while no run is open).
+// - At a child switch (protocol.md §7), register `parent` ({complete:32, session:32}, the
+//   parent run's): reset by the Join that opens a run and wherever a run ends; read by a
+//   Join (whose Join goes up while the parent's run is not complete) and by a Contribution
+//   (the session of what goes up); a Result of the parent's job is admitted with the
+//   parent run's session (then meta.p_session is the child's, for the use check), a
+//   JoinReply with the child's session as nonce or a COMPLETE of the parent run taken;
+//   a JoinReply then writes the parent's session, and its first COMPLETE, once every rank
+//   joined, the flag (meta.join_completes: multicast to the child's ranks). Rejections of
+//   parent_result.p4 (meta.parent_reject) come after the session check.
 // The second pass (meta.pass != 0) only ends the run, if no one ended it in between.
 // Each register is read and written at most once per pass.
 #ifndef _SWITCHML_RUN_TRACKER_P4_
@@ -32,6 +41,7 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
     register<bit<32>>(RUN_NONCES) nonce;
     register<bit<64>>(MAX_JOBS) joined;
     register<bit<64>>(MAX_JOBS) left;
+    register<bit<64>>(MAX_JOBS) parent;
 
     apply {
         bit<32> j = (bit<32>)meta.job_index;
@@ -41,9 +51,13 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
         bit<32> held = cell[31:0];
         // Ending a run clears the session and keeps the count of runs.
         bit<64> ended = runs ++ 32w0;
+        bit<64> up;
+        parent.read(up, j);
+        bit<32> parent_held = up[31:0];
         if (meta.pass != 0) {
             if (held == meta.run_session) {
                 session.write(j, ended);
+                parent.write(j, 0);
             }
             if (meta.message == MSG_JOIN) {
                 meta.abort_reason = ABORT_RANK_RESTARTED;
@@ -82,7 +96,7 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
             meta.shape_ok = (agreed == given && agreed_lanes == hdr.join.lanes) ? 1w1 : 1w0;
             // Only a Join of the run's shape changes the run.
             bit<64> mask = (meta.shape_ok == 1) ? meta.rank_bit : 64w0;
-            bit<32> n = (j << 6) + (bit<32>)hdr.prefix.rank;
+            bit<32> n = (j << 6) + (bit<32>)meta.worker_member;
             bit<32> old_nonce;
             nonce.read(old_nonce, n);
             if (meta.shape_ok == 1) {
@@ -100,6 +114,12 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
                 gone = 0;
             }
             left.write(j, gone & ~mask);
+            if (meta.run_opened == 1) {
+                up = 0;
+                parent.write(j, 0);
+            }
+            meta.parent_session = up[31:0];
+            meta.parent_complete = up[32:32];
             bit<1> was_complete = (old == meta.full_mask) ? 1w1 : 1w0;
             if ((old & meta.rank_bit) != 0 && old_nonce != hdr.join.nonce
                     && was_complete == 1) {
@@ -113,15 +133,58 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
             } else if (agreed_lanes != hdr.join.lanes) {
                 meta.abort_reason = ABORT_LANE_COUNT_MISMATCH;
                 meta.abort_detail = agreed_lanes;
+            } else if (meta.tier == TIER_CHILD && was_complete == 1
+                    && meta.parent_complete == 0) {
+                // A child's run is complete when its parent's is: this Join goes up.
+                meta.up = 1;
             } else {
                 meta.joined = old | meta.rank_bit;
                 meta.join_complete = (meta.joined == meta.full_mask) ? 1w1 : 1w0;
-                if (meta.join_complete == 1 && was_complete == 0) {
+                if (meta.tier == TIER_CHILD) {
+                    // The parent's COMPLETE tells the child's ranks, not this Join.
+                    meta.join_complete = meta.join_complete & meta.parent_complete;
+                } else if (meta.join_complete == 1 && was_complete == 0) {
                     meta.join_completes = 1;
                 }
             }
+        } else if (meta.message == MSG_RESULT) {
+            meta.run_session = held;
+            if (parent_held == 0 || parent_held != meta.p_session) {
+                meta.drop_reason = DROP_BAD_SESSION;
+            } else if (meta.parent_reject != DROP_NONE) {
+                meta.drop_reason = meta.parent_reject;
+            } else {
+                meta.parent_session = parent_held;
+                meta.p_session = held;
+            }
+        } else if (meta.message == MSG_JOIN_REPLY) {
+            meta.run_session = held;
+            bit<64> shape_cell;
+            shape.read(shape_cell, j);
+            meta.run_lane_slots = shape_cell[31:16];
+            meta.run_count = shape_cell[15:0];
+            joined.read(meta.joined, j);
+            bit<1> complete = ((hdr.join_reply.flags & JOIN_COMPLETE) != 0) ? 1w1 : 1w0;
+            bit<1> ours = (held != 0 && hdr.join_reply.nonce == held) ? 1w1 : 1w0;
+            bit<1> of_our_run = (complete == 1 && parent_held != 0
+                && hdr.join_reply.session == parent_held) ? 1w1 : 1w0;
+            if ((ours == 0 && of_our_run == 0) || hdr.join_reply.session == 0) {
+                meta.drop_reason = DROP_BAD_SESSION;
+            } else if (meta.parent_reject != DROP_NONE) {
+                meta.drop_reason = meta.parent_reject;
+            } else {
+                bit<32> done = up[63:32];
+                if (complete == 1 && done == 0 && meta.joined == meta.full_mask) {
+                    done = 1;
+                    meta.join_complete = 1;
+                    meta.join_completes = 1;
+                }
+                parent.write(j, done ++ hdr.join_reply.session);
+            }
         } else {
             meta.admitted = (held != 0 && held == meta.p_session) ? 1w1 : 1w0;
+            // What a child's completed use or resend carries up.
+            meta.parent_session = parent_held;
             if (meta.admitted == 0) {
                 if (meta.message != MSG_PROBE) {
                     meta.drop_reason = DROP_BAD_SESSION;
@@ -131,6 +194,7 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
                     meta.drop_reason = DROP_UNKNOWN_RANK;
                 } else if (meta.message == MSG_ABORT) {
                     session.write(j, ended);
+                    parent.write(j, 0);
                 } else {
                     bit<64> members;
                     joined.read(members, j);

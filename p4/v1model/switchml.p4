@@ -12,11 +12,14 @@
 const bit<32> PKT_INSTANCE_TYPE_INGRESS_RECIRC = 4;
 #include "parser.p4"
 #include "../include/validator.p4"
+#include "../include/tier_selector.p4"
 #include "../include/classifier.p4"
+#include "../include/parent_result.p4"
 #include "use_checker.p4"
 #include "count_checker.p4"
 #include "bitmap_checker.p4"
 #include "workers_counter.p4"
+#include "relay.p4"
 #include "../include/next_step_selector.p4"
 #include "exponents.p4"
 #include "processors.p4"
@@ -25,6 +28,7 @@ const bit<32> PKT_INSTANCE_TYPE_INGRESS_RECIRC = 4;
 #include "run_tracker.p4"
 #include "../include/probe_handler.p4"
 #include "../include/status_handler.p4"
+#include "../include/bitmap_writer.p4"
 #include "../include/reply_builder.p4"
 #include "drop_counters.p4"
 #include "job_counters.p4"
@@ -37,11 +41,14 @@ control SwitchmlVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
 control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                         inout standard_metadata_t standard_metadata) {
     Validator() validator;
+    TierSelector() tier_selector;
     Classifier() classifier;
+    ParentResult() parent_result;
     UseChecker() use_checker;
     CountChecker() count_checker;
     BitmapChecker() bitmap_checker;
     WorkersCounter() workers_counter;
+    Relay() relay;
     NextStepSelector() next_step_selector;
     Exponents() exponents;
     Processors() processors;
@@ -82,37 +89,56 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                 meta.outcome = OUTCOME_NONE;
                 meta.parser_failed = (standard_metadata.parser_error != error.NoError) ? 1w1 : 1w0;
                 validator.apply(hdr, meta);
+            } else {
+                // A later pass: a Contribution's (or a parent's Result's) next block of
+                // values, or the pass that ends the run of a restarted rank's Join or of the
+                // last Leave.
+                meta.pass = meta.pass + 1;
+                meta.job_hit = 1;
+                meta.drop_reason = DROP_NONE;
+            }
+            // The job's tier (tier_selector.p4, protocol.md §7), in every pass: the last pass
+            // of an answer that goes up or down needs the link again.
+            if (meta.message != MSG_NONE || meta.from_parent == 1) {
+                tier_selector.apply(hdr, meta);
+            }
+            if (first == 1) {
                 if (meta.message != MSG_NONE) {
                     classifier.apply(hdr, meta);
+                }
+                if (meta.tier != TIER_CHILD) {
+                    meta.wire_world = meta.world;
                 }
                 if (meta.message == MSG_JOIN) {
                     join_handler.apply(hdr, meta);
                 } else if (meta.message == MSG_STATUS) {
                     status_handler.apply(hdr, meta);
+                } else if (meta.message == MSG_RESULT || meta.message == MSG_JOIN_REPLY) {
+                    parent_result.apply(hdr, meta);
                 }
-            } else {
-                // A later pass: a Contribution's next block of values, or the pass that ends
-                // the run of a restarted rank's Join or of the last Leave.
-                meta.pass = meta.pass + 1;
-                meta.job_hit = 1;
-                meta.drop_reason = DROP_NONE;
             }
             // Every message of a known job meets its run in pass 0 (a refused Join does not);
             // the later pass of a Join or a Leave ends it.
             if ((first == 1 && meta.message != MSG_NONE && meta.job_hit == 1
                         && meta.abort_reason == 0)
-                    || (first == 0 && meta.message != MSG_CONTRIBUTION)) {
+                    || (first == 0 && meta.message != MSG_CONTRIBUTION
+                        && meta.message != MSG_RESULT)) {
                 run_tracker.apply(hdr, meta);
             }
-            // The slot's registers, each applied from here only: a Contribution's checks or a
-            // Probe's reads, in pass 0.
+            // The slot's registers, each applied from here only: a Contribution's checks, or a
+            // Probe's or a parent's Result's reads (`result`: the Result also counts, and
+            // stores at `relay`), in pass 0.
             bit<1> check = 0;
             bit<1> read = 0;
+            bit<1> result = 0;
             if (first == 1) {
                 if (meta.message == MSG_CONTRIBUTION && meta.drop_reason == DROP_NONE) {
                     check = 1;
                     meta.p_seq = hdr.data.seq;
                     meta.p_ver = hdr.data.ver;
+                } else if (meta.message == MSG_RESULT && meta.drop_reason == DROP_NONE) {
+                    read = 1;
+                    result = 1;
                 } else if (meta.message == MSG_PROBE) {
                     probe_handler.apply(hdr, meta, read);
                     meta.p_ver = hdr.probe.ver;
@@ -124,17 +150,26 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
             if (check == 1 || read == 1) {
                 use_checker.apply(meta, read);
             }
-            if (check == 1 && meta.stale == 0) {
+            if ((check == 1 && meta.stale == 0) || result == 1) {
                 count_checker.apply(meta, hdr.data.count);
             }
             if ((check == 1 && meta.stale == 0) || read == 1) {
                 bitmap_checker.apply(meta, read);
                 workers_counter.apply(meta, read);
             }
+            // What a child knows of the use it sent up (relay.p4): a Result stores if the
+            // version holds its use complete with its count.
+            if ((check == 1 && meta.stale == 0) || result == 1) {
+                bit<1> store = (result == 1 && meta.in_session == 1
+                    && meta.held_seq == meta.p_seq && meta.remaining == 0
+                    && meta.held_count == hdr.data.count) ? 1w1 : 1w0;
+                relay.apply(meta, store);
+            }
             // A Contribution's fate and its passes over the values (next_step_selector.p4):
             // pass 0 after the checks, and every later pass.
-            if ((check == 1 && meta.stale == 0)
-                    || (first == 0 && meta.message == MSG_CONTRIBUTION)) {
+            if ((check == 1 && meta.stale == 0) || result == 1
+                    || (first == 0 && (meta.message == MSG_CONTRIBUTION
+                        || meta.message == MSG_RESULT))) {
                 next_step_selector.apply(hdr, meta);
                 if (meta.update != UPDATE_NONE) {
                     processors.apply(hdr, meta);
@@ -145,8 +180,8 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                 }
             }
 
-            if (meta.message == MSG_CONTRIBUTION && meta.drop_reason == DROP_NONE
-                    && meta.stale == 0) {
+            if ((meta.message == MSG_CONTRIBUTION || meta.message == MSG_RESULT)
+                    && meta.drop_reason == DROP_NONE && meta.stale == 0) {
                 // next_step_selector.p4 already chose this pass's verdict.
             } else if (meta.drop_reason != DROP_NONE) {
                 meta.verdict = VERDICT_DROP;
@@ -156,8 +191,12 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                 meta.verdict = VERDICT_MULTICAST;
             } else if (meta.abort_reason != 0) {
                 meta.verdict = VERDICT_UNICAST;
-            } else if (meta.message == MSG_JOIN && meta.join_completes == 1) {
-                meta.verdict = VERDICT_MULTICAST;
+            } else if (meta.message == MSG_JOIN && meta.up == 1) {
+                meta.verdict = VERDICT_UP;
+            } else if (meta.join_completes == 1) {
+                meta.verdict = VERDICT_MULTICAST;       // a Join's, or a parent's COMPLETE's
+            } else if (meta.message == MSG_JOIN_REPLY) {
+                meta.verdict = VERDICT_CONSUME;
             } else if (meta.message == MSG_ABORT) {
                 meta.verdict = VERDICT_MULTICAST;
             } else if (meta.message == MSG_LEAVE) {
@@ -165,7 +204,8 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
             } else {
                 meta.verdict = VERDICT_UNICAST;
             }
-            if (meta.verdict == VERDICT_UNICAST || meta.verdict == VERDICT_MULTICAST) {
+            if (meta.verdict == VERDICT_UNICAST || meta.verdict == VERDICT_MULTICAST
+                    || meta.verdict == VERDICT_UP) {
                 reply_builder.apply(hdr, meta);
             }
         }
@@ -178,6 +218,8 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
             mark_to_drop(standard_metadata);
         } else if (meta.verdict == VERDICT_MULTICAST) {
             standard_metadata.mcast_grp = meta.group;
+        } else if (meta.verdict == VERDICT_UP) {
+            standard_metadata.egress_spec = (bit<9>)meta.parent_port;
         } else {
             // Unicast answers and recirculations leave by the port they came in on.
             standard_metadata.egress_spec = standard_metadata.ingress_port;
@@ -225,8 +267,10 @@ control SwitchmlDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.leave);
         packet.emit(hdr.status_reply);
         packet.emit(hdr.status_counters);
+        packet.emit(hdr.bitmap_lead);
         packet.emit(hdr.bitmap);
-        packet.emit(hdr.values);
+        packet.emit(hdr.bitmap_tail);
+        packet.emit(hdr.values);                // bitmap_in, a parent's, is never sent
     }
 }
 

@@ -1,7 +1,8 @@
 // udp_sender.p4 (v1model egress): addresses for each copy of an answer.
 // Rust twin: p4/model/src/udp_sender.rs (UdpSender). A multicast replica (egress_rid != 0)
 // goes to the worker lane the replica table names; a unicast answer goes back where it
-// came from. The switchml bytes are the same in every replica (rank 0xFFFF on a multicast
+// came from; what a child sends up (protocol.md §7) goes to its parent, whose address is
+// table parent_link's (tier_selector.p4). The switchml bytes are the same in every replica (rank 0xFFFF on a multicast
 // Result); only addresses and lengths change. UDP checksum 0; IPv4 checksum in
 // SwitchmlComputeChecksum.
 #ifndef _SWITCHML_UDP_SENDER_P4_
@@ -23,7 +24,11 @@ control UdpSender(inout headers_t hdr, inout metadata_t meta,
     }
 
     apply {
-        if (standard_metadata.egress_rid != 0) {
+        if (meta.verdict == VERDICT_UP) {
+            hdr.ethernet.dst = meta.parent_mac;
+            hdr.ipv4.dst = meta.parent_ip;
+            hdr.udp.dst_port = meta.parent_udp_port;
+        } else if (standard_metadata.egress_rid != 0) {
             replica_table.apply();
         } else {
             hdr.ethernet.dst = hdr.ethernet.src;

@@ -34,7 +34,7 @@ switchml-sim: a discrete-event simulation of one all-reduce on a star of links
   --switch reference|p4-model      the aggregator (reference; the P4 model takes k <= 256)
   --probe-results on|off   the reference switch answers a Probe that asks for a lost Result
                        with the Result (on, as the software switch; off: as P4)
-  --children C         two levels: C child switches of the reference switch under a parent,
+  --children C         two levels: C child switches under a parent (each the --switch),
                        the ranks dealt to them (0: one switch)
   --tier-loss X        loss probability on each child-parent link (0)
   --tier-gbps G        each child-parent link's rate, Gb/s (the ranks' links')
@@ -129,11 +129,6 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             other => return Err(format!("unknown flag {other}")),
         }
     }
-    if s.switch == SwitchModel::P4Model
-        && (usize::from(s.count) > usize::from(switchml_p4model::MAX_COUNT) || s.workers > 64)
-    {
-        return Err("the P4 model takes k <= 256 and 64 ranks".into());
-    }
     if s.workers == 0 || s.elements == 0 || s.bucket_elements == 0 || s.count == 0 {
         return Err("workers, tensor, bucket and k must be non-zero".into());
     }
@@ -148,8 +143,17 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
         ));
     }
     let tree = (tree.children > 0).then_some(tree);
-    if tree.is_some_and(|t| t.children > s.workers || s.switch != SwitchModel::Reference) {
-        return Err("--children takes 1..=P children of the reference switch".into());
+    if tree.is_some_and(|t| t.children > s.workers) {
+        return Err("--children takes 1..=P children".into());
+    }
+    // The P4 model's job holds 64 ranks: a child's ranks, or a parent's children.
+    let per_switch = tree.map_or(s.workers, |t| {
+        s.workers.div_ceil(t.children).max(t.children)
+    });
+    if s.switch == SwitchModel::P4Model
+        && (usize::from(s.count) > usize::from(switchml_p4model::MAX_COUNT) || per_switch > 64)
+    {
+        return Err("the P4 model takes k <= 256 and 64 ranks a switch".into());
     }
     Ok(Args {
         scenario: s,

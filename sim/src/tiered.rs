@@ -1,5 +1,5 @@
-//! The in-network all-reduce through two levels of the core's reference switch
-//! (protocol.md §7): each child switch aggregates its own ranks and contributes their
+//! The in-network all-reduce through two levels of switches (protocol.md §7), every switch
+//! the scenario's (the core's reference switch, or the P4 model): each child switch aggregates its own ranks and contributes their
 //! partial sum to the parent as one member; the parent's Result comes back through the
 //! children.
 //!
@@ -12,7 +12,7 @@
 //!
 //! The ranks are dealt to the children in contiguous ranges whose sizes differ by one at
 //! most. Every rank is the core's unchanged worker, joined with its global rank and the
-//! whole job's world; every switch is the core's, fed bytes by the simulator, which only
+//! whole job's world; every switch is fed bytes by the simulator, which only
 //! routes what each verdict names: a child's multicast to its ranks, its unicast to the
 //! rank that asked, its `Up` to the parent; the parent's multicast to every child, its
 //! unicast to the child that asked. As in [`crate::in_network`], hosts and switches are
@@ -21,7 +21,8 @@
 use std::rc::Rc;
 use std::time::Instant as WallClock;
 
-use switchml_core::switch::{JobConfig, ParentLink, Slot, Switch, Tier, Verdict};
+use switchml_core::switch::{ControlPlane, JobConfig, ParentLink, Slot, Switch, Tier, Verdict};
+use switchml_p4model::pipeline::{Config as ModelConfig, Pipeline};
 
 use crate::clock::Nanos;
 use crate::events::EventQueue;
@@ -29,7 +30,7 @@ use crate::host::{self, Host, HostEvent};
 use crate::in_network::MAX_COUNT;
 use crate::link::{wire_bytes, Delivery, Link, LinkConfig};
 use crate::report::{ProtocolCounters, RunReport};
-use crate::scenario::{Direction, Scenario};
+use crate::scenario::{Direction, Scenario, SwitchModel};
 
 /// The job's id and key at the children, and the parent's.
 const JOB: u16 = 1;
@@ -42,6 +43,12 @@ const WORDS: usize = 4;
 const GIVE_UP: Nanos = 600_000_000_000;
 
 type SimSwitch<'a> = Switch<'a, MAX_COUNT, WORDS, 1>;
+/// The output buffer every switch here needs (the reference's is the larger).
+const OUT_LEN: usize = if SimSwitch::OUT_LEN > switchml_p4model::OUT_LEN {
+    SimSwitch::OUT_LEN
+} else {
+    switchml_p4model::OUT_LEN
+};
 
 /// The second level: how many children, and their links to the parent.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -68,19 +75,19 @@ enum Event {
 }
 
 /// A child switch: its ranks and its two links to the parent.
-struct Child<'a> {
-    switch: SimSwitch<'a>,
+struct Child<G> {
+    switch: G,
     ranks: std::ops::Range<usize>,
     up: Link,
     down: Link,
 }
 
-struct Run<'a> {
+struct Run<G> {
     scenario: Scenario,
     now: Nanos,
     queue: EventQueue<Event>,
-    parent: SimSwitch<'a>,
-    children: Vec<Child<'a>>,
+    parent: G,
+    children: Vec<Child<G>>,
     hosts: Vec<Host>,
     out: Vec<u8>,
     tx: Vec<u8>,
@@ -104,13 +111,46 @@ pub fn simulate(scenario: &Scenario, tree: &Tree) -> RunReport {
         usize::from(scenario.count) <= MAX_COUNT,
         "k above {MAX_COUNT}"
     );
-    let wall = WallClock::now();
     let slots = usize::from(scenario.window);
-    let mut pools =
-        vec![vec![Slot::<MAX_COUNT, WORDS>::IDLE; slots]; 1 + usize::from(tree.children)];
-    let (parent_pool, child_pools) = pools.split_first_mut().expect("a parent pool");
-    let mut parent = Switch::new(parent_pool, 1);
-    parent.set_probe_results(scenario.probe_results);
+    let switches = 1 + usize::from(tree.children);
+    match scenario.switch {
+        SwitchModel::Reference => {
+            let mut pools = vec![vec![Slot::<MAX_COUNT, WORDS>::IDLE; slots]; switches];
+            let mut epoch = 0;
+            let switches = pools.iter_mut().map(|pool| {
+                epoch += 1;
+                let mut switch = SimSwitch::new(pool, epoch);
+                switch.set_probe_results(scenario.probe_results);
+                switch
+            });
+            simulate_with(scenario, tree, switches)
+        }
+        SwitchModel::P4Model => {
+            let largest = world.div_ceil(tree.children);
+            let switches = (1..=switches as u32).map(|epoch| {
+                Pipeline::new(ModelConfig {
+                    slots,
+                    jobs: 1,
+                    workers: usize::from(largest.max(tree.children)),
+                    epoch,
+                    max_count: switchml_p4model::MAX_COUNT,
+                    switch: Default::default(),
+                })
+            });
+            simulate_with(scenario, tree, switches)
+        }
+    }
+}
+
+/// The simulation over `switches`: the parent first, then one per child.
+fn simulate_with<G: ControlPlane>(
+    scenario: &Scenario,
+    tree: &Tree,
+    mut switches: impl Iterator<Item = G>,
+) -> RunReport {
+    let wall = WallClock::now();
+    let world = scenario.workers;
+    let mut parent = switches.next().expect("a parent");
     let config = |id, world, key| JobConfig {
         id,
         world,
@@ -119,7 +159,7 @@ pub fn simulate(scenario: &Scenario, tree: &Tree) -> RunReport {
         key,
     };
     parent
-        .add_tiered_job(config(PARENT_JOB, tree.children, PARENT_KEY), Tier::Parent)
+        .install_tiered_job(config(PARENT_JOB, tree.children, PARENT_KEY), Tier::Parent)
         .expect("the parent's job fits");
     let link = |d: Direction| LinkConfig {
         loss: tree.loss,
@@ -129,15 +169,13 @@ pub fn simulate(scenario: &Scenario, tree: &Tree) -> RunReport {
         },
         ..scenario.link(0, d)
     };
-    let children = child_pools
-        .iter_mut()
+    let children = switches
+        .take(usize::from(tree.children))
         .enumerate()
-        .map(|(c, pool)| {
+        .map(|(c, mut switch)| {
             let member = c as u16;
             let lo = rank_lo(world, tree.children, member);
             let hi = rank_lo(world, tree.children, member + 1);
-            let mut switch = Switch::new(pool, 2 + u32::from(member));
-            switch.set_probe_results(scenario.probe_results);
             let tier = Tier::Child(ParentLink {
                 world,
                 rank_lo: lo,
@@ -147,7 +185,7 @@ pub fn simulate(scenario: &Scenario, tree: &Tree) -> RunReport {
                 key: PARENT_KEY,
             });
             switch
-                .add_tiered_job(config(JOB, hi - lo, KEY), tier)
+                .install_tiered_job(config(JOB, hi - lo, KEY), tier)
                 .expect("the child's job fits");
             let seed = scenario.seed.wrapping_mul(0x2_0001) ^ (c as u64) << 20;
             Child {
@@ -174,7 +212,7 @@ pub fn simulate(scenario: &Scenario, tree: &Tree) -> RunReport {
         parent,
         children,
         hosts,
-        out: vec![0; SimSwitch::OUT_LEN],
+        out: vec![0; OUT_LEN],
         tx: vec![0; scenario.data_payload().max(64)],
     };
     for rank in 0..run.hosts.len() {
@@ -201,7 +239,7 @@ pub fn simulate(scenario: &Scenario, tree: &Tree) -> RunReport {
     run.report(start, wall.elapsed().as_secs_f64())
 }
 
-impl Run<'_> {
+impl<G: ControlPlane> Run<G> {
     /// Handle events until `done` holds, the queue runs dry or time runs out.
     fn drive(&mut self, done: impl Fn(&Self) -> bool) {
         while !done(self) {
@@ -321,17 +359,21 @@ impl Run<'_> {
     fn report(&self, start: Nanos, wall_secs: f64) -> RunReport {
         let end = self.hosts.iter().filter_map(|h| h.finished).max();
         let finished = self.hosts.iter().all(|h| h.finished.is_some());
-        let switches = std::iter::once(&self.parent).chain(self.children.iter().map(|c| &c.switch));
+        let switches = std::iter::once((&self.parent, PARENT_JOB))
+            .chain(self.children.iter().map(|c| (&c.switch, JOB)));
         let mut protocol = ProtocolCounters::default();
-        for s in switches {
-            let job = s.jobs().next().expect("one job a switch").counters();
+        for (s, id) in switches {
+            let job = s.job_snapshot(id).expect("one job a switch").counters;
             protocol.switch_retransmit_replies += job.retransmit_replies;
             protocol.switch_duplicates += job.duplicates;
             protocol.switch_stale += job.stale;
-            protocol.switch_drops += s.counters().total_drops();
+            protocol.switch_drops += s.switch_counters().total_drops();
         }
-        let parent = self.parent.job(PARENT_JOB).expect("the parent's job");
-        protocol.switch_completions = parent.counters().completions;
+        let parent = self
+            .parent
+            .job_snapshot(PARENT_JOB)
+            .expect("the parent's job");
+        protocol.switch_completions = parent.counters.completions;
         for h in &self.hosts {
             protocol.add_worker(h.worker().stats());
         }

@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 use switchml_sim::tiered::{self, Tree};
-use switchml_sim::{in_network, Dtype, Scenario};
+use switchml_sim::{in_network, Dtype, Scenario, SwitchModel};
 
 fn small(workers: u16, dtype: Dtype) -> Scenario {
     Scenario {
@@ -129,4 +129,54 @@ fn a_thousand_and_twenty_four_ranks_as_32_children_of_32_under_loss() {
     assert_eq!(r.wrong_elements, 0);
     assert!(r.completion.is_some());
     assert!(r.network_drops().0 > 0, "loss happened");
+}
+
+/// The P4 model as every switch of the tree: the same packets and the same losses give the
+/// same times and counters as the reference switch, whatever is lost on either level.
+#[test]
+fn the_p4_model_makes_the_reference_switchs_decisions_on_both_levels() {
+    for (seed, children, workers) in [(3, 2, 5), (11, 3, 9), (29, 4, 8)] {
+        let s = Scenario {
+            loss: 0.02,
+            seed,
+            // The P4 programs cannot offer PROBE_RESULTS.
+            probe_results: false,
+            ..small(workers, Dtype::I32)
+        };
+        let tree = Tree {
+            children,
+            loss: 0.02,
+            bits_per_sec: 0,
+        };
+        let reference = tiered::simulate(&s, &tree);
+        let model = tiered::simulate(
+            &Scenario {
+                switch: SwitchModel::P4Model,
+                ..s
+            },
+            &tree,
+        );
+        assert!(reference.failures.is_empty() && model.failures.is_empty());
+        assert_eq!(model.wrong_elements, 0);
+        let p = model.protocol.expect("counters");
+        assert!(
+            p.switch_retransmit_replies > 0 || p.switch_duplicates > 0,
+            "{p:?}"
+        );
+        assert_eq!(
+            (
+                reference.completion,
+                reference.protocol,
+                &reference.uplinks,
+                &reference.downlinks
+            ),
+            (
+                model.completion,
+                model.protocol,
+                &model.uplinks,
+                &model.downlinks
+            ),
+            "seed {seed}"
+        );
+    }
 }

@@ -27,18 +27,20 @@ fn loopback() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
 }
 
-/// How a switch of the tree runs: the datagrams it loses, its shards and, for a child,
-/// the key it joins its parent with.
+/// How a switch of the tree runs: the datagrams it loses, its shards, its pipeline and,
+/// for a child, the key it joins its parent with.
 #[derive(Clone, Copy)]
 struct Run {
     drop_rate: f64,
     shards: usize,
+    pipeline: SwitchPipeline,
     parent_key: u64,
 }
 
 const PLAIN: Run = Run {
     drop_rate: 0.0,
     shards: 1,
+    pipeline: SwitchPipeline::Reference,
     parent_key: PARENT_KEY,
 };
 
@@ -54,6 +56,7 @@ fn parent(children: u16, run: Run) -> RunningSwitch {
         drop_rate: run.drop_rate,
         seed: 77,
         shards: run.shards,
+        pipeline: run.pipeline,
         parent_jobs: vec![PARENT_JOB],
         ..SwitchConfig::new(loopback(), vec![job])
     })
@@ -76,6 +79,7 @@ fn child(up: SocketAddr, member: u16, members: u16, per_child: u16, run: Run) ->
         drop_rate: run.drop_rate,
         seed: 100 + u64::from(member),
         shards: run.shards,
+        pipeline: run.pipeline,
         child_jobs: vec![spec],
         ..SwitchConfig::new(loopback(), vec![job_spec(per_child, SLOTS)])
     })
@@ -97,16 +101,44 @@ impl Tree {
 
     /// [`Tree::new`], every switch of `shards` shards.
     fn sharded(members: u16, per_child: u16, loss: (f64, f64), shards: usize) -> Tree {
-        let level = |drop_rate| Run {
+        let reference = SwitchPipeline::Reference;
+        Tree::built(members, per_child, loss, shards, (reference, reference))
+    }
+
+    /// The tree with its parent on `pipelines.0` and its children on `pipelines.1`.
+    fn on(
+        members: u16,
+        per_child: u16,
+        loss: (f64, f64),
+        pipelines: (SwitchPipeline, SwitchPipeline),
+    ) -> Tree {
+        Tree::built(members, per_child, loss, 1, pipelines)
+    }
+
+    fn built(
+        members: u16,
+        per_child: u16,
+        loss: (f64, f64),
+        shards: usize,
+        pipelines: (SwitchPipeline, SwitchPipeline),
+    ) -> Tree {
+        let level = |drop_rate, pipeline| Run {
             drop_rate,
             shards,
+            pipeline,
             ..PLAIN
         };
-        let parent = parent(members, level(loss.0));
+        let parent = parent(members, level(loss.0, pipelines.0));
         let children = (0..members)
             .map(|m| {
                 let rate = if m == 0 { loss.1 } else { 0.0 };
-                child(parent.addr(), m, members, per_child, level(rate))
+                child(
+                    parent.addr(),
+                    m,
+                    members,
+                    per_child,
+                    level(rate, pipelines.1),
+                )
             })
             .collect();
         Tree {
@@ -215,6 +247,20 @@ fn sums_stay_exact_with_loss_at_a_child_and_at_the_parent() {
 }
 
 #[test]
+fn the_p4_model_serves_both_levels_with_loss() {
+    let model = SwitchPipeline::P4Model;
+    let tree = Tree::on(2, 3, (0.02, 0.02), (model, model));
+    all_reduce(&tree, 3000);
+}
+
+#[test]
+fn model_children_under_a_reference_parent_and_the_reverse_sum_exactly() {
+    let (model, reference) = (SwitchPipeline::P4Model, SwitchPipeline::Reference);
+    all_reduce(&Tree::on(2, 2, (0.0, 0.0), (reference, model)), 2000);
+    all_reduce(&Tree::on(2, 2, (0.0, 0.0), (model, reference)), 2000);
+}
+
+#[test]
 fn a_child_whose_parent_is_silent_fails_its_ranks_in_bounded_time() {
     // A socket that takes datagrams and never answers: no ICMP, just silence.
     let silent = UdpSocket::bind(loopback()).unwrap();
@@ -280,17 +326,7 @@ fn sharded_children_under_a_parent_of_as_many_shards_sum_exactly() {
 }
 
 #[test]
-fn parent_and_child_jobs_need_a_job_and_the_reference_switch() {
-    let spec = ChildSpec {
-        job: JOB,
-        parent: "127.0.0.1:9".parse().unwrap(),
-        parent_job: PARENT_JOB,
-        member: 0,
-        members: 2,
-        rank_lo: 0,
-        world: 4,
-        parent_key: None,
-    };
+fn a_parent_job_needs_a_job() {
     let orphan = RunningSwitch::start(&SwitchConfig {
         parent_jobs: vec![5],
         ..SwitchConfig::new(loopback(), vec![job_spec(2, SLOTS)])
@@ -300,13 +336,6 @@ fn parent_and_child_jobs_need_a_job_and_the_reference_switch() {
         .expect("a parent job that is no job")
         .to_string();
     assert!(e.contains("job 5"), "{e}");
-    let model = RunningSwitch::start(&SwitchConfig {
-        pipeline: SwitchPipeline::P4Model,
-        child_jobs: vec![spec],
-        ..SwitchConfig::new(loopback(), vec![job_spec(2, SLOTS)])
-    });
-    let e = model.err().expect("the P4 model has no tiers").to_string();
-    assert!(e.contains("no parent or child"), "{e}");
 }
 
 /// Rank 0 (child 0) drops its communicator with an all-reduce in flight: its Abort goes to

@@ -57,8 +57,9 @@ pub trait ControlPlane: Aggregator {
     /// afresh.
     fn install_job(&mut self, config: JobConfig) -> Result<(), JobError>;
 
-    /// Register a job at `tier` of a tree of switches (protocol.md §7). A switch that has
-    /// no tiers (the P4 model) takes flat jobs only and refuses the others ([`JobError::Untiered`]).
+    /// Register a job at `tier` of a tree of switches (protocol.md §7). Both switches here
+    /// take every tier; this default, for a switch that has none, takes flat jobs only and
+    /// refuses the others ([`JobError::Untiered`]).
     fn install_tiered_job(&mut self, config: JobConfig, tier: Tier) -> Result<(), JobError> {
         match tier {
             Tier::Flat => self.install_job(config),

@@ -206,7 +206,8 @@ pub enum JobError {
     /// A child's ranks are not within the whole job's world (at most `MAX_WORLD`), or its
     /// member index not below the parent's world (protocol.md §7).
     Tree,
-    /// This switch takes flat jobs only: it cannot be a parent or a child (the P4 model).
+    /// This switch takes flat jobs only: it cannot be a parent or a child (the default of
+    /// `ControlPlane::install_tiered_job`).
     Untiered,
     /// The id is both a job's and a child job's parent job's here: messages of the
     /// parent's job (its Aborts) would be taken for the job's (protocol.md §7).

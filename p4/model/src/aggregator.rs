@@ -11,6 +11,8 @@
 //! `Malformed` drop so that the simulator carries on; [`Pipeline::faults`] counts it.
 //!
 //! The control plane maps as directly: `install_job` is [`Pipeline::add_job_with_rank_ports`]
+//! (`install_tiered_job`: [`Pipeline::add_tiered_job_with_rank_ports`], a child's ranks at
+//! the ports of their global ranks)
 //! (a full worker table reads as `JobError::TableFull`, the job being taken out again),
 //! `uninstall_job` [`Pipeline::remove_job`], `job_snapshot` [`Pipeline::job`],
 //! `switch_counters` [`Pipeline::counters`], and `end_run`, `shutdown_run` and
@@ -19,7 +21,7 @@
 //! reference, so the worker table only ever holds the rank ports.
 
 use switchml_core::switch::{
-    Aggregator, ControlPlane, Counters, DropReason, JobConfig, JobError, JobSnapshot,
+    Aggregator, ControlPlane, Counters, DropReason, JobConfig, JobError, JobSnapshot, Tier,
     Verdict as CoreVerdict,
 };
 
@@ -35,6 +37,7 @@ pub fn to_core(v: Verdict) -> CoreVerdict {
         Verdict::Consumed => CoreVerdict::Consumed,
         Verdict::Unicast { job, rank, len, .. } => CoreVerdict::Unicast { job, rank, len },
         Verdict::Multicast { job, len, .. } => CoreVerdict::Multicast { job, len },
+        Verdict::Up { job, len, .. } => CoreVerdict::Up { job, len },
         Verdict::NotSwitchml | Verdict::Fault(_) => CoreVerdict::Drop(DropReason::Malformed),
     }
 }
@@ -81,7 +84,11 @@ impl ControlPlane for Pipeline {
     }
 
     fn install_job(&mut self, config: JobConfig) -> Result<(), JobError> {
-        match self.add_job_with_rank_ports(config) {
+        self.install_tiered_job(config, Tier::Flat)
+    }
+
+    fn install_tiered_job(&mut self, config: JobConfig, tier: Tier) -> Result<(), JobError> {
+        match self.add_tiered_job_with_rank_ports(config, tier) {
             Ok(()) => Ok(()),
             Err(ControlError::Job(e)) => Err(e),
             Err(ControlError::Worker(_)) => {

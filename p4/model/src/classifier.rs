@@ -71,6 +71,9 @@ pub struct WorkerEntry {
     pub job: u16,
     /// The rank.
     pub rank: u16,
+    /// Its member index in the job: the rank itself but at a child switch, where it is
+    /// `rank − rank_lo` (protocol.md §7). The P4 action data is its bit, `rank_bit`.
+    pub member: u16,
     /// The replication id of its multicast replicas (entry index + 1).
     pub rid: u16,
     /// The lane's address.
@@ -92,6 +95,11 @@ impl Classification {
     pub fn rank(&self, claimed: u16) -> Option<u16> {
         self.worker.map(|w| w.rank).filter(|&r| r == claimed)
     }
+
+    /// Return the sender's member index if the worker table knows it as `claimed`.
+    pub fn member(&self, claimed: u16) -> Option<u16> {
+        self.worker.filter(|w| w.rank == claimed).map(|w| w.member)
+    }
 }
 
 /// Why the control plane refused a worker.
@@ -99,7 +107,7 @@ impl Classification {
 pub enum WorkerError {
     /// No job has this id.
     UnknownJob(u16),
-    /// The rank is not below the job's world size.
+    /// The member index is not below the job's world size (the rank given).
     Rank(u16),
     /// The job already has a worker at this source.
     Duplicate,
@@ -143,6 +151,11 @@ impl Classifier {
             .flatten()
             .find(|e| e.config.id == id)
             .copied()
+    }
+
+    /// Return job table entry `index`.
+    pub fn entry(&self, index: u16) -> Option<JobEntry> {
+        self.job_table.get(usize::from(index)).copied().flatten()
     }
 
     /// Return the job entries.
@@ -192,15 +205,16 @@ impl Classifier {
         Ok(entry)
     }
 
-    /// Add a worker lane of `rank` to job `job`.
+    /// Add a worker lane of `rank`, member `member` of job `job`.
     pub fn insert_worker(
         &mut self,
         job: u16,
         rank: u16,
+        member: u16,
         addr: WorkerAddr,
     ) -> Result<WorkerEntry, WorkerError> {
         let entry = self.job(job).ok_or(WorkerError::UnknownJob(job))?;
-        if rank >= entry.config.world {
+        if member >= entry.config.world {
             return Err(WorkerError::Rank(rank));
         }
         if self.apply(job, addr.source).worker.is_some() {
@@ -212,6 +226,7 @@ impl Classifier {
         let worker = WorkerEntry {
             job,
             rank,
+            member,
             rid: index as u16 + 1,
             addr,
         };
@@ -277,7 +292,7 @@ mod tests {
     fn workers_classify_by_job_and_source() {
         let mut c = Classifier::new(2, 2);
         c.insert_job(job(7, 2, 0, 4), 4).unwrap();
-        let w = c.insert_worker(7, 1, WorkerAddr::rank_port(1)).unwrap();
+        let w = c.insert_worker(7, 1, 1, WorkerAddr::rank_port(1)).unwrap();
         assert_eq!(w.rid, 1);
         assert_eq!(c.worker(1).map(|w| w.rank), Some(1));
         let hit = c.apply(7, Source::rank_port(1));
@@ -285,15 +300,15 @@ mod tests {
         assert!(c.apply(7, Source::rank_port(0)).worker.is_none());
         assert!(c.apply(8, Source::rank_port(1)).job.is_none());
         assert_eq!(
-            c.insert_worker(7, 2, WorkerAddr::rank_port(2)),
+            c.insert_worker(7, 2, 2, WorkerAddr::rank_port(2)),
             Err(WorkerError::Rank(2))
         );
         assert_eq!(
-            c.insert_worker(7, 0, WorkerAddr::rank_port(1)),
+            c.insert_worker(7, 0, 0, WorkerAddr::rank_port(1)),
             Err(WorkerError::Duplicate)
         );
         assert_eq!(
-            c.insert_worker(9, 0, WorkerAddr::rank_port(0)),
+            c.insert_worker(9, 0, 0, WorkerAddr::rank_port(0)),
             Err(WorkerError::UnknownJob(9))
         );
         c.remove_job(7).unwrap();

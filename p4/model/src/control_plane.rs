@@ -3,12 +3,14 @@
 //! members, register resets), read counters and registers, and end a job's run when the
 //! switch stops ([`Pipeline::shutdown_run`]).
 
-use switchml_core::switch::{Counters, JobConfig, JobCounters, JobError};
+use switchml_core::ranks::MAX_WORLD;
+use switchml_core::switch::{Counters, JobConfig, JobCounters, JobError, Tier};
 use switchml_core::wire::{AbortReason, RANK_ALL};
 
 use crate::classifier::{Source, WorkerAddr, WorkerEntry, WorkerError};
 use crate::pipeline::{Config, Pipeline, Verdict};
 use crate::replication::Replica;
+use crate::tier_selector::{LinkEntry, TierEntry};
 use crate::use_checker::SeqCell;
 use crate::{MAX_BLOCKS, MAX_COUNT, VALUES_PER_PASS};
 
@@ -17,6 +19,8 @@ use crate::{MAX_BLOCKS, MAX_COUNT, VALUES_PER_PASS};
 pub struct JobReport {
     /// Its configuration.
     pub config: JobConfig,
+    /// Where it sits in a tree of switches (protocol.md §7).
+    pub tier: Tier,
     /// Its multicast group.
     pub group: u16,
     /// The current run's session (0: no run open).
@@ -44,6 +48,8 @@ pub struct SlotVersionState {
     pub overflow: bool,
     /// Register `count`.
     pub count: u16,
+    /// Register `relay`: a child switch holds its parent's Result for this use (§7).
+    pub relayed: bool,
     /// The value registers, block by block.
     pub values: [i32; MAX_COUNT as usize],
 }
@@ -64,6 +70,19 @@ pub enum ControlError {
     Worker(WorkerError),
 }
 
+/// The reference's checks of a tier (`JobTable::insert`): a child's ranks lie within the
+/// whole job's world (at most 1,024, protocol.md §3.3), and it is a member of its parent's.
+fn tier_check(config: JobConfig, tier: Tier) -> Result<(), JobError> {
+    let Tier::Child(l) = tier else {
+        return Ok(());
+    };
+    let ranks = u32::from(l.rank_lo) + u32::from(config.world);
+    if usize::from(l.world) > MAX_WORLD || ranks > u32::from(l.world) || l.member >= l.members {
+        return Err(JobError::Tree);
+    }
+    Ok(())
+}
+
 impl Pipeline {
     /// Return the construction-time configuration.
     pub fn config(&self) -> &Config {
@@ -72,7 +91,28 @@ impl Pipeline {
 
     /// Add a job and reset its slots, its run, counters and multicast group.
     pub fn add_job(&mut self, config: JobConfig) -> Result<(), JobError> {
-        let entry = self.classifier.insert_job(config, self.config.slots)?;
+        self.add_tiered_job(config, TierEntry::Flat)
+    }
+
+    /// Add a job at `tier` of a tree of switches (protocol.md §7: the `parent_link` and
+    /// `child_job` entries besides the job's), checked as the reference checks it; reset
+    /// its slots, its run, counters and multicast group. A child's `config.world` is its
+    /// own ranks' number.
+    pub fn add_tiered_job(&mut self, config: JobConfig, tier: TierEntry) -> Result<(), JobError> {
+        // The reference's order: the job's own checks, the tier's, a free entry.
+        let entry = match (
+            self.classifier.insert_job(config, self.config.slots),
+            tier_check(config, tier.tier()),
+        ) {
+            (Ok(entry), Ok(())) => entry,
+            (Ok(_), Err(e)) => {
+                self.classifier.remove_job(config.id)?;
+                return Err(e);
+            }
+            (Err(JobError::TableFull(_)), Err(e)) => return Err(e),
+            (Err(e), _) => return Err(e),
+        };
+        self.tier_selector.set(entry.index, tier);
         let lo = config.slot_lo as usize;
         for slot in lo..lo + usize::from(config.slot_count) {
             self.bitmap_checker.reset(slot);
@@ -83,6 +123,7 @@ impl Pipeline {
                 self.exponents.reset(version);
                 self.overflow_flag.reset(version);
                 self.processors.reset(version);
+                self.relay.reset(version);
             }
         }
         self.run_tracker.reset(entry.index);
@@ -94,20 +135,27 @@ impl Pipeline {
     /// Remove job `id`, its workers and its multicast group; return its final report.
     pub fn remove_job(&mut self, id: u16) -> Result<JobReport, JobError> {
         let report = self.job(id).ok_or(JobError::UnknownJob(id))?;
-        self.classifier.remove_job(id)?;
+        let entry = self.classifier.remove_job(id)?;
+        self.tier_selector.set(entry.index, TierEntry::Flat);
         self.replication.clear(report.group);
         Ok(report)
     }
 
-    /// Add a worker lane of `rank` at `addr` to job `job`: a worker table entry and a
-    /// member of the job's multicast group.
+    /// Add a worker lane of `rank` at `addr` to job `job`: a worker table entry (with the
+    /// rank's member bit: `rank − rank_lo` at a child switch) and a member of the job's
+    /// multicast group.
     pub fn add_worker(
         &mut self,
         job: u16,
         rank: u16,
         addr: WorkerAddr,
     ) -> Result<WorkerEntry, WorkerError> {
-        let entry = self.classifier.insert_worker(job, rank, addr)?;
+        let lo = self
+            .classifier
+            .job(job)
+            .map_or(0, |e| self.tier_selector.apply(e.index).rank_lo());
+        let member = rank.checked_sub(lo).ok_or(WorkerError::Rank(rank))?;
+        let entry = self.classifier.insert_worker(job, rank, member, addr)?;
         let group = self.classifier.job(job).map_or(0, |j| j.group);
         self.replication.add(
             group,
@@ -130,8 +178,29 @@ impl Pipeline {
     /// Add a job and register every rank `r` at [`WorkerAddr::rank_port`]`(r)`, so that
     /// bare datagrams of ranks `0..world` are accepted (the `Aggregator` mapping).
     pub fn add_job_with_rank_ports(&mut self, config: JobConfig) -> Result<(), ControlError> {
-        self.add_job(config).map_err(ControlError::Job)?;
-        for rank in 0..config.world {
+        self.add_tiered_job_with_rank_ports(config, Tier::Flat)
+    }
+
+    /// Add a job at `tier` and register its ranks at their rank ports: a child's are
+    /// `rank_lo‥rank_lo + world`, global ranks as its workers state them (protocol.md §7).
+    /// The parent of a child is at the default address (bare datagrams have none).
+    pub fn add_tiered_job_with_rank_ports(
+        &mut self,
+        config: JobConfig,
+        tier: Tier,
+    ) -> Result<(), ControlError> {
+        let entry = match tier {
+            Tier::Flat => TierEntry::Flat,
+            Tier::Parent => TierEntry::Parent,
+            Tier::Child(link) => TierEntry::Child(LinkEntry {
+                link,
+                parent: WorkerAddr::rank_port(0),
+            }),
+        };
+        self.add_tiered_job(config, entry)
+            .map_err(ControlError::Job)?;
+        let lo = entry.rank_lo();
+        for rank in lo..lo + config.world {
             self.add_worker(config.id, rank, WorkerAddr::rank_port(rank))
                 .map_err(ControlError::Worker)?;
         }
@@ -144,6 +213,7 @@ impl Pipeline {
         let (session, lane_slots, joined) = self.run_tracker.report(entry.index);
         Some(JobReport {
             config: entry.config,
+            tier: self.tier_selector.apply(entry.index).tier(),
             group: entry.group,
             session,
             lane_slots,
@@ -221,6 +291,7 @@ impl Pipeline {
             exp: self.exponents.register().read(v)?,
             overflow: self.overflow_flag.register().read(v)?,
             count: self.count_checker.register().read(v)?,
+            relayed: self.relay.register().read(v)?.relayed,
             values,
         })
     }

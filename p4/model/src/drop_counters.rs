@@ -1,5 +1,5 @@
 //! `drop_counters.p4`: switch-wide packet counters — received, consumed, multicast,
-//! unicast, and drops by reason in the order of `switchml_core::switch::DropReason::ALL`
+//! unicast, up (to a parent switch, protocol.md §7), and drops by reason in the order of `switchml_core::switch::DropReason::ALL`
 //! — so that a job that hangs says why (the original's users' first complaint).
 //!
 //! [`DropCounters::snapshot`] reads them as the reference's `Counters`, which is how the
@@ -20,11 +20,14 @@ pub enum Tally {
     Multicast,
     /// Sent back to one worker.
     Unicast,
+    /// Sent up to the parent switch (protocol.md §7).
+    Up,
 }
 
 const CONSUMED: usize = 0;
 const MULTICAST: usize = 1;
 const UNICAST: usize = 2;
+const UP: usize = 3;
 
 /// The counters.
 #[derive(Debug, Clone)]
@@ -41,7 +44,7 @@ impl Default for DropCounters {
     fn default() -> Self {
         DropCounters {
             received: Counter::new("received", 1),
-            outcomes: Counter::new("outcomes", 3),
+            outcomes: Counter::new("outcomes", 4),
             drops: Counter::new("drops", DropReason::ALL.len()),
             ignored: Counter::new("ignored", 1),
             faults: Counter::new("faults", 1),
@@ -63,6 +66,7 @@ impl DropCounters {
             Tally::Consumed => self.outcomes.count(CONSUMED),
             Tally::Multicast => self.outcomes.count(MULTICAST),
             Tally::Unicast => self.outcomes.count(UNICAST),
+            Tally::Up => self.outcomes.count(UP),
         }
     }
 
@@ -103,6 +107,7 @@ impl DropCounters {
             consumed: self.outcomes.read(CONSUMED),
             multicast: self.outcomes.read(MULTICAST),
             unicast: self.outcomes.read(UNICAST),
+            upward: self.outcomes.read(UP),
             ..Counters::default()
         };
         for (i, d) in c.dropped.iter_mut().enumerate() {

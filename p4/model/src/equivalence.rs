@@ -14,7 +14,7 @@
 
 use switchml_core::ranks::RankSet;
 use switchml_core::switch::{
-    Counters, JobConfig, JobCounters, JobError, Slot, Switch, Verdict as CoreVerdict,
+    Counters, JobConfig, JobCounters, JobError, Slot, Switch, Tier, Verdict as CoreVerdict,
 };
 use switchml_tests::checks::model::{self, ControlOp, ModelStep};
 use switchml_tests::checks::switch;
@@ -53,6 +53,18 @@ pub struct Setup {
     pub epoch: u32,
     /// Jobs, added in order (the model registers ranks at their rank ports).
     pub jobs: Vec<JobConfig>,
+    /// The tier of each job named here (protocol.md §7); the others are flat.
+    pub tiers: Vec<(u16, Tier)>,
+}
+
+impl Setup {
+    /// Return job `id`'s tier.
+    pub fn tier(&self, id: u16) -> Tier {
+        self.tiers
+            .iter()
+            .find(|(j, _)| *j == id)
+            .map_or(Tier::Flat, |(_, t)| *t)
+    }
 }
 
 /// Where the two switches differ.
@@ -162,7 +174,7 @@ pub struct Pair<'a, const K: usize = { MAX_COUNT as usize }> {
     pub model: Pipeline,
     /// The reference switch: `K` values a slot (the model's `max_count`), 64 ranks a job.
     pub reference: Switch<'a, K, 1, JOBS>,
-    jobs: Vec<JobConfig>,
+    jobs: Vec<(JobConfig, Tier)>,
     model_out: Vec<u8>,
     reference_out: Vec<u8>,
     fed: usize,
@@ -194,11 +206,14 @@ impl<'a, const K: usize> Pair<'a, K> {
         });
         let mut jobs = Vec::new();
         for &job in &setup.jobs {
-            let r = reference.add_job(job);
-            let m = model.add_job_with_rank_ports(job).map_err(|e| match e {
-                crate::ControlError::Job(e) => e,
-                crate::ControlError::Worker(_) => JobError::TableFull(0),
-            });
+            let tier = setup.tier(job.id);
+            let r = reference.add_tiered_job(job, tier);
+            let m = model
+                .add_tiered_job_with_rank_ports(job, tier)
+                .map_err(|e| match e {
+                    crate::ControlError::Job(e) => e,
+                    crate::ControlError::Worker(_) => JobError::TableFull(0),
+                });
             if m != r {
                 return Err(Mismatch::Setup {
                     job: job.id,
@@ -207,7 +222,7 @@ impl<'a, const K: usize> Pair<'a, K> {
                 });
             }
             if r.is_ok() {
-                jobs.push(job);
+                jobs.push((job, tier));
             }
         }
         let out_len = OUT_LEN.max(Switch::<K, 1, JOBS>::OUT_LEN);
@@ -240,7 +255,10 @@ impl<'a, const K: usize> Pair<'a, K> {
                 reference: r,
             });
         }
-        if let CoreVerdict::Unicast { len, .. } | CoreVerdict::Multicast { len, .. } = r {
+        if let CoreVerdict::Unicast { len, .. }
+        | CoreVerdict::Multicast { len, .. }
+        | CoreVerdict::Up { len, .. } = r
+        {
             let (mb, rb) = (&self.model_out[..len], &self.reference_out[..len]);
             if mb != rb {
                 return Err(Mismatch::Bytes {
@@ -313,18 +331,18 @@ impl<'a, const K: usize> Pair<'a, K> {
     /// Remove job `id` from both switches and add it again as it was set up (its slots,
     /// run and counters start afresh); compare the answers.
     pub fn restart_job(&mut self, id: u16) -> Result<(), Mismatch> {
-        let Some(config) = self.jobs.iter().copied().find(|j| j.id == id) else {
+        let Some((config, tier)) = self.jobs.iter().copied().find(|(j, _)| j.id == id) else {
             return Ok(());
         };
         let model = self.model.remove_job(id).map(drop).and_then(|()| {
             self.model
-                .add_job_with_rank_ports(config)
+                .add_tiered_job_with_rank_ports(config, tier)
                 .map_err(|_| JobError::TableFull(0))
         });
         let reference = self
             .reference
             .remove_job(id)
-            .and_then(|_| self.reference.add_job(config));
+            .and_then(|_| self.reference.add_tiered_job(config, tier));
         if model != reference {
             return Err(Mismatch::RestartJob {
                 job: id,
@@ -348,7 +366,7 @@ impl<'a, const K: usize> Pair<'a, K> {
 
     /// Compare job counters, runs and every slot version of every job.
     pub fn compare_state(&self) -> Result<(), Mismatch> {
-        for id in self.jobs.iter().map(|j| j.id) {
+        for id in self.jobs.iter().map(|(j, _)| j.id) {
             let (Some(m), Some(r)) = (self.model.job(id), self.reference.job(id)) else {
                 continue;
             };
@@ -393,6 +411,7 @@ impl<'a, const K: usize> Pair<'a, K> {
                         (ms.exp == rs.exp(), "exp"),
                         (ms.overflow == rs.overflowed(), "overflow"),
                         (ms.values() == rs.values(), "values"),
+                        (ms.relayed == rs.relayed(), "relayed"),
                     ];
                     if let Some((_, field)) = checks.into_iter().find(|(ok, _)| !ok) {
                         return differs(slot, ver, field);
@@ -408,7 +427,9 @@ impl<'a, const K: usize> Pair<'a, K> {
     pub fn last(&self) -> Option<(CoreVerdict, &[u8])> {
         let v = self.last?;
         let len = match v {
-            CoreVerdict::Unicast { len, .. } | CoreVerdict::Multicast { len, .. } => len,
+            CoreVerdict::Unicast { len, .. }
+            | CoreVerdict::Multicast { len, .. }
+            | CoreVerdict::Up { len, .. } => len,
             _ => 0,
         };
         Some((v, &self.reference_out[..len]))
@@ -474,6 +495,7 @@ pub fn fuzz_setup() -> Setup {
                 key: 0,
             },
         ],
+        tiers: Vec::new(),
     }
 }
 
@@ -500,6 +522,7 @@ pub fn check_switch_sequence(data: &[u8]) {
         slots: model::SLOTS,
         epoch: switch::EPOCH,
         jobs: switch::JOBS.to_vec(),
+        tiers: Vec::new(),
     };
     let job = switch::JOBS[0].id;
     model::check_model(data, |steps| {

@@ -125,6 +125,30 @@ pub struct JoinHeader {
     pub key: u64,
 }
 
+/// The JoinReply header after the prefix (protocol.md §3.3), as a child switch reads its
+/// parent's (§7); the bitmap stays in the payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct JoinReplyHeader {
+    /// The parent job's world size.
+    pub world: u16,
+    /// Flag bits (`COMPLETE`).
+    pub flags: u8,
+    /// The parent run's session.
+    pub session: u32,
+    /// The nonce of the Join it answers (the child's session).
+    pub nonce: u32,
+    /// Bitmap bytes after the header.
+    pub bitmap_len: u16,
+}
+
+impl JoinReplyHeader {
+    /// Return whether it says `COMPLETE`.
+    pub fn complete(&self) -> bool {
+        switchml_core::wire::JoinFlags(self.flags)
+            .contains(switchml_core::wire::JoinFlags::COMPLETE)
+    }
+}
+
 /// The Probe header after the prefix (protocol.md §3.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ProbeHeader {
@@ -186,7 +210,12 @@ pub enum Body {
     Status(StatusHeader),
     /// Type 0x17.
     Leave(LeaveHeader),
-    /// A type only the switch sends (0x02, 0x11, 0x13, 0x16): not parsed further.
+    /// Type 0x02, which only a child switch takes from its parent (protocol.md §7); `None`
+    /// if the packet is too short for the header.
+    Result(Option<DataHeader>),
+    /// Type 0x11, likewise.
+    JoinReply(Option<JoinReplyHeader>),
+    /// A type only a switch sends to workers (0x13, 0x16): not parsed further.
     SwitchOnly,
     /// A type version 1 does not know: not parsed further.
     Unknown,

@@ -42,10 +42,12 @@ pub fn full_mask(world: u16) -> u64 {
 }
 
 impl JoinHandler {
-    /// Check a Join to `job` from a sender whose rank is `rank` if the worker table knows
-    /// it, on a switch that accepts up to `max_count` values.
+    /// Check a Join to `job`, whose ranks state `world` (the whole job's at a child switch,
+    /// protocol.md §7), from a sender whose member index is `rank` if the worker table
+    /// knows it, on a switch that accepts up to `max_count` values.
     pub fn apply(
         job: &JobEntry,
+        world: u16,
         rank: Option<u16>,
         h: &JoinHeader,
         max_count: u16,
@@ -55,10 +57,10 @@ impl JoinHandler {
             return JoinDecision::Refuse(AbortReason::BadKey, 0);
         }
         let Some(rank) = rank else {
-            return JoinDecision::Refuse(AbortReason::UnknownRank, c.world);
+            return JoinDecision::Refuse(AbortReason::UnknownRank, world);
         };
-        let refusal = if h.world != c.world {
-            Some((AbortReason::WorldMismatch, c.world))
+        let refusal = if h.world != world {
+            Some((AbortReason::WorldMismatch, world))
         } else if h.slot_count == 0
             || u32::from(h.slot_lo) + u32::from(h.slot_count) > u32::from(c.slot_count)
             || h.slot_lo % h.slot_count != 0
@@ -104,7 +106,7 @@ mod tests {
             nonce: 1,
             key: 0xAB,
         };
-        let check = |rank, h| JoinHandler::apply(&job, rank, &h, 256);
+        let check = |rank, h| JoinHandler::apply(&job, job.config.world, rank, &h, 256);
         assert_eq!(check(Some(1), h), JoinDecision::Run { rank: 1 });
         let refuse = JoinDecision::Refuse;
         let bad_key = JoinHeader {

@@ -17,8 +17,12 @@
 //!   packet answers, one pass each to read the earlier blocks back ("harvest"), up to
 //!   [`MAX_PASSES`] in all ([`next_step_selector`]). A Join or Leave that ends its job's run
 //!   takes a second pass to clear the run's session ([`run_tracker`]).
-//! - **Tables** with typed entries ([`classifier`]) and a **packet replication engine**
-//!   ([`replication`]) feeding the egress rewrite ([`udp_sender`]).
+//! - **Tables** with typed entries ([`classifier`], [`tier_selector`]) and a **packet
+//!   replication engine** ([`replication`]) feeding the egress rewrite ([`udp_sender`]).
+//! - **Two levels** (protocol.md §7): a job is flat, a parent or a child ([`tier_selector`]);
+//!   a child's completed uses go up ([`Verdict::Up`]), its parent's Results are checked
+//!   ([`parent_result`]), stored ([`relay`]) and multicast down, its Join goes up and its
+//!   parent's `COMPLETE` comes down ([`run_tracker`]).
 //!
 //! The data plane is [`Pipeline::process`] (frames) and [`Pipeline::process_datagram`]
 //! (bare datagrams; also the `Aggregator` impl, see [`aggregator`]); both write into the
@@ -47,17 +51,20 @@ pub mod join_handler;
 pub mod next_step_selector;
 pub mod overflow_flag;
 pub mod p4gen;
+pub mod parent_result;
 pub mod parser;
 pub mod pipeline;
 pub mod probe_handler;
 pub mod processor;
 pub mod processors;
 pub mod register;
+pub mod relay;
 pub mod replication;
 pub mod reply_builder;
 pub mod run_tracker;
 pub mod status_handler;
 pub mod testbed;
+pub mod tier_selector;
 pub mod udp_sender;
 pub mod use_checker;
 pub mod validator;

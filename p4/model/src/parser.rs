@@ -10,14 +10,14 @@
 //! how the model serves as a `switchml_core::switch::Aggregator`.
 
 use switchml_core::wire::{
-    self, abort, data, join, leave, probe, status, AbortPacket, DataPacket, JoinPacket,
-    LeavePacket, ProbePacket, StatusPacket, SWITCH_PORT,
+    self, abort, data, join, join_reply, leave, probe, status, AbortPacket, DataPacket, JoinPacket,
+    JoinReplyPacket, LeavePacket, ProbePacket, StatusPacket, SWITCH_PORT,
 };
 
 use crate::headers::{
-    AbortHeader, Body, DataHeader, Ethernet, Headers, Ipv4, JoinHeader, LeaveHeader, Prefix,
-    ProbeHeader, StatusHeader, Transport, Udp, ETHERNET_LEN, ETHERTYPE_IPV4, IPV4_LEN,
-    IP_PROTO_UDP, TRANSPORT_LEN, UDP_LEN,
+    AbortHeader, Body, DataHeader, Ethernet, Headers, Ipv4, JoinHeader, JoinReplyHeader,
+    LeaveHeader, Prefix, ProbeHeader, StatusHeader, Transport, Udp, ETHERNET_LEN, ETHERTYPE_IPV4,
+    IPV4_LEN, IP_PROTO_UDP, TRANSPORT_LEN, UDP_LEN,
 };
 
 /// Why the parser rejected a packet.
@@ -118,7 +118,15 @@ impl Parser {
             (wire::VERSION, 0x14) => (Body::Abort(abort_header(datagram)?), need(abort::LEN)?),
             (wire::VERSION, 0x15) => (Body::Status(status_header(datagram)?), need(status::LEN)?),
             (wire::VERSION, 0x17) => (Body::Leave(leave_header(datagram)?), need(leave::LEN)?),
-            (wire::VERSION, 0x02 | 0x11 | 0x13 | 0x16) => (Body::SwitchOnly, wire::prefix::LEN),
+            (wire::VERSION, 0x02) => match data_header(datagram) {
+                Ok(d) => (Body::Result(Some(d)), data::HEADER_LEN),
+                Err(_) => (Body::Result(None), wire::prefix::LEN),
+            },
+            (wire::VERSION, 0x11) => match join_reply_header(datagram) {
+                Ok(r) => (Body::JoinReply(Some(r)), join_reply::HEADER_LEN),
+                Err(_) => (Body::JoinReply(None), wire::prefix::LEN),
+            },
+            (wire::VERSION, 0x13 | 0x16) => (Body::SwitchOnly, wire::prefix::LEN),
             (wire::VERSION, _) => (Body::Unknown, wire::prefix::LEN),
             _ => (Body::OtherVersion, wire::prefix::LEN),
         };
@@ -146,6 +154,20 @@ fn data_header(b: &[u8]) -> Result<DataHeader, ParserError> {
         exp: p.exp(),
         reserved: u32::from(p.reserved_a()) << 16 | u32::from(p.reserved_b()),
         session: p.session(),
+    })
+}
+
+fn join_reply_header(b: &[u8]) -> Result<JoinReplyHeader, ParserError> {
+    if b.len() < join_reply::HEADER_LEN {
+        return Err(ParserError::PacketTooShort);
+    }
+    let p = JoinReplyPacket::new_unchecked(b);
+    Ok(JoinReplyHeader {
+        world: p.world(),
+        flags: p.flags().0,
+        session: p.session(),
+        nonce: p.nonce(),
+        bitmap_len: p.bitmap_len(),
     })
 }
 
@@ -245,7 +267,16 @@ mod tests {
             Parser::parse_datagram(&[1, 2, 3]).err(),
             Some(ParserError::PacketTooShort)
         );
+        // A Result or JoinReply too short for its header is the validator's to refuse.
         let h = Parser::parse_datagram(&[1, 0x02, 0, 7, 0, 0, 9]).unwrap();
+        assert_eq!((h.body, h.payload.len()), (Body::Result(None), 1));
+        let h = Parser::parse_datagram(&[1, 0x11, 0, 7, 0, 0, 9]).unwrap();
+        assert_eq!((h.body, h.payload.len()), (Body::JoinReply(None), 1));
+        let mut result = CONTRIBUTION;
+        result[1] = 0x02;
+        let h = Parser::parse_datagram(&result).unwrap();
+        assert!(matches!(h.body, Body::Result(Some(d)) if d.seq == 9));
+        let h = Parser::parse_datagram(&[1, 0x13, 0, 7, 0, 0, 9]).unwrap();
         assert_eq!((h.body, h.payload.len()), (Body::SwitchOnly, 1));
         let h = Parser::parse_datagram(&[2, 0x01, 0, 7, 0, 0]).unwrap();
         assert_eq!(h.body, Body::OtherVersion);

@@ -20,7 +20,13 @@
 //!                                              ├─ Status: StatusHandler ─▶ RunTracker's
 //!                                              │   read action (counters: model only)
 //!                                              ├─ Abort: RunTracker (ends the run), pass on
-//!                                              └─ Leave: RunTracker (last one: + a pass)
+//!                                              ├─ Leave: RunTracker (last one: + a pass)
+//!                                              ├─ Result (a child's parent's): RunTracker
+//!                                              │   ─▶ ParentResult ─▶ the slot's reads
+//!                                              │   ─▶ Relay ─▶ Processors (store), down
+//!                                              └─ JoinReply (likewise): RunTracker
+//!  (TierSelector before the Classifier: a Result's or JoinReply's child job, the job's
+//!  tier; at a child a completed use, a resend in n and a Join may go Up instead)
 //!        ─▶ ReplyBuilder ─▶ DropCounters/JobCounters ─▶ Replication ─▶ UdpSender ─▶ out
 //!        (TNA: job_overflows in the egress: JobCounters::result, from the Result's flags)
 //! ```
@@ -35,7 +41,7 @@ use crate::drop_counters::{DropCounters, Tally};
 use crate::exponents::Exponents;
 use crate::headers::TRANSPORT_LEN;
 use crate::headers::{
-    AbortHeader, DataHeader, Headers, JoinHeader, LeaveHeader, Prefix, ProbeHeader,
+    AbortHeader, Body, DataHeader, Headers, JoinHeader, LeaveHeader, Prefix, ProbeHeader,
 };
 use crate::job_counters::{JobCounters, JobEvent};
 use crate::join_handler::{full_mask, JoinDecision, JoinHandler};
@@ -45,16 +51,20 @@ use crate::parser::{Parser, ParserError};
 use crate::probe_handler::{ProbeDecision, ProbeHandler};
 use crate::processor::Update;
 use crate::processors::Processors;
-use crate::register::{Hazard, PassClock};
+use crate::register::{Hazard, Pass, PassClock};
+use crate::relay::Relay;
 use crate::replication::{Replica, Replication};
-use crate::reply_builder::{ReplyBuilder, ResultFields};
-use crate::run_tracker::{JoinStep, LeaveStep, RunTracker, Shape};
+use crate::reply_builder::{Members, ReplyBuilder, ResultFields};
+use crate::run_tracker::{JoinStep, LeaveStep, ParentCell, RunTracker, Shape};
 use crate::status_handler::{StatusDecision, StatusHandler};
+use crate::tier_selector::TierSelector;
 use crate::udp_sender::{SwitchAddr, UdpSender};
 use crate::use_checker::{Use, UseChecker};
 use crate::validator::{Message, Validator};
 use crate::workers_counter::WorkersCounter;
 use crate::{MAX_COUNT, VALUES_PER_PASS};
+
+mod parent;
 
 /// The output buffer a bare datagram needs: the reference switch's.
 pub const OUT_LEN: usize = Switch::<'static, { MAX_COUNT as usize }, 1, 1>::OUT_LEN;
@@ -107,6 +117,16 @@ pub enum Verdict {
         /// Bytes written.
         len: usize,
     },
+    /// Send `out[..len]` to the parent switch of a child's job (protocol.md §7), out of
+    /// `port`.
+    Up {
+        /// The parent's job id (the message is for that job).
+        job: u16,
+        /// The egress port (the parent's, from table `parent_link`).
+        port: u16,
+        /// Bytes written.
+        len: usize,
+    },
     /// Not switchml traffic: not counted as received, only as ignored.
     NotSwitchml,
     /// A register was accessed against the hardware's rule: a bug in the model.
@@ -127,6 +147,8 @@ pub struct Pipeline {
     pub(crate) processors: Processors,
     pub(crate) overflow_flag: OverflowFlag,
     pub(crate) run_tracker: RunTracker,
+    pub(crate) tier_selector: TierSelector,
+    pub(crate) relay: Relay,
     pub(crate) reply_builder: ReplyBuilder,
     pub(crate) drop_counters: DropCounters,
     pub(crate) job_counters: JobCounters,
@@ -151,6 +173,8 @@ impl Pipeline {
             processors: Processors::new(versions),
             overflow_flag: OverflowFlag::new(versions),
             run_tracker: RunTracker::new(config.jobs),
+            tier_selector: TierSelector::new(config.jobs),
+            relay: Relay::new(versions),
             reply_builder: ReplyBuilder::new(config.epoch),
             drop_counters: DropCounters::default(),
             job_counters: JobCounters::new(config.jobs),
@@ -185,6 +209,10 @@ impl Pipeline {
                 match v {
                     Verdict::Unicast { len, .. } => self.udp_sender.reflect(&t, len, head),
                     Verdict::Multicast { .. } => head.copy_from_slice(&frame[..TRANSPORT_LEN]),
+                    Verdict::Up { job, len, .. } => {
+                        let to = self.tier_selector.parent_of(job);
+                        self.udp_sender.replicate(&to, len, head);
+                    }
                     _ => {}
                 }
                 v
@@ -237,6 +265,7 @@ impl Pipeline {
             Verdict::Consumed => Tally::Consumed,
             Verdict::Multicast { .. } => Tally::Multicast,
             Verdict::Unicast { .. } => Tally::Unicast,
+            Verdict::Up { .. } => Tally::Up,
             Verdict::NotSwitchml => return verdict,
             Verdict::Fault(_) => {
                 self.drop_counters.fault();
@@ -261,24 +290,40 @@ impl Pipeline {
                 group,
                 len: len + extra,
             },
+            Verdict::Up { job, port, len } => Verdict::Up {
+                job,
+                port,
+                len: len + extra,
+            },
             other => other,
         }
     }
 
     /// The ingress control after the parser; `out` receives the switchml answer.
     fn ingress(&mut self, h: &Headers<'_>, source: Source, port: u16, out: &mut [u8]) -> Verdict {
+        // A Result or JoinReply is taken only by the child job its parent's job serves
+        // (table `child_job`), and checked only then (§7).
+        let child = match h.body {
+            Body::Result(_) | Body::JoinReply(_) => {
+                let entry = self.tier_selector.child_of(h.prefix.job);
+                match entry.and_then(|i| self.classifier.entry(i)) {
+                    Some(job) => Some(job),
+                    None => return Verdict::Drop(DropReason::UnexpectedType),
+                }
+            }
+            _ => None,
+        };
         let message = match Validator::apply(h) {
             Ok(m) => m,
             Err(reason) => return Verdict::Drop(reason),
         };
         let class = self.classifier.apply(h.prefix.job, source);
-        let result = match message {
-            Message::Contribution(d) => self.contribution(&h.prefix, &d, h.payload, class, out),
-            Message::Join(j) => self.join(&h.prefix, &j, class, out),
-            Message::Probe(p) => self.probe(&h.prefix, &p, class, out),
-            Message::Abort(a) => self.abort(&h.prefix, &a, class, h.datagram, out),
-            Message::Status(_) => self.status(&h.prefix, class, out),
-            Message::Leave(l) => self.leave(&h.prefix, &l, class),
+        let result = match (message, child) {
+            (Message::Result(d), Some(job)) => {
+                self.parent_result(&h.prefix, &d, h.payload, job, out)
+            }
+            (Message::JoinReply(r), Some(job)) => self.parent_join_reply(&h.prefix, &r, job, out),
+            (message, _) => self.worker_message(h, message, class, out),
         };
         match result {
             Ok(Verdict::Unicast { job, rank, len, .. }) => Verdict::Unicast {
@@ -289,6 +334,27 @@ impl Pipeline {
             },
             Ok(v) => v,
             Err(hazard) => Verdict::Fault(hazard),
+        }
+    }
+
+    /// A message from a worker (or a tool's Status).
+    fn worker_message(
+        &mut self,
+        h: &Headers<'_>,
+        message: Message,
+        class: Classification,
+        out: &mut [u8],
+    ) -> Result<Verdict, Hazard> {
+        match message {
+            Message::Contribution(d) => self.contribution(&h.prefix, &d, h.payload, class, out),
+            Message::Join(j) => self.join(&h.prefix, &j, class, out),
+            Message::Probe(p) => self.probe(&h.prefix, &p, class, out),
+            Message::Abort(a) => self.abort(&h.prefix, &a, class, h.datagram, out),
+            Message::Status(_) => self.status(&h.prefix, class, out),
+            Message::Leave(l) => self.leave(&h.prefix, &l, class),
+            Message::Result(_) | Message::JoinReply(_) => {
+                Ok(Verdict::Drop(DropReason::UnexpectedType))
+            }
         }
     }
 
@@ -314,7 +380,9 @@ impl Pipeline {
         Verdict::Drop(reason)
     }
 
-    /// protocol.md §4 steps 1–6, over as many passes as the values need.
+    /// protocol.md §4 steps 1–6, over as many passes as the values need; at a child
+    /// switch a completed use goes up, and so does one resend in `n` of it until the
+    /// parent's Result is here (§7).
     fn contribution(
         &mut self,
         prefix: &Prefix,
@@ -326,12 +394,14 @@ impl Pipeline {
         let Some(job) = class.job else {
             return Ok(Verdict::Drop(DropReason::UnknownJob));
         };
-        let mut pass = self.clock.begin(0);
+        let tier = self.tier_selector.apply(job.index);
+        let pass = self.clock.begin(0);
         if !self.run_tracker.admit(&pass, job.index, d.session)? {
             return Ok(self.unauthorized(&job, DropReason::BadSession));
         }
         let c = job.config;
-        let reject = if class.rank(prefix.rank).is_none() {
+        let member = class.member(prefix.rank);
+        let reject = if member.is_none() {
             Some(DropReason::UnknownRank)
         } else if d.count > self.config.max_count {
             Some(DropReason::CountTooLarge)
@@ -348,7 +418,11 @@ impl Pipeline {
         }
         let slot = c.slot_lo as usize + usize::from(d.slot);
         let version = 2 * slot + usize::from(d.ver);
-        let bit = 1u64 << (prefix.rank & 63);
+        let bit = 1u64 << (member.unwrap_or(0) & 63);
+        let parent = match tier.link() {
+            Some(_) => self.run_tracker.parent_session(&pass, job.index)?,
+            None => 0,
+        };
 
         let use_ = self.use_checker.apply(&pass, version, d.session, d.seq)?;
         if use_ == Use::Stale {
@@ -364,7 +438,19 @@ impl Pipeline {
         let countdown = self
             .workers_counter
             .apply(&pass, version, begin, c.world, seen, count_ok)?;
+        let resend = countdown.complete && count_ok;
+        let relay = self.relay.apply(&pass, version, begin, resend, c.world)?;
         let outcome = NextStepSelector::outcome(use_, seen, count_ok, countdown);
+        // A child sends up what it would multicast, and one resend in n while the
+        // parent's Result is not here; the other resends are consumed.
+        let up = tier.link().copied().filter(|_| match outcome {
+            Outcome::Retransmit => !relay.relayed,
+            Outcome::Aggregate { last, .. } => last,
+            _ => false,
+        });
+        if up.is_some() && outcome == Outcome::Retransmit && !relay.ask {
+            return Ok(Verdict::Consumed);
+        }
         let Some(update) = outcome.update() else {
             let (event, reason) = match outcome {
                 Outcome::Duplicate => (JobEvent::Duplicate, DropReason::Duplicate),
@@ -373,16 +459,101 @@ impl Pipeline {
             self.job_counters.count(event, job.index);
             return Ok(Verdict::Drop(reason));
         };
+        // A parent keeps a member's OVERFLOW (§7).
+        let kept = tier.keeps_overflow() && Flags(d.flags).contains(Flags::OVERFLOW);
+        let held = self.values(
+            pass,
+            version,
+            count,
+            outcome.answers(),
+            update,
+            d.exp,
+            kept,
+            payload,
+            out,
+        )?;
+        let overflow_flag = if held.overflow {
+            Flags::OVERFLOW
+        } else {
+            Flags::default()
+        };
+        let mut fields = ResultFields {
+            rank: prefix.rank,
+            flags: overflow_flag,
+            count,
+            exp: held.exp,
+        };
+        if let Outcome::Aggregate { last, .. } = outcome {
+            self.job_counters.count(JobEvent::Contribution, job.index);
+            if !last {
+                return Ok(Verdict::Consumed);
+            }
+            self.job_counters.count(JobEvent::Completion, job.index);
+        }
+        if let Some(link) = up {
+            // Up, as member `link.member` of the parent's run (none yet: nothing to send).
+            fields.rank = link.member;
+            if outcome == Outcome::Retransmit {
+                fields.flags = Flags::RETRANSMIT.with(overflow_flag);
+            }
+            let len = self.reply_builder.up(out, &link, parent, d, fields);
+            if outcome != Outcome::Retransmit {
+                // job_overflows, from the Contribution's flag byte (TNA: in the egress).
+                self.job_counters.result(job.index, &out[..len]);
+            }
+            return Ok(if parent == 0 {
+                Verdict::Consumed
+            } else {
+                Verdict::Up {
+                    job: link.job,
+                    port: tier.parent_port(),
+                    len,
+                }
+            });
+        }
+        Ok(match outcome {
+            Outcome::Retransmit => {
+                self.job_counters
+                    .count(JobEvent::RetransmitReply, job.index);
+                fields.flags = Flags::RETRANSMIT.with(overflow_flag);
+                let len = self.reply_builder.result(out, prefix.job, d, fields);
+                unicast(prefix, len)
+            }
+            _ => {
+                fields.rank = RANK_ALL;
+                let len = self.reply_builder.result(out, prefix.job, d, fields);
+                // job_overflows, from the Result's flag byte (TNA: in the egress).
+                self.job_counters.result(job.index, &out[..len]);
+                multicast(&job, len)
+            }
+        })
+    }
 
-        // The passes over the blocks (next_step_selector.rs): consume each, then harvest
-        // the earlier ones if the packet answers; the pass that consumes the last block
-        // also takes the exponent and the overflow flag.
-        let passes = NextStepSelector::passes(count, outcome.answers());
+    /// The passes over the blocks (next_step_selector.rs) of a packet whose `update`
+    /// reaches version `version`, pass 0 being `pass`: consume each block, then harvest
+    /// the earlier ones if the packet `answers`; the pass that consumes the last block
+    /// also takes the exponent `exp` and the overflow flag (`kept`: the packet's own flag
+    /// counts). The values leave in `out` after the data header.
+    #[allow(clippy::too_many_arguments)]
+    fn values(
+        &mut self,
+        mut pass: Pass,
+        version: usize,
+        count: u16,
+        answers: bool,
+        update: Update,
+        exp: u8,
+        kept: bool,
+        payload: &[u8],
+        out: &mut [u8],
+    ) -> Result<Held, Hazard> {
+        let passes = NextStepSelector::passes(count, answers);
         let last_value_pass = NextStepSelector::last_value_pass(count);
         let values = out
             .get_mut(switchml_core::wire::data::HEADER_LEN..)
             .unwrap_or_default();
-        let (mut packet_overflow, mut overflow, mut exp) = (false, false, 0);
+        let mut packet_overflow = kept;
+        let mut held = Held::default();
         for p in 0..passes {
             if p > 0 {
                 pass = self.clock.begin(p as u8);
@@ -399,45 +570,13 @@ impl Pipeline {
                     .apply(&pass, version, block, n, update, input, output)?;
             }
             if p == last_value_pass {
-                exp = self.exponents.apply(&pass, version, update, d.exp)?;
-                overflow = self
-                    .overflow_flag
-                    .apply(&pass, version, update, packet_overflow)?;
+                held.exp = self.exponents.apply(&pass, version, update, exp)?;
+                held.overflow =
+                    self.overflow_flag
+                        .apply(&pass, version, update, packet_overflow)?;
             }
         }
-        let overflow_flag = if overflow {
-            Flags::OVERFLOW
-        } else {
-            Flags::default()
-        };
-        let mut fields = ResultFields {
-            rank: prefix.rank,
-            flags: overflow_flag,
-            count,
-            exp,
-        };
-        Ok(match outcome {
-            Outcome::Retransmit => {
-                self.job_counters
-                    .count(JobEvent::RetransmitReply, job.index);
-                fields.flags = Flags::RETRANSMIT.with(overflow_flag);
-                let len = self.reply_builder.result(out, prefix.job, d, fields);
-                unicast(prefix, len)
-            }
-            Outcome::Aggregate { last, .. } => {
-                self.job_counters.count(JobEvent::Contribution, job.index);
-                if !last {
-                    return Ok(Verdict::Consumed);
-                }
-                self.job_counters.count(JobEvent::Completion, job.index);
-                fields.rank = RANK_ALL;
-                let len = self.reply_builder.result(out, prefix.job, d, fields);
-                // job_overflows, from the Result's flag byte (TNA: in the egress).
-                self.job_counters.result(job.index, &out[..len]);
-                multicast(&job, len)
-            }
-            Outcome::Duplicate | Outcome::CountMismatch => Verdict::Consumed,
-        })
+        Ok(held)
     }
 
     /// A Join: the join handler's checks, then the run tracker (protocol.md §4.1).
@@ -452,7 +591,10 @@ impl Pipeline {
             return Ok(self.refuse(prefix, AbortReason::UnknownJob, 0, j.nonce, out));
         };
         let max_count = self.config.max_count;
-        let rank = match JoinHandler::apply(&job, class.rank(prefix.rank), j, max_count) {
+        let tier = self.tier_selector.apply(job.index);
+        let world = tier.wire_world(job.config.world);
+        let member = class.member(prefix.rank);
+        let rank = match JoinHandler::apply(&job, world, member, j, max_count) {
             JoinDecision::Refuse(reason, detail) => {
                 if reason == AbortReason::BadKey {
                     self.job_counters.count(JobEvent::Unauthorized, job.index);
@@ -462,67 +604,87 @@ impl Pipeline {
             JoinDecision::Run { rank } => rank,
         };
         let pass = self.clock.begin(0);
-        Ok(match self.run_tracker.join(&pass, &job, rank, j)? {
-            JoinStep::Member {
-                opened,
-                session,
-                joined,
-                was_complete,
-            } => {
-                if opened {
-                    self.job_counters.count(JobEvent::Run, job.index);
-                }
-                self.job_counters.count(JobEvent::Join, job.index);
-                let c = job.config;
-                let complete = joined == full_mask(c.world);
-                // The Join that completes the run tells every rank.
-                let to_all = complete && !was_complete;
-                let to = if to_all { RANK_ALL } else { prefix.rank };
-                let len = self.reply_builder.join_reply(
-                    out,
-                    prefix.job,
-                    to,
-                    c.world,
-                    complete,
-                    max_count,
-                    c.slot_count,
+        let mut parent = ParentCell::default();
+        Ok(
+            match self.run_tracker.join(&pass, &job, rank, j, &mut parent)? {
+                JoinStep::Member {
+                    opened,
                     session,
-                    j.nonce,
-                    Shape {
-                        lane_slots: j.slot_count,
-                        count: j.count,
-                    },
                     joined,
-                );
-                if to_all {
-                    multicast(&job, len)
-                } else {
-                    unicast(prefix, len)
+                    was_complete,
+                } => {
+                    if opened {
+                        self.job_counters.count(JobEvent::Run, job.index);
+                    }
+                    self.job_counters.count(JobEvent::Join, job.index);
+                    let c = job.config;
+                    // A child's run is complete when its parent's is (§7): a Join of a run
+                    // complete here goes up until the parent says so.
+                    if let Some(link) = tier.link().filter(|_| was_complete && !parent.complete) {
+                        let len = self.reply_builder.join_up(out, link, j, session);
+                        return Ok(Verdict::Up {
+                            job: link.job,
+                            port: tier.parent_port(),
+                            len,
+                        });
+                    }
+                    let child = tier.link().is_some();
+                    let complete = joined == full_mask(c.world) && (!child || parent.complete);
+                    // The Join that completes the run tells every rank (at a child, the
+                    // parent's COMPLETE does).
+                    let to_all = complete && !was_complete && !child;
+                    let to = if to_all { RANK_ALL } else { prefix.rank };
+                    let len = self.reply_builder.join_reply(
+                        out,
+                        prefix.job,
+                        to,
+                        world,
+                        complete,
+                        max_count,
+                        c.slot_count,
+                        session,
+                        j.nonce,
+                        Shape {
+                            lane_slots: j.slot_count,
+                            count: j.count,
+                        },
+                        Members::new(joined, tier.rank_lo()),
+                    );
+                    if to_all {
+                        multicast(&job, len)
+                    } else {
+                        unicast(prefix, len)
+                    }
                 }
-            }
-            JoinStep::EndsRun { session } => {
-                // A new process of a rank of the complete run: a second pass ends the run,
-                // and every rank learns why. The new process's next Join opens the next.
-                let pass = self.clock.begin(1);
-                self.drop_counters.recirculated();
-                self.run_tracker.end(&pass, job.index, session)?;
-                self.job_counters.count(JobEvent::Abort, job.index);
-                let reason = AbortReason::RankRestarted;
-                let len = self
-                    .reply_builder
-                    .abort(out, prefix.job, RANK_ALL, reason, rank, session);
-                multicast(&job, len)
-            }
-            JoinStep::LaneMismatch(detail) => {
-                self.refuse(prefix, AbortReason::LaneMismatch, detail, j.nonce, out)
-            }
-            JoinStep::ChunkMismatch(detail) => {
-                self.refuse(prefix, AbortReason::ChunkMismatch, detail, j.nonce, out)
-            }
-            JoinStep::LaneCountMismatch(detail) => {
-                self.refuse(prefix, AbortReason::LaneCountMismatch, detail, j.nonce, out)
-            }
-        })
+                JoinStep::EndsRun { session } => {
+                    // A new process of a rank of the complete run: a second pass ends the run,
+                    // and every rank learns why. The new process's next Join opens the next.
+                    let pass = self.clock.begin(1);
+                    self.drop_counters.recirculated();
+                    self.run_tracker.end(&pass, job.index, session)?;
+                    self.job_counters.count(JobEvent::Abort, job.index);
+                    let reason = AbortReason::RankRestarted;
+                    let len = self.reply_builder.abort(
+                        out,
+                        prefix.job,
+                        RANK_ALL,
+                        reason,
+                        prefix.rank,
+                        session,
+                    );
+                    multicast(&job, len)
+                }
+                JoinStep::LaneMismatch(detail) => {
+                    self.refuse(prefix, AbortReason::LaneMismatch, detail, j.nonce, out)
+                }
+                JoinStep::ChunkMismatch(detail) => {
+                    self.refuse(prefix, AbortReason::ChunkMismatch, detail, j.nonce, out)
+                }
+                JoinStep::LaneCountMismatch(detail) => {
+                    self.refuse(prefix, AbortReason::LaneCountMismatch, detail, j.nonce, out)
+                }
+            },
+        )
     }
 
     fn probe(
@@ -535,9 +697,11 @@ impl Pipeline {
         let Some(job) = class.job else {
             return Ok(self.refuse(prefix, AbortReason::UnknownJob, 0, p.session, out));
         };
+        let tier = self.tier_selector.apply(job.index);
+        let world = tier.wire_world(job.config.world);
         let pass = self.clock.begin(0);
         let admitted = self.run_tracker.admit(&pass, job.index, p.session)?;
-        let slot = match ProbeHandler::apply(&job, admitted, class.rank(prefix.rank), p) {
+        let slot = match ProbeHandler::apply(&job, world, admitted, class.rank(prefix.rank), p) {
             ProbeDecision::Refuse(reason, detail) => {
                 if reason == AbortReason::SessionEnded {
                     self.job_counters.count(JobEvent::Unauthorized, job.index);
@@ -558,7 +722,8 @@ impl Pipeline {
             p.slot,
             p.ver,
             ProbeHandler::report(seq, remaining, seen),
-            job.config.world,
+            world,
+            tier.rank_lo(),
         );
         Ok(unicast(prefix, len))
     }
@@ -584,15 +749,16 @@ impl Pipeline {
             &self.job_counters.snapshot(job.index),
         );
         let c = job.config;
+        let tier = self.tier_selector.apply(job.index);
         let len = self.reply_builder.status_reply(
             out,
             prefix.job,
             prefix.rank,
-            c.world,
+            tier.wire_world(c.world),
             StatusHandler::flags(run.joined, c.world, run.open),
             c.slot_count,
             counters,
-            run.joined,
+            Members::new(run.joined, tier.rank_lo()),
         );
         Ok(unicast(prefix, len))
     }
@@ -636,7 +802,7 @@ impl Pipeline {
         let Some(job) = class.job else {
             return Ok(Verdict::Drop(DropReason::UnknownJob));
         };
-        let bit = class.rank(prefix.rank).map(|r| 1u64 << (r & 63));
+        let bit = class.member(prefix.rank).map(|m| 1u64 << (m & 63));
         let pass = self.clock.begin(0);
         Ok(
             match self.run_tracker.leave(&pass, job.index, l.session, bit)? {
@@ -653,6 +819,13 @@ impl Pipeline {
             },
         )
     }
+}
+
+/// What the value passes leave in the version's `exp` and `overflow` registers.
+#[derive(Debug, Clone, Copy, Default)]
+struct Held {
+    exp: u8,
+    overflow: bool,
 }
 
 fn unicast(prefix: &Prefix, len: usize) -> Verdict {

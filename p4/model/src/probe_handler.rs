@@ -43,10 +43,12 @@ pub struct SlotReport {
 pub struct ProbeHandler;
 
 impl ProbeHandler {
-    /// Check a Probe to `job` whose session the run tracker `admitted` (or not), from a
-    /// sender whose rank is `rank` if the worker table knows it.
+    /// Check a Probe to `job`, whose ranks state `world` (the whole job's at a child
+    /// switch), whose session the run tracker `admitted` (or not), from a sender whose rank
+    /// is `rank` if the worker table knows it.
     pub fn apply(
         job: &JobEntry,
+        world: u16,
         admitted: bool,
         rank: Option<u16>,
         h: &ProbeHeader,
@@ -55,7 +57,7 @@ impl ProbeHandler {
         if !admitted {
             ProbeDecision::Refuse(AbortReason::SessionEnded, 0)
         } else if rank.is_none() {
-            ProbeDecision::Refuse(AbortReason::UnknownRank, c.world)
+            ProbeDecision::Refuse(AbortReason::UnknownRank, world)
         } else if h.slot >= c.slot_count {
             ProbeDecision::Refuse(AbortReason::SlotRange, c.slot_count)
         } else {

@@ -4,16 +4,20 @@
 //!
 //! Bitmaps are the 64-bit register words laid out as protocol.md §3.3 says: rank `r` at
 //! bit `r mod 8` of byte `r / 8`, `ceil(world/8)` bytes, which is the word's little-endian
-//! byte order.
+//! byte order. At a child switch (§7) the word holds members and the bitmap is the whole
+//! job's: `rank_lo / 8` zero bytes, then the word shifted left by `rank_lo mod 8` (9 bytes),
+//! then zero bytes up to `ceil(world/8)` (at most 128): three header stacks whose validity,
+//! not whose contents, depends on the job ([`Members`]).
 
 use switchml_core::ranks::bitmap_len;
+use switchml_core::switch::ParentLink;
 use switchml_core::wire::{
     AbortPacket, AbortReason, AbortRepr, DataKind, DataPacket, DataRepr, Flags, JoinFlags,
-    JoinReplyPacket, JoinReplyRepr, ProbeReplyPacket, ProbeReplyRepr, StatusCounters, StatusFlags,
-    StatusReplyPacket, StatusReplyRepr,
+    JoinPacket, JoinReplyPacket, JoinReplyRepr, JoinRepr, ProbeReplyPacket, ProbeReplyRepr,
+    StatusCounters, StatusFlags, StatusReplyPacket, StatusReplyRepr, MAX_BITMAP_LEN,
 };
 
-use crate::headers::DataHeader;
+use crate::headers::{DataHeader, JoinHeader};
 use crate::probe_handler::SlotReport;
 use crate::run_tracker::Shape;
 
@@ -36,8 +40,58 @@ pub struct ResultFields {
     pub exp: u8,
 }
 
-fn bitmap(word: u64, world: u16) -> ([u8; 8], usize) {
-    (word.to_le_bytes(), bitmap_len(world).min(8))
+/// A bitmap of members as the registers hold it, and where member 0 sits on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Members {
+    /// Bit `i`: member `i`.
+    pub word: u64,
+    /// The global rank of member 0 (0 but at a child).
+    pub rank_lo: u16,
+}
+
+impl Members {
+    /// Members of a job whose member 0 is rank `rank_lo`.
+    pub fn new(word: u64, rank_lo: u16) -> Self {
+        Members { word, rank_lo }
+    }
+}
+
+/// Lay `m` out as the bitmap of a job of `world` ranks: lead, body and tail bytes.
+fn bitmap(m: Members, world: u16) -> ([u8; MAX_BITMAP_LEN], usize) {
+    let mut bytes = [0u8; MAX_BITMAP_LEN];
+    let len = bitmap_len(world).min(MAX_BITMAP_LEN);
+    let lead = usize::from(m.rank_lo / 8);
+    let body = (u128::from(m.word) << (m.rank_lo % 8)).to_le_bytes();
+    for (b, v) in bytes.iter_mut().skip(lead).zip(&body[..9]) {
+        *b = *v;
+    }
+    (bytes, len)
+}
+
+/// Write a data header of `kind` for `job`'s run `session`, about the use of `d`.
+fn data(
+    out: &mut [u8],
+    kind: DataKind,
+    job: u16,
+    session: u32,
+    d: &DataHeader,
+    f: ResultFields,
+) -> usize {
+    let repr = DataRepr {
+        kind,
+        job,
+        rank: f.rank,
+        slot: d.slot,
+        ver: d.ver,
+        flags: f.flags,
+        count: f.count,
+        seq: d.seq,
+        exp: f.exp,
+        session,
+    };
+    let len = repr.buffer_len();
+    repr.emit(&mut DataPacket::new_unchecked(&mut out[..len]));
+    len
 }
 
 impl ReplyBuilder {
@@ -53,20 +107,46 @@ impl ReplyBuilder {
 
     /// Write the Result header answering contribution `d` of `job`; return its length.
     pub fn result(&self, out: &mut [u8], job: u16, d: &DataHeader, f: ResultFields) -> usize {
-        let repr = DataRepr {
-            kind: DataKind::Result,
-            job,
-            rank: f.rank,
-            slot: d.slot,
-            ver: d.ver,
-            flags: f.flags,
-            count: f.count,
-            seq: d.seq,
-            exp: f.exp,
-            session: d.session,
+        data(out, DataKind::Result, job, d.session, d, f)
+    }
+
+    /// Write the header of a child's Contribution to its parent (protocol.md §7) for the
+    /// use contribution `d` completed or resent: the parent's job and run `session`, this
+    /// child's member index as rank (`f.rank`); return its length.
+    pub fn up(
+        &self,
+        out: &mut [u8],
+        link: &ParentLink,
+        session: u32,
+        d: &DataHeader,
+        f: ResultFields,
+    ) -> usize {
+        data(out, DataKind::Contribution, link.job, session, d, f)
+    }
+
+    /// Write a child's Join to its parent (protocol.md §7): the lane of Join `j`, the
+    /// parent's job, key and world, this child's member index, and the child run's
+    /// `session` as nonce; return its length.
+    pub fn join_up(
+        &self,
+        out: &mut [u8],
+        link: &ParentLink,
+        j: &JoinHeader,
+        session: u32,
+    ) -> usize {
+        let repr = JoinRepr {
+            job: link.job,
+            rank: link.member,
+            world: link.members,
+            slot_lo: j.slot_lo,
+            slot_count: j.slot_count,
+            count: j.count,
+            lanes: j.lanes,
+            nonce: session,
+            key: link.key,
         };
         let len = repr.buffer_len();
-        repr.emit(&mut DataPacket::new_unchecked(&mut out[..len]));
+        repr.emit(&mut JoinPacket::new_unchecked(&mut out[..len]));
         len
     }
 
@@ -86,7 +166,7 @@ impl ReplyBuilder {
         session: u32,
         nonce: u32,
         shape: Shape,
-        joined: u64,
+        joined: Members,
     ) -> usize {
         let (bytes, n) = bitmap(joined, world);
         let repr = JoinReplyRepr {
@@ -124,8 +204,9 @@ impl ReplyBuilder {
         ver: u8,
         report: SlotReport,
         world: u16,
+        rank_lo: u16,
     ) -> usize {
-        let (bytes, n) = bitmap(report.seen, world);
+        let (bytes, n) = bitmap(Members::new(report.seen, rank_lo), world);
         let repr = ProbeReplyRepr {
             job,
             rank,
@@ -155,7 +236,7 @@ impl ReplyBuilder {
         flags: StatusFlags,
         slot_count: u16,
         counters: StatusCounters,
-        joined: u64,
+        joined: Members,
     ) -> usize {
         let (bytes, n) = bitmap(joined, world);
         let repr = StatusReplyRepr {

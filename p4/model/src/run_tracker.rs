@@ -16,7 +16,11 @@
 //!   register pair has no room left in `shape`): the opening Join writes its own, any other
 //!   Join reads the agreed one.
 //! - `nonce`: each rank's process nonce, cell `64 × entry + rank` (the job's base + rank).
-//! - `joined`, `left`: bitmaps of the ranks that joined and that left the run.
+//! - `joined`, `left`: bitmaps of the ranks that joined and that left the run (members, at
+//!   a child switch: bit `i` is global rank `rank_lo + i`).
+//! - `parent`: at a child switch (protocol.md §7), {the parent run's session, whether the
+//!   parent said `COMPLETE`}; reset by the Join that opens a run and wherever a run ends,
+//!   as the reference's run forgets its parent.
 //!
 //! A run is opened by a Join finding `session` zero, and ended by writing it zero: a
 //! worker's Abort, the control plane ([`Pipeline::shutdown_run`]), a new process of a rank
@@ -33,7 +37,7 @@
 //! [`Pipeline::shutdown_run`]: crate::Pipeline::shutdown_run
 
 use crate::classifier::{JobEntry, MAX_WORLD};
-use crate::headers::JoinHeader;
+use crate::headers::{JoinHeader, JoinReplyHeader};
 use crate::join_handler::full_mask;
 use crate::register::{Hazard, Pass, Register};
 
@@ -132,7 +136,38 @@ pub fn session_of(nonce: u32, runs_before: u32) -> u32 {
     }
 }
 
-/// The run tracker: registers `session`, `shape`, `lanes`, `nonce`, `joined`, `left`.
+/// `parent`'s cell: a child's view of its parent's run (protocol.md §7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ParentCell {
+    /// The parent run's session; 0: none taken yet.
+    pub session: u32,
+    /// The parent said its run is complete.
+    pub complete: bool,
+}
+
+/// What a JoinReply from the parent does to a child's run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParentReply {
+    /// It names neither the child's run nor the parent run the child took.
+    BadSession,
+    /// Its rank is neither this child's member index nor `0xFFFF`, or its world is not
+    /// the parent's.
+    UnknownRank,
+    /// Taken (the parent's session kept); nothing to send.
+    Taken,
+    /// The parent's run is complete, and every rank here joined: tell them.
+    Complete {
+        /// The child's run's session.
+        session: u32,
+        /// Its lane shape.
+        shape: Shape,
+        /// Who joined it.
+        joined: u64,
+    },
+}
+
+/// The run tracker: registers `session`, `shape`, `lanes`, `nonce`, `joined`, `left`,
+/// `parent`.
 #[derive(Debug, Clone)]
 pub struct RunTracker {
     session: Register<RunCell>,
@@ -141,6 +176,7 @@ pub struct RunTracker {
     nonce: Register<u32>,
     joined: Register<u64>,
     left: Register<u64>,
+    parent: Register<ParentCell>,
 }
 
 /// Whether a message carrying `session` belongs to the run whose session is `held`.
@@ -163,6 +199,7 @@ impl RunTracker {
             nonce: Register::new("nonce", jobs * usize::from(MAX_WORLD), 0),
             joined: Register::new("joined", jobs, 0),
             left: Register::new("left", jobs, 0),
+            parent: Register::new("parent", jobs, ParentCell::default()),
         }
     }
 
@@ -181,13 +218,21 @@ impl RunTracker {
         session: u32,
         rank_known: bool,
     ) -> Result<bool, Hazard> {
-        self.session.execute(pass, usize::from(index), |cell| {
+        let j = usize::from(index);
+        let admitted = self.session.execute(pass, j, |cell| {
             let admitted = admits(cell.session, session);
             if admitted && rank_known {
                 cell.session = 0;
             }
             admitted
-        })
+        })?;
+        let ends = admitted && rank_known;
+        self.parent.execute(pass, j, |cell| {
+            if ends {
+                *cell = ParentCell::default();
+            }
+        })?;
+        Ok(admitted)
     }
 
     /// A Leave of the rank whose bit is `bit` (`None`: the worker table does not know it).
@@ -217,14 +262,17 @@ impl RunTracker {
         })
     }
 
-    /// A Join of `rank` to `job` that passed the join handler's checks: open a run if there
-    /// is none, then check the shape and the rank's process (protocol.md §4.1).
+    /// A Join of member `rank` (the rank itself but at a child) to `job` that passed the
+    /// join handler's checks: open a run if there is none, then check the shape and the
+    /// rank's process (protocol.md §4.1). A child's `parent` cell is reset with a run that
+    /// opens, and read into `parent`.
     pub fn join(
         &mut self,
         pass: &Pass,
         job: &JobEntry,
         rank: u16,
         h: &JoinHeader,
+        parent: &mut ParentCell,
     ) -> Result<JoinStep, Hazard> {
         let j = usize::from(job.index);
         let held = self.session.execute(pass, j, |cell| {
@@ -287,6 +335,12 @@ impl RunTracker {
             }
             *cell &= !mask;
         })?;
+        *parent = self.parent.execute(pass, j, |cell| {
+            if opened {
+                *cell = ParentCell::default();
+            }
+            *cell
+        })?;
         let was_complete = old == full_mask(job.config.world);
         Ok(if old & bit != 0 && old_nonce != h.nonce && was_complete {
             JoinStep::EndsRun { session }
@@ -306,6 +360,64 @@ impl RunTracker {
         })
     }
 
+    /// Read the parent run's session of child job table entry `index` (a Contribution
+    /// whose use goes up).
+    pub fn parent_session(&mut self, pass: &Pass, index: u16) -> Result<u32, Hazard> {
+        self.parent
+            .execute(pass, usize::from(index), |cell| cell.session)
+    }
+
+    /// Check a Result from the parent against child job table entry `index`'s run:
+    /// return the child run's session if the Result carries the parent run's (0: not).
+    pub fn admit_parent(&mut self, pass: &Pass, index: u16, session: u32) -> Result<u32, Hazard> {
+        let j = usize::from(index);
+        let held = self.session.execute(pass, j, |cell| cell.session)?;
+        let parent = self.parent.execute(pass, j, |cell| cell.session)?;
+        Ok(if parent != 0 && parent == session {
+            held
+        } else {
+            0
+        })
+    }
+
+    /// A JoinReply from the parent to child job table entry `index` of `world` ranks
+    /// (protocol.md §7): `rank_ok` if it names this child's member index (or `0xFFFF`) and
+    /// the parent's world.
+    pub fn parent_join_reply(
+        &mut self,
+        pass: &Pass,
+        job: &JobEntry,
+        r: &JoinReplyHeader,
+        rank_ok: bool,
+    ) -> Result<ParentReply, Hazard> {
+        let j = usize::from(job.index);
+        let held = self.session.execute(pass, j, |cell| cell.session)?;
+        let shape = self.shape.execute(pass, j, |cell| cell.shape)?;
+        let joined = self.joined.execute(pass, j, |cell| *cell)?;
+        let all_joined = joined == full_mask(job.config.world);
+        let complete = r.complete();
+        let ours = held != 0 && r.nonce == held;
+        self.parent.execute(pass, j, |cell| {
+            let of_our_run = complete && cell.session != 0 && r.session == cell.session;
+            if !(ours || of_our_run) || r.session == 0 {
+                return ParentReply::BadSession;
+            }
+            if !rank_ok {
+                return ParentReply::UnknownRank;
+            }
+            cell.session = r.session;
+            if !complete || cell.complete || !all_joined {
+                return ParentReply::Taken;
+            }
+            cell.complete = true;
+            ParentReply::Complete {
+                session: held,
+                shape,
+                joined,
+            }
+        })
+    }
+
     /// Read job table entry `index`'s run for a Status.
     pub fn status(&mut self, pass: &Pass, index: u16) -> Result<RunStatus, Hazard> {
         let j = usize::from(index);
@@ -320,9 +432,17 @@ impl RunTracker {
     /// The second pass of a restart or of the last Leave: end the run `session` (if no
     /// other packet has ended it in between).
     pub fn end(&mut self, pass: &Pass, index: u16, session: u32) -> Result<(), Hazard> {
-        self.session.execute(pass, usize::from(index), |cell| {
-            if cell.session == session {
+        let j = usize::from(index);
+        let ends = self.session.execute(pass, j, |cell| {
+            let ends = cell.session == session;
+            if ends {
                 cell.session = 0;
+            }
+            ends
+        })?;
+        self.parent.execute(pass, j, |cell| {
+            if ends {
+                *cell = ParentCell::default();
             }
         })
     }
@@ -353,6 +473,7 @@ impl RunTracker {
         let j = usize::from(index);
         let runs = self.session.read(j).unwrap_or_default().runs;
         self.session.write(j, RunCell { session: 0, runs });
+        self.parent.write(j, ParentCell::default());
     }
 
     /// Forget entry `index`'s runs (control plane, when a job is added).
@@ -363,6 +484,7 @@ impl RunTracker {
         self.lanes.write(j, 0);
         self.joined.write(j, 0);
         self.left.write(j, 0);
+        self.parent.write(j, ParentCell::default());
         for rank in 0..MAX_WORLD {
             self.nonce.write(nonce_cell(index, rank), 0);
         }
@@ -408,7 +530,9 @@ mod tests {
     #[test]
     fn the_first_join_opens_the_run_and_a_new_process_of_a_complete_run_ends_it() {
         let (mut clock, mut r, job) = (PassClock::default(), RunTracker::new(2), job(2));
-        let mut at = |r: &mut RunTracker, rank, h| r.join(&clock.begin(0), &job, rank, &h);
+        let mut at = |r: &mut RunTracker, rank, h| {
+            r.join(&clock.begin(0), &job, rank, &h, &mut ParentCell::default())
+        };
         let member = |opened, joined, was_complete| JoinStep::Member {
             opened,
             session: 5,
@@ -435,7 +559,13 @@ mod tests {
         assert_eq!(r.report(1), (0, 0, 0));
         // The next Join opens the next run, with empty bitmaps: its session is the nonce
         // plus the one run before.
-        let next = r.join(&clock.begin(0), &job, 0, &join(9, 4, 64));
+        let next = r.join(
+            &clock.begin(0),
+            &job,
+            0,
+            &join(9, 4, 64),
+            &mut ParentCell::default(),
+        );
         let opened = JoinStep::Member {
             opened: true,
             session: 10,
@@ -449,7 +579,9 @@ mod tests {
     fn the_first_join_fixes_the_number_of_lanes() {
         // Issue 11: ranks with 2 and 1 lanes both joined and deadlocked.
         let (mut clock, mut r, job) = (PassClock::default(), RunTracker::new(2), job(2));
-        let mut at = |r: &mut RunTracker, rank, h| r.join(&clock.begin(0), &job, rank, &h);
+        let mut at = |r: &mut RunTracker, rank, h| {
+            r.join(&clock.begin(0), &job, rank, &h, &mut ParentCell::default())
+        };
         let opened = at(&mut r, 0, join_lanes(5, 8, 64, 2));
         assert!(matches!(opened, Ok(JoinStep::Member { opened: true, .. })));
         assert_eq!(
@@ -475,7 +607,13 @@ mod tests {
         let (mut clock, mut r, job) = (PassClock::default(), RunTracker::new(2), job(1));
         let mut sessions = Vec::new();
         for _ in 0..3 {
-            let step = r.join(&clock.begin(0), &job, 0, &join(u32::MAX, 8, 64));
+            let step = r.join(
+                &clock.begin(0),
+                &job,
+                0,
+                &join(u32::MAX, 8, 64),
+                &mut ParentCell::default(),
+            );
             let Ok(JoinStep::Member { session, .. }) = step else {
                 panic!("{step:?}");
             };
@@ -486,7 +624,13 @@ mod tests {
         // u32::MAX + 1 wraps to 0, which means no run: 1 instead.
         assert_eq!(sessions, [u32::MAX, 1, 1]);
         r.reset(1);
-        let step = r.join(&clock.begin(0), &job, 0, &join(7, 8, 64));
+        let step = r.join(
+            &clock.begin(0),
+            &job,
+            0,
+            &join(7, 8, 64),
+            &mut ParentCell::default(),
+        );
         assert!(
             matches!(step, Ok(JoinStep::Member { session: 7, .. })),
             "{step:?}"
@@ -498,8 +642,14 @@ mod tests {
         let (mut clock, mut r, job) = (PassClock::default(), RunTracker::new(2), job(2));
         assert_eq!(r.admit(&clock.begin(0), 1, 0), Ok(false), "no run");
         for (rank, nonce) in [(0, 3), (1, 4)] {
-            r.join(&clock.begin(0), &job, rank, &join(nonce, 8, 64))
-                .unwrap();
+            r.join(
+                &clock.begin(0),
+                &job,
+                rank,
+                &join(nonce, 8, 64),
+                &mut ParentCell::default(),
+            )
+            .unwrap();
         }
         assert_eq!(r.admit(&clock.begin(0), 1, 3), Ok(true));
         assert_eq!(r.admit(&clock.begin(0), 1, 4), Ok(false));
@@ -533,7 +683,8 @@ mod tests {
     fn every_register_runs_once_per_pass() {
         let (mut clock, mut r, job) = (PassClock::default(), RunTracker::new(2), job(2));
         let pass = clock.begin(0);
-        r.join(&pass, &job, 0, &join(3, 8, 64)).unwrap();
+        r.join(&pass, &job, 0, &join(3, 8, 64), &mut ParentCell::default())
+            .unwrap();
         assert_eq!(r.admit(&pass, 1, 3), Err(Hazard::SecondAccess("session")));
     }
 }

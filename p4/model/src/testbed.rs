@@ -228,7 +228,9 @@ fn verdict_and_outputs(
     let mut out = vec![0u8; FRAME_OUT_LEN];
     let verdict = p.process(port, frame, &mut out);
     let frames = match verdict {
-        Verdict::Unicast { port, len, .. } => vec![(port, out[..len].to_vec())],
+        Verdict::Unicast { port, len, .. } | Verdict::Up { port, len, .. } => {
+            vec![(port, out[..len].to_vec())]
+        }
         Verdict::Multicast { group, len, .. } => {
             let mut replica = vec![0u8; FRAME_OUT_LEN];
             p.replicas(group)
@@ -298,7 +300,7 @@ fn commands(header: &str, jobs: &[JobConfig], epoch: u32, max_count: u16) -> Str
             let h = host(rank);
             let _ = writeln!(
                 s,
-                "table_add worker_table set_worker {} {} {} => {rank} 0x{:016x}",
+                "table_add worker_table set_worker {} {} {} => {rank} {rank} 0x{:016x}",
                 job.id,
                 ip(h.source.ip),
                 h.source.udp_port,

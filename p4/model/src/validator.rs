@@ -3,13 +3,18 @@
 //! A message is `Malformed` if its version is not 1, its length is not exactly what its
 //! header declares, a reserved field is not zero, `ver` is above 1, or a Join's nonce or
 //! lanes is zero (protocol.md §2–3);
-//! types only the switch sends (Result, JoinReply, ProbeReply, StatusReply) are
-//! `UnexpectedType`, unknown types `UnknownType` (§4).
+//! types only a switch sends to workers (ProbeReply, StatusReply) are `UnexpectedType`,
+//! unknown types `UnknownType` (§4). A Result or JoinReply is checked as a child switch
+//! takes it from its parent (§7); the pipeline drops one as `UnexpectedType` before
+//! these checks unless its job is a child's parent's (`tier_selector.rs`).
 
 use switchml_core::switch::DropReason;
 
+use switchml_core::wire::MAX_BITMAP_LEN;
+
 use crate::headers::{
-    AbortHeader, Body, DataHeader, Headers, JoinHeader, LeaveHeader, ProbeHeader, StatusHeader,
+    AbortHeader, Body, DataHeader, Headers, JoinHeader, JoinReplyHeader, LeaveHeader, ProbeHeader,
+    StatusHeader,
 };
 
 /// A message the switch acts on.
@@ -27,6 +32,10 @@ pub enum Message {
     Status(StatusHeader),
     /// A rank is done with the job's run.
     Leave(LeaveHeader),
+    /// A Result, which only a child switch takes, from its parent (protocol.md §7).
+    Result(DataHeader),
+    /// A JoinReply, likewise.
+    JoinReply(JoinReplyHeader),
 }
 
 /// The validator (stateless).
@@ -50,6 +59,15 @@ impl Validator {
             Body::Abort(a) => (exact(0) && a.reserved == 0, Message::Abort(a)),
             Body::Status(q) => (exact(0) && q.reserved == 0, Message::Status(q)),
             Body::Leave(l) => (exact(0) && l.reserved == 0, Message::Leave(l)),
+            Body::Result(None) | Body::JoinReply(None) => return Err(DropReason::Malformed),
+            Body::Result(Some(d)) => (
+                exact(4 * usize::from(d.count)) && d.ver <= 1 && d.reserved == 0,
+                Message::Result(d),
+            ),
+            Body::JoinReply(Some(r)) => (
+                exact(usize::from(r.bitmap_len)) && usize::from(r.bitmap_len) <= MAX_BITMAP_LEN,
+                Message::JoinReply(r),
+            ),
         };
         if ok {
             Ok(message)

@@ -39,6 +39,7 @@ fn setup(world: u16) -> Setup {
         slots: 8,
         epoch: 0xE90C,
         jobs: vec![job(0, world, 2, 4), job(1, 1, 0, 1), job(2, 64, 7, 1)],
+        tiers: Vec::new(),
     }
 }
 

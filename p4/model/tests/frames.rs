@@ -43,3 +43,87 @@ proptest! {
         }
     }
 }
+
+/// A child switch (protocol.md §7) on the test bed: ranks 4 and 5 of 8 at hosts 0 and 1,
+/// its parent at host 3's address. The last rank's Join goes up, out of the parent's port,
+/// to the parent's addresses, as the child's Join to the parent's job.
+#[test]
+fn what_a_child_sends_up_leaves_for_its_parent() {
+    use switchml_core::switch::{JobConfig, ParentLink};
+    use switchml_core::wire::{JoinPacket, JoinRepr};
+    use switchml_p4model::tier_selector::{LinkEntry, TierEntry};
+
+    let mut p = testbed::pipeline();
+    let config = JobConfig {
+        id: 21,
+        world: 2,
+        slot_lo: 0,
+        slot_count: 1,
+        key: 5,
+    };
+    p.remove_job(7).unwrap();
+    let link = ParentLink {
+        world: 8,
+        rank_lo: 4,
+        job: 30,
+        member: 2,
+        members: 4,
+        key: 0x77,
+    };
+    let parent = testbed::host(3);
+    p.add_tiered_job(config, TierEntry::Child(LinkEntry { link, parent }))
+        .unwrap();
+    for (rank, host) in [(4, 0), (5, 1)] {
+        let mut w = testbed::host(host);
+        w.port = host;
+        p.add_worker(21, rank, w).unwrap();
+    }
+    let join = |rank: u16| {
+        let repr = JoinRepr {
+            job: 21,
+            rank,
+            world: 8,
+            slot_lo: 0,
+            slot_count: 1,
+            count: 4,
+            lanes: 1,
+            nonce: 100 + u32::from(rank),
+            key: 5,
+        };
+        let mut b = vec![0u8; repr.buffer_len()];
+        repr.emit(&mut JoinPacket::new_unchecked(&mut b[..]));
+        b
+    };
+    // The test bed's frames come from host(rank): ranks 4 and 5 are not hosts there, so
+    // address them by hand from hosts 0 and 1.
+    let framed = |rank: u16, host: u16| {
+        let (_, mut f) = testbed::frame(&join(rank));
+        let h = testbed::host(host);
+        f[6..12].copy_from_slice(&h.mac);
+        f[26..30].copy_from_slice(&h.source.ip);
+        f[24..26].copy_from_slice(&[0, 0]);
+        let sum = ipv4_checksum(&f[14..34]);
+        f[24..26].copy_from_slice(&sum.to_be_bytes());
+        f[34..36].copy_from_slice(&h.source.udp_port.to_be_bytes());
+        (host, f)
+    };
+    for (rank, host) in [(4, 0), (5, 1)] {
+        let (port, f) = framed(rank, host);
+        let sent = testbed::outputs(&mut p, port, &f);
+        assert_eq!(sent.len(), 1, "rank {rank}");
+    }
+    // A Join of the complete child goes up while the parent has not answered.
+    let (port, f) = framed(4, 0);
+    let sent = testbed::outputs(&mut p, port, &f);
+    let [(to, frame)] = sent.as_slice() else {
+        panic!("{sent:?}");
+    };
+    assert_eq!(*to, parent.port);
+    assert_eq!(frame[0..6], parent.mac);
+    assert_eq!(frame[30..34], parent.source.ip);
+    assert_eq!(frame[36..38], parent.source.udp_port.to_be_bytes());
+    assert_eq!(ipv4_checksum(&frame[14..34]), 0);
+    let up = JoinRepr::parse(&JoinPacket::new_unchecked(&frame[TRANSPORT_LEN..])).unwrap();
+    assert_eq!((up.job, up.rank, up.world, up.key), (30, 2, 4, 0x77));
+    assert_eq!(p.counters().upward, 1);
+}

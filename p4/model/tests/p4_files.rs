@@ -12,14 +12,17 @@ fn p4_dir() -> PathBuf {
 /// Every control of the programs: each is declared for both targets, in
 /// `p4/<target>/<control>.p4` or, when the two targets share it, in `p4/include/<control>.p4`,
 /// and has a Rust twin `p4/model/src/<control>.rs`.
-const CONTROLS: [&str; 20] = [
+const CONTROLS: [&str; 23] = [
     "parser",
     "validator",
+    "tier_selector",
     "classifier",
+    "parent_result",
     "use_checker",
     "count_checker",
     "bitmap_checker",
     "workers_counter",
+    "relay",
     "exponents",
     "processor",
     "processors",
@@ -185,4 +188,49 @@ fn job_overflows_counts_in_the_tna_egress() {
     assert!(egress.contains("job_egress_counters.apply("));
     assert!(read("tna/parser.p4").contains("TYPE_RESULT: parse_result;"));
     assert!(read("v1model/job_counters.p4").contains("job_overflows.count("));
+}
+
+/// Two levels (protocol.md §7): a parent's JoinReply's bitmap is parsed into `bitmap_in` and
+/// never sent; every answer's bitmap is the three stacks `bitmap_writer.p4` fills; the tier
+/// is known before the classifier (whose job table a parent's message reaches through
+/// `child_job`); and what goes up leaves by the parent's port.
+#[test]
+fn the_tier_paths_are_wired_on_both_targets() {
+    let read = |path: &str| std::fs::read_to_string(p4_dir().join(path)).unwrap();
+    for t in ["v1model", "tna"] {
+        let main = read(&format!("{t}/switchml.p4"));
+        assert!(
+            !main.contains("emit(hdr.bitmap_in)"),
+            "{t}: bitmap_in is sent"
+        );
+        if let Some((_, deparser)) = main.split_once("control SwitchmlIngressDeparser(") {
+            let deparser = deparser.split("control ").next().unwrap_or_default();
+            assert!(
+                !deparser.contains("packet.emit(hdr);"),
+                "{t}: emits bitmap_in"
+            );
+        }
+        for stack in ["bitmap_lead", "bitmap", "bitmap_tail"] {
+            assert!(
+                main.contains(&format!("packet.emit(hdr.{stack});")),
+                "{t}: {stack} is not sent"
+            );
+        }
+        let tier = main
+            .find("tier_selector.apply(")
+            .expect("the tier selector");
+        let classifier = main.find("classifier.apply(").expect("the classifier");
+        assert!(tier < classifier, "{t}: the tier after the classifier");
+        assert!(main.contains("VERDICT_UP"), "{t}: nothing goes up");
+        let parser = read(&format!("{t}/parser.p4"));
+        assert!(
+            parser.contains("TYPE_JOIN_REPLY): parse_join_reply;"),
+            "{t}"
+        );
+        assert!(parser.contains("TYPE_RESULT): parse_data;"), "{t}");
+        assert!(parser.contains("hdr.bitmap_in.next"), "{t}");
+    }
+    assert!(read("include/classifier.p4").contains("key = { meta.lookup_job : exact; }"));
+    let replies = read("include/reply_builder.p4");
+    assert_eq!(replies.matches("write_bitmap(hdr, ").count(), 4);
 }

@@ -21,6 +21,7 @@ fn setup() -> Setup {
         slots: 40,
         epoch: testbed::EPOCH,
         jobs: testbed::jobs().to_vec(),
+        tiers: Vec::new(),
     }
 }
 
