@@ -93,7 +93,7 @@ impl Pipeline {
         let len = repr.buffer_len();
         repr.emit(&mut AbortPacket::new_unchecked(out.get_mut(..len)?));
         self.up = None;
-        self.drop_counters.tally(Tally::Up);
+        self.drop_counters.tally(Tally::AbortUp);
         Some(Verdict::Up {
             job: a.job,
             port: a.port,
