@@ -20,6 +20,9 @@
 //!                                              ├─ Status: StatusHandler ─▶ RunTracker's
 //!                                              │   read action (counters: model only)
 //!                                              ├─ Abort: RunTracker (ends the run), pass on
+//!                                              │   (a child's parent's: + a pass to end
+//!                                              │   the run, ParentFailed down; a child's
+//!                                              │   run that ends owes an Abort up: poll_up)
 //!                                              ├─ Leave: RunTracker (last one: + a pass)
 //!                                              ├─ Result (a child's parent's): RunTracker
 //!                                              │   ─▶ ParentResult ─▶ the slot's reads
