@@ -18,8 +18,9 @@
 // At a child switch (protocol.md §7), register `parent` (a pair: the parent run's session
 // and whether the parent said COMPLETE), last in stage order, as p4/v1model/run_tracker.p4
 // describes: reset with a run that opens or ends, read by a Join (complete) and a
-// Contribution (session), checked by a parent's Result (session) and a parent's Abort
-// (`check_parent_abort`), and written by a parent's JoinReply (`take_parent`, which returns
+// Contribution (session), checked by a parent's Result and a parent's Abort (session;
+// `parent_session` lets an Abort naming the child's own run through while the parent has
+// not said COMPLETE), and written by a parent's JoinReply (`take_parent`, which returns
 // what became of it). `reset_parent` returns the session it forgets: a child whose run a
 // worker's Abort or a restart ends owes that parent run an Abort (meta.up_reason), which
 // leaves as an ingress mirror (switchml.p4).
@@ -126,21 +127,16 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
         }
     };
 
-    // An Abort of the parent's job: 1 if it names the parent run taken, or, while the
-    // parent has not said COMPLETE, the child's own run (meta.admitted), else 0.
-    RegisterAction<parent_cell_t, bit<16>, bit<32>>(parent) check_parent_abort = {
-        void apply(inout parent_cell_t value, out bit<32> rv) {
-            rv = 0;
-            if ((value.session != 0 && value.session == meta.p_session)
-                    || (meta.admitted == 1 && value.complete == 0)) {
-                rv = 1;
-            }
-        }
-    };
-
+    // The parent run's session. An Abort of the parent's job that names the child's own
+    // run (meta.abort_own_run) reads its own session instead while the parent has not
+    // said COMPLETE: it is taken if what this returns is its session (a fourth action
+    // would be one more than a stateful ALU holds).
     RegisterAction<parent_cell_t, bit<16>, bit<32>>(parent) parent_session = {
         void apply(inout parent_cell_t value, out bit<32> rv) {
             rv = value.session;
+            if (value.complete == 0 && meta.abort_own_run == 1) {
+                rv = meta.p_session;
+            }
         }
     };
 
@@ -270,7 +266,7 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
         bit<2> left_mode = WORD_READ;
         bit<64> mask = 0;
         // `parent`, last: what each message does to it, and its answer.
-        bit<3> parent_mode = 0;    // 0: none, 1: reset, 2: read, 3: join, 4: a parent's Abort
+        bit<2> parent_mode = 0;                // 0: none, 1: reset, 2: read, 3: join
         if (meta.pass != 0) {
             held = end_run.execute(j);
             if (held == meta.run_session) {
@@ -296,8 +292,8 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
             }
         } else if (meta.message == MSG_PARENT_ABORT) {
             held = read_session.execute(j);
-            meta.admitted = (held != 0 && held == meta.p_session) ? 1w1 : 1w0;
-            parent_mode = 4;
+            meta.abort_own_run = (held != 0 && held == meta.p_session) ? 1w1 : 1w0;
+            parent_mode = 2;
         } else if (meta.message == MSG_STATUS) {
             held = read_session.execute(j);
             meta.run_open = (held != 0) ? 1w1 : 1w0;
@@ -390,8 +386,6 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
             parent_read = parent_session.execute(j);
         } else if (parent_mode == 3) {
             parent_read = join_parent.execute(j);
-        } else if (parent_mode == 4) {
-            parent_read = check_parent_abort.execute(j);
         }
         // A child's run that a worker's Abort or a restart ends ends the whole job's: it
         // owes its parent an Abort (§7), sent as a mirror (switchml.p4).
@@ -408,7 +402,8 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
         if (meta.pass != 0) {
             // The run ended above.
         } else if (meta.message == MSG_PARENT_ABORT) {
-            if (parent_read == 0) {
+            // Of the parent run taken, or (parent_session) of the child's own run.
+            if (parent_read == 0 || parent_read != meta.p_session) {
                 // The child's own Abort, passed back by the parent, is expected.
                 meta.drop_reason = (hdr.prefix.rank == meta.parent_member)
                     ? DROP_DUPLICATE : DROP_BAD_SESSION;
