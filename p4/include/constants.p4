@@ -55,12 +55,16 @@ const bit<8> ABORT_UNKNOWN_RANK        = 2;
 const bit<8> ABORT_WORLD_MISMATCH      = 3;
 const bit<8> ABORT_SLOT_RANGE          = 4;
 const bit<8> ABORT_COUNT_TOO_LARGE     = 5;
+const bit<8> ABORT_SHUTDOWN            = 6;
+const bit<8> ABORT_WORKER_FAILED       = 7;
 const bit<8> ABORT_BAD_KEY             = 8;
 const bit<8> ABORT_RANK_RESTARTED      = 9;
 const bit<8> ABORT_LANE_MISMATCH       = 10;
 const bit<8> ABORT_CHUNK_MISMATCH      = 11;
 const bit<8> ABORT_SESSION_ENDED       = 12;
 const bit<8> ABORT_LANE_COUNT_MISMATCH = 14;
+const bit<8> ABORT_PARENT_FAILED       = 15;
+const bit<16> ABORT_NAMES_NONE         = 0xFFFF;    // detail naming no rank or member
 
 // Slot states in a ProbeReply (protocol.md §3.5).
 const bit<8> STATE_IDLE = 0;
@@ -97,6 +101,7 @@ const bit<8> MSG_STATUS = 5;
 const bit<8> MSG_LEAVE = 6;
 const bit<8> MSG_RESULT = 7;                      // from a child's parent (§7)
 const bit<8> MSG_JOIN_REPLY = 8;                  // likewise
+const bit<8> MSG_PARENT_ABORT = 9;                // an Abort of a child's parent's job
 
 // Where a job sits in a tree of switches (tier_selector.p4, protocol.md §7).
 const bit<8> TIER_FLAT = 0;

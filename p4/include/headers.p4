@@ -215,6 +215,26 @@ header sml_bridge_h {
     bit<64> rank_bit;
 }
 
+// TNA only: the mirror header of the Abort a child owes its parent (protocol.md §7): the
+// ingress mirrors the packet that ended the child's run (run_tracker.p4 sets
+// meta.up_reason) to the parent's port, and the egress writes the Abort from this. `kind`
+// is 0xF, which no egress_bridge starts with (its `pad` is 0); `bridged` is 1 if the
+// mirrored packet came from the recirculation port, so that a bridge header precedes its
+// Ethernet header. 32 bytes.
+header sml_up_mirror_h {
+    bit<4>  kind;
+    bit<4>  bridged;
+    bit<8>  reason;
+    bit<16> parent_job;
+    bit<16> member;
+    bit<32> session;
+    bit<48> parent_mac;
+    bit<32> parent_ip;
+    bit<16> parent_udp_port;
+    bit<48> switch_mac;
+    bit<32> switch_ip;
+}
+
 // TNA only: what the ingress tells the egress pipeline (egress_bridge is never sent out):
 // the answer's addresses and length (udp_sender.p4; a child's parent's, protocol.md §7) and
 // the job table entry, which the egress's job_overflows counter is indexed by
@@ -285,13 +305,13 @@ struct metadata_t {
     @field_list(1) bit<8>  tier;               // TIER_*
     bit<16> wire_world;                        // the world the ranks state (P at a child)
     bit<16> rank_lo;                           // a child's first global rank
-    bit<16> parent_job;
-    bit<16> parent_member;                     // this child's rank at the parent
+    @field_list(2) bit<16> parent_job;
+    @field_list(2) bit<16> parent_member;      // this child's rank at the parent
     bit<16> parent_members;                    // the parent's world
     bit<64> parent_key;
-    bit<48> parent_mac;                        // where the parent switch is
-    bit<32> parent_ip;
-    bit<16> parent_udp_port;
+    @field_list(2) bit<48> parent_mac;         // where the parent switch is
+    @field_list(2) bit<32> parent_ip;
+    @field_list(2) bit<16> parent_udp_port;
     bit<16> parent_port;
     @field_list(1) bit<32> parent_session;     // the parent run's (run_tracker.p4 `parent`)
     bit<1>  parent_complete;
@@ -360,10 +380,18 @@ struct metadata_t {
     bit<8>  abort_reason;
     bit<16> abort_detail;
     bit<32> abort_session;
+    // The Abort a child owes its parent (§7; run_tracker.p4 sets it, the egress writes
+    // it into the clone): the reason its run ended, the parent run's session.
+    @field_list(2) bit<8>  up_reason;
+    @field_list(2) bit<32> up_session;
+    bit<4>  up_kind;                           // TNA: 0xF, the mirror header's kind
+    bit<4>  up_bridged;                        // TNA: the mirrored packet has a bridge header
+    bit<10> up_mirror;                         // TNA: the mirror session (the parent's port)
+    bit<1>  abort_own_run;                     // TNA: a parent's Abort names the child's run
     @field_list(1) bit<16> reply_len;
     // the switch_config table
-    bit<48> switch_mac;
-    bit<32> switch_ip;
+    @field_list(2) bit<48> switch_mac;
+    @field_list(2) bit<32> switch_ip;
     bit<32> epoch;
     bit<16> max_count;                         // at most MAX_COUNT
 }

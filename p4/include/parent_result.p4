@@ -9,7 +9,10 @@
 //   (the ingress's read flag) and, at relay.p4, must find the use complete with the same count and not yet
 //   relayed (Stale, CountMismatch, Duplicate: next_step_selector.p4, pass 0);
 // - a JoinReply must name this child's member index or 0xFFFF and the parent's world
-//   (UnknownRank); the run tracker then keeps the parent's session.
+//   (UnknownRank); the run tracker then keeps the parent's session;
+// - an Abort must name a member (below the parent's world) or 0xFFFF (UnknownRank); the
+//   run tracker then ends the child's run in a second pass, and its ranks get Abort
+//   ParentFailed (reply_builder.p4).
 #ifndef _SWITCHML_PARENT_RESULT_P4_
 #define _SWITCHML_PARENT_RESULT_P4_
 
@@ -18,7 +21,11 @@ control ParentResult(inout headers_t hdr, inout metadata_t meta) {
         meta.parent_reject = DROP_NONE;
         bit<1> ours = (hdr.prefix.rank == meta.parent_member || hdr.prefix.rank == RANK_ALL)
             ? 1w1 : 1w0;
-        if (meta.message == MSG_JOIN_REPLY) {
+        if (meta.message == MSG_PARENT_ABORT) {
+            if (hdr.prefix.rank != RANK_ALL && hdr.prefix.rank >= meta.parent_members) {
+                meta.parent_reject = DROP_UNKNOWN_RANK;
+            }
+        } else if (meta.message == MSG_JOIN_REPLY) {
             if (ours == 0 || hdr.join_reply.world != meta.parent_members) {
                 meta.parent_reject = DROP_UNKNOWN_RANK;
             }

@@ -54,13 +54,18 @@ control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
             // A refused Join, Probe or Status: an Abort to the sender, naming the Join's nonce
             // or the Probe's session (join_handler.p4, probe_handler.p4; 0 for a Status). A
             // restart: an Abort to every rank of the run that ends, the restarted rank as
-            // detail.
+            // detail; a parent's Abort (§7): ParentFailed to every rank of the child's run,
+            // the member it names as detail.
             hdr.join.setInvalid();
             hdr.probe.setInvalid();
             hdr.status.setInvalid();
             hdr.abort.setValid();
             hdr.prefix.msg_type = TYPE_ABORT;
             if (meta.abort_reason == ABORT_RANK_RESTARTED) {
+                hdr.prefix.rank = RANK_ALL;
+            } else if (meta.abort_reason == ABORT_PARENT_FAILED) {
+                // The parent's Abort, down to the child's ranks as the child's job's.
+                hdr.prefix.job = meta.lookup_job;
                 hdr.prefix.rank = RANK_ALL;
             }
             hdr.abort.reason = meta.abort_reason;

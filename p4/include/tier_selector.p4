@@ -2,7 +2,10 @@
 // Rust twin: p4/model/src/tier_selector.rs (TierSelector). Applied once, before the
 // classifier: a Result or JoinReply is for the child job its parent's job serves (table
 // `child_job`: the parent's job id -> the child's job id, which job_table then looks up)
-// or, with no such child, UnexpectedType before any other check of it; then `parent_link`
+// or, with no such child, UnexpectedType before any other check of it; an Abort whose job
+// is a child's parent's is the parent's (MSG_PARENT_ABORT), any other a worker's (the
+// control plane keeps a parent's job id off every other job here, JobError::ParentIdTaken
+// in the model and the reference); then `parent_link`
 // gives the job's tier: flat (the default), a parent (a member's OVERFLOW is kept), or a
 // child with its link: the whole job's world and first rank, the parent's job, key and
 // world, this child's member index, and where the parent switch is (what goes up leaves
@@ -57,8 +60,14 @@ control TierSelector(inout headers_t hdr, inout metadata_t meta) {
 
     apply {
         meta.lookup_job = hdr.prefix.job;
-        if (meta.from_parent == 1 || meta.message == MSG_RESULT) {
-            if (!child_job.apply().hit) {
+        if (meta.from_parent == 1 || meta.message == MSG_RESULT || meta.message == MSG_ABORT
+                || meta.message == MSG_PARENT_ABORT) {
+            if (child_job.apply().hit) {
+                // An Abort of a child's parent's job is the parent's, not a worker's.
+                if (meta.message == MSG_ABORT) {
+                    meta.message = MSG_PARENT_ABORT;
+                }
+            } else if (meta.message != MSG_ABORT) {
                 meta.drop_reason = DROP_UNEXPECTED_TYPE;
                 meta.message = MSG_NONE;
             }

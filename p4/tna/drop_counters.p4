@@ -10,6 +10,7 @@ control DropCounters(in metadata_t meta) {
     Counter<bit<64>, bit<8>>(DROP_CLASSES, CounterType_t.PACKETS) drops;
     Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) ignored;
     Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) recirculations;
+    Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) aborts_up;   // mirrors: a child's Abort up (§7)
 
     apply {
         if (meta.switchml == 0) {
@@ -34,6 +35,11 @@ control DropCounters(in metadata_t meta) {
                                         // counts its overflow and drops it (switchml.p4)
             } else if (meta.verdict == VERDICT_UP) {
                 outcomes.count(3);
+            }
+            // The mirror a child's run's end sends up (§7): the controller adds it to
+            // `outcomes` up, as the reference counts it (upward).
+            if (meta.up_reason != 0) {
+                aborts_up.count(0);
             }
         }
     }

@@ -57,6 +57,17 @@ control JobCounters(in metadata_t meta) {
                 } else if (meta.abort_reason == ABORT_BAD_KEY) {
                     job_unauthorized.count(j);
                 }
+            } else if (meta.message == MSG_PARENT_ABORT) {
+                // A parent's Abort at a child (§7): taken in its second pass.
+                if (meta.drop_reason == DROP_DUPLICATE) {
+                    job_duplicates.count(j);
+                } else if (meta.drop_reason == DROP_BAD_SESSION) {
+                    job_unauthorized.count(j);
+                } else if (meta.drop_reason != DROP_NONE) {
+                    job_rejected.count(j);
+                } else if (meta.abort_reason == ABORT_PARENT_FAILED) {
+                    job_aborts.count(j);
+                }
             } else if (meta.message == MSG_JOIN_REPLY) {
                 if (meta.drop_reason == DROP_BAD_SESSION) {
                     job_unauthorized.count(j);

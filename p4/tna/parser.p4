@@ -106,6 +106,12 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
         meta.abort_reason = 0;
         meta.abort_detail = 0;
         meta.abort_session = 0;
+        meta.up_reason = 0;
+        meta.up_session = 0;
+        meta.up_kind = 0;
+        meta.up_bridged = 0;
+        meta.up_mirror = 0;
+        meta.abort_own_run = 0;
         meta.reply_len = 0;
         meta.switch_mac = 0;
         meta.switch_ip = 0;
@@ -272,7 +278,7 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
 }
 
 // Egress parses what it rewrites and a Result's or an Up Contribution's flag byte
-// (job_counters.p4's egress part);
+// (job_counters.p4's egress part), and a mirrored packet whole (the Abort up, §7);
 // the rest stays payload. Everything that reaches the egress is a switchml datagram the
 // ingress wrote: an answer, or a packet on its way to its next pass.
 parser SwitchmlEgressParser(packet_in packet, out egress_headers_t hdr,
@@ -280,11 +286,55 @@ parser SwitchmlEgressParser(packet_in packet, out egress_headers_t hdr,
                             out egress_intrinsic_metadata_t eg_intr_md) {
     state start {
         packet.extract(eg_intr_md);
+        transition select(packet.lookahead<bit<4>>()) {
+            0xF: parse_up_mirror;                  // a mirror header's kind (§7)
+            default: parse_egress_bridge;
+        }
+    }
+
+    state parse_egress_bridge {
         packet.extract(hdr.egress_bridge);
         transition select(hdr.egress_bridge.recirculate) {
             1: parse_bridge;
             default: parse_ethernet;
         }
+    }
+
+    // The packet that ended a child's run, mirrored: a worker's Abort, or a restarted
+    // rank's Join in its second pass (after its bridge header). The egress writes the
+    // Abort up over it, so its header is parsed whole.
+    state parse_up_mirror {
+        packet.extract(hdr.up_mirror);
+        transition select(hdr.up_mirror.bridged) {
+            1: parse_up_bridge;
+            default: parse_up_ethernet;
+        }
+    }
+
+    state parse_up_bridge {
+        packet.extract(hdr.bridge);
+        transition parse_up_ethernet;
+    }
+
+    state parse_up_ethernet {
+        packet.extract(hdr.ethernet);
+        packet.extract(hdr.ipv4);
+        packet.extract(hdr.udp);
+        packet.extract(hdr.prefix);
+        transition select(hdr.prefix.msg_type) {
+            TYPE_JOIN: parse_up_join;
+            default: parse_up_abort;
+        }
+    }
+
+    state parse_up_join {
+        packet.extract(hdr.join);
+        transition accept;
+    }
+
+    state parse_up_abort {
+        packet.extract(hdr.abort);
+        transition accept;
     }
 
     state parse_bridge {

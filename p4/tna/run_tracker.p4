@@ -18,8 +18,12 @@
 // At a child switch (protocol.md §7), register `parent` (a pair: the parent run's session
 // and whether the parent said COMPLETE), last in stage order, as p4/v1model/run_tracker.p4
 // describes: reset with a run that opens or ends, read by a Join (complete) and a
-// Contribution (session), checked by a parent's Result (session), and written by a
-// parent's JoinReply (`take_parent`, which returns what became of it).
+// Contribution (session), checked by a parent's Result and a parent's Abort (session;
+// `parent_session` lets an Abort naming the child's own run through while the parent has
+// not said COMPLETE), and written by a parent's JoinReply (`take_parent`, which returns
+// what became of it). `reset_parent` returns the session it forgets: a child whose run a
+// worker's Abort or a restart ends owes that parent run an Abort (meta.up_reason), which
+// leaves as an ingress mirror (switchml.p4).
 #ifndef _SWITCHML_RUN_TRACKER_P4_
 #define _SWITCHML_RUN_TRACKER_P4_
 
@@ -114,17 +118,25 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
     RunWord() left_hi;
     Register<parent_cell_t, bit<16>>(MAX_JOBS) parent;
 
+    // A run ends: forget the parent's run; return its session (the Abort up names it).
     RegisterAction<parent_cell_t, bit<16>, bit<32>>(parent) reset_parent = {
         void apply(inout parent_cell_t value, out bit<32> rv) {
-            rv = 0;
+            rv = value.session;
             value.session = 0;
             value.complete = 0;
         }
     };
 
+    // The parent run's session. An Abort of the parent's job that names the child's own
+    // run (meta.abort_own_run) reads its own session instead while the parent has not
+    // said COMPLETE: it is taken if what this returns is its session (a fourth action
+    // would be one more than a stateful ALU holds).
     RegisterAction<parent_cell_t, bit<16>, bit<32>>(parent) parent_session = {
         void apply(inout parent_cell_t value, out bit<32> rv) {
             rv = value.session;
+            if (value.complete == 0 && meta.abort_own_run == 1) {
+                rv = meta.p_session;
+            }
         }
     };
 
@@ -264,7 +276,24 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
                 meta.abort_reason = ABORT_RANK_RESTARTED;
                 meta.abort_detail = hdr.prefix.rank;
                 meta.abort_session = meta.run_session;
+            } else if (meta.message == MSG_PARENT_ABORT) {
+                // Its ranks hear ParentFailed, naming the member the parent's Abort names:
+                // its sender, or for a restart from 0xFFFF its detail, else none.
+                meta.abort_reason = ABORT_PARENT_FAILED;
+                meta.abort_detail = hdr.prefix.rank;
+                if (hdr.prefix.rank == RANK_ALL) {
+                    meta.abort_detail = ABORT_NAMES_NONE;
+                    if (hdr.abort.reason == ABORT_RANK_RESTARTED
+                            && hdr.abort.detail < meta.parent_members) {
+                        meta.abort_detail = hdr.abort.detail;
+                    }
+                }
+                meta.abort_session = meta.run_session;
             }
+        } else if (meta.message == MSG_PARENT_ABORT) {
+            held = read_session.execute(j);
+            meta.abort_own_run = (held != 0 && held == meta.p_session) ? 1w1 : 1w0;
+            parent_mode = 2;
         } else if (meta.message == MSG_STATUS) {
             held = read_session.execute(j);
             meta.run_open = (held != 0) ? 1w1 : 1w0;
@@ -352,15 +381,38 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
             meta.join_complete = (meta.joined == meta.full_mask) ? 1w1 : 1w0;
             parent_read = take_parent.execute(j);
         } else if (parent_mode == 1) {
-            reset_parent.execute(j);
+            parent_read = reset_parent.execute(j);
         } else if (parent_mode == 2) {
             parent_read = parent_session.execute(j);
         } else if (parent_mode == 3) {
             parent_read = join_parent.execute(j);
         }
+        // A child's run that a worker's Abort or a restart ends ends the whole job's: it
+        // owes its parent an Abort (§7), sent as a mirror (switchml.p4).
+        if (parent_mode == 1 && meta.tier == TIER_CHILD && parent_read != 0) {
+            if (meta.message == MSG_JOIN) {
+                meta.up_reason = ABORT_RANK_RESTARTED;
+                meta.up_session = parent_read;
+            } else if (meta.message == MSG_ABORT) {
+                meta.up_reason = ABORT_WORKER_FAILED;
+                meta.up_session = parent_read;
+            }
+        }
 
         if (meta.pass != 0) {
             // The run ended above.
+        } else if (meta.message == MSG_PARENT_ABORT) {
+            // Of the parent run taken, or (parent_session) of the child's own run.
+            if (parent_read == 0 || parent_read != meta.p_session) {
+                // The child's own Abort, passed back by the parent, is expected.
+                meta.drop_reason = (hdr.prefix.rank == meta.parent_member)
+                    ? DROP_DUPLICATE : DROP_BAD_SESSION;
+            } else if (meta.parent_reject != DROP_NONE) {
+                meta.drop_reason = meta.parent_reject;
+            } else {
+                meta.run_end = 1;
+                meta.run_session = held;
+            }
         } else if (meta.message == MSG_RESULT) {
             if (parent_read == 0 || parent_read != meta.p_session) {
                 meta.drop_reason = DROP_BAD_SESSION;

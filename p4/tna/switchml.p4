@@ -12,8 +12,14 @@
 
 // The recirculation port of pipe 0 (Tofino 1: 68); a later pass enters through it.
 const PortId_t RECIRCULATION_PORT = 68;
+// The Abort a child owes its parent (§7) leaves as an ingress mirror: mirror type 1, session
+// UP_MIRROR_BASE + the job table entry, which the controller maps to the parent's port
+// with the job's parent_link entry.
+const MirrorType_t MIRROR_TYPE_UP = 1;
+const bit<10> UP_MIRROR_BASE = 512;
 
 struct egress_headers_t {
+    sml_up_mirror_h     up_mirror;              // never sent (invalid by the deparser)
     sml_egress_bridge_h egress_bridge;
     sml_bridge_h        bridge;
     ethernet_h          ethernet;
@@ -21,6 +27,8 @@ struct egress_headers_t {
     udp_h               udp;
     sml_prefix_h        prefix;                 // parsed to find a Result's flag byte
     sml_data_h          data;                   // a Result's (job_counters.p4, egress)
+    sml_join_h          join;                   // a mirrored Join (the Abort up, §7)
+    sml_abort_h         abort;                  // a mirrored Abort, or the Abort up
 }
 
 struct egress_metadata_t {
@@ -147,7 +155,8 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                     join_handler.apply(hdr, meta);
                 } else if (meta.message == MSG_STATUS) {
                     status_handler.apply(hdr, meta);
-                } else if (meta.message == MSG_RESULT || meta.message == MSG_JOIN_REPLY) {
+                } else if (meta.message == MSG_RESULT || meta.message == MSG_JOIN_REPLY
+                        || meta.message == MSG_PARENT_ABORT) {
                     parent_result.apply(hdr, meta);
                 }
             }
@@ -222,7 +231,8 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                 meta.verdict = VERDICT_DROP;
             } else if (meta.run_end == 1) {
                 meta.verdict = VERDICT_RECIRCULATE;
-            } else if (meta.abort_reason == ABORT_RANK_RESTARTED) {
+            } else if (meta.abort_reason == ABORT_RANK_RESTARTED
+                    || meta.abort_reason == ABORT_PARENT_FAILED) {
                 meta.verdict = VERDICT_MULTICAST;
             } else if (meta.abort_reason != 0) {
                 meta.verdict = VERDICT_UNICAST;
@@ -254,6 +264,14 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
             job_counters.apply(meta);
         }
 
+        // A child's run ended with an Abort to its ranks: a mirror of this packet, to the
+        // parent's port, becomes the Abort the child owes its parent (egress).
+        if (meta.up_reason != 0) {
+            ig_dprsr_md.mirror_type = MIRROR_TYPE_UP;
+            meta.up_kind = 0xF;
+            meta.up_bridged = (bit<4>)meta.recirculated;
+            meta.up_mirror = UP_MIRROR_BASE + (bit<10>)meta.job_index;
+        }
         hdr.egress_bridge.setValid();
         hdr.egress_bridge.pad = 0;
         hdr.egress_bridge.up = (meta.verdict == VERDICT_UP) ? 1w1 : 1w0;
@@ -316,7 +334,15 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
 
 control SwitchmlIngressDeparser(packet_out packet, inout headers_t hdr, in metadata_t meta,
                                 in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
+    Mirror() mirror;
+
     apply {
+        if (ig_dprsr_md.mirror_type == MIRROR_TYPE_UP) {
+            mirror.emit<sml_up_mirror_h>((MirrorId_t)meta.up_mirror,
+                {meta.up_kind, meta.up_bridged, meta.up_reason, meta.parent_job,
+                 meta.parent_member, meta.up_session, meta.parent_mac, meta.parent_ip,
+                 meta.parent_udp_port, meta.switch_mac, meta.switch_ip});
+        }
         // Every header but bitmap_in, a parent's JoinReply's bitmap, which is never sent.
         packet.emit(hdr.egress_bridge);
         packet.emit(hdr.bridge);
@@ -350,6 +376,38 @@ control SwitchmlEgress(inout egress_headers_t hdr, inout egress_metadata_t meta,
     UdpSender() udp_sender;
 
     apply {
+        if (hdr.up_mirror.isValid()) {
+            // The Abort a child owes its parent (protocol.md §7), written over the mirrored
+            // packet: member `member` of the parent's job and run, epoch 0, detail the
+            // member for a restart, else none; addressed as anything going up.
+            hdr.bridge.setInvalid();
+            hdr.join.setInvalid();
+            hdr.abort.setValid();
+            hdr.prefix.msg_type = TYPE_ABORT;
+            hdr.prefix.job = hdr.up_mirror.parent_job;
+            hdr.prefix.rank = hdr.up_mirror.member;
+            hdr.abort.reason = hdr.up_mirror.reason;
+            hdr.abort.reserved_a = 0;
+            hdr.abort.detail = (hdr.up_mirror.reason == ABORT_RANK_RESTARTED)
+                ? hdr.up_mirror.member : ABORT_NAMES_NONE;
+            hdr.abort.reserved_b = 0;
+            hdr.abort.epoch = 0;
+            hdr.abort.session = hdr.up_mirror.session;
+            hdr.egress_bridge.setValid();
+            hdr.egress_bridge.pad = 0;
+            hdr.egress_bridge.up = 1;
+            hdr.egress_bridge.drop = 0;
+            hdr.egress_bridge.completes = 0;
+            hdr.egress_bridge.recirculate = 0;
+            hdr.egress_bridge.reply_len = 20;
+            hdr.egress_bridge.switch_mac = hdr.up_mirror.switch_mac;
+            hdr.egress_bridge.switch_ip = hdr.up_mirror.switch_ip;
+            hdr.egress_bridge.job_index = 0;
+            hdr.egress_bridge.parent_mac = hdr.up_mirror.parent_mac;
+            hdr.egress_bridge.parent_ip = hdr.up_mirror.parent_ip;
+            hdr.egress_bridge.parent_udp_port = hdr.up_mirror.parent_udp_port;
+            hdr.up_mirror.setInvalid();
+        }
         job_egress_counters.apply(hdr, eg_intr_md);
         udp_sender.apply(hdr, eg_intr_md);
         if (hdr.egress_bridge.drop == 1) {

@@ -10,6 +10,7 @@ control DropCounters(in metadata_t meta) {
     counter(DROP_CLASSES, CounterType.packets) drops;
     counter(1, CounterType.packets) ignored;
     counter(1, CounterType.packets) recirculations;    // one per later pass
+    counter(1, CounterType.packets) aborts_up;         // clones: a child's Abort up (§7)
 
     apply {
         if (meta.switchml == 0) {
@@ -31,6 +32,11 @@ control DropCounters(in metadata_t meta) {
                 outcomes.count(2);
             } else if (meta.verdict == VERDICT_UP) {
                 outcomes.count(3);
+            }
+            // The clone a child's run's end sends up (§7): the controller adds it to
+            // `outcomes` up, as the reference counts it (upward).
+            if (meta.up_reason != 0) {
+                aborts_up.count(0);
             }
         }
     }

@@ -28,7 +28,13 @@
 //   JoinReply with the child's session as nonce or a COMPLETE of the parent run taken;
 //   a JoinReply then writes the parent's session, and its first COMPLETE, once every rank
 //   joined, the flag (meta.join_completes: multicast to the child's ranks). Rejections of
-//   parent_result.p4 (meta.parent_reject) come after the session check.
+//   parent_result.p4 (meta.parent_reject) come after the session check. An Abort of the
+//   parent's job (MSG_PARENT_ABORT) is taken with the parent run's session or, while
+//   `parent` says no COMPLETE, the child's own (else Duplicate if it names this child's
+//   member, its own Abort back, or BadSession), and ends the child's run in a second pass
+//   (Abort ParentFailed to its ranks). A worker's Abort or a restart that ends a child's
+//   run holding a parent session sets meta.up_reason/up_session: the Abort it owes its
+//   parent, a clone rewritten in the egress.
 // The second pass (meta.pass != 0) only ends the run, if no one ended it in between.
 // Each register is read and written at most once per pass.
 #ifndef _SWITCHML_RUN_TRACKER_P4_
@@ -58,10 +64,29 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
             if (held == meta.run_session) {
                 session.write(j, ended);
                 parent.write(j, 0);
+                // A child's run that a restart ends ends the whole job's: it owes its
+                // parent an Abort (§7), sent as a clone (switchml.p4).
+                if (meta.message == MSG_JOIN && meta.tier == TIER_CHILD && parent_held != 0) {
+                    meta.up_reason = ABORT_RANK_RESTARTED;
+                    meta.up_session = parent_held;
+                }
             }
             if (meta.message == MSG_JOIN) {
                 meta.abort_reason = ABORT_RANK_RESTARTED;
                 meta.abort_detail = hdr.prefix.rank;
+                meta.abort_session = meta.run_session;
+            } else if (meta.message == MSG_PARENT_ABORT) {
+                // Its ranks hear ParentFailed, naming the member the parent's Abort names:
+                // its sender, or for a restart from 0xFFFF its detail, else none.
+                meta.abort_reason = ABORT_PARENT_FAILED;
+                meta.abort_detail = hdr.prefix.rank;
+                if (hdr.prefix.rank == RANK_ALL) {
+                    meta.abort_detail = ABORT_NAMES_NONE;
+                    if (hdr.abort.reason == ABORT_RANK_RESTARTED
+                            && hdr.abort.detail < meta.parent_members) {
+                        meta.abort_detail = hdr.abort.detail;
+                    }
+                }
                 meta.abort_session = meta.run_session;
             }
         } else if (meta.message == MSG_STATUS) {
@@ -157,6 +182,23 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
                 meta.parent_session = parent_held;
                 meta.p_session = held;
             }
+        } else if (meta.message == MSG_PARENT_ABORT) {
+            // An Abort of the parent's job (§7): of the parent run taken, or, while the
+            // parent has not said COMPLETE, of this child's run (an answer to its Join up).
+            bit<1> of_our_run = (parent_held != 0 && meta.p_session == parent_held)
+                ? 1w1 : 1w0;
+            bit<1> to_our_join = (held != 0 && up[32:32] == 0 && meta.p_session == held)
+                ? 1w1 : 1w0;
+            if (of_our_run == 0 && to_our_join == 0) {
+                // The child's own Abort, passed back by the parent, is expected.
+                meta.drop_reason = (hdr.prefix.rank == meta.parent_member)
+                    ? DROP_DUPLICATE : DROP_BAD_SESSION;
+            } else if (meta.parent_reject != DROP_NONE) {
+                meta.drop_reason = meta.parent_reject;
+            } else {
+                meta.run_end = 1;
+                meta.run_session = held;
+            }
         } else if (meta.message == MSG_JOIN_REPLY) {
             meta.run_session = held;
             bit<64> shape_cell;
@@ -195,6 +237,12 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
                 } else if (meta.message == MSG_ABORT) {
                     session.write(j, ended);
                     parent.write(j, 0);
+                    // A child's run that ends ends the whole job's: it owes its parent an
+                    // Abort (§7), sent as a clone (switchml.p4).
+                    if (meta.tier == TIER_CHILD && parent_held != 0) {
+                        meta.up_reason = ABORT_WORKER_FAILED;
+                        meta.up_session = parent_held;
+                    }
                 } else {
                     bit<64> members;
                     joined.read(members, j);

@@ -9,7 +9,12 @@
 
 #include "../include/headers.p4"
 
+const bit<32> PKT_INSTANCE_TYPE_INGRESS_CLONE = 1;
 const bit<32> PKT_INSTANCE_TYPE_INGRESS_RECIRC = 4;
+// The clone session of job table entry j's Abort up is UP_CLONE_BASE + j; the controller
+// maps it to the parent's port (simple_switch_CLI `mirroring_add`) with the job's
+// parent_link entry (protocol.md §7).
+const bit<32> UP_CLONE_BASE = 1024;
 #include "parser.p4"
 #include "../include/validator.p4"
 #include "../include/tier_selector.p4"
@@ -113,7 +118,8 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                     join_handler.apply(hdr, meta);
                 } else if (meta.message == MSG_STATUS) {
                     status_handler.apply(hdr, meta);
-                } else if (meta.message == MSG_RESULT || meta.message == MSG_JOIN_REPLY) {
+                } else if (meta.message == MSG_RESULT || meta.message == MSG_JOIN_REPLY
+                        || meta.message == MSG_PARENT_ABORT) {
                     parent_result.apply(hdr, meta);
                 }
             }
@@ -187,7 +193,8 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                 meta.verdict = VERDICT_DROP;
             } else if (meta.run_end == 1) {
                 meta.verdict = VERDICT_RECIRCULATE;
-            } else if (meta.abort_reason == ABORT_RANK_RESTARTED) {
+            } else if (meta.abort_reason == ABORT_RANK_RESTARTED
+                    || meta.abort_reason == ABORT_PARENT_FAILED) {
                 meta.verdict = VERDICT_MULTICAST;
             } else if (meta.abort_reason != 0) {
                 meta.verdict = VERDICT_UNICAST;
@@ -214,6 +221,12 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
             job_counters.apply(meta);
         }
 
+        // A child's run ended with an Abort to its ranks: a clone of this packet, to the
+        // parent's port, becomes the Abort the child owes its parent (egress).
+        if (meta.up_reason != 0) {
+            clone_preserving_field_list(CloneType.I2E,
+                UP_CLONE_BASE + (bit<32>)meta.job_index, 2);
+        }
         if (meta.verdict == VERDICT_DROP || meta.verdict == VERDICT_CONSUME) {
             mark_to_drop(standard_metadata);
         } else if (meta.verdict == VERDICT_MULTICAST) {
@@ -232,6 +245,25 @@ control SwitchmlEgress(inout headers_t hdr, inout metadata_t meta,
     UdpSender() udp_sender;
 
     apply {
+        if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_INGRESS_CLONE) {
+            // The Abort a child owes its parent (protocol.md §7), written over the clone
+            // (a worker's Abort, or a restarted rank's Join): member parent_member of the
+            // parent's job and run, epoch 0, detail the member for a restart, else none.
+            hdr.join.setInvalid();
+            hdr.abort.setValid();
+            hdr.prefix.msg_type = TYPE_ABORT;
+            hdr.prefix.job = meta.parent_job;
+            hdr.prefix.rank = meta.parent_member;
+            hdr.abort.reason = meta.up_reason;
+            hdr.abort.reserved_a = 0;
+            hdr.abort.detail = (meta.up_reason == ABORT_RANK_RESTARTED)
+                ? meta.parent_member : ABORT_NAMES_NONE;
+            hdr.abort.reserved_b = 0;
+            hdr.abort.epoch = 0;
+            hdr.abort.session = meta.up_session;
+            meta.reply_len = 20;
+            meta.verdict = VERDICT_UP;
+        }
         if (meta.verdict == VERDICT_RECIRCULATE) {
             recirculate_preserving_field_list(1);
         } else {

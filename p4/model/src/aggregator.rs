@@ -15,8 +15,9 @@
 //! the ports of their global ranks)
 //! (a full worker table reads as `JobError::TableFull`, the job being taken out again),
 //! `uninstall_job` [`Pipeline::remove_job`], `job_snapshot` [`Pipeline::job`],
-//! `switch_counters` [`Pipeline::counters`], and `end_run`, `shutdown_run` and
-//! `count_drop` the methods of the same names. Addresses are the `Endpoint`'s business: it
+//! `switch_counters` [`Pipeline::counters`], and `end_run`, `shutdown_run`, `poll_up`
+//! (the Abort a child owes its parent, protocol.md §7) and `count_drop` the methods of
+//! the same names. Addresses are the `Endpoint`'s business: it
 //! learns each lane's from the JoinReplies the pipeline writes, as it does for the
 //! reference, so the worker table only ever holds the rank ports.
 
@@ -131,5 +132,9 @@ impl ControlPlane for Pipeline {
 
     fn shutdown_run(&mut self, id: u16, out: &mut [u8]) -> Option<CoreVerdict> {
         Pipeline::shutdown_run(self, id, out).map(to_core)
+    }
+
+    fn poll_up(&mut self, out: &mut [u8]) -> Option<CoreVerdict> {
+        Pipeline::poll_up(self, out).map(to_core)
     }
 }

@@ -70,17 +70,33 @@ pub enum ControlError {
     Worker(WorkerError),
 }
 
-/// The reference's checks of a tier (`JobTable::insert`): a child's ranks lie within the
-/// whole job's world (at most 1,024, protocol.md §3.3), and it is a member of its parent's.
-fn tier_check(config: JobConfig, tier: Tier) -> Result<(), JobError> {
-    let Tier::Child(l) = tier else {
-        return Ok(());
-    };
-    let ranks = u32::from(l.rank_lo) + u32::from(config.world);
-    if usize::from(l.world) > MAX_WORLD || ranks > u32::from(l.world) || l.member >= l.members {
-        return Err(JobError::Tree);
+impl Pipeline {
+    /// The reference's checks of a tier (`JobTable::insert`): a child's ranks lie within
+    /// the whole job's world (at most 1,024, protocol.md §3.3), and it is a member of its
+    /// parent's; and a parent's job id names nothing else here — not the job, no other
+    /// job, no other child's parent job — since table `child_job`, keyed on it, tells the
+    /// parent's messages (its Aborts among them) from the workers' (§7).
+    fn tier_check(&self, config: JobConfig, tier: Tier) -> Result<(), JobError> {
+        if let Tier::Child(l) = tier {
+            let ranks = u32::from(l.rank_lo) + u32::from(config.world);
+            if usize::from(l.world) > MAX_WORLD
+                || ranks > u32::from(l.world)
+                || l.member >= l.members
+            {
+                return Err(JobError::Tree);
+            }
+            if l.job == config.id
+                || self.classifier.job(l.job).is_some()
+                || self.tier_selector.child_of(l.job).is_some()
+            {
+                return Err(JobError::ParentIdTaken(l.job));
+            }
+        }
+        if self.tier_selector.child_of(config.id).is_some() {
+            return Err(JobError::ParentIdTaken(config.id));
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 impl Pipeline {
@@ -100,9 +116,10 @@ impl Pipeline {
     /// own ranks' number.
     pub fn add_tiered_job(&mut self, config: JobConfig, tier: TierEntry) -> Result<(), JobError> {
         // The reference's order: the job's own checks, the tier's, a free entry.
+        let checked = self.tier_check(config, tier.tier());
         let entry = match (
             self.classifier.insert_job(config, self.config.slots),
-            tier_check(config, tier.tier()),
+            checked,
         ) {
             (Ok(entry), Ok(())) => entry,
             (Ok(_), Err(e)) => {
@@ -227,7 +244,8 @@ impl Pipeline {
     /// bare datagram, for the controller to send to the job's multicast group) and return
     /// the multicast verdict, or `None` if the job has no run or `out` is too short. The
     /// controller writes the session half of register `session` (its count of runs stays)
-    /// and sends the Abort through the CPU port.
+    /// and sends the Abort through the CPU port; a child's job then owes its parent an
+    /// Abort too ([`Pipeline::poll_up`]), which the controller sends the same way.
     pub fn shutdown_run(&mut self, id: u16, out: &mut [u8]) -> Option<Verdict> {
         let entry = self.classifier.job(id)?;
         let session = self.run_tracker.session(entry.index);
@@ -238,7 +256,9 @@ impl Pipeline {
         let len = self
             .reply_builder
             .abort(out, id, RANK_ALL, reason, 0, session);
-        self.run_tracker.close(entry.index);
+        let parent = self.run_tracker.close(entry.index);
+        let tier = self.tier_selector.apply(entry.index);
+        self.owe_up(&tier, parent, reason);
         Some(Verdict::Multicast {
             job: id,
             group: entry.group,

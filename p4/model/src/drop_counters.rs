@@ -1,5 +1,7 @@
 //! `drop_counters.p4`: switch-wide packet counters — received, consumed, multicast,
-//! unicast, up (to a parent switch, protocol.md §7), and drops by reason in the order of `switchml_core::switch::DropReason::ALL`
+//! unicast, up (to a parent switch, protocol.md §7; `aborts_up`: the clones or mirrors
+//! that carry a child's Abort up), and drops by reason in the order of
+//! `switchml_core::switch::DropReason::ALL`
 //! — so that a job that hangs says why (the original's users' first complaint).
 //!
 //! [`DropCounters::snapshot`] reads them as the reference's `Counters`, which is how the
@@ -22,6 +24,9 @@ pub enum Tally {
     Unicast,
     /// Sent up to the parent switch (protocol.md §7).
     Up,
+    /// A clone (v1model) or mirror (TNA) of the packet that ended a child's run, sent up
+    /// as the Abort the child owes its parent (§7): counter `aborts_up`.
+    AbortUp,
 }
 
 const CONSUMED: usize = 0;
@@ -38,6 +43,7 @@ pub struct DropCounters {
     ignored: Counter,
     faults: Counter,
     recirculations: Counter,
+    aborts_up: Counter,
 }
 
 impl Default for DropCounters {
@@ -49,6 +55,7 @@ impl Default for DropCounters {
             ignored: Counter::new("ignored", 1),
             faults: Counter::new("faults", 1),
             recirculations: Counter::new("recirculations", 1),
+            aborts_up: Counter::new("aborts_up", 1),
         }
     }
 }
@@ -67,6 +74,7 @@ impl DropCounters {
             Tally::Multicast => self.outcomes.count(MULTICAST),
             Tally::Unicast => self.outcomes.count(UNICAST),
             Tally::Up => self.outcomes.count(UP),
+            Tally::AbortUp => self.aborts_up.count(0),
         }
     }
 
@@ -107,7 +115,8 @@ impl DropCounters {
             consumed: self.outcomes.read(CONSUMED),
             multicast: self.outcomes.read(MULTICAST),
             unicast: self.outcomes.read(UNICAST),
-            upward: self.outcomes.read(UP),
+            // What goes up, and the Aborts up that leave as second packets.
+            upward: self.outcomes.read(UP) + self.aborts_up.read(0),
             ..Counters::default()
         };
         for (i, d) in c.dropped.iter_mut().enumerate() {

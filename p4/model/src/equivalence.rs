@@ -1,6 +1,7 @@
 //! Feed one packet sequence to the model and to the reference switch and say where they
-//! differ: verdict, answer bytes, switch counters, job counters, each job's run (session,
-//! lane shape, joined bitmap), and every register of every slot version of every job.
+//! differ: verdict, answer bytes, what each owes a parent after it (`poll_up`, protocol.md
+//! §7), switch counters, job counters, each job's run (session, lane shape, joined
+//! bitmap), and every register of every slot version of every job.
 //! Between packets the control plane may act on both alike ([`Step`]): restart a job
 //! (remove it and add it again), end its run with Abort `Shutdown`, or end it silently as
 //! an idle run's is.
@@ -109,6 +110,16 @@ pub enum Mismatch {
         /// The reference's.
         reference: Option<CoreVerdict>,
     },
+    /// After packet `packet` (or a `shutdown_run` before it), what the switches owed a
+    /// parent (`poll_up`, protocol.md §7) differed.
+    PollUp {
+        /// The packet's index (the next packet's, after a `shutdown_run`).
+        packet: usize,
+        /// The model's verdict.
+        model: Option<CoreVerdict>,
+        /// The reference's.
+        reference: Option<CoreVerdict>,
+    },
     /// Ending job `job`'s idle run (`end_run`) before packet `packet` gave different
     /// answers (whether it had a run).
     EndRun {
@@ -179,6 +190,7 @@ pub struct Pair<'a, const K: usize = { MAX_COUNT as usize }> {
     reference_out: Vec<u8>,
     fed: usize,
     last: Option<CoreVerdict>,
+    up: Option<(CoreVerdict, Vec<u8>)>,
 }
 
 fn word(set: &RankSet<1>) -> u64 {
@@ -234,6 +246,7 @@ impl<'a, const K: usize> Pair<'a, K> {
             reference_out: vec![0; out_len],
             fed: 0,
             last: None,
+            up: None,
         })
     }
 
@@ -259,15 +272,9 @@ impl<'a, const K: usize> Pair<'a, K> {
         | CoreVerdict::Multicast { len, .. }
         | CoreVerdict::Up { len, .. } = r
         {
-            let (mb, rb) = (&self.model_out[..len], &self.reference_out[..len]);
-            if mb != rb {
-                return Err(Mismatch::Bytes {
-                    packet: at,
-                    model: mb.to_vec(),
-                    reference: rb.to_vec(),
-                });
-            }
+            self.same_bytes(at, len)?;
         }
+        self.poll_up(at)?;
         let (mc, rc) = (self.model.counters(), *self.reference.counters());
         if mc != rc {
             return Err(Mismatch::Counters {
@@ -277,6 +284,42 @@ impl<'a, const K: usize> Pair<'a, K> {
             });
         }
         Ok(())
+    }
+
+    /// Compare the first `len` bytes both switches wrote (for packet `at`).
+    fn same_bytes(&self, at: usize, len: usize) -> Result<(), Mismatch> {
+        let (mb, rb) = (&self.model_out[..len], &self.reference_out[..len]);
+        if mb != rb {
+            return Err(Mismatch::Bytes {
+                packet: at,
+                model: mb.to_vec(),
+                reference: rb.to_vec(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Collect what both switches owe a parent (`poll_up`, protocol.md §7), as adapters
+    /// do after every packet and `shutdown_run`; compare verdicts and bytes. `at`: the
+    /// packet it follows.
+    fn poll_up(&mut self, at: usize) -> Result<(), Mismatch> {
+        let m = self.model.poll_up(&mut self.model_out).map(to_core);
+        let r = self.reference.poll_up(&mut self.reference_out);
+        let differs = |model, reference| Mismatch::PollUp {
+            packet: at,
+            model,
+            reference,
+        };
+        self.up = None;
+        match (m, r) {
+            (None, None) => Ok(()),
+            (Some(mv @ CoreVerdict::Up { len, .. }), Some(rv)) if mv == rv => {
+                self.same_bytes(at, len)?;
+                self.up = Some((rv, self.reference_out[..len].to_vec()));
+                Ok(())
+            }
+            (m, r) => Err(differs(m, r)),
+        }
     }
 
     /// End job `id`'s run from the control plane in both switches (the reference's
@@ -298,17 +341,10 @@ impl<'a, const K: usize> Pair<'a, K> {
                 Some(CoreVerdict::Multicast { len, .. }),
                 Some(CoreVerdict::Multicast { len: l, .. }),
             ) if len == l => {
-                let (mb, rb) = (&self.model_out[..len], &self.reference_out[..len]);
-                if mb != rb {
-                    return Err(Mismatch::Bytes {
-                        packet: self.fed,
-                        model: mb.to_vec(),
-                        reference: rb.to_vec(),
-                    });
-                }
-                Ok(())
+                self.same_bytes(self.fed, len)?;
+                self.poll_up(self.fed)
             }
-            (None, None) => Ok(()),
+            (None, None) => self.poll_up(self.fed),
             (m, r) => Err(differs(m, r)),
         }
     }
@@ -433,6 +469,12 @@ impl<'a, const K: usize> Pair<'a, K> {
             _ => 0,
         };
         Some((v, &self.reference_out[..len]))
+    }
+
+    /// Return what the reference owed a parent after the last packet or `shutdown_run`
+    /// (the model owed the same, if that returned `Ok`), with its bytes.
+    pub fn last_up(&self) -> Option<(CoreVerdict, &[u8])> {
+        self.up.as_ref().map(|(v, b)| (*v, &b[..]))
     }
 
     /// Return the number of packets fed.

@@ -22,7 +22,9 @@
 //! - **Two levels** (protocol.md §7): a job is flat, a parent or a child ([`tier_selector`]);
 //!   a child's completed uses go up ([`Verdict::Up`]), its parent's Results are checked
 //!   ([`parent_result`]), stored ([`relay`]) and multicast down, its Join goes up and its
-//!   parent's `COMPLETE` comes down ([`run_tracker`]).
+//!   parent's `COMPLETE` comes down ([`run_tracker`]); the parent's Aborts come down as
+//!   `ParentFailed`, and a child's run that ends owes its parent an Abort
+//!   ([`Pipeline::poll_up`], [`UpAbort`]: a clone or mirror in P4).
 //!
 //! The data plane is [`Pipeline::process`] (frames) and [`Pipeline::process_datagram`]
 //! (bare datagrams; also the `Aggregator` impl, see [`aggregator`]); both write into the
@@ -72,7 +74,7 @@ pub mod workers_counter;
 
 pub use classifier::{Source, WorkerAddr};
 pub use control_plane::{ControlError, JobReport, SlotVersionState};
-pub use pipeline::{Config, Pipeline, Verdict, FRAME_OUT_LEN, OUT_LEN};
+pub use pipeline::{Config, Pipeline, UpAbort, Verdict, FRAME_OUT_LEN, OUT_LEN};
 pub use replication::Replica;
 pub use udp_sender::SwitchAddr;
 

@@ -20,6 +20,9 @@
 //!                                              ├─ Status: StatusHandler ─▶ RunTracker's
 //!                                              │   read action (counters: model only)
 //!                                              ├─ Abort: RunTracker (ends the run), pass on
+//!                                              │   (a child's parent's: + a pass to end
+//!                                              │   the run, ParentFailed down; a child's
+//!                                              │   run that ends owes an Abort up: poll_up)
 //!                                              ├─ Leave: RunTracker (last one: + a pass)
 //!                                              ├─ Result (a child's parent's): RunTracker
 //!                                              │   ─▶ ParentResult ─▶ the slot's reads
@@ -64,7 +67,10 @@ use crate::validator::{Message, Validator};
 use crate::workers_counter::WorkersCounter;
 use crate::{MAX_COUNT, VALUES_PER_PASS};
 
+mod abort;
 mod parent;
+
+pub use abort::UpAbort;
 
 /// The output buffer a bare datagram needs: the reference switch's.
 pub const OUT_LEN: usize = Switch::<'static, { MAX_COUNT as usize }, 1, 1>::OUT_LEN;
@@ -154,6 +160,8 @@ pub struct Pipeline {
     pub(crate) job_counters: JobCounters,
     pub(crate) replication: Replication,
     pub(crate) udp_sender: UdpSender,
+    /// The clone of the packet that ended a child's run: the Abort it owes its parent.
+    pub(crate) up: Option<UpAbort>,
 }
 
 impl Pipeline {
@@ -180,6 +188,7 @@ impl Pipeline {
             job_counters: JobCounters::new(config.jobs),
             replication: Replication::new(config.jobs, config.workers),
             udp_sender: UdpSender::new(config.switch),
+            up: None,
         }
     }
 
@@ -302,17 +311,18 @@ impl Pipeline {
     /// The ingress control after the parser; `out` receives the switchml answer.
     fn ingress(&mut self, h: &Headers<'_>, source: Source, port: u16, out: &mut [u8]) -> Verdict {
         // A Result or JoinReply is taken only by the child job its parent's job serves
-        // (table `child_job`), and checked only then (§7).
+        // (table `child_job`), and checked only then; an Abort of that job is the
+        // parent's, any other a worker's (§7).
         let child = match h.body {
-            Body::Result(_) | Body::JoinReply(_) => {
-                let entry = self.tier_selector.child_of(h.prefix.job);
-                match entry.and_then(|i| self.classifier.entry(i)) {
-                    Some(job) => Some(job),
-                    None => return Verdict::Drop(DropReason::UnexpectedType),
-                }
-            }
+            Body::Result(_) | Body::JoinReply(_) | Body::Abort(_) => self
+                .tier_selector
+                .child_of(h.prefix.job)
+                .and_then(|i| self.classifier.entry(i)),
             _ => None,
         };
+        if child.is_none() && matches!(h.body, Body::Result(_) | Body::JoinReply(_)) {
+            return Verdict::Drop(DropReason::UnexpectedType);
+        }
         let message = match Validator::apply(h) {
             Ok(m) => m,
             Err(reason) => return Verdict::Drop(reason),
@@ -323,6 +333,7 @@ impl Pipeline {
                 self.parent_result(&h.prefix, &d, h.payload, job, out)
             }
             (Message::JoinReply(r), Some(job)) => self.parent_join_reply(&h.prefix, &r, job, out),
+            (Message::Abort(a), Some(job)) => self.parent_abort(&h.prefix, &a, job, out),
             (message, _) => self.worker_message(h, message, class, out),
         };
         match result {
@@ -661,9 +672,11 @@ impl Pipeline {
                     // and every rank learns why. The new process's next Join opens the next.
                     let pass = self.clock.begin(1);
                     self.drop_counters.recirculated();
-                    self.run_tracker.end(&pass, job.index, session)?;
+                    let parent = self.run_tracker.end(&pass, job.index, session)?;
                     self.job_counters.count(JobEvent::Abort, job.index);
                     let reason = AbortReason::RankRestarted;
+                    // A child's run that ends ends the whole job's: the parent hears (§7).
+                    self.owe_up(&tier, parent, reason);
                     let len = self.reply_builder.abort(
                         out,
                         prefix.job,
@@ -763,7 +776,8 @@ impl Pipeline {
         Ok(unicast(prefix, len))
     }
 
-    /// A worker's Abort: pass it on to the job unchanged; the run ends.
+    /// A worker's Abort: pass it on to the job unchanged; the run ends (and a child owes
+    /// its parent an Abort, [`Pipeline::poll_up`]).
     fn abort(
         &mut self,
         prefix: &Prefix,
@@ -777,16 +791,19 @@ impl Pipeline {
         };
         let rank = class.rank(prefix.rank);
         let pass = self.clock.begin(0);
-        if !self
-            .run_tracker
-            .abort(&pass, job.index, a.session, rank.is_some())?
-        {
+        let (admitted, parent) =
+            self.run_tracker
+                .abort(&pass, job.index, a.session, rank.is_some())?;
+        if !admitted {
             return Ok(self.unauthorized(&job, DropReason::BadSession));
         }
         if rank.is_none() {
             return Ok(Verdict::Drop(DropReason::UnknownRank));
         }
         self.job_counters.count(JobEvent::Abort, job.index);
+        // A child's run that ends ends the whole job's: the parent hears (§7).
+        let tier = self.tier_selector.apply(job.index);
+        self.owe_up(&tier, parent, AbortReason::WorkerFailed);
         let len = datagram.len();
         out[..len].copy_from_slice(datagram);
         Ok(multicast(&job, len))

@@ -210,14 +210,16 @@ impl RunTracker {
             .execute(pass, j, |cell| admits(cell.session, session))
     }
 
-    /// A worker's Abort: check its session; end the run if it is admitted and its rank known.
+    /// A worker's Abort: check its session; end the run if it is admitted and its rank
+    /// known. Return whether it is admitted and, if the run ended, the parent run's
+    /// session it had taken (0: none), which a child owes an Abort (protocol.md §7).
     pub fn abort(
         &mut self,
         pass: &Pass,
         index: u16,
         session: u32,
         rank_known: bool,
-    ) -> Result<bool, Hazard> {
+    ) -> Result<(bool, u32), Hazard> {
         let j = usize::from(index);
         let admitted = self.session.execute(pass, j, |cell| {
             let admitted = admits(cell.session, session);
@@ -227,12 +229,33 @@ impl RunTracker {
             admitted
         })?;
         let ends = admitted && rank_known;
-        self.parent.execute(pass, j, |cell| {
+        let parent = self.parent.execute(pass, j, |cell| {
+            let parent = cell.session;
             if ends {
                 *cell = ParentCell::default();
             }
+            parent
         })?;
-        Ok(admitted)
+        Ok((admitted, if ends { parent } else { 0 }))
+    }
+
+    /// An Abort of the parent's job at child job table entry `index` (protocol.md §7):
+    /// return the child run's session if it names the parent run the child took, or,
+    /// while the parent has not said `COMPLETE`, the child's own run (the nonce of its
+    /// Join up); 0 if neither. The run ends in a second pass ([`RunTracker::end`]): whether
+    /// it does is known only here, after the `session` stage.
+    pub fn parent_abort(&mut self, pass: &Pass, index: u16, session: u32) -> Result<u32, Hazard> {
+        let j = usize::from(index);
+        let held = self.session.execute(pass, j, |cell| cell.session)?;
+        self.parent.execute(pass, j, |cell| {
+            let of_our_run = cell.session != 0 && session == cell.session;
+            let to_our_join = held != 0 && !cell.complete && session == held;
+            if of_our_run || to_our_join {
+                held
+            } else {
+                0
+            }
+        })
     }
 
     /// A Leave of the rank whose bit is `bit` (`None`: the worker table does not know it).
@@ -429,9 +452,10 @@ impl RunTracker {
         })
     }
 
-    /// The second pass of a restart or of the last Leave: end the run `session` (if no
-    /// other packet has ended it in between).
-    pub fn end(&mut self, pass: &Pass, index: u16, session: u32) -> Result<(), Hazard> {
+    /// The second pass of a restart, of the last Leave or of a parent's Abort: end the run
+    /// `session` (if no other packet has ended it in between); return the parent run's
+    /// session it had taken (0: none, or the run did not end here).
+    pub fn end(&mut self, pass: &Pass, index: u16, session: u32) -> Result<u32, Hazard> {
         let j = usize::from(index);
         let ends = self.session.execute(pass, j, |cell| {
             let ends = cell.session == session;
@@ -441,9 +465,11 @@ impl RunTracker {
             ends
         })?;
         self.parent.execute(pass, j, |cell| {
+            let parent = if ends { cell.session } else { 0 };
             if ends {
                 *cell = ParentCell::default();
             }
+            parent
         })
     }
 
@@ -468,12 +494,15 @@ impl RunTracker {
         }
     }
 
-    /// End entry `index`'s run (control plane); the count of runs stays.
-    pub fn close(&mut self, index: u16) {
+    /// End entry `index`'s run (control plane); the count of runs stays. Return the parent
+    /// run's session it had taken (0: none).
+    pub fn close(&mut self, index: u16) -> u32 {
         let j = usize::from(index);
         let runs = self.session.read(j).unwrap_or_default().runs;
+        let parent = self.parent.read(j).unwrap_or_default().session;
         self.session.write(j, RunCell { session: 0, runs });
         self.parent.write(j, ParentCell::default());
+        parent
     }
 
     /// Forget entry `index`'s runs (control plane, when a job is added).
@@ -667,9 +696,9 @@ mod tests {
         assert_eq!(leave(&mut r, &clock.begin(0), 3, Some(0b100)), left(false));
         assert_eq!(leave(&mut r, &clock.begin(0), 3, Some(0b10)), left(true));
         // An Abort of an unknown rank ends nothing; a known rank's does.
-        assert_eq!(r.abort(&clock.begin(0), 1, 3, false), Ok(true));
+        assert_eq!(r.abort(&clock.begin(0), 1, 3, false), Ok((true, 0)));
         assert_eq!(r.session(1), 3);
-        assert_eq!(r.abort(&clock.begin(0), 1, 3, true), Ok(true));
+        assert_eq!(r.abort(&clock.begin(0), 1, 3, true), Ok((true, 0)));
         assert_eq!(
             r.status(&clock.begin(0), 1),
             Ok(RunStatus {

@@ -46,11 +46,16 @@ proptest! {
 
 /// A child switch (protocol.md §7) on the test bed: ranks 4 and 5 of 8 at hosts 0 and 1,
 /// its parent at host 3's address. The last rank's Join goes up, out of the parent's port,
-/// to the parent's addresses, as the child's Join to the parent's job.
+/// to the parent's addresses, as the child's Join to the parent's job; once the child
+/// holds the parent's session, a rank's Abort ends its run and the Abort it owes the
+/// parent (`poll_up_frame`) leaves the same way.
 #[test]
 fn what_a_child_sends_up_leaves_for_its_parent() {
     use switchml_core::switch::{JobConfig, ParentLink};
-    use switchml_core::wire::{JoinPacket, JoinRepr};
+    use switchml_core::wire::{
+        AbortPacket, AbortReason, AbortRepr, JoinFlags, JoinPacket, JoinReplyPacket, JoinReplyRepr,
+        JoinRepr,
+    };
     use switchml_p4model::tier_selector::{LinkEntry, TierEntry};
 
     let mut p = testbed::pipeline();
@@ -96,8 +101,8 @@ fn what_a_child_sends_up_leaves_for_its_parent() {
     };
     // The test bed's frames come from host(rank): ranks 4 and 5 are not hosts there, so
     // address them by hand from hosts 0 and 1.
-    let framed = |rank: u16, host: u16| {
-        let (_, mut f) = testbed::frame(&join(rank));
+    let framed_bytes = |bytes: &[u8], host: u16| {
+        let (_, mut f) = testbed::frame(bytes);
         let h = testbed::host(host);
         f[6..12].copy_from_slice(&h.mac);
         f[26..30].copy_from_slice(&h.source.ip);
@@ -107,6 +112,7 @@ fn what_a_child_sends_up_leaves_for_its_parent() {
         f[34..36].copy_from_slice(&h.source.udp_port.to_be_bytes());
         (host, f)
     };
+    let framed = |rank: u16, host: u16| framed_bytes(&join(rank), host);
     for (rank, host) in [(4, 0), (5, 1)] {
         let (port, f) = framed(rank, host);
         let sent = testbed::outputs(&mut p, port, &f);
@@ -126,4 +132,63 @@ fn what_a_child_sends_up_leaves_for_its_parent() {
     let up = JoinRepr::parse(&JoinPacket::new_unchecked(&frame[TRANSPORT_LEN..])).unwrap();
     assert_eq!((up.job, up.rank, up.world, up.key), (30, 2, 4, 0x77));
     assert_eq!(p.counters().upward, 1);
+
+    // The parent answers the Join up (not COMPLETE): the child takes its session.
+    let child_session = p.job(21).unwrap().session;
+    let reply = JoinReplyRepr {
+        job: 30,
+        rank: 2,
+        world: 4,
+        shards: 0,
+        flags: JoinFlags::default(),
+        max_count: 4,
+        epoch: 1,
+        slot_count: 1,
+        session: 0x5000_0001,
+        nonce: child_session,
+        lane_slots: 1,
+        count: 4,
+        joined: &[0b100],
+    };
+    let mut b = vec![0u8; reply.buffer_len()];
+    reply.emit(&mut JoinReplyPacket::new_unchecked(&mut b[..]));
+    let (port, f) = framed_bytes(&b, 3);
+    assert_eq!(testbed::outputs(&mut p, port, &f), Vec::new());
+    // Rank 4 gives up: its Abort goes to the ranks, and one up.
+    let abort = AbortRepr {
+        job: 21,
+        rank: 4,
+        reason: AbortReason::WorkerFailed,
+        detail: 5,
+        epoch: 0,
+        session: child_session,
+    };
+    let mut b = vec![0u8; abort.buffer_len()];
+    abort.emit(&mut AbortPacket::new_unchecked(&mut b[..]));
+    let (port, f) = framed_bytes(&b, 0);
+    assert_eq!(
+        testbed::outputs(&mut p, port, &f).len(),
+        2,
+        "to ranks 4 and 5"
+    );
+    let mut out = vec![0u8; FRAME_OUT_LEN];
+    let Some(Verdict::Up { job: 30, port, len }) = p.poll_up_frame(&mut out) else {
+        panic!("no Abort up");
+    };
+    assert_eq!(port, parent.port);
+    assert_eq!(out[0..6], parent.mac);
+    assert_eq!(out[30..34], parent.source.ip);
+    assert_eq!(ipv4_checksum(&out[14..34]), 0);
+    let up = AbortRepr::parse(&AbortPacket::new_unchecked(&out[TRANSPORT_LEN..len])).unwrap();
+    let owed = AbortRepr {
+        job: 30,
+        rank: 2,
+        reason: AbortReason::WorkerFailed,
+        detail: 0xFFFF,
+        epoch: 0,
+        session: 0x5000_0001,
+    };
+    assert_eq!(up, owed);
+    assert_eq!(p.poll_up_frame(&mut out), None, "owed once");
+    assert_eq!(p.counters().upward, 2);
 }

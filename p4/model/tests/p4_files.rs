@@ -234,3 +234,47 @@ fn the_tier_paths_are_wired_on_both_targets() {
     let replies = read("include/reply_builder.p4");
     assert_eq!(replies.matches("write_bitmap(hdr, ").count(), 4);
 }
+
+/// Aborts across two levels (protocol.md §7) on both targets: an Abort of a child's
+/// parent's job is the parent's (`MSG_PARENT_ABORT`, from table `child_job`), checked at
+/// `parent` and ended in a second pass as `ParentFailed` to the child's ranks, and counted;
+/// a child's run ended by a worker's Abort or a restart sends a second packet up, a clone
+/// (v1model) or an ingress mirror (TNA) that the egress rewrites into the Abort up.
+#[test]
+fn aborts_cross_the_levels_on_both_targets() {
+    let read = |path: &str| std::fs::read_to_string(p4_dir().join(path)).unwrap();
+    let tier = read("include/tier_selector.p4");
+    assert!(tier.contains("meta.message = MSG_PARENT_ABORT;"));
+    assert!(read("include/parent_result.p4").contains("MSG_PARENT_ABORT"));
+    assert!(read("include/reply_builder.p4").contains("ABORT_PARENT_FAILED"));
+    for t in ["v1model", "tna"] {
+        let main = read(&format!("{t}/switchml.p4"));
+        assert!(
+            main.contains("|| meta.abort_reason == ABORT_PARENT_FAILED) {"),
+            "{t}: ParentFailed is not multicast"
+        );
+        assert!(main.contains("hdr.abort.epoch = 0;"), "{t}: no Abort up");
+        let run = read(&format!("{t}/run_tracker.p4"));
+        for word in [
+            "MSG_PARENT_ABORT",
+            "ABORT_PARENT_FAILED",
+            "meta.up_reason = ABORT_WORKER_FAILED;",
+            "meta.up_reason = ABORT_RANK_RESTARTED;",
+            "DROP_DUPLICATE : DROP_BAD_SESSION",
+        ] {
+            assert!(run.contains(word), "{t}/run_tracker.p4: {word}");
+        }
+        let counters = read(&format!("{t}/job_counters.p4"));
+        assert!(counters.contains("meta.message == MSG_PARENT_ABORT"), "{t}");
+        let drops = read(&format!("{t}/drop_counters.p4"));
+        assert!(drops.contains("aborts_up.count(0);"), "{t}");
+    }
+    let v1 = read("v1model/switchml.p4");
+    assert!(v1.contains("clone_preserving_field_list(CloneType.I2E,"));
+    assert!(v1.contains("PKT_INSTANCE_TYPE_INGRESS_CLONE)"));
+    let tna = read("tna/switchml.p4");
+    assert!(tna.contains("mirror.emit<sml_up_mirror_h>("));
+    assert!(tna.contains("if (hdr.up_mirror.isValid()) {"));
+    let parser = read("tna/parser.p4");
+    assert!(parser.contains("0xF: parse_up_mirror;"));
+}

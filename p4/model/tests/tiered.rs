@@ -6,19 +6,23 @@
 //! 40 with right and wrong sessions, ranks, worlds, slots, versions, uses and counts),
 //! contribute in rounds and singly (a completed use goes up; resends go up one in `n` until
 //! the parent's Result is here, then are answered from it), replay earlier packets
-//! (duplicates and stale ones), probe, ask for Status, leave and abort, and restart or end
-//! the child's run from the control plane; at the parent, children contribute with and
-//! without `OVERFLOW`. Every verdict, every byte sent (up, down or back), the counters and
-//! at the end every register of every slot version must be identical.
+//! (duplicates and stale ones), probe, ask for Status, leave, abort with every reason,
+//! send Aborts of job 40 as the parent would and would not (members' and the parent's own,
+//! restarts naming a member or none, of the parent run, of the child's run, of none; the
+//! child's own Abort up passed back down), and restart or end the child's run from the
+//! control plane; at the parent, children contribute with and without `OVERFLOW`. Every
+//! verdict, every byte sent (up, down or back), what each switch owes the parent after
+//! every packet (`poll_up`), the counters and at the end every register of every slot
+//! version must be identical.
 
 use proptest::prelude::*;
-use switchml_core::switch::{JobConfig, ParentLink, Tier, Verdict};
+use switchml_core::switch::{DropReason, JobConfig, ParentLink, Tier, Verdict};
 use switchml_core::wire::{
     AbortPacket, AbortReason, AbortRepr, DataKind, DataPacket, DataRepr, Flags, JoinFlags,
     JoinPacket, JoinReplyPacket, JoinReplyRepr, JoinRepr, LeavePacket, LeaveRepr, ProbePacket,
     ProbeRepr, StatusPacket, StatusRepr, RANK_ALL,
 };
-use switchml_p4model::equivalence::{Mismatch, Pair, RefSlot, Setup};
+use switchml_p4model::equivalence::{Mismatch, Pair, RefSlot, Reference, Setup};
 
 /// The child's job, its key, its slots.
 const CHILD: u16 = 7;
@@ -180,9 +184,22 @@ enum Op {
     Leave {
         rank: Rank,
     },
+    /// A worker's Abort to the child, of any reason.
     Abort {
         rank: Rank,
+        reason: u8,
+        detail: u16,
     },
+    /// An Abort of the parent's job: a member's passed on, or the parent's own
+    /// (`0xFFFF`, a restart naming a member in `detail`), of either run or none.
+    ParentAbort {
+        rank: Rank,
+        reason: u8,
+        detail: u16,
+        session: Session,
+    },
+    /// The child's last Abort up, passed back down by the parent.
+    Echo,
     /// The parent job's children join.
     ParentJoinAll {
         generation: u8,
@@ -199,6 +216,11 @@ enum Op {
     Shutdown,
     Expire,
     RestartJob,
+}
+
+/// An Abort's reason byte: every reason of protocol.md §3.6 (restarts often), or another.
+fn reasons() -> impl Strategy<Value = u8> {
+    prop_oneof![4 => 1u8..=15, 2 => Just(9u8), 1 => any::<u8>()]
 }
 
 fn counts() -> impl Strategy<Value = u16> {
@@ -239,7 +261,13 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(rank, slot, use_, session)| Op::Probe { rank, slot, use_, session }),
         1 => Just(Op::Status),
         1 => ranks().prop_map(|rank| Op::Leave { rank }),
-        1 => ranks().prop_map(|rank| Op::Abort { rank }),
+        1 => (ranks(), reasons(), any::<u16>())
+            .prop_map(|(rank, reason, detail)| Op::Abort { rank, reason, detail }),
+        2 => (ranks(), reasons(), prop_oneof![0u16..5, any::<u16>()], sessions())
+            .prop_map(|(rank, reason, detail, session)| Op::ParentAbort {
+                rank, reason, detail, session
+            }),
+        1 => Just(Op::Echo),
         1 => (0u8..2, prop::sample::select(&COUNTS[..]))
             .prop_map(|(generation, count)| Op::ParentJoinAll { generation, count }),
         2 => (0u16..2, 0u32..4, prop::sample::select(&COUNTS[..]), any::<u64>(), prop::bool::weighted(0.2))
@@ -289,6 +317,20 @@ fn join(job: u16, rank: u16, world: u16, count: u16, nonce: u32, key: u64, slots
     b
 }
 
+fn abort(job: u16, rank: u16, reason: u8, detail: u16, session: u32) -> Vec<u8> {
+    let repr = AbortRepr {
+        job,
+        rank,
+        reason: AbortReason::from(reason),
+        detail,
+        epoch: 0,
+        session,
+    };
+    let mut b = vec![0u8; repr.buffer_len()];
+    repr.emit(&mut AbortPacket::new_unchecked(&mut b[..]));
+    b
+}
+
 struct Gen {
     n: u16,
     world: u16,
@@ -296,6 +338,8 @@ struct Gen {
     sent: Vec<Vec<u8>>,
     /// The last Contribution the child sent up.
     last_up: Option<Vec<u8>>,
+    /// The last Abort the child sent up.
+    last_abort_up: Option<Vec<u8>>,
 }
 
 impl Gen {
@@ -539,19 +583,31 @@ impl Gen {
                 repr.emit(&mut LeavePacket::new_unchecked(&mut b[..]));
                 vec![b]
             }
-            Op::Abort { rank } => {
-                let repr = AbortRepr {
-                    job: CHILD,
-                    rank: self.rank(rank),
-                    reason: AbortReason::Shutdown,
-                    detail: 0,
-                    epoch: 0,
-                    session: current(CHILD),
+            Op::Abort {
+                rank,
+                reason,
+                detail,
+            } => vec![abort(
+                CHILD,
+                self.rank(rank),
+                reason,
+                detail,
+                current(CHILD),
+            )],
+            Op::ParentAbort {
+                rank,
+                reason,
+                detail,
+                session: s,
+            } => {
+                // `Current`: the child's own run (an answer to its Join up).
+                let session = match s {
+                    Session::Current => current(CHILD),
+                    s => session(UP_JOB, s),
                 };
-                let mut b = vec![0u8; repr.buffer_len()];
-                repr.emit(&mut AbortPacket::new_unchecked(&mut b[..]));
-                vec![b]
+                vec![abort(UP_JOB, Self::up_rank(rank), reason, detail, session)]
             }
+            Op::Echo => self.last_abort_up.iter().cloned().collect(),
             Op::ParentJoinAll { generation, count } => (0..MEMBERS)
                 .map(|c| {
                     let nonce = 0x700 + u32::from(generation) * 0x10 + u32::from(c);
@@ -594,6 +650,30 @@ struct Reached {
     up_joins: usize,
     results_down: usize,
     complete_down: usize,
+    /// Aborts up (`poll_up`), by reason: WorkerFailed, RankRestarted, Shutdown.
+    aborts_up: [usize; 3],
+    /// The parent's Aborts taken (`ParentFailed` down), refused (`BadSession`,
+    /// `UnknownRank`) and the child's own back (`Duplicate`).
+    parent_failed: usize,
+    parent_refused: usize,
+    echoes: usize,
+}
+
+impl Reached {
+    /// Count what the child owed its parent after a packet or a `shutdown_run`.
+    fn up(&mut self, pair: &Pair<'_>, g: &mut Gen) {
+        let Some((_, bytes)) = pair.last_up() else {
+            return;
+        };
+        let reason = AbortPacket::new_unchecked(bytes).reason();
+        let i = match reason {
+            AbortReason::WorkerFailed => 0,
+            AbortReason::RankRestarted => 1,
+            _ => 2,
+        };
+        self.aborts_up[i] += 1;
+        g.last_abort_up = Some(bytes.to_vec());
+    }
 }
 
 fn check(
@@ -612,17 +692,31 @@ fn check(
         rank_lo,
         sent: Vec::new(),
         last_up: None,
+        last_abort_up: None,
     };
     for op in ops {
         match op {
-            Op::Shutdown => pair.shutdown_run(CHILD)?,
+            Op::Shutdown => {
+                pair.shutdown_run(CHILD)?;
+                reached.up(&pair, &mut g);
+            }
             Op::Expire => pair.end_run(CHILD)?,
             Op::RestartJob => pair.restart_job(CHILD)?,
             _ => {}
         }
         for p in g.expand(op, &pair) {
             pair.feed(&p)?;
+            reached.up(&pair, &mut g);
             if let Some((v, bytes)) = pair.last() {
+                let parents = p.get(1) == Some(&0x14) && p.get(3) == Some(&(UP_JOB as u8));
+                match v {
+                    Verdict::Drop(DropReason::Duplicate) if parents => reached.echoes += 1,
+                    Verdict::Drop(DropReason::BadSession | DropReason::UnknownRank) if parents => {
+                        reached.parent_refused += 1
+                    }
+                    Verdict::Multicast { .. } if parents => reached.parent_failed += 1,
+                    _ => {}
+                }
                 match (v, bytes.get(1)) {
                     (Verdict::Up { .. }, Some(0x10)) => reached.up_joins += 1,
                     (Verdict::Up { .. }, _) => {
@@ -671,7 +765,8 @@ proptest! {
 }
 
 /// The sequences reach what the tier adds: uses and Joins going up, resends going up
-/// again, the parent's Results and its `COMPLETE` coming down.
+/// again, the parent's Results and its `COMPLETE` coming down, Aborts up of each reason,
+/// the parent's Aborts taken and refused, and the child's own back.
 #[test]
 fn the_generated_sequences_reach_every_tier_path() {
     use proptest::strategy::ValueTree;
@@ -687,6 +782,10 @@ fn the_generated_sequences_reach_every_tier_path() {
     assert!(reached.up_contributions > 0, "{reached:?}");
     assert!(reached.up_resends > 0, "{reached:?}");
     assert!(reached.results_down > 0, "{reached:?}");
+    assert!(reached.aborts_up.iter().all(|&n| n > 0), "{reached:?}");
+    assert!(reached.parent_failed > 0, "{reached:?}");
+    assert!(reached.parent_refused > 0, "{reached:?}");
+    assert!(reached.echoes > 0, "{reached:?}");
 }
 
 /// A scenario, step by step: a child of ranks 5–7 of 12 joins, goes up, takes the
@@ -752,5 +851,63 @@ fn a_child_goes_up_and_comes_down_alike() {
         ),
         (1, 1, 1, 1, 1),
         "{reached:?}"
+    );
+}
+
+/// A child's parent job id may name no other job at its switch, nor another child's parent
+/// job (`JobError::ParentIdTaken`): the model refuses what the reference refuses, in the
+/// reference's order (before a full table).
+#[test]
+fn a_parent_job_id_taken_is_refused_alike() {
+    let job = |id: u16, slot_lo: u32| JobConfig {
+        id,
+        world: 2,
+        slot_lo,
+        slot_count: 1,
+        key: 0,
+    };
+    let child = |parent: u16| {
+        Tier::Child(ParentLink {
+            world: 8,
+            rank_lo: 2,
+            job: parent,
+            member: 0,
+            members: 2,
+            key: 0,
+        })
+    };
+    let cases: [Vec<(JobConfig, Tier)>; 5] = [
+        vec![(job(40, 0), child(40))],
+        vec![(job(40, 0), Tier::Flat), (job(7, 1), child(40))],
+        vec![(job(7, 0), child(40)), (job(40, 1), Tier::Parent)],
+        vec![(job(7, 0), child(40)), (job(8, 1), child(40))],
+        vec![
+            (job(1, 0), Tier::Flat),
+            (job(2, 1), Tier::Flat),
+            (job(3, 2), Tier::Flat),
+            (job(7, 3), child(40)),
+            (job(40, 4), Tier::Flat),
+        ],
+    ];
+    for jobs in cases {
+        let setup = Setup {
+            slots: 8,
+            epoch: 1,
+            jobs: jobs.iter().map(|(j, _)| *j).collect(),
+            tiers: jobs.iter().map(|(j, t)| (j.id, *t)).collect(),
+        };
+        let mut pool = vec![RefSlot::IDLE; setup.slots];
+        let pair = Pair::new(&setup, &mut pool).expect("both refuse alike");
+        let last = setup.jobs.last().map(|j| j.id).unwrap_or_default();
+        assert!(pair.reference.job(last).is_none(), "{jobs:?}");
+        assert!(pair.model.job(last).is_none(), "{jobs:?}");
+    }
+    // Each refusal names the parent job id.
+    let mut pool = vec![RefSlot::IDLE; 8];
+    let mut reference = Reference::new(&mut pool, 0);
+    reference.add_tiered_job(job(7, 0), child(40)).unwrap();
+    assert_eq!(
+        reference.add_job(job(40, 1)),
+        Err(switchml_core::switch::JobError::ParentIdTaken(40))
     );
 }

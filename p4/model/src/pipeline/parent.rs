@@ -3,7 +3,7 @@
 //! JoinReply whose `COMPLETE` comes down. The rest of the tier is in the worker paths
 //! (`pipeline.rs`): what goes up.
 
-use switchml_core::switch::DropReason;
+use switchml_core::switch::{DropReason, ParentLink};
 use switchml_core::wire::{Flags, RANK_ALL};
 
 use super::{multicast, Pipeline, Verdict};
@@ -17,6 +17,11 @@ use crate::reply_builder::{Members, ResultFields};
 use crate::run_tracker::ParentReply;
 
 impl Pipeline {
+    /// Return the parent link of child `job` (table `parent_link`).
+    pub(super) fn link_of(&self, job: &JobEntry) -> Option<ParentLink> {
+        self.tier_selector.apply(job.index).link().copied()
+    }
+
     /// `ParentResult` (protocol.md §7): a Result of the parent's job at the child `job`
     /// it serves. Checked as the reference checks it — the parent run's session, the
     /// rank (this child's member index or `0xFFFF`), count, version, slot, then that the
@@ -31,7 +36,7 @@ impl Pipeline {
         job: JobEntry,
         out: &mut [u8],
     ) -> Result<Verdict, Hazard> {
-        let Some(link) = self.tier_selector.apply(job.index).link().copied() else {
+        let Some(link) = self.link_of(&job) else {
             return Ok(Verdict::Drop(DropReason::UnexpectedType));
         };
         let pass = self.clock.begin(0);
