@@ -3,14 +3,21 @@
 // StatusReply (protocol.md §3.3): `len` bytes of members, member 0 at rank `rank_lo`
 // (0 but at a child switch, §7): rank_lo / 8 zero bytes, the word shifted left by
 // rank_lo mod 8 (9 bytes), zero bytes. Rust twin: reply_builder.rs (Members).
+// The flat TNA build (no SWITCHML_TIERS) has no child job: rank_lo is 0, a bitmap is
+// at most 8 bytes, and there is neither bitmap_lead nor bitmap_tail.
 
 #ifndef _SWITCHML_BITMAP_WRITER_P4_
 #define _SWITCHML_BITMAP_WRITER_P4_
 
 action write_bitmap(inout headers_t hdr, in bit<64> word, in bit<16> rank_lo,
                     in bit<16> len) {
+#ifdef SWITCHML_TIERS
     bit<16> lead = rank_lo >> 3;
     bit<3> shift = rank_lo[2:0];
+#else
+    bit<16> lead = 0;
+    bit<3> shift = 0;
+#endif
     bit<72> body = (bit<72>)word;
     if (shift == 1) { body = ((bit<72>)word) << 1; }
     if (shift == 2) { body = ((bit<72>)word) << 2; }
@@ -19,6 +26,7 @@ action write_bitmap(inout headers_t hdr, in bit<64> word, in bit<16> rank_lo,
     if (shift == 5) { body = ((bit<72>)word) << 5; }
     if (shift == 6) { body = ((bit<72>)word) << 6; }
     if (shift == 7) { body = ((bit<72>)word) << 7; }
+#ifdef SWITCHML_TIERS
     if (lead > 0 && len > 0) { hdr.bitmap_lead[0].setValid(); hdr.bitmap_lead[0].b = 0; }
     if (lead > 1 && len > 1) { hdr.bitmap_lead[1].setValid(); hdr.bitmap_lead[1].b = 0; }
     if (lead > 2 && len > 2) { hdr.bitmap_lead[2].setValid(); hdr.bitmap_lead[2].b = 0; }
@@ -146,6 +154,7 @@ action write_bitmap(inout headers_t hdr, in bit<64> word, in bit<16> rank_lo,
     if (lead > 124 && len > 124) { hdr.bitmap_lead[124].setValid(); hdr.bitmap_lead[124].b = 0; }
     if (lead > 125 && len > 125) { hdr.bitmap_lead[125].setValid(); hdr.bitmap_lead[125].b = 0; }
     if (lead > 126 && len > 126) { hdr.bitmap_lead[126].setValid(); hdr.bitmap_lead[126].b = 0; }
+#endif
     if (len > lead + 0) { hdr.bitmap[0].setValid(); hdr.bitmap[0].b = body[7:0]; }
     if (len > lead + 1) { hdr.bitmap[1].setValid(); hdr.bitmap[1].b = body[15:8]; }
     if (len > lead + 2) { hdr.bitmap[2].setValid(); hdr.bitmap[2].b = body[23:16]; }
@@ -155,6 +164,7 @@ action write_bitmap(inout headers_t hdr, in bit<64> word, in bit<16> rank_lo,
     if (len > lead + 6) { hdr.bitmap[6].setValid(); hdr.bitmap[6].b = body[55:48]; }
     if (len > lead + 7) { hdr.bitmap[7].setValid(); hdr.bitmap[7].b = body[63:56]; }
     if (len > lead + 8) { hdr.bitmap[8].setValid(); hdr.bitmap[8].b = body[71:64]; }
+#ifdef SWITCHML_TIERS
     if (len > lead + 9) { hdr.bitmap_tail[0].setValid(); hdr.bitmap_tail[0].b = 0; }
     if (len > lead + 10) { hdr.bitmap_tail[1].setValid(); hdr.bitmap_tail[1].b = 0; }
     if (len > lead + 11) { hdr.bitmap_tail[2].setValid(); hdr.bitmap_tail[2].b = 0; }
@@ -274,6 +284,7 @@ action write_bitmap(inout headers_t hdr, in bit<64> word, in bit<16> rank_lo,
     if (len > lead + 125) { hdr.bitmap_tail[116].setValid(); hdr.bitmap_tail[116].b = 0; }
     if (len > lead + 126) { hdr.bitmap_tail[117].setValid(); hdr.bitmap_tail[117].b = 0; }
     if (len > lead + 127) { hdr.bitmap_tail[118].setValid(); hdr.bitmap_tail[118].b = 0; }
+#endif
 }
 
 #endif

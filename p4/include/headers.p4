@@ -271,10 +271,14 @@ struct headers_t {
     sml_leave_h       leave;
     sml_status_reply_h status_reply;
     sml_status_counters_h status_counters;
+#ifdef SWITCHML_TIERS
     bitmap_byte_h[BITMAP_LEAD] bitmap_lead;    // bitmap_writer.p4: zero bytes before,
+#endif
     bitmap_byte_h[BITMAP_BODY] bitmap;         // the members' bytes,
+#ifdef SWITCHML_TIERS
     bitmap_byte_h[BITMAP_TAIL] bitmap_tail;    // zero bytes after
     bitmap_byte_h[MAX_BITMAP] bitmap_in;       // a parent's JoinReply's: parsed, never sent
+#endif
     value_h[VALUES_PER_PASS] values;           // the block of values this pass handles
 }
 

@@ -133,6 +133,9 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
         packet.extract(hdr.ipv4);
         packet.extract(hdr.udp);
         packet.extract(hdr.prefix);
+#ifndef SWITCHML_TIERS
+        meta.lookup_job = hdr.prefix.job;          // no child_job table: the job's own id
+#endif
         transition select(hdr.bridge.message) {
             MSG_CONTRIBUTION: parse_planned_block;
             MSG_RESULT: parse_planned_block;
@@ -176,6 +179,9 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
     state parse_prefix {
         meta.switchml = 1;
         packet.extract(hdr.prefix);
+#ifndef SWITCHML_TIERS
+        meta.lookup_job = hdr.prefix.job;          // no child_job table: the job's own id
+#endif
         transition select(hdr.prefix.version, hdr.prefix.msg_type) {
             (PROTOCOL_VERSION, TYPE_CONTRIBUTION): parse_data;
             (PROTOCOL_VERSION, TYPE_RESULT): parse_data;
@@ -228,7 +234,17 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
 
     // A parent's JoinReply (protocol.md §7): its bitmap goes into bitmap_in, which the
     // deparser never emits. The counter (values') is 8 bits: more than MAX_BITMAP bytes
-    // are rejected (a parser error: Malformed).
+    // are rejected (a parser error: Malformed). The flat build has no bitmap_in: the
+    // bitmap stays payload, and the ingress drops the JoinReply as UnexpectedType.
+#ifndef SWITCHML_TIERS
+    state parse_join_reply {
+        packet.extract(hdr.join_reply);
+        transition select(hdr.join_reply.bitmap_len) {
+            0 .. MAX_BITMAP: accept;
+            default: reject;
+        }
+    }
+#else
     state parse_join_reply {
         packet.extract(hdr.join_reply);
         transition select(hdr.join_reply.bitmap_len) {
@@ -255,6 +271,7 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
         values_left.decrement(1);
         transition parse_bitmap_in;
     }
+#endif
 
     state parse_probe {
         packet.extract(hdr.probe);
@@ -286,10 +303,14 @@ parser SwitchmlEgressParser(packet_in packet, out egress_headers_t hdr,
                             out egress_intrinsic_metadata_t eg_intr_md) {
     state start {
         packet.extract(eg_intr_md);
+#ifdef SWITCHML_TIERS
         transition select(packet.lookahead<bit<4>>()) {
             0xF: parse_up_mirror;                  // a mirror header's kind (§7)
             default: parse_egress_bridge;
         }
+#else
+        transition parse_egress_bridge;            // no mirror: nothing goes up
+#endif
     }
 
     state parse_egress_bridge {
@@ -300,6 +321,7 @@ parser SwitchmlEgressParser(packet_in packet, out egress_headers_t hdr,
         }
     }
 
+#ifdef SWITCHML_TIERS
     // The packet that ended a child's run, mirrored: a worker's Abort, or a restarted
     // rank's Join in its second pass (after its bridge header). The egress writes the
     // Abort up over it, so its header is parsed whole.
@@ -336,6 +358,7 @@ parser SwitchmlEgressParser(packet_in packet, out egress_headers_t hdr,
         packet.extract(hdr.abort);
         transition accept;
     }
+#endif
 
     state parse_bridge {
         packet.extract(hdr.bridge);

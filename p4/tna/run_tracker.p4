@@ -23,7 +23,9 @@
 // not said COMPLETE), and written by a parent's JoinReply (`take_parent`, which returns
 // what became of it). `reset_parent` returns the session it forgets: a child whose run a
 // worker's Abort or a restart ends owes that parent run an Abort (meta.up_reason), which
-// leaves as an ingress mirror (switchml.p4).
+// leaves as an ingress mirror (switchml.p4). Only the tiered build (SWITCHML_TIERS,
+// switchml.p4) has the register; in the flat build `parent_read` stays 0, every job is
+// flat, and no parent's message gets here (the ingress drops it as UnexpectedType).
 #ifndef _SWITCHML_RUN_TRACKER_P4_
 #define _SWITCHML_RUN_TRACKER_P4_
 
@@ -116,6 +118,7 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
     RunWord() joined_hi;
     RunWord() left_lo;
     RunWord() left_hi;
+#ifdef SWITCHML_TIERS
     Register<parent_cell_t, bit<16>>(MAX_JOBS) parent;
 
     // A run ends: forget the parent's run; return its session (the Abort up names it).
@@ -173,6 +176,7 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
             }
         }
     };
+#endif
 
     RegisterAction<run_cell_t, bit<16>, bit<32>>(session) read_session = {
         void apply(inout run_cell_t value, out bit<32> held) {
@@ -376,6 +380,7 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
         }
 
         bit<32> parent_read = 0;
+#ifdef SWITCHML_TIERS
         if (meta.message == MSG_JOIN_REPLY && meta.pass == 0) {
             meta.joined = hi ++ lo;
             meta.join_complete = (meta.joined == meta.full_mask) ? 1w1 : 1w0;
@@ -398,6 +403,7 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
                 meta.up_session = parent_read;
             }
         }
+#endif
 
         if (meta.pass != 0) {
             // The run ended above.

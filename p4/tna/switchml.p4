@@ -3,6 +3,15 @@
 // manager's intrinsic metadata). Rust twin of this orchestration:
 // p4/model/src/pipeline.rs (Pipeline). Compile (SDE):
 //   bf-p4c --std p4-16 --target tofino --arch tna -I ../include -o build switchml.p4
+// That is the flat build: one level of switches (protocol.md §4), the layout that fits one
+// Tofino 1 pipe by p4/README.md's arithmetic. Two-level aggregation (§7: tables child_job
+// and parent_link, registers relay and the run tracker's parent, a parent's messages, what
+// goes up) is the tiered build, which does not fit 12 stages with 16 values per pass
+// (p4/README.md, "With two levels"):
+//   bf-p4c --std p4-16 --target tofino --arch tna -DSWITCHML_TIERS -I ../include -o build switchml.p4
+// The flat build has no tier tables: a control plane cannot install a parent or a child
+// job in it. It behaves as the tiered build with no parent_link or child_job entry (every
+// job flat, a Result or JoinReply UnexpectedType), which the Rust model models.
 // Every control, and so every register, is applied from one place, at most once per pass;
 // the resources it needs per stage are in p4/README.md ("Resources").
 #include <core.p4>
@@ -12,14 +21,18 @@
 
 // The recirculation port of pipe 0 (Tofino 1: 68); a later pass enters through it.
 const PortId_t RECIRCULATION_PORT = 68;
-// The Abort a child owes its parent (§7) leaves as an ingress mirror: mirror type 1, session
-// UP_MIRROR_BASE + the job table entry, which the controller maps to the parent's port
-// with the job's parent_link entry.
+#ifdef SWITCHML_TIERS
+// Tiered build: the Abort a child owes its parent (§7) leaves as an ingress mirror:
+// mirror type 1, session UP_MIRROR_BASE + the job table entry, which the controller maps
+// to the parent's port with the job's parent_link entry.
 const MirrorType_t MIRROR_TYPE_UP = 1;
 const bit<10> UP_MIRROR_BASE = 512;
+#endif
 
 struct egress_headers_t {
+#ifdef SWITCHML_TIERS
     sml_up_mirror_h     up_mirror;              // never sent (invalid by the deparser)
+#endif
     sml_egress_bridge_h egress_bridge;
     sml_bridge_h        bridge;
     ethernet_h          ethernet;
@@ -36,14 +49,20 @@ struct egress_metadata_t {
 
 #include "parser.p4"
 #include "../include/validator.p4"
+#ifdef SWITCHML_TIERS
 #include "../include/tier_selector.p4"
+#endif
 #include "../include/classifier.p4"
+#ifdef SWITCHML_TIERS
 #include "../include/parent_result.p4"
+#endif
 #include "use_checker.p4"
 #include "count_checker.p4"
 #include "bitmap_checker.p4"
 #include "workers_counter.p4"
+#ifdef SWITCHML_TIERS
 #include "relay.p4"
+#endif
 #include "../include/next_step_selector.p4"
 #include "exponents.p4"
 #include "processors.p4"
@@ -64,14 +83,20 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                         inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
                         inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
     Validator() validator;
+#ifdef SWITCHML_TIERS
     TierSelector() tier_selector;
+#endif
     Classifier() classifier;
+#ifdef SWITCHML_TIERS
     ParentResult() parent_result;
+#endif
     UseChecker() use_checker;
     CountChecker() count_checker;
     BitmapChecker() bitmap_checker;
     WorkersCounter() workers_counter;
+#ifdef SWITCHML_TIERS
     Relay() relay;
+#endif
     NextStepSelector() next_step_selector;
     Exponents() exponents;
     Processors() processors;
@@ -139,11 +164,21 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                 meta.parent_session = hdr.bridge.parent_session;
                 hdr.bridge.setInvalid();
             }
+#ifdef SWITCHML_TIERS
             // The job's tier (tier_selector.p4, protocol.md §7), in every pass: the last pass
             // of an answer that goes up or down needs the link again.
             if (meta.message != MSG_NONE || meta.from_parent == 1) {
                 tier_selector.apply(hdr, meta);
             }
+#else
+            // Flat build: every job is flat (the parser wrote meta.tier and meta.lookup_job),
+            // and a Result or a JoinReply, which only a parent sends, is UnexpectedType, as
+            // the tier selector finds with no child_job entry.
+            if (meta.from_parent == 1 || meta.message == MSG_RESULT) {
+                meta.drop_reason = DROP_UNEXPECTED_TYPE;
+                meta.message = MSG_NONE;
+            }
+#endif
             if (meta.recirculated == 0) {
                 if (meta.message != MSG_NONE) {
                     classifier.apply(hdr, meta);
@@ -155,9 +190,11 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                     join_handler.apply(hdr, meta);
                 } else if (meta.message == MSG_STATUS) {
                     status_handler.apply(hdr, meta);
+#ifdef SWITCHML_TIERS
                 } else if (meta.message == MSG_RESULT || meta.message == MSG_JOIN_REPLY
                         || meta.message == MSG_PARENT_ABORT) {
                     parent_result.apply(hdr, meta);
+#endif
                 }
             }
             // Every message of a known job meets its run in pass 0 (a refused Join does not);
@@ -200,6 +237,7 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                 bitmap_checker.apply(meta, read);
                 workers_counter.apply(meta, read);
             }
+#ifdef SWITCHML_TIERS
             // What a child knows of the use it sent up (relay.p4): a Result stores if the
             // version holds its use complete with its count.
             if ((check == 1 && meta.stale == 0) || result == 1) {
@@ -208,6 +246,7 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                     && meta.held_count == hdr.data.count) ? 1w1 : 1w0;
                 relay.apply(meta, store);
             }
+#endif
             // A Contribution's fate and its passes over the values (next_step_selector.p4):
             // pass 0 after the checks, and every later pass. The exponent and the overflow
             // flag come after the value registers, in the pass that consumes the last block.
@@ -236,8 +275,10 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                 meta.verdict = VERDICT_MULTICAST;
             } else if (meta.abort_reason != 0) {
                 meta.verdict = VERDICT_UNICAST;
+#ifdef SWITCHML_TIERS
             } else if (meta.message == MSG_JOIN && meta.up == 1) {
                 meta.verdict = VERDICT_UP;
+#endif
             } else if (meta.join_completes == 1) {
                 meta.verdict = VERDICT_MULTICAST;       // a Join's, or a parent's COMPLETE's
             } else if (meta.message == MSG_JOIN_REPLY) {
@@ -249,11 +290,13 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
             } else {
                 meta.verdict = VERDICT_UNICAST;
             }
+#ifdef SWITCHML_TIERS
             // A completion that would go up before the child holds its parent's session is
             // built and sent to the egress, which counts its overflow and drops it.
             if (meta.up == 1 && meta.last == 1 && meta.verdict == VERDICT_CONSUME) {
                 meta.verdict = VERDICT_UP;
             }
+#endif
             if (meta.verdict == VERDICT_UNICAST || meta.verdict == VERDICT_MULTICAST
                     || meta.verdict == VERDICT_UP) {
                 reply_builder.apply(hdr, meta);
@@ -264,6 +307,7 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
             job_counters.apply(meta);
         }
 
+#ifdef SWITCHML_TIERS
         // A child's run ended with an Abort to its ranks: a mirror of this packet, to the
         // parent's port, becomes the Abort the child owes its parent (egress).
         if (meta.up_reason != 0) {
@@ -272,6 +316,7 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
             meta.up_bridged = (bit<4>)meta.recirculated;
             meta.up_mirror = UP_MIRROR_BASE + (bit<10>)meta.job_index;
         }
+#endif
         hdr.egress_bridge.setValid();
         hdr.egress_bridge.pad = 0;
         hdr.egress_bridge.up = (meta.verdict == VERDICT_UP) ? 1w1 : 1w0;
@@ -291,8 +336,10 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
             ig_dprsr_md.drop_ctl = 1;
         } else if (meta.verdict == VERDICT_MULTICAST) {
             ig_tm_md.mcast_grp_a = meta.group;
+#ifdef SWITCHML_TIERS
         } else if (meta.verdict == VERDICT_UP) {
             ig_tm_md.ucast_egress_port = (PortId_t)meta.parent_port;
+#endif
         } else if (meta.verdict == VERDICT_RECIRCULATE) {
             hdr.egress_bridge.recirculate = 1;
             hdr.bridge.setValid();
@@ -334,16 +381,21 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
 
 control SwitchmlIngressDeparser(packet_out packet, inout headers_t hdr, in metadata_t meta,
                                 in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
+#ifdef SWITCHML_TIERS
     Mirror() mirror;
+#endif
 
     apply {
+#ifdef SWITCHML_TIERS
         if (ig_dprsr_md.mirror_type == MIRROR_TYPE_UP) {
             mirror.emit<sml_up_mirror_h>((MirrorId_t)meta.up_mirror,
                 {meta.up_kind, meta.up_bridged, meta.up_reason, meta.parent_job,
                  meta.parent_member, meta.up_session, meta.parent_mac, meta.parent_ip,
                  meta.parent_udp_port, meta.switch_mac, meta.switch_ip});
         }
-        // Every header but bitmap_in, a parent's JoinReply's bitmap, which is never sent.
+#endif
+        // Every header but bitmap_in, a parent's JoinReply's bitmap, which is never sent
+        // (tiered build; the flat one has neither it nor bitmap_lead and bitmap_tail).
         packet.emit(hdr.egress_bridge);
         packet.emit(hdr.bridge);
         packet.emit(hdr.ethernet);
@@ -360,9 +412,13 @@ control SwitchmlIngressDeparser(packet_out packet, inout headers_t hdr, in metad
         packet.emit(hdr.leave);
         packet.emit(hdr.status_reply);
         packet.emit(hdr.status_counters);
+#ifdef SWITCHML_TIERS
         packet.emit(hdr.bitmap_lead);
+#endif
         packet.emit(hdr.bitmap);
+#ifdef SWITCHML_TIERS
         packet.emit(hdr.bitmap_tail);
+#endif
         packet.emit(hdr.values);
     }
 }
@@ -376,6 +432,7 @@ control SwitchmlEgress(inout egress_headers_t hdr, inout egress_metadata_t meta,
     UdpSender() udp_sender;
 
     apply {
+#ifdef SWITCHML_TIERS
         if (hdr.up_mirror.isValid()) {
             // The Abort a child owes its parent (protocol.md §7), written over the mirrored
             // packet: member `member` of the parent's job and run, epoch 0, detail the
@@ -408,6 +465,7 @@ control SwitchmlEgress(inout egress_headers_t hdr, inout egress_metadata_t meta,
             hdr.egress_bridge.parent_udp_port = hdr.up_mirror.parent_udp_port;
             hdr.up_mirror.setInvalid();
         }
+#endif
         job_egress_counters.apply(hdr, eg_intr_md);
         udp_sender.apply(hdr, eg_intr_md);
         if (hdr.egress_bridge.drop == 1) {

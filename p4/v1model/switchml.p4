@@ -7,6 +7,10 @@
 #include <core.p4>
 #include <v1model.p4>
 
+// BMv2 has no stage limit: the v1model program is always the tiered one (protocol.md §7),
+// as the Rust model is; only the TNA program has a flat build (p4/tna/switchml.p4).
+#define SWITCHML_TIERS
+
 #include "../include/headers.p4"
 
 const bit<32> PKT_INSTANCE_TYPE_INGRESS_CLONE = 1;

@@ -81,7 +81,9 @@ pub fn processors(target: Target) -> String {
 /// the first `len` bytes of the bitmap valid — `rank_lo / 8` zero bytes (`bitmap_lead`),
 /// then the word shifted left by `rank_lo mod 8` (`bitmap`, [`BITMAP_BODY`] bytes), then
 /// zero bytes (`bitmap_tail`) — and fills them. The shift is one of 8 constant shifts
-/// (Tofino shifts by constants only).
+/// (Tofino shifts by constants only). Without `SWITCHML_TIERS` (the flat TNA build) no
+/// job is a child's: `rank_lo` is 0 and a bitmap is at most 8 bytes (64 ranks), so only
+/// `bitmap` is written and the other two stacks do not exist.
 pub fn bitmap_writer() -> String {
     let mut s = String::new();
     let _ = writeln!(
@@ -90,7 +92,9 @@ pub fn bitmap_writer() -> String {
          // Do not edit: change the generator. The bitmap of a JoinReply, ProbeReply or\n\
          // StatusReply (protocol.md §3.3): `len` bytes of members, member 0 at rank `rank_lo`\n\
          // (0 but at a child switch, §7): rank_lo / 8 zero bytes, the word shifted left by\n\
-         // rank_lo mod 8 ({BITMAP_BODY} bytes), zero bytes. Rust twin: reply_builder.rs (Members).\n"
+         // rank_lo mod 8 ({BITMAP_BODY} bytes), zero bytes. Rust twin: reply_builder.rs (Members).\n\
+         // The flat TNA build (no SWITCHML_TIERS) has no child job: rank_lo is 0, a bitmap is\n\
+         // at most 8 bytes, and there is neither bitmap_lead nor bitmap_tail.\n"
     );
     let _ = writeln!(s, "#ifndef _SWITCHML_BITMAP_WRITER_P4_");
     let _ = writeln!(s, "#define _SWITCHML_BITMAP_WRITER_P4_\n");
@@ -99,8 +103,13 @@ pub fn bitmap_writer() -> String {
         "action write_bitmap(inout headers_t hdr, in bit<64> word, in bit<16> rank_lo,\n\
          \x20                   in bit<16> len) {{"
     );
+    let _ = writeln!(s, "#ifdef SWITCHML_TIERS");
     let _ = writeln!(s, "    bit<16> lead = rank_lo >> 3;");
     let _ = writeln!(s, "    bit<3> shift = rank_lo[2:0];");
+    let _ = writeln!(s, "#else");
+    let _ = writeln!(s, "    bit<16> lead = 0;");
+    let _ = writeln!(s, "    bit<3> shift = 0;");
+    let _ = writeln!(s, "#endif");
     let _ = writeln!(s, "    bit<72> body = (bit<72>)word;");
     for k in 1..8 {
         let _ = writeln!(
@@ -108,12 +117,14 @@ pub fn bitmap_writer() -> String {
             "    if (shift == {k}) {{ body = ((bit<72>)word) << {k}; }}"
         );
     }
+    let _ = writeln!(s, "#ifdef SWITCHML_TIERS");
     for i in 0..BITMAP_LEAD {
         let _ = writeln!(
             s,
             "    if (lead > {i} && len > {i}) {{ hdr.bitmap_lead[{i}].setValid(); hdr.bitmap_lead[{i}].b = 0; }}"
         );
     }
+    let _ = writeln!(s, "#endif");
     for i in 0..BITMAP_BODY {
         let (hi, lo) = (8 * i + 7, 8 * i);
         let _ = writeln!(
@@ -121,6 +132,7 @@ pub fn bitmap_writer() -> String {
             "    if (len > lead + {i}) {{ hdr.bitmap[{i}].setValid(); hdr.bitmap[{i}].b = body[{hi}:{lo}]; }}"
         );
     }
+    let _ = writeln!(s, "#ifdef SWITCHML_TIERS");
     for i in 0..BITMAP_TAIL {
         let at = BITMAP_BODY + i;
         let _ = writeln!(
@@ -128,6 +140,7 @@ pub fn bitmap_writer() -> String {
             "    if (len > lead + {at}) {{ hdr.bitmap_tail[{i}].setValid(); hdr.bitmap_tail[{i}].b = 0; }}"
         );
     }
+    let _ = writeln!(s, "#endif");
     let _ = writeln!(s, "}}\n\n#endif");
     s
 }

@@ -1,5 +1,7 @@
 //! The P4 tree is laid out control by control, each control has its Rust twin, and the
-//! generated files are the generator's current output.
+//! generated files are the generator's current output. The TNA program has two builds, flat
+//! (the default) and tiered (`-DSWITCHML_TIERS`, protocol.md §7); the text checks run on
+//! each file as the C preprocessor p4c runs leaves it for both (`preprocess`).
 
 use std::path::PathBuf;
 
@@ -88,6 +90,104 @@ fn every_control_exists_for_both_targets_and_has_a_rust_twin() {
     }
 }
 
+/// The macro that turns the TNA program's two-level aggregation on (p4/tna/switchml.p4).
+const TIERS: &str = "SWITCHML_TIERS";
+
+/// What the C preprocessor leaves of `text` with the macros `defined`, which the file's own
+/// `#define`s extend: the lines outside a dropped `#ifdef`/`#ifndef`/`#else` branch, without
+/// those directives and `#define`; `#include` lines stay. Panics on an unbalanced branch.
+fn preprocess(text: &str, defined: &mut Vec<String>) -> String {
+    let mut out = String::new();
+    // Per open branch: whether its lines are kept.
+    let mut open: Vec<bool> = Vec::new();
+    let mut parents: Vec<bool> = Vec::new();
+    for line in text.lines() {
+        let active = open.last().copied().unwrap_or(true);
+        let directive = line.trim_start();
+        let name = |d: &str| d.split_whitespace().nth(1).unwrap_or_default().to_string();
+        if directive.starts_with("#ifdef ") || directive.starts_with("#ifndef ") {
+            let is_defined = defined.contains(&name(directive));
+            parents.push(active);
+            open.push(active && (is_defined == directive.starts_with("#ifdef ")));
+        } else if directive.starts_with("#else") {
+            let taken = open.pop().expect("#else without #if");
+            open.push(*parents.last().unwrap() && !taken);
+        } else if directive.starts_with("#endif") {
+            open.pop().expect("#endif without #if");
+            parents.pop();
+        } else if directive.starts_with("#if ") || directive.starts_with("#elif") {
+            panic!("preprocess knows only #ifdef/#ifndef/#else/#endif: {line}");
+        } else if active && directive.starts_with("#define ") {
+            defined.push(name(directive));
+        } else if active {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    assert!(open.is_empty(), "an #ifdef without #endif");
+    out
+}
+
+/// The text of `p4/<path>`, preprocessed alone with `TIERS` defined or not.
+fn read_built(path: &str, tiers: bool) -> String {
+    let text = std::fs::read_to_string(p4_dir().join(path)).unwrap();
+    let mut defined = if tiers {
+        vec![TIERS.to_string()]
+    } else {
+        vec![]
+    };
+    preprocess(&text, &mut defined)
+}
+
+/// The whole program `p4/<target>/switchml.p4` as p4c sees it, with `TIERS` defined or not:
+/// every `#include "…"` inlined where it stands, the macros shared across files.
+fn program(target: &str, tiers: bool) -> String {
+    fn inline(path: PathBuf, defined: &mut Vec<String>, out: &mut String) {
+        let text = std::fs::read_to_string(&path).unwrap();
+        for line in preprocess(&text, defined).lines() {
+            match line.trim().strip_prefix("#include \"") {
+                Some(name) => {
+                    let name = name.trim_end_matches('"');
+                    inline(path.parent().unwrap().join(name), defined, out);
+                }
+                None => {
+                    out.push_str(line);
+                    out.push('\n');
+                }
+            }
+        }
+    }
+    let mut defined = if tiers {
+        vec![TIERS.to_string()]
+    } else {
+        vec![]
+    };
+    let mut out = String::new();
+    inline(
+        p4_dir().join(target).join("switchml.p4"),
+        &mut defined,
+        &mut out,
+    );
+    out
+}
+
+/// The `.p4` files of `dir` under `p4/`, with their text as preprocessed with `TIERS`
+/// defined or not (each file alone).
+fn p4_built(dir: &str, tiers: bool) -> Vec<(PathBuf, String)> {
+    p4_sources(dir)
+        .into_iter()
+        .map(|(p, text)| {
+            let mut defined = if tiers {
+                vec![TIERS.to_string()]
+            } else {
+                vec![]
+            };
+            let text = preprocess(&text, &mut defined);
+            (p, text)
+        })
+        .collect()
+}
+
 /// The `.p4` files of `dir` under `p4/`, with their text.
 fn p4_sources(dir: &str) -> Vec<(PathBuf, String)> {
     let mut files: Vec<_> = std::fs::read_dir(p4_dir().join(dir))
@@ -107,11 +207,14 @@ fn p4_sources(dir: &str) -> Vec<(PathBuf, String)> {
 
 /// BMv2 names the fields of the metadata copies p4c makes for a control applied from two
 /// places wrongly, and a Tofino stage runs a register once per pass: every instance
-/// (`Type() name;`) is applied from one place.
+/// (`Type() name;`) is applied from one place, in either build.
 #[test]
 fn every_control_instance_is_applied_from_one_place() {
-    for dir in ["include", "v1model", "tna"] {
-        for (path, text) in p4_sources(dir) {
+    for (dir, tiers) in ["include", "v1model", "tna"]
+        .into_iter()
+        .flat_map(|dir| [(dir, false), (dir, true)])
+    {
+        for (path, text) in p4_built(dir, tiers) {
             for line in text.lines() {
                 let line = line.trim();
                 let Some((ty, rest)) = line.split_once("() ") else {
@@ -126,7 +229,7 @@ fn every_control_instance_is_applied_from_one_place() {
                 let calls = text.matches(&format!("{name}.apply(")).count();
                 assert!(
                     calls <= 1,
-                    "{}: {name} applied {calls} times",
+                    "{} (tiers: {tiers}): {name} applied {calls} times",
                     path.display()
                 );
             }
@@ -143,11 +246,18 @@ fn no_parser_selects_on_a_stack_index() {
     }
 }
 
-/// Tofino does not zero metadata: the TNA parser writes every field of `metadata_t`.
+/// Tofino does not zero metadata: the TNA parser writes every field of `metadata_t`, in
+/// either build.
 #[test]
 fn the_tna_parser_writes_every_metadata_field() {
-    let headers = std::fs::read_to_string(p4_dir().join("include/headers.p4")).unwrap();
-    let parser = std::fs::read_to_string(p4_dir().join("tna/parser.p4")).unwrap();
+    for tiers in [false, true] {
+        the_tna_parser_writes_every_metadata_field_of(tiers);
+    }
+}
+
+fn the_tna_parser_writes_every_metadata_field_of(tiers: bool) {
+    let headers = read_built("include/headers.p4", tiers);
+    let parser = read_built("tna/parser.p4", tiers);
     let start = headers.find("struct metadata_t {").unwrap();
     let body = &headers[start..];
     let body = &body[..body.find("\n}").unwrap()];
@@ -170,10 +280,16 @@ fn the_tna_parser_writes_every_metadata_field() {
 /// A Tofino ingress has no stage left after the overflow flag's (p4/README.md,
 /// "Resources"): the TNA program counts `job_overflows` in its egress, from the Result's flag
 /// byte, indexed by the job table entry the egress bridge header carries; v1model counts it
-/// in its ingress. The model's `JobCounters::result` is that counter.
+/// in its ingress. The model's `JobCounters::result` is that counter. Both TNA builds.
 #[test]
 fn job_overflows_counts_in_the_tna_egress() {
-    let read = |path: &str| std::fs::read_to_string(p4_dir().join(path)).unwrap();
+    for tiers in [false, true] {
+        job_overflows_counts_in_the_tna_egress_of(tiers);
+    }
+}
+
+fn job_overflows_counts_in_the_tna_egress_of(tiers: bool) {
+    let read = |path: &str| read_built(path, tiers);
     let counters = read("tna/job_counters.p4");
     let (ingress, egress) = counters
         .split_once("control JobEgressCounters(")
@@ -193,10 +309,10 @@ fn job_overflows_counts_in_the_tna_egress() {
 /// Two levels (protocol.md §7): a parent's JoinReply's bitmap is parsed into `bitmap_in` and
 /// never sent; every answer's bitmap is the three stacks `bitmap_writer.p4` fills; the tier
 /// is known before the classifier (whose job table a parent's message reaches through
-/// `child_job`); and what goes up leaves by the parent's port.
+/// `child_job`); and what goes up leaves by the parent's port. The tiered build.
 #[test]
 fn the_tier_paths_are_wired_on_both_targets() {
-    let read = |path: &str| std::fs::read_to_string(p4_dir().join(path)).unwrap();
+    let read = |path: &str| read_built(path, true);
     for t in ["v1model", "tna"] {
         let main = read(&format!("{t}/switchml.p4"));
         assert!(
@@ -239,10 +355,11 @@ fn the_tier_paths_are_wired_on_both_targets() {
 /// parent's job is the parent's (`MSG_PARENT_ABORT`, from table `child_job`), checked at
 /// `parent` and ended in a second pass as `ParentFailed` to the child's ranks, and counted;
 /// a child's run ended by a worker's Abort or a restart sends a second packet up, a clone
-/// (v1model) or an ingress mirror (TNA) that the egress rewrites into the Abort up.
+/// (v1model) or an ingress mirror (TNA) that the egress rewrites into the Abort up. The
+/// tiered build.
 #[test]
 fn aborts_cross_the_levels_on_both_targets() {
-    let read = |path: &str| std::fs::read_to_string(p4_dir().join(path)).unwrap();
+    let read = |path: &str| read_built(path, true);
     let tier = read("include/tier_selector.p4");
     assert!(tier.contains("meta.message = MSG_PARENT_ABORT;"));
     assert!(read("include/parent_result.p4").contains("MSG_PARENT_ABORT"));
@@ -277,4 +394,59 @@ fn aborts_cross_the_levels_on_both_targets() {
     assert!(tna.contains("if (hdr.up_mirror.isValid()) {"));
     let parser = read("tna/parser.p4");
     assert!(parser.contains("0xF: parse_up_mirror;"));
+}
+
+/// What only two levels need (protocol.md §7), by the construct that declares it: a table,
+/// a register, a header stack or instance, a control's use.
+const TIER_ONLY: [&str; 15] = [
+    "table child_job",
+    "table parent_link",
+    ") relay;",
+    ") parent;",
+    "bitmap_in",
+    "hdr.bitmap_lead",
+    "hdr.bitmap_tail",
+    "hdr.up_mirror",
+    "Mirror() mirror;",
+    "TierSelector() tier_selector;",
+    "ParentResult() parent_result;",
+    "tier_selector.apply(",
+    "parent_result.apply(",
+    "relay.apply(",
+    "meta.parent_port;",
+];
+
+/// The default TNA build is flat, the layout p4/README.md's Resources table places in 12
+/// stages: none of the tier's tables (a control plane cannot install a parent or a child job
+/// in it), registers, header stacks (a flat bitmap is at most 8 bytes) or mirror. `-DSWITCHML_TIERS` builds all of them, and
+/// the v1model program always does (it defines the macro itself, as the model is tiered).
+#[test]
+fn the_default_tna_build_is_flat() {
+    let code = |text: String| -> String {
+        let lines = text
+            .lines()
+            .map(|l| l.split("//").next().unwrap_or_default());
+        lines.collect::<Vec<_>>().join("\n")
+    };
+    let flat = code(program("tna", false));
+    let tiered = code(program("tna", true));
+    for construct in TIER_ONLY {
+        assert!(!flat.contains(construct), "flat TNA build: {construct}");
+        assert!(tiered.contains(construct), "tiered TNA build: {construct}");
+    }
+    // The flat parser gives the job table its key; a parent's message is UnexpectedType.
+    assert!(flat.contains("meta.lookup_job = hdr.prefix.job;"));
+    assert!(flat.contains("meta.drop_reason = DROP_UNEXPECTED_TYPE;"));
+    assert!(flat.contains("key = { meta.lookup_job : exact; }"));
+    let v1model = code(program("v1model", false));
+    assert!(
+        v1model == code(program("v1model", true)),
+        "v1model: not always tiered"
+    );
+    for construct in TIER_ONLY
+        .iter()
+        .filter(|c| !["hdr.up_mirror", "Mirror() mirror;"].contains(c))
+    {
+        assert!(v1model.contains(construct), "v1model: {construct}");
+    }
 }
