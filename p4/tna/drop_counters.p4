@@ -1,6 +1,6 @@
 // drop_counters.p4 (TNA): switch-wide packet counters; drops by reason in the order of
 // switchml_core::switch::DropReason::ALL. Rust twin: p4/model/src/drop_counters.rs
-// (DropCounters).
+// (DropCounters). `aborts_up` is the tiered build's only (switchml.p4, SWITCHML_TIERS).
 #ifndef _SWITCHML_DROP_COUNTERS_P4_
 #define _SWITCHML_DROP_COUNTERS_P4_
 
@@ -10,7 +10,9 @@ control DropCounters(in metadata_t meta) {
     Counter<bit<64>, bit<8>>(DROP_CLASSES, CounterType_t.PACKETS) drops;
     Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) ignored;
     Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) recirculations;
+#ifdef SWITCHML_TIERS
     Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) aborts_up;   // mirrors: a child's Abort up (§7)
+#endif
 
     apply {
         if (meta.switchml == 0) {
@@ -36,11 +38,13 @@ control DropCounters(in metadata_t meta) {
             } else if (meta.verdict == VERDICT_UP) {
                 outcomes.count(3);
             }
+#ifdef SWITCHML_TIERS
             // The mirror a child's run's end sends up (§7): the controller adds it to
             // `outcomes` up, as the reference counts it (upward).
             if (meta.up_reason != 0) {
                 aborts_up.count(0);
             }
+#endif
         }
     }
 }
