@@ -232,18 +232,20 @@ impl Host {
     }
 }
 
-/// Zero every host's link counters: what the joins sent is not the all-reduce's.
-pub(crate) fn reset_link_stats(hosts: &mut [Host]) {
-    for h in hosts {
+/// Begin the all-reduce at `start`, every rank joined: zero every host's link counters
+/// (what the joins sent is not the all-reduce's) and call `schedule(at, rank)` for each
+/// rank's first submission (rank 0 is the scenario's straggler).
+pub(crate) fn begin(
+    s: &Scenario,
+    start: Nanos,
+    hosts: &mut [Host],
+    mut schedule: impl FnMut(Nanos, usize),
+) {
+    for (rank, h) in hosts.iter_mut().enumerate() {
         h.uplink.reset_stats();
         h.downlink.reset_stats();
+        schedule(start + if rank == 0 { s.straggler.delay } else { 0 }, rank);
     }
-}
-
-/// When rank `rank` submits its first bucket, the run having started at `start`: rank 0
-/// is the scenario's straggler.
-pub(crate) fn start_time(s: &Scenario, start: Nanos, rank: usize) -> Nanos {
-    start + if rank == 0 { s.straggler.delay } else { 0 }
 }
 
 /// Whether every rank finished or failed.

@@ -98,17 +98,11 @@ fn simulate_with<G: ControlPlane>(scenario: &Scenario, switch: G) -> RunReport {
     let mut run = Run::new(scenario, switch);
     run.join();
     let start = run.now;
-    host::reset_link_stats(&mut run.hosts);
-    for rank in 0..run.hosts.len() {
-        let at = host::start_time(scenario, start, rank);
-        run.queue.push(
-            at,
-            Event::Host {
-                rank,
-                event: HostEvent::Start,
-            },
-        );
-    }
+    let queue = &mut run.queue;
+    host::begin(scenario, start, &mut run.hosts, |at, rank| {
+        let event = HostEvent::Start;
+        queue.push(at, Event::Host { rank, event });
+    });
     run.drive(|r| host::all_done(&r.hosts));
     run.report(start, wall.elapsed().as_secs_f64())
 }
