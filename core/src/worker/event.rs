@@ -282,8 +282,8 @@ pub struct Stats {
     pub sent: u64,
     /// Resends among them.
     pub retransmissions: u64,
-    /// Probes sent to ask whether a late use's Contribution reached the switch, before
-    /// resending it (protocol.md §6.1).
+    /// Probes sent about a late use (protocol.md §6.1): to ask whether its Contribution
+    /// reached the switch before resending it, or to fetch its lost Result.
     pub probes: u64,
     /// Of those, the ones the switch answered "held, still collecting": resends saved.
     pub probe_waits: u64,

@@ -4,7 +4,8 @@
 //! packet was lost, so one loss costs P resends (and a lost Result holds the slot's next use
 //! back at every rank). Here a rank first asks the switch with a 20-byte Probe whether it
 //! holds this rank's Contribution to the use; only a rank whose Contribution is missing, or
-//! whose Result was lost, resends. A use is found late early, when uses sent after its last
+//! whose Result was lost, resends — or, from a switch that offers `PROBE_RESULTS`, a rank
+//! whose Result was lost asks again for the Result itself. A use is found late early, when uses sent after its last
 //! send (or Probe) have completed (`REORDER_SENDS`), or when its timer expires; a Probe
 //! left unanswered that long is followed by a plain resend, so a switch that answers no
 //! Probe, or a lost Probe, costs time but never progress.
