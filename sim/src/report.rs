@@ -27,7 +27,7 @@ pub struct ProtocolCounters {
     pub stale_results: u64,
     /// Uses the switch completed (each multicast once).
     pub switch_completions: u64,
-    /// Resends the switch answered with a stored result (unicast): useful resends.
+    /// Resends and fetching Probes the switch answered with a stored result (unicast).
     pub switch_retransmit_replies: u64,
     /// Resends the switch dropped because it already had that rank's contribution.
     pub switch_duplicates: u64,

@@ -67,7 +67,8 @@ pub struct JobCounters {
     pub contributions: u64,
     /// Uses completed (results multicast).
     pub completions: u64,
-    /// Stored results unicast again to a worker that resent.
+    /// Stored results unicast again to a worker that resent, or that asked with a Probe
+    /// (`RESULT`, protocol.md §6.1).
     pub retransmit_replies: u64,
     /// Duplicate contributions to an incomplete use, dropped.
     pub duplicates: u64,
