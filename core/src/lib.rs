@@ -32,6 +32,8 @@
 //! - [`shard`]: the rule that spreads a switch over several independent shards (threads,
 //!   cores): lane `l` belongs to shard `l mod N`, on the switch's port plus `l mod N`.
 //! - [`time`]: our own microsecond `Instant` and `Duration`.
+//! - [`auth`]: proof of a job's key without sending it (HMAC-SHA-256 tags) and the switch's
+//!   expiring, address-bound cookies (protocol.md §4.2).
 //!
 //! What this crate does **not** do: sockets, threads, clocks, sending the copies of a
 //! multicast (the endpoint says where they go), or job set-up policy. Those live in the
@@ -53,6 +55,7 @@ compile_error!("the `defmt` and `log` features are mutually exclusive: pick one 
 #[cfg(feature = "std")]
 extern crate std;
 
+pub mod auth;
 pub mod quant;
 pub mod ranks;
 pub mod shard;
