@@ -81,9 +81,11 @@ fn switch() -> BenchSwitch {
             count: K as u16,
             lanes: 1,
             nonce: SESSION + u32::from(rank),
-            key: 0,
-        };
-        let mut b = [0u8; 28];
+            cookie: 0,
+            tag: [0; 16],
+        }
+        .sign(0);
+        let mut b = [0u8; 44];
         join.emit(&mut JoinPacket::new_unchecked(&mut b[..]));
         assert!(!matches!(s.process(&b, &mut out), Verdict::Drop(_)));
     }

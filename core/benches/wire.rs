@@ -37,17 +37,21 @@ fn messages() -> Vec<Vec<u8>> {
     let bitmap = [0xFF, 0x03];
     let msgs = [
         Message::Data(DATA, &values),
-        Message::Join(JoinRepr {
-            job: 7,
-            rank: 3,
-            world: 10,
-            slot_lo: 8,
-            slot_count: 4,
-            count: K,
-            lanes: 3,
-            nonce: 0x0102_0304,
-            key: 0x1122_3344_5566_7788,
-        }),
+        Message::Join(
+            JoinRepr {
+                job: 7,
+                rank: 3,
+                world: 10,
+                slot_lo: 8,
+                slot_count: 4,
+                count: K,
+                lanes: 3,
+                nonce: 0x0102_0304,
+                cookie: 0,
+                tag: [0; 16],
+            }
+            .sign(0x1122_3344_5566_7788),
+        ),
         Message::JoinReply(JoinReplyRepr {
             job: 7,
             rank: 3,
@@ -82,6 +86,7 @@ fn messages() -> Vec<Vec<u8>> {
             seq: 9,
             epoch: 1,
             world: 10,
+            session: 0x0A0B_0C0D,
             seen: &bitmap,
         }),
         Message::Abort(AbortRepr {
@@ -92,7 +97,13 @@ fn messages() -> Vec<Vec<u8>> {
             epoch: 1,
             session: 0x0A0B_0C0D,
         }),
-        Message::Status(StatusRepr { job: 7, rank: 0 }),
+        Message::Status(StatusRepr {
+            job: 7,
+            rank: 0,
+            nonce: 1,
+            cookie: 0,
+            tag: [0; 16],
+        }),
         Message::StatusReply(StatusReplyRepr {
             job: 7,
             rank: 0,

@@ -8,9 +8,10 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use switchml_core::wire::{
-    AbortPacket, AbortReason, AbortRepr, DataKind, DataPacket, DataRepr, Flags, JoinFlags,
-    JoinPacket, JoinReplyPacket, JoinReplyRepr, JoinRepr, LeaveRepr, Message, MessageType,
-    ProbePacket, ProbeReplyPacket, ProbeReplyRepr, ProbeRepr, SlotState, MAX_BITMAP_LEN, VERSION,
+    AbortPacket, AbortReason, AbortRepr, CookieRepr, DataKind, DataPacket, DataRepr, Flags,
+    JoinFlags, JoinPacket, JoinReplyPacket, JoinReplyRepr, JoinRepr, LeaveRepr, Message,
+    MessageType, ProbePacket, ProbeReplyPacket, ProbeReplyRepr, ProbeRepr, SlotState, StatusRepr,
+    MAX_BITMAP_LEN, VERSION,
 };
 
 /// The check a fuzz target would run: parsing never panics, and whatever parses re-emits to
@@ -75,16 +76,20 @@ fn data() -> impl Strategy<Value = (DataRepr, Vec<u8>)> {
 
 fn join() -> impl Strategy<Value = JoinRepr> {
     (any::<[u16; 6]>(), 1..=u16::MAX, 1..=u32::MAX, any::<u64>()).prop_map(
-        |([job, rank, world, slot_lo, slot_count, count], lanes, nonce, key)| JoinRepr {
-            job,
-            rank,
-            world,
-            slot_lo,
-            slot_count,
-            count,
-            lanes,
-            nonce,
-            key,
+        |([job, rank, world, slot_lo, slot_count, count], lanes, nonce, key)| {
+            JoinRepr {
+                job,
+                rank,
+                world,
+                slot_lo,
+                slot_count,
+                count,
+                lanes,
+                nonce,
+                cookie: 0,
+                tag: [0; 16],
+            }
+            .sign(key)
         },
     )
 }
@@ -144,11 +149,11 @@ fn probe_reply() -> impl Strategy<Value = (ProbeReplyRepr<'static>, Vec<u8>)> {
         any::<[u16; 5]>(),
         0u8..=1,
         any::<u8>(),
-        any::<[u32; 2]>(),
+        any::<[u32; 3]>(),
         vec(any::<u8>(), 0..=MAX_BITMAP_LEN),
     )
         .prop_map(
-            |([job, rank, slot, remaining, world], ver, state, [seq, epoch], bitmap)| {
+            |([job, rank, slot, remaining, world], ver, state, [seq, epoch, session], bitmap)| {
                 let repr = ProbeReplyRepr {
                     job,
                     rank,
@@ -159,6 +164,7 @@ fn probe_reply() -> impl Strategy<Value = (ProbeReplyRepr<'static>, Vec<u8>)> {
                     seq,
                     epoch,
                     world,
+                    session,
                     seen: &[],
                 };
                 (repr, bitmap)
@@ -187,6 +193,32 @@ fn leave() -> impl Strategy<Value = LeaveRepr> {
     })
 }
 
+fn status() -> impl Strategy<Value = StatusRepr> {
+    (any::<[u16; 2]>(), 1..=u32::MAX, any::<u64>(), any::<u64>()).prop_map(
+        |([job, rank], nonce, cookie, key)| {
+            StatusRepr {
+                job,
+                rank,
+                nonce,
+                cookie,
+                tag: [0; 16],
+            }
+            .sign(key)
+        },
+    )
+}
+
+fn cookie() -> impl Strategy<Value = CookieRepr> {
+    (any::<[u16; 2]>(), any::<u32>(), 1..=u64::MAX).prop_map(|([job, rank], nonce, cookie)| {
+        CookieRepr {
+            job,
+            rank,
+            nonce,
+            cookie,
+        }
+    })
+}
+
 fn unknown_type() -> impl Strategy<Value = u8> {
     any::<u8>().prop_filter("a type this version does not know", |t| {
         matches!(MessageType::from(*t), MessageType::Unknown(_))
@@ -205,6 +237,8 @@ fn valid_bytes() -> impl Strategy<Value = Vec<u8>> {
             .prop_map(|(r, b)| encode(&Message::ProbeReply(ProbeReplyRepr { seen: &b, ..r }))),
         abort().prop_map(|r| encode(&Message::Abort(r))),
         leave().prop_map(|r| encode(&Message::Leave(r))),
+        status().prop_map(|r| encode(&Message::Status(r))),
+        cookie().prop_map(|r| encode(&Message::Cookie(r))),
         (
             unknown_type(),
             any::<u16>(),
@@ -223,7 +257,9 @@ fn valid_bytes() -> impl Strategy<Value = Vec<u8>> {
 /// A type byte: mostly known types, sometimes anything.
 fn type_byte() -> impl Strategy<Value = u8> {
     prop_oneof![
-        3 => prop::sample::select(vec![0x01u8, 0x02, 0x10, 0x11, 0x12, 0x13, 0x14]),
+        3 => prop::sample::select(vec![
+            0x01u8, 0x02, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18
+        ]),
         1 => any::<u8>(),
     ]
 }

@@ -10,7 +10,7 @@ EXPECTED is written by `cargo run -p switchml-p4model --bin expected` (the wire 
     out <port> <hex frame>      (zero or more)
 HOST_IF i is the host end of switch port i. Standard library only (AF_PACKET sockets).
 
-The first vector is `[liveness]`: a Status for a job no bed has, which any running switch
+The first vector is `[liveness]`: a Probe for a job no bed has, which any running switch
 answers. Without that answer nothing else is sent and the run fails (status 3): a switch
 that did not load must never pass. Then vectors go one at a time, in file order, so switch
 state carries over as in the model; after each, frames are collected on every port until

@@ -177,17 +177,21 @@ fn join_lanes(
     nonce: u32,
     key: u64,
 ) -> Vec<u8> {
-    emit(Message::Join(JoinRepr {
-        job: 7,
-        rank,
-        world,
-        slot_lo,
-        slot_count,
-        count,
-        lanes,
-        nonce,
-        key,
-    }))
+    emit(Message::Join(
+        JoinRepr {
+            job: 7,
+            rank,
+            world,
+            slot_lo,
+            slot_count,
+            count,
+            lanes,
+            nonce,
+            cookie: 0,
+            tag: [0; 16],
+        }
+        .sign(key),
+    ))
 }
 
 /// A Join of `rank`'s first process, with the job's key.
@@ -239,7 +243,16 @@ fn leave(rank: u16, session: u32) -> Vec<u8> {
 }
 
 fn status(job: u16) -> Vec<u8> {
-    emit(Message::Status(StatusRepr { job, rank: 0xFFFF }))
+    emit(Message::Status(
+        StatusRepr {
+            job,
+            rank: 0xFFFF,
+            nonce: 1,
+            cookie: 0,
+            tag: [0; 16],
+        }
+        .sign(KEY),
+    ))
 }
 
 /// `join_all()` and then `steps`.

@@ -149,6 +149,7 @@ pub fn type_name(t: MessageType) -> &'static str {
         MessageType::Status => "status",
         MessageType::StatusReply => "status_reply",
         MessageType::Leave => "leave",
+        MessageType::Cookie => "cookie",
         MessageType::Unknown(_) => "unknown",
     }
 }
@@ -240,7 +241,8 @@ pub fn describe(msg: &Message) -> BTreeMap<String, String> {
             ("count", r.count.to_string()),
             ("lanes", r.lanes.to_string()),
             ("nonce", r.nonce.to_string()),
-            ("key", r.key.to_string()),
+            ("cookie", r.cookie.to_string()),
+            ("tag", hex(&r.tag)),
         ]),
         Message::JoinReply(r) => f.extend([
             ("job", r.job.to_string()),
@@ -276,6 +278,7 @@ pub fn describe(msg: &Message) -> BTreeMap<String, String> {
             ("seq", r.seq.to_string()),
             ("epoch", r.epoch.to_string()),
             ("world", r.world.to_string()),
+            ("session", r.session.to_string()),
             ("seen", hex(r.seen)),
         ]),
         Message::Abort(r) => f.extend([
@@ -291,7 +294,19 @@ pub fn describe(msg: &Message) -> BTreeMap<String, String> {
             ("rank", r.rank.to_string()),
             ("session", r.session.to_string()),
         ]),
-        Message::Status(r) => f.extend([("job", r.job.to_string()), ("rank", r.rank.to_string())]),
+        Message::Status(r) => f.extend([
+            ("job", r.job.to_string()),
+            ("rank", r.rank.to_string()),
+            ("nonce", r.nonce.to_string()),
+            ("cookie", r.cookie.to_string()),
+            ("tag", hex(&r.tag)),
+        ]),
+        Message::Cookie(r) => f.extend([
+            ("job", r.job.to_string()),
+            ("rank", r.rank.to_string()),
+            ("nonce", r.nonce.to_string()),
+            ("cookie", r.cookie.to_string()),
+        ]),
         Message::StatusReply(r) => {
             f.extend([
                 ("job", r.job.to_string()),

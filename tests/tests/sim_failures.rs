@@ -517,8 +517,10 @@ fn a_spoofed_join_does_not_fail_a_joining_worker() {
         count: 4,
         lanes: 1,
         nonce: 99,
-        key: !KEY,
-    };
+        cookie: 0,
+        tag: [0; 16],
+    }
+    .sign(!KEY);
     let probe = switchml_core::wire::ProbeRepr {
         job: JOB,
         rank: 0,

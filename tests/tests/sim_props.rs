@@ -131,17 +131,21 @@ fn forged(rng: &mut Rng, world: u16, nonces: &[u32]) -> Vec<u8> {
                     break k;
                 }
             };
-            emit(&Message::Join(JoinRepr {
-                job: JOB,
-                rank,
-                world,
-                slot_lo: 0,
-                slot_count: 1,
-                count: 1,
-                lanes: 1,
-                nonce: (rng.next_u64() as u32).max(1),
-                key,
-            }))
+            emit(&Message::Join(
+                JoinRepr {
+                    job: JOB,
+                    rank,
+                    world,
+                    slot_lo: 0,
+                    slot_count: 1,
+                    count: 1,
+                    lanes: 1,
+                    nonce: (rng.next_u64() as u32).max(1),
+                    cookie: 0,
+                    tag: [0; 16],
+                }
+                .sign(key),
+            ))
         }
     }
 }

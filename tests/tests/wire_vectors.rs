@@ -70,6 +70,7 @@ fn the_file_covers_every_message_type_and_the_edge_cases() {
         "status",
         "status_reply",
         "leave",
+        "cookie",
         "unknown",
     ];
     assert_eq!(types, all.iter().map(|t| t.to_string()).collect());
@@ -116,8 +117,16 @@ fn the_file_covers_every_message_type_and_the_edge_cases() {
         assert!(reasons.contains(&name), "no Abort with reason {name}");
     }
     has(
-        "a Join with every bit of nonce and key set",
-        &|m| matches!(m, Message::Join(r) if r.nonce == u32::MAX && r.key == u64::MAX),
+        "a Join with every bit of nonce and cookie set",
+        &|m| matches!(m, Message::Join(r) if r.nonce == u32::MAX && r.cookie == u64::MAX),
+    );
+    has(
+        "a Join whose tag verifies under its key",
+        &|m| matches!(m, Message::Join(r) if r.verify(0x0123_4567_89AB_CDEF) && r.cookie != 0),
+    );
+    has(
+        "a Status whose tag verifies under its key",
+        &|m| matches!(m, Message::Status(r) if r.verify(0x0123_4567_89AB_CDEF)),
     );
     has("a Result that echoes a session", &|m| match m {
         Message::Data(r, _) => r.kind == DataKind::Result && r.session != 0,

@@ -9,6 +9,8 @@ sessions of §4.1), so the vectors check the Rust encoder rather than echo it. T
 described in README.md next to this file.
 """
 
+import hashlib
+import hmac
 import struct
 import sys
 
@@ -28,7 +30,15 @@ TYPES = {
     "status": 0x15,
     "status_reply": 0x16,
     "leave": 0x17,
+    "cookie": 0x18,
 }
+
+
+def tag(key, label, covered):
+    """protocol.md §4.2: HMAC-SHA-256 keyed with the key's 8 big-endian bytes, over the
+    label and the covered bytes, truncated to 16 bytes."""
+    mac = hmac.new(struct.pack(">Q", key), label + covered, hashlib.sha256)
+    return mac.digest()[:16]
 REASONS = {
     1: "unknown_job",
     2: "unknown_rank",
@@ -123,9 +133,11 @@ def data(kind, job, rank, slot, ver, flags, seq, exp, session, values, count=Non
     return fields, b
 
 
-def join(job, rank, world, slot_lo, slot_count, count, lanes, nonce, key):
+def join(job, rank, world, slot_lo, slot_count, count, lanes, nonce, cookie, key):
     b = prefix(TYPES["join"], job, rank)
-    b += struct.pack(">HHHHHIQ", world, slot_lo, slot_count, count, lanes, nonce, key)
+    b += struct.pack(">HHHHHIQ", world, slot_lo, slot_count, count, lanes, nonce, cookie)
+    t = tag(key, b"switchml-rs v1 join\0", b)
+    b += t
     fields = [
         ("type", "join"),
         ("job", job),
@@ -136,7 +148,8 @@ def join(job, rank, world, slot_lo, slot_count, count, lanes, nonce, key):
         ("count", count),
         ("lanes", lanes),
         ("nonce", nonce),
-        ("key", key),
+        ("cookie", cookie),
+        ("tag", "0x" + t.hex()),
     ]
     return fields, b
 
@@ -194,9 +207,11 @@ def probe(job, rank, slot, ver, seq, session, flags=0):
     return fields, b
 
 
-def probe_reply(job, rank, slot, ver, state, remaining, seq, epoch, world, seen):
+def probe_reply(job, rank, slot, ver, state, remaining, seq, epoch, world, seen, session):
     b = prefix(TYPES["probe_reply"], job, rank)
-    b += struct.pack(">HBBHIIHH", slot, ver, state, remaining, seq, epoch, world, len(seen))
+    b += struct.pack(
+        ">HBBHIIHHI", slot, ver, state, remaining, seq, epoch, world, len(seen), session
+    )
     b += seen
     fields = [
         ("type", "probe_reply"),
@@ -209,6 +224,7 @@ def probe_reply(job, rank, slot, ver, state, remaining, seq, epoch, world, seen)
         ("seq", seq),
         ("epoch", epoch),
         ("world", world),
+        ("session", session),
         ("seen", "0x" + seen.hex()),
     ]
     return fields, b
@@ -234,9 +250,31 @@ def leave(job, rank, session):
     return [("type", "leave"), ("job", job), ("rank", rank), ("session", session)], b
 
 
-def status(job, rank):
-    b = prefix(TYPES["status"], job, rank) + struct.pack(">H", 0)
-    return [("type", "status"), ("job", job), ("rank", rank)], b
+def status(job, rank, nonce, cookie, key):
+    b = prefix(TYPES["status"], job, rank) + struct.pack(">HIQ", 0, nonce, cookie)
+    t = tag(key, b"switchml-rs v1 status\0", b)
+    b += t
+    fields = [
+        ("type", "status"),
+        ("job", job),
+        ("rank", rank),
+        ("nonce", nonce),
+        ("cookie", cookie),
+        ("tag", "0x" + t.hex()),
+    ]
+    return fields, b
+
+
+def cookie(job, rank, nonce, value):
+    b = prefix(TYPES["cookie"], job, rank) + struct.pack(">HIQ", 0, nonce, value)
+    fields = [
+        ("type", "cookie"),
+        ("job", job),
+        ("rank", rank),
+        ("nonce", nonce),
+        ("cookie", value),
+    ]
+    return fields, b
 
 
 def status_reply(job, rank, world, flags, slot_count, epoch, counters, joined, shards=0):
@@ -381,26 +419,35 @@ vector(
 emit("# ---- Join (0x10) and JoinReply (0x11) ----")
 emit()
 
-f, b = join(7, 3, 4, 8, 4, 256, 3, JOIN_NONCE, 0x0123456789ABCDEF)
+f, b = join(7, 3, 4, 8, 4, 256, 3, JOIN_NONCE, 0, 0x0123456789ABCDEF)
 vector(
     "join",
     "Join from rank 3 of job 7: a world of 4, the lane drives slots 8..12 (lane 2 of the"
-    " rank's 3) with k = 256; process nonce 0x1234abcd, job key 0x0123456789abcdef",
-    f, b, 28,
+    " rank's 3) with k = 256; process nonce 0x1234abcd, no cookie yet, tagged with job key"
+    " 0x0123456789abcdef",
+    f, b, 44,
 )
 
-f, b = join(7, 0, 4, 0, 4, 256, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF)
+f, b = join(7, 3, 4, 8, 4, 256, 3, JOIN_NONCE, 0x0A0B0C0D0E0F1011, 0x0123456789ABCDEF)
 vector(
-    "join_largest_nonce_and_key",
-    "Join from rank 0 of job 7 with the largest lanes, nonce and key: every bit of each set",
-    f, b, 28,
+    "join_with_cookie",
+    "The same Join again with the switch's cookie 0x0a0b0c0d0e0f1011, tagged over it",
+    f, b, 44,
 )
 
-f, b = join(7, 1, 4, 4, 4, 256, 2, 1, 0)
+f, b = join(7, 0, 4, 0, 4, 256, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF, 0xFFFFFFFFFFFFFFFF)
+vector(
+    "join_largest_nonce_and_cookie",
+    "Join from rank 0 of job 7 with the largest lanes, nonce and cookie, tagged with key"
+    " 0xffffffffffffffff",
+    f, b, 44,
+)
+
+f, b = join(7, 1, 4, 4, 4, 256, 2, 1, 0, 0)
 vector(
     "join_key_zero",
-    "Join with key 0 (valid, but guessable) and nonce 1",
-    f, b, 28,
+    "Join tagged with key 0 (valid, but guessable) and nonce 1",
+    f, b, 44,
 )
 
 f, b = join_reply(
@@ -468,29 +515,29 @@ vector(
 )
 
 seen = bitmap([r for r in range(12) if r not in (2, 8, 11)], 12)
-f, b = probe_reply(7, 2, 5, 1, 1, 3, 9, 42, 12, seen)
+f, b = probe_reply(7, 2, 5, 1, 1, 3, 9, 42, 12, seen, SESSION)
 vector(
     "probe_reply_collecting",
-    "ProbeReply to rank 2 of job 7: slot 5 version 1 is collecting use 9, ranks 2, 8 and 11"
-    " of 12 are missing",
-    f, b, 24,
+    "ProbeReply to rank 2 of job 7 in its session: slot 5 version 1 is collecting use 9,"
+    " ranks 2, 8 and 11 of 12 are missing",
+    f, b, 28,
 )
 
-f, b = probe_reply(7, 0, 0, 0, 0, 0, 0, 42, 4, bitmap([], 4))
-vector("probe_reply_idle", "ProbeReply: slot 0 version 0 of job 7 was never used", f, b, 24)
+f, b = probe_reply(7, 0, 0, 0, 0, 0, 0, 42, 4, bitmap([], 4), SESSION)
+vector("probe_reply_idle", "ProbeReply: slot 0 version 0 of job 7 was never used", f, b, 28)
 
-f, b = probe_reply(7, 3, 6, 0, 2, 0, 10, 42, 4, bitmap(range(4), 4))
+f, b = probe_reply(7, 3, 6, 0, 2, 0, 10, 42, 4, bitmap(range(4), 4), SESSION)
 vector(
     "probe_reply_complete",
     "ProbeReply: slot 6 version 0 of job 7 completed use 10, every rank seen",
-    f, b, 24,
+    f, b, 28,
 )
 
-f, b = probe_reply(7, 3, 6, 0, 7, 0, 10, 42, 4, bitmap(range(4), 4))
+f, b = probe_reply(7, 3, 6, 0, 7, 0, 10, 42, 4, bitmap(range(4), 4), SESSION)
 vector(
     "probe_reply_unknown_state",
     "ProbeReply with slot state 7, unknown in version 1, kept as it is",
-    f, b, 24,
+    f, b, 28,
 )
 
 emit("# ---- Abort (0x14) ----")
@@ -548,8 +595,23 @@ vector("leave_session_0", "Leave naming session 0 (parses; the switch drops it)"
 emit("# ---- Status and StatusReply (switchml doctor) ----")
 emit()
 
-f, b = status(7, 0xFFFF)
-vector("status_job_7", "A Status request about job 7", f, b, 8)
+f, b = status(7, 0xFFFF, 0x5EED, 0, 0x0123456789ABCDEF)
+vector(
+    "status_job_7",
+    "A Status request about job 7, nonce 0x5eed, no cookie yet, tagged with job key"
+    " 0x0123456789abcdef",
+    f, b, 36,
+)
+
+f, b = status(7, 0xFFFF, 0x5EED, 0x0A0B0C0D0E0F1011, 0x0123456789ABCDEF)
+vector("status_with_cookie", "The same Status with the switch's cookie, tagged over it", f, b, 36)
+
+f, b = cookie(7, 3, JOIN_NONCE, 0x0A0B0C0D0E0F1011)
+vector(
+    "cookie",
+    "The switch's Cookie 0x0a0b0c0d0e0f1011 for rank 3 of job 7, answering nonce 0x1234abcd",
+    f, b, 20,
+)
 
 # received, dropped, contributions, completions, retransmit_replies, duplicates, stale,
 # rejected, joins, probes, aborts, overflows, runs, unauthorized, then the 15 drop classes
@@ -597,16 +659,17 @@ emit("# ---- Invalid ----")
 emit()
 
 _, contribution = data("contribution", 7, 3, 5, 1, 0x02, 9, 130, SESSION, [1, -2])
-_, join_b = join(7, 3, 4, 8, 4, 256, 3, JOIN_NONCE, 0x0123456789ABCDEF)
+_, join_b = join(7, 3, 4, 8, 4, 256, 3, JOIN_NONCE, 0, 0x0123456789ABCDEF)
 _, jr = join_reply(
     7, RANK_ALL, 12, 0x01, 1024, 0x01020304, 16, SESSION, JOIN_NONCE, 4, 256,
     bitmap(range(12), 12),
 )
 _, probe_b = probe(7, 2, 5, 1, 9, SESSION)
-_, pr = probe_reply(7, 2, 5, 1, 1, 3, 9, 42, 12, seen)
+_, pr = probe_reply(7, 2, 5, 1, 1, 3, 9, 42, 12, seen, SESSION)
 _, abort_b = abort(7, 1, 3, 8, 0xDEADBEEF, JOIN_NONCE)
 _, leave_b = leave(7, 2, 0x01020304)
-_, status_b = status(7, 1)
+_, status_b = status(7, 1, 0x5EED, 0, 0x0123456789ABCDEF)
+_, cookie_b = cookie(7, 3, JOIN_NONCE, 0x0A0B0C0D0E0F1011)
 
 invalid("empty", "An empty datagram", "truncated", b"")
 invalid("prefix_truncated", "Five bytes: shorter than the common prefix", "truncated", join_b[:5])
@@ -644,8 +707,10 @@ invalid("result_reserved_19", "A Result with reserved byte 19 set", "reserved",
         with_byte(with_byte(contribution, 1, 0x02), 19, 0x80))
 invalid("join_16_bytes", "A Join of the layout before sessions: 16 bytes, no nonce or key",
         "truncated", join_b[:16])
-invalid("join_27_bytes", "A Join one byte short", "truncated", join_b[:27])
-invalid("join_29_bytes", "A Join with one byte after it", "trailing", join_b + b"\x00")
+invalid("join_28_bytes", "A Join of the layout before tags: 28 bytes, the key in the clear",
+        "truncated", join_b[:28])
+invalid("join_43_bytes", "A Join one byte short", "truncated", join_b[:43])
+invalid("join_45_bytes", "A Join with one byte after it", "trailing", join_b + b"\x00")
 invalid("join_lanes_0", "A Join of a rank with 0 lanes: every rank has at least one",
         "field lanes", join_b[:14] + b"\x00" * 2 + join_b[16:])
 invalid("join_nonce_0", "A Join with nonce 0: every process has a non-zero nonce",
@@ -678,8 +743,11 @@ invalid("probe_16_bytes", "A Probe of the layout before sessions: 16 bytes", "tr
         probe_b[:16])
 invalid("probe_reply_ver_3", "A ProbeReply about version 3 of a slot", "field ver",
         with_byte(pr, 8, 3))
-invalid("probe_reply_truncated", "A ProbeReply cut inside its 24-byte fixed part", "truncated",
-        pr[:23])
+invalid("probe_reply_truncated", "A ProbeReply cut inside its 28-byte fixed part", "truncated",
+        pr[:27])
+invalid("probe_reply_before_session",
+        "A ProbeReply of the layout before sessions: 24 bytes and its 2-byte bitmap",
+        "truncated", pr[:24] + pr[28:])
 invalid("abort_reserved_7", "An Abort with reserved byte 7 set", "reserved",
         with_byte(abort_b, 7, 1))
 invalid("abort_reserved_11", "An Abort with reserved byte 11 set", "reserved",
@@ -693,6 +761,15 @@ invalid("leave_11_bytes", "A Leave one byte short", "truncated", leave_b[:11])
 invalid("leave_13_bytes", "A Leave with one byte after it", "trailing", leave_b + b"\x00")
 invalid("status_reserved", "A Status with its reserved field set", "reserved",
         with_byte(status_b, 7, 1))
-invalid("status_truncated", "A Status one byte short", "truncated", status_b[:7])
+invalid("status_truncated", "A Status one byte short", "truncated", status_b[:35])
+invalid("status_8_bytes", "A Status of the layout before tags: 8 bytes", "truncated",
+        status_b[:8])
+invalid("status_nonce_0", "A Status with nonce 0", "field nonce",
+        status_b[:8] + b"\x00" * 4 + status_b[12:])
+invalid("cookie_reserved", "A Cookie with its reserved field set", "reserved",
+        with_byte(cookie_b, 7, 1))
+invalid("cookie_0", "A Cookie of cookie 0, which means none", "field cookie",
+        cookie_b[:12] + b"\x00" * 8)
+invalid("cookie_trailing", "A Cookie with one byte after it", "trailing", cookie_b + b"\x00")
 
 sys.stdout.write("\n".join(out).rstrip("\n") + "\n")

@@ -23,7 +23,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use switchml_core::ranks::WorldSet;
-use switchml_core::wire::{Message, StatusFlags, StatusPacket, StatusRepr};
+use switchml_core::wire::{
+    probe, status, AbortReason, Message, ProbeFlags, ProbePacket, ProbeRepr, StatusFlags,
+    StatusPacket, StatusRepr,
+};
 
 /// How long to wait for each answer.
 const ANSWER_WAIT: Duration = Duration::from_millis(1000);
@@ -56,7 +59,14 @@ struct Findings<'a> {
 
 /// Run the doctor; return 0 if the switch answered and knows the job (and, with
 /// `bmv2_cli`, its counters could be read).
-pub fn doctor(switch: &str, job: u16, probes: u32, json_out: bool, bmv2_cli: Option<&str>) -> i32 {
+pub fn doctor(
+    switch: &str,
+    job: u16,
+    key: u64,
+    probes: u32,
+    json_out: bool,
+    bmv2_cli: Option<&str>,
+) -> i32 {
     let addr = match switchml_udp::config::resolve("--switch", switch) {
         Ok(a) => a,
         Err(e) => return report_error(json_out, &e.to_string()),
@@ -74,19 +84,26 @@ pub fn doctor(switch: &str, job: u16, probes: u32, json_out: bool, bmv2_cli: Opt
     let mut answer = None;
     let mut refused = false;
     let mut buf = [0u8; 2048];
+    let mut asker = Asker::new(job, key);
     for _ in 0..probes.max(1) {
-        let req = StatusRepr { job, rank: 0 };
-        let mut out = [0u8; 16];
-        let len = req.buffer_len().min(out.len());
-        req.emit(&mut StatusPacket::new_unchecked(&mut out[..len]));
-        let sent = Instant::now();
-        if let Err(e) = socket.send(&out[..len]) {
+        let mut sent = Instant::now();
+        let mut cookies = 0;
+        if let Err(e) = socket.send(&asker.request()) {
             refused |= e.kind() == std::io::ErrorKind::ConnectionRefused;
             continue;
         }
         while sent.elapsed() < ANSWER_WAIT {
             match socket.recv(&mut buf) {
                 Ok(n) => {
+                    // A Cookie first (protocol.md §4.2): ask again with it, and time that.
+                    if cookies < 2 && asker.take_cookie(&buf[..n]) {
+                        cookies += 1;
+                        sent = Instant::now();
+                        if socket.send(&asker.request()).is_err() {
+                            break;
+                        }
+                        continue;
+                    }
                     if let Some(a) = parse(&buf[..n], job) {
                         rtts.push(sent.elapsed());
                         answer = Some(a);
@@ -101,10 +118,16 @@ pub fn doctor(switch: &str, job: u16, probes: u32, json_out: bool, bmv2_cli: Opt
             }
         }
     }
+    // The switch answers a Status only to the job's key (protocol.md §3.7). Silence may be
+    // an unknown job or another key: a Probe of no run tells them apart (it is answered by
+    // any switch, with a 20-byte Abort: UnknownJob, or SessionEnded for a job it has).
+    if answer.is_none() && !refused {
+        answer = probe_job(&socket, job, &mut buf);
+    }
     let silent = match &mut answer {
         Some(Answer::Status {
             shards, counters, ..
-        }) => add_other_shards(addr, job, *shards, counters),
+        }) => add_other_shards(addr, job, key, *shards, counters),
         _ => Vec::new(),
     };
     let control = bmv2_cli.map(|cli| bmv2::read_counters(cli, job).map(|c| counter_list(&c)));
@@ -123,6 +146,7 @@ pub fn doctor(switch: &str, job: u16, probes: u32, json_out: bool, bmv2_cli: Opt
 fn add_other_shards(
     addr: SocketAddr,
     job: u16,
+    key: u64,
     shards: u16,
     counters: &mut [(&'static str, u64)],
 ) -> Vec<u16> {
@@ -132,7 +156,7 @@ fn add_other_shards(
         let mut at = addr;
         let answer = port.and_then(|p| {
             at.set_port(p);
-            ask(&open(at).ok()?, job)
+            ask(&open(at).ok()?, job, key)
         });
         match answer {
             Some(Answer::Status { counters: c, .. }) => {
@@ -146,22 +170,108 @@ fn add_other_shards(
     silent
 }
 
-/// One Status to `socket` about `job`; its answer, if one comes in time.
-fn ask(socket: &UdpSocket, job: u16) -> Option<Answer> {
-    let req = StatusRepr { job, rank: 0 };
-    let mut out = [0u8; 16];
-    let len = req.buffer_len().min(out.len());
-    req.emit(&mut StatusPacket::new_unchecked(&mut out[..len]));
-    socket.send(&out[..len]).ok()?;
+/// One Status to `socket` about `job` (again with the switch's Cookie if one comes); its
+/// answer, if one comes in time.
+fn ask(socket: &UdpSocket, job: u16, key: u64) -> Option<Answer> {
+    let mut asker = Asker::new(job, key);
+    socket.send(&asker.request()).ok()?;
     let sent = Instant::now();
     let mut buf = [0u8; 2048];
     while sent.elapsed() < ANSWER_WAIT {
         let n = socket.recv(&mut buf).ok()?;
+        if asker.take_cookie(&buf[..n]) {
+            socket.send(&asker.request()).ok()?;
+            continue;
+        }
         if let Some(a) = parse(&buf[..n], job) {
             return Some(a);
         }
     }
     None
+}
+
+/// One Probe of job `job` naming no run; the Abort that answers it, read as an answer about
+/// the job.
+fn probe_job(socket: &UdpSocket, job: u16, buf: &mut [u8]) -> Option<Answer> {
+    let probe = ProbeRepr {
+        job,
+        rank: 0,
+        slot: 0,
+        ver: 0,
+        seq: 0,
+        session: 0x5EED_D0C5,
+        flags: ProbeFlags::NONE,
+    };
+    let mut out = [0u8; probe::LEN];
+    probe.emit(&mut ProbePacket::new_unchecked(&mut out[..]));
+    socket.send(&out).ok()?;
+    let sent = Instant::now();
+    while sent.elapsed() < ANSWER_WAIT {
+        let n = socket.recv(buf).ok()?;
+        match Message::parse(&buf[..n]) {
+            Ok(Message::Abort(a)) if a.job == job && a.reason == AbortReason::SessionEnded => {
+                return Some(Answer::Abort(
+                    "it has the job but did not answer a Status signed with SWITCHML_JOB_KEY: \
+                     set the job's key"
+                        .into(),
+                    a.epoch,
+                ));
+            }
+            Ok(_) => {
+                if let Some(a) = parse(&buf[..n], job) {
+                    return Some(a);
+                }
+            }
+            Err(_) => {}
+        }
+    }
+    None
+}
+
+/// A keyed Status and the switch's cookie for this socket (protocol.md §3.7, §4.2).
+struct Asker {
+    job: u16,
+    key: u64,
+    nonce: u32,
+    cookie: u64,
+}
+
+impl Asker {
+    fn new(job: u16, key: u64) -> Self {
+        // Any non-zero value that differs between runs names this asker's Cookies.
+        let nonce = (std::process::id() ^ 0x5EED_0000).max(1);
+        Asker {
+            job,
+            key,
+            nonce,
+            cookie: 0,
+        }
+    }
+
+    fn request(&self) -> [u8; status::LEN] {
+        let req = StatusRepr {
+            job: self.job,
+            rank: 0,
+            nonce: self.nonce,
+            cookie: self.cookie,
+            tag: [0; 16],
+        }
+        .sign(self.key);
+        let mut out = [0u8; status::LEN];
+        req.emit(&mut StatusPacket::new_unchecked(&mut out[..]));
+        out
+    }
+
+    /// Keep the cookie if `bytes` is a Cookie answering this asker; say whether it was.
+    fn take_cookie(&mut self, bytes: &[u8]) -> bool {
+        match Message::parse(bytes) {
+            Ok(Message::Cookie(c)) if c.job == self.job && c.nonce == self.nonce => {
+                self.cookie = c.cookie;
+                true
+            }
+            _ => false,
+        }
+    }
 }
 
 fn open(addr: SocketAddr) -> std::io::Result<UdpSocket> {

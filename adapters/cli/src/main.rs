@@ -159,7 +159,8 @@ enum Command {
         #[arg(required = true, num_args = 1..)]
         request: Vec<String>,
     },
-    /// Probe a switch: reachability, round-trip time, the job and its ranks.
+    /// Probe a switch: reachability, round-trip time, the job and its ranks. The switch
+    /// answers a Status only to the job's key: set SWITCHML_JOB_KEY as for its workers.
     Doctor {
         /// The switch's address, host:port.
         #[arg(long)]
@@ -464,7 +465,13 @@ fn main() {
             probes,
             json,
             bmv2_cli,
-        } => doctor::doctor(&switch, job, probes, json, bmv2_cli.as_deref()),
+        } => match doctor_key() {
+            Ok(key) => doctor::doctor(&switch, job, key, probes, json, bmv2_cli.as_deref()),
+            Err(e) => {
+                eprintln!("switchml doctor: {e}");
+                2
+            }
+        },
         Command::Bench {
             workers,
             sizes,
@@ -546,5 +553,13 @@ mod tests {
     fn the_cli_is_well_formed() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
+    }
+}
+
+/// The job's key for `doctor`'s Status (protocol.md §3.7): `SWITCHML_JOB_KEY`, else 0.
+fn doctor_key() -> Result<u64, String> {
+    match std::env::var("SWITCHML_JOB_KEY") {
+        Ok(k) => switchml_udp::parse_key(&k).map_err(|e| format!("SWITCHML_JOB_KEY: {e}")),
+        Err(_) => Ok(0),
     }
 }

@@ -411,6 +411,7 @@ impl<G: ControlPlane> Daemon<G> {
         c.switch = switch.switch_counters();
         c.expired_runs = self.endpoint.expired_runs();
         c.redirected = self.endpoint.redirected();
+        c.cookies = self.endpoint.cookies_sent();
         for j in &mut c.jobs {
             if let Some(job) = switch.job_snapshot(j.job) {
                 j.switch = job.counters;

@@ -80,7 +80,7 @@ mod tree;
 pub use admin::request as admin_request;
 pub use comm::{Communicator, Pending};
 pub use config::CommConfig;
-pub use daemon::{JobSpec, DEFAULT_JOB_SLOTS};
+pub use daemon::{parse_key, JobSpec, DEFAULT_JOB_SLOTS};
 pub use error::{Error, ShapeSetting};
 pub use fallback::FallbackStats;
 pub use half::{bf16, f16};

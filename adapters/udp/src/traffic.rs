@@ -58,6 +58,8 @@ pub struct DaemonCounters {
     pub expired_runs: u64,
     /// Joins sent on to their lane's shard (Abort `WrongShard`, protocol.md §1.1).
     pub redirected: u64,
+    /// Joins and Statuses answered with a Cookie (protocol.md §4.2), before the switch.
+    pub cookies: u64,
     /// CPU time (user + system) of the daemon's threads, one per shard.
     pub cpu: std::time::Duration,
     /// The switch's counters: drops by reason (these two classes included), verdicts.
@@ -90,6 +92,7 @@ impl DaemonCounters {
             recv_errors,
             expired_runs,
             redirected,
+            cookies,
             cpu,
             switch,
             jobs,
@@ -104,6 +107,7 @@ impl DaemonCounters {
         self.recv_errors += recv_errors;
         self.expired_runs += expired_runs;
         self.redirected += redirected;
+        self.cookies += cookies;
         self.switch += switch;
         for j in jobs {
             match self.jobs.iter_mut().find(|m| m.job == j.job) {

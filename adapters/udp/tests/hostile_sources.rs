@@ -22,7 +22,15 @@ fn a_status_from_port_zero_is_dropped_and_the_switch_serves_on(pipeline: SwitchP
         panic!("the test switch listens on 127.0.0.1");
     };
     let mut payload = [0u8; status::LEN];
-    StatusRepr { job: JOB, rank: 0 }.emit(&mut StatusPacket::new_unchecked(&mut payload[..]));
+    StatusRepr {
+        job: JOB,
+        rank: 0,
+        nonce: 1,
+        cookie: 0,
+        tag: [0; 16],
+    }
+    .sign(common::KEY)
+    .emit(&mut StatusPacket::new_unchecked(&mut payload[..]));
     let Some(raw) = RawUdp::open().expect("raw socket") else {
         println!("skipped: raw sockets need CAP_NET_RAW (socket(2) said EPERM)");
         return;

@@ -281,7 +281,9 @@ fn every_forgery_has_a_fate_and_the_mix_covers_every_kind_of_drop_and_answer() {
     ] {
         assert!(tally.refusals(r) > 0, "no forgery is refused with {r}");
     }
-    assert!(tally.statuses > 0);
+    // A Status without the key is answered by nothing (protocol.md §3.7, §4.2): the
+    // replies that came back are compared with this prediction.
+    assert_eq!(tally.statuses, 0);
     assert!(targets.iter().all(|t| tally.unauthorized(t.job) > 0));
 }
 
@@ -317,9 +319,11 @@ fn check_accounting(
         tally.got_statuses, tally.statuses,
         "StatusReplies that came back"
     );
-    // The daemon handed the switch everything it received, and refused exactly the
-    // oversized datagrams and the ones from port 0 itself.
-    assert_eq!(c.received, c.switch.received, "{c:?}");
+    // The daemon handed the switch everything it received but the Joins its endpoint
+    // answered with a Cookie (§4.2: the ranks' own), and refused exactly the oversized
+    // datagrams and the ones from port 0 itself.
+    assert_eq!(c.received, c.switch.received + c.cookies, "{c:?}");
+    assert!(c.cookies > 0, "the ranks joined without a cookie: {c:?}");
     assert_eq!(
         (c.injected_losses, c.recv_errors, c.send_failures),
         (0, 0, 0)

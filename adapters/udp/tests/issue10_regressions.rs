@@ -47,17 +47,21 @@ fn stranger(addr: SocketAddr, targets: &[Target], seed: u64) -> Attacker {
 /// A Join of `rank` of `t` for `slot_count` slots from `slot_lo`, chunks of `count`, with
 /// `key`.
 fn join(t: &Target, rank: u16, slot_lo: u16, slot_count: u16, count: u16, key: u64) -> Vec<u8> {
-    bytes_of(&Message::Join(JoinRepr {
-        job: t.job,
-        rank,
-        world: t.world,
-        slot_lo,
-        slot_count,
-        count,
-        lanes: 4,
-        nonce: 0x5712_A45E,
-        key,
-    }))
+    bytes_of(&Message::Join(
+        JoinRepr {
+            job: t.job,
+            rank,
+            world: t.world,
+            slot_lo,
+            slot_count,
+            count,
+            lanes: 4,
+            nonce: 0x5712_A45E,
+            cookie: 0,
+            tag: [0; 16],
+        }
+        .sign(key),
+    ))
 }
 
 /// An Abort from `rank` of `t` that says it gave up, in `session`.
@@ -248,8 +252,10 @@ fn defect5_a_flood_of_huge_joins_gets_the_cheap_refusal_and_the_job_completes(
                 count: [64, u16::MAX, 16370][(r >> 32) as usize % 3],
                 lanes: u16::MAX,
                 nonce: (r >> 40) as u32 | 1,
-                key: r ^ KEY.rotate_left(3),
-            };
+                cookie: 0,
+                tag: [0; 16],
+            }
+            .sign(r ^ KEY.rotate_left(3));
             a.send(&bytes_of(&Message::Join(j)), Via::Socket(i as usize));
             if i % 16 == 15 {
                 a.read_answers();

@@ -32,17 +32,21 @@ fn a_refusal_spoofed_to_a_joining_lane_does_not_end_its_join(pipeline: SwitchPip
         println!("skipped: spoofing a lane's address needs CAP_NET_RAW");
         return;
     }
-    let wrong_key = bytes_of(&Message::Join(JoinRepr {
-        job: t.job,
-        rank: 0,
-        world: t.world,
-        slot_lo: 0,
-        slot_count: 16,
-        count: 64,
-        lanes: 2,
-        nonce: 5,
-        key: KEY ^ 1,
-    }));
+    let wrong_key = bytes_of(&Message::Join(
+        JoinRepr {
+            job: t.job,
+            rank: 0,
+            world: t.world,
+            slot_lo: 0,
+            slot_count: 16,
+            count: 64,
+            lanes: 2,
+            nonce: 5,
+            cookie: 0,
+            tag: [0; 16],
+        }
+        .sign(KEY ^ 1),
+    ));
     let probe = bytes_of(&Message::Probe(ProbeRepr {
         job: t.job,
         rank: 0,

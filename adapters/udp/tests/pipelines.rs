@@ -33,17 +33,18 @@ fn each_pipeline_answers_with_its_own_limits_and_counters() {
             count: 64,
             lanes: 2,
             nonce: 0x0123_4567,
-            key: KEY,
-        };
-        s.send_to(&bytes_of(&Message::Join(join)), sw.addr())
-            .unwrap();
-        let mut buf = [0u8; 256];
-        let n = s.recv(&mut buf).expect("a JoinReply");
-        let Ok(Message::JoinReply(r)) = Message::parse(&buf[..n]) else {
-            panic!("{pipeline}: not a JoinReply: {:02x?}", &buf[..n]);
+            cookie: 0,
+            tag: [0; 16],
+        }
+        .sign(KEY);
+        let answer = common::send_join(&s, sw.addr(), join, KEY);
+        let Ok(Message::JoinReply(r)) = Message::parse(&answer) else {
+            panic!("{pipeline}: not a JoinReply: {answer:02x?}");
         };
         assert_eq!(r.max_count, max_count, "{pipeline}");
-        // The Join and this Status were received; the Join counted for the job.
+        // The Join with its cookie and this Status (with its cookie) were received (the
+        // first Join and Status were answered with Cookies, before the switch); the Join
+        // counted for the job.
         let c = status(sw.addr(), JOB).counters;
         assert_eq!((c.received, c.joins, c.runs), (2, 1, 1), "{pipeline}");
         let wide = RunningSwitch::start(&SwitchConfig {

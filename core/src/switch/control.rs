@@ -69,7 +69,7 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
         }
     }
 
-    /// A Join: check the key, then every field against the job (constant work, whatever
+    /// A Join: check its tag under the job's key, then every field against the job (constant work, whatever
     /// the fields say), then let the run decide (§4.1).
     pub(super) fn join(&mut self, bytes: &[u8], out: &mut [u8]) -> Verdict {
         let Ok(j) = JoinRepr::parse(&JoinPacket::new_unchecked(bytes)) else {
@@ -82,7 +82,8 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
         let c = job.config;
         let world = job.wire_world();
         let member = job.member(j.rank);
-        if j.key != c.key {
+        // The tag proves the key (§4.2); the endpoint in front checks the cookie.
+        if !j.verify(c.key) {
             job.counters.unauthorized += 1;
             return self.refuse(j.job, j.rank, AbortReason::BadKey, 0, j.nonce, out);
         }
@@ -253,6 +254,7 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
             seq: if idle { 0 } else { sv.seq },
             epoch: self.epoch,
             world,
+            session: p.session,
             seen: &bitmap[..blen],
         };
         let len = repr.buffer_len();
@@ -315,9 +317,16 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
         let Ok(q) = StatusRepr::parse(&StatusPacket::new_unchecked(bytes)) else {
             return Verdict::Drop(DropReason::Malformed);
         };
-        let Some(job) = self.jobs.find(q.job).and_then(|i| self.jobs.get(i)) else {
-            return self.refuse(q.job, q.rank, AbortReason::UnknownJob, 0, 0, out);
+        // Nothing to a stranger (§3.7, §4.2): an unknown job and a wrong tag are dropped
+        // unanswered, so a Status neither lists job ids nor reflects bytes without the key.
+        let Some(job) = self.jobs.find(q.job).and_then(|i| self.jobs.get_mut(i)) else {
+            return Verdict::Drop(DropReason::UnknownJob);
         };
+        if !q.verify(job.config.key) {
+            job.counters.unauthorized += 1;
+            return Verdict::Drop(DropReason::BadSession);
+        }
+        let job = &*job;
         let c = job.counters;
         let mut bitmap = [0u8; MAX_BITMAP_LEN];
         let blen = bitmap_len(job.wire_world()).min(MAX_BITMAP_LEN);

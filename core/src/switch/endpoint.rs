@@ -27,7 +27,10 @@
 //! then answers a Join of a lane another shard serves with Abort `WrongShard`, before the
 //! switch sees it, and writes the number of shards into its JoinReplies and StatusReplies.
 
+use core::hash::Hash;
+
 use super::{ControlPlane, DropReason, JobConfig, JobError, ParentLink, Tier, Verdict};
+use crate::auth::CookieJar;
 use crate::shard::Shard;
 use crate::time::{Duration, Instant};
 use crate::wire::{
@@ -74,7 +77,13 @@ enum Place<A> {
     Parent,
     /// A child: its ranks start at global rank `rank_lo`; its parent's job `job` is at
     /// `parent`.
-    Child { parent: A, job: u16, rank_lo: u16 },
+    Child {
+        parent: A,
+        job: u16,
+        rank_lo: u16,
+        /// The parent job's key, which the child's Joins up are signed with.
+        key: u64,
+    },
 }
 
 /// The lanes of one job.
@@ -85,6 +94,8 @@ struct JobRoutes<A, S> {
     storage: S,
     /// When the job's run last heard from a rank.
     last_heard: Option<Instant>,
+    /// A child's: the parent's cookie for it, and its last Join up (protocol.md §4.2).
+    up: admission::UpJoin,
 }
 
 /// The switch with its address table and run timer; `A`: an address, `S`: a job's lent
@@ -96,12 +107,14 @@ pub struct Endpoint<A, S, G, const JOBS: usize> {
     expired: u64,
     shard: Shard,
     redirected: u64,
+    cookies: CookieJar,
+    cookies_sent: u64,
     _address: core::marker::PhantomData<A>,
 }
 
 impl<A, S, G, const JOBS: usize> Endpoint<A, S, G, JOBS>
 where
-    A: Copy + PartialEq,
+    A: Copy + PartialEq + Hash,
     S: AsRef<[Route<A>]> + AsMut<[Route<A>]>,
     G: ControlPlane,
 {
@@ -110,6 +123,7 @@ where
 
     /// Serve `switch`; a run nobody has sent to for `idle_timeout` is released.
     pub fn new(switch: G, idle_timeout: Duration) -> Self {
+        let epoch = switch.epoch();
         Endpoint {
             switch,
             routes: [const { None }; JOBS],
@@ -117,6 +131,10 @@ where
             expired: 0,
             shard: Shard::SINGLE,
             redirected: 0,
+            // A stand-in secret until the adapter gives a random one: a cookie's freshness
+            // and address binding do not rest on its secrecy (the tag covers the cookie).
+            cookies: CookieJar::new(stand_in_secret(epoch)),
+            cookies_sent: 0,
             _address: core::marker::PhantomData,
         }
     }
@@ -126,6 +144,19 @@ where
     pub fn with_shard(mut self, shard: Shard) -> Self {
         self.shard = shard;
         self
+    }
+
+    /// Issue cookies (protocol.md §4.2) under `secret`, which the adapter draws at random
+    /// when it starts.
+    #[must_use]
+    pub fn with_cookie_secret(mut self, secret: [u8; 32]) -> Self {
+        self.cookies = CookieJar::new(secret);
+        self
+    }
+
+    /// Return how many Cookies were sent (Joins and Statuses without a valid cookie).
+    pub fn cookies_sent(&self) -> u64 {
+        self.cookies_sent
     }
 
     /// Return which shard this endpoint is.
@@ -174,6 +205,7 @@ where
             parent,
             job: link.job,
             rank_lo: link.rank_lo,
+            key: link.key,
         };
         self.install(config, Tier::Child(link), place, storage)
     }
@@ -198,6 +230,7 @@ where
             place,
             storage,
             last_heard: None,
+            up: admission::UpJoin::NONE,
         });
         Ok(())
     }
@@ -234,6 +267,12 @@ where
             self.switch.count_drop(DropReason::UnexpectedType);
             return Transmit::Nothing;
         }
+        if let Some(t) = self.demand_cookie(now, &from, bytes, out) {
+            return t;
+        }
+        if let Some(t) = self.parent_cookie(&from, bytes, out) {
+            return t;
+        }
         let verdict = self.switch.process(bytes, out);
         let (job, len, multicast) = match verdict {
             Verdict::Drop(_) => return Transmit::Nothing,
@@ -250,6 +289,9 @@ where
                     return Transmit::Nothing;
                 };
                 self.heard(id, now);
+                if let Some(up) = out.get_mut(..len) {
+                    self.sign_join_up(id, up);
+                }
                 let session = out
                     .get(..len)
                     .and_then(|b| wire::peek(b).ok().map(|k| (k.0, b)))
@@ -328,9 +370,10 @@ where
         });
         match kind {
             // Anything else of these reaches the switch, which refuses it.
-            MessageType::Result | MessageType::JoinReply | MessageType::Abort => {
-                children.all(|(parent, job)| job != id || parent == *from)
-            }
+            MessageType::Result
+            | MessageType::JoinReply
+            | MessageType::Abort
+            | MessageType::Cookie => children.all(|(parent, job)| job != id || parent == *from),
             _ => children.all(|(parent, _)| parent != *from),
         }
     }
@@ -545,6 +588,14 @@ where
     }
 }
 
+/// The cookie secret of an endpoint that was given none: distinct per switch incarnation.
+fn stand_in_secret(epoch: u32) -> [u8; 32] {
+    let mut s = [0x5Au8; 32];
+    s[..4].copy_from_slice(&epoch.to_be_bytes());
+    s
+}
+
+mod admission;
 #[cfg(test)]
 mod tiers;
 
@@ -557,8 +608,8 @@ mod tests {
     type TestEndpoint<'a> = Endpoint<u32, [Route<u32>; 4], Switch<'a, 8, 1, 2>, 2>;
     const OUT: usize = Switch::<8, 1, 2>::OUT_LEN;
 
-    fn join(rank: u16, slot_lo: u16, nonce: u32) -> [u8; 28] {
-        let mut b = [0u8; 28];
+    fn join(rank: u16, slot_lo: u16, nonce: u32) -> [u8; 44] {
+        let mut b = [0u8; 44];
         JoinRepr {
             job: 7,
             rank,
@@ -568,8 +619,10 @@ mod tests {
             count: 1,
             lanes: 2,
             nonce,
-            key: 9,
+            cookie: 0,
+            tag: [0; 16],
         }
+        .sign(9)
         .emit(&mut JoinPacket::new_unchecked(&mut b[..]));
         b
     }
@@ -627,24 +680,24 @@ mod tests {
         let t0 = Instant::from_millis(0);
         // Rank 0 from addresses 10 (slots 0..2) and 11 (slots 2..4); rank 1 from 20 and 21.
         assert!(matches!(
-            e.handle(t0, 10, &join(0, 0, 5), &mut out),
+            e.handle_admitted(t0, 10, &join(0, 0, 5), &mut out),
             Transmit::Reply { .. }
         ));
-        e.handle(t0, 11, &join(0, 2, 5), &mut out);
-        let t = e.handle(t0, 20, &join(1, 0, 6), &mut out);
+        e.handle_admitted(t0, 11, &join(0, 2, 5), &mut out);
+        let t = e.handle_admitted(t0, 20, &join(1, 0, 6), &mut out);
         assert_eq!(
             dests(&e, &t, 20),
             [10, 11, 20],
             "COMPLETE goes to every lane"
         );
-        let t = e.handle(t0, 21, &join(1, 2, 6), &mut out);
+        let t = e.handle_admitted(t0, 21, &join(1, 2, 6), &mut out);
         assert_eq!(dests(&e, &t, 21), [21], "a late lane hears it alone");
-        e.handle(t0, 11, &contribution(0, 3, 5), &mut out);
-        let t = e.handle(t0, 21, &contribution(1, 3, 5), &mut out);
+        e.handle_admitted(t0, 11, &contribution(0, 3, 5), &mut out);
+        let t = e.handle_admitted(t0, 21, &contribution(1, 3, 5), &mut out);
         assert!(matches!(t, Transmit::Lanes { slot: Some(3), .. }));
         assert_eq!(dests(&e, &t, 21), [11, 21]);
         // A stranger gets nothing routed and teaches nothing.
-        let forged = e.handle(t0, 99, &contribution(0, 1, 6), &mut out);
+        let forged = e.handle_admitted(t0, 99, &contribution(0, 1, 6), &mut out);
         assert_eq!(forged, Transmit::Nothing);
         // Idle runs are released after the timeout, not before.
         assert_eq!(e.poll_timeout(), Some(t0 + Duration::from_secs(60)));
@@ -654,8 +707,8 @@ mod tests {
         assert!(!e.switch().job(7).unwrap().has_run());
         assert_eq!((e.expired_runs(), e.poll_timeout()), (1, None));
         // A new run routes only to its own lanes.
-        e.handle(t0, 30, &join(0, 0, 8), &mut out);
-        let t = e.handle(t0, 40, &join(1, 0, 9), &mut out);
+        e.handle_admitted(t0, 30, &join(0, 0, 8), &mut out);
+        let t = e.handle_admitted(t0, 40, &join(1, 0, 9), &mut out);
         assert_eq!(dests(&e, &t, 40), [30, 40]);
     }
 
@@ -664,7 +717,7 @@ mod tests {
         let mut pool = [Slot::IDLE; 4];
         let mut e = endpoint(&mut pool, 1);
         let mut out = [0u8; OUT];
-        e.handle(Instant::from_millis(0), 10, &join(0, 0, 5), &mut out);
+        e.handle_admitted(Instant::from_millis(0), 10, &join(0, 0, 5), &mut out);
         let t = e.shutdown(&mut out).unwrap();
         assert_eq!(dests(&e, &t, 0), [10]);
         let a = crate::wire::AbortRepr::parse(&AbortPacket::new_unchecked(&out[..20])).unwrap();
@@ -686,8 +739,8 @@ mod tests {
         e.add_job(JOB_7, [None; 4]).unwrap();
         let mut out = [0u8; OUT];
         let t0 = Instant::from_millis(0);
-        e.handle(t0, 10, &join(0, 0, 5), &mut out);
-        e.handle(t0, 20, &join(1, 0, 6), &mut out);
+        e.handle_admitted(t0, 10, &join(0, 0, 5), &mut out);
+        e.handle_admitted(t0, 20, &join(1, 0, 6), &mut out);
         let mut probe = [0u8; 20];
         crate::wire::ProbeRepr {
             job: 7,
@@ -701,7 +754,7 @@ mod tests {
         .emit(&mut crate::wire::ProbePacket::new_unchecked(&mut probe[..]));
         let later = t0 + Duration::from_secs(59);
         assert!(matches!(
-            e.handle(later, 99, &probe, &mut out),
+            e.handle_admitted(later, 99, &probe, &mut out),
             Transmit::Reply { .. }
         ));
         e.handle_timeout(t0 + Duration::from_secs(60));

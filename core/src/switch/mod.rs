@@ -384,7 +384,8 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
             MessageType::Result
             | MessageType::JoinReply
             | MessageType::ProbeReply
-            | MessageType::StatusReply => Verdict::Drop(DropReason::UnexpectedType),
+            | MessageType::StatusReply
+            | MessageType::Cookie => Verdict::Drop(DropReason::UnexpectedType),
             MessageType::Unknown(_) => Verdict::Drop(DropReason::UnknownType),
         }
     }

@@ -363,7 +363,7 @@ fn count_mismatch_is_dropped() {
     assert_eq!(v, Verdict::Drop(DropReason::CountMismatch));
 }
 
-fn join(rank: u16, world: u16, slot_lo: u16, slot_count: u16, count: u16) -> [u8; 28] {
+fn join(rank: u16, world: u16, slot_lo: u16, slot_count: u16, count: u16) -> [u8; 44] {
     join_as(
         rank,
         world,
@@ -384,7 +384,7 @@ fn join_as(
     count: u16,
     nonce: u32,
     key: u64,
-) -> [u8; 28] {
+) -> [u8; 44] {
     let lanes = 8u16.checked_div(slot_count).unwrap_or(1).max(1);
     let repr = JoinRepr {
         job: 7,
@@ -395,13 +395,15 @@ fn join_as(
         count,
         lanes,
         nonce,
-        key,
-    };
+        cookie: 0,
+        tag: [0; 16],
+    }
+    .sign(key);
     join_repr(repr)
 }
 
-fn join_repr(repr: JoinRepr) -> [u8; 28] {
-    let mut b = [0u8; 28];
+fn join_repr(repr: JoinRepr) -> [u8; 44] {
+    let mut b = [0u8; 44];
     repr.emit(&mut JoinPacket::new_unchecked(&mut b[..]));
     b
 }
@@ -704,7 +706,10 @@ fn two_jobs_share_the_pool_without_interference() {
     .unwrap();
     let mut out = [0u8; OUT];
     let mut j = join(0, 1, 0, 4, 8);
-    j[3] = 8;
+    let repr = JoinRepr::parse(&JoinPacket::new_unchecked(&j[..])).unwrap();
+    JoinRepr { job: 8, ..repr }
+        .sign(KEY)
+        .emit(&mut JoinPacket::new_unchecked(&mut j[..]));
     assert!(matches!(
         send(&mut s, &j, &mut out),
         Verdict::Multicast { job: 8, .. }
@@ -737,11 +742,15 @@ fn status_reports_joined_ranks_and_counters() {
         &mut out,
     );
     send(&mut s, &[0xEE; 5], &mut out);
-    let mut b = [0u8; 8];
+    let mut b = [0u8; 36];
     StatusRepr {
         job: 7,
         rank: 0xFFFF,
+        nonce: 1,
+        cookie: 0,
+        tag: [0; 16],
     }
+    .sign(KEY)
     .emit(&mut StatusPacket::new_unchecked(&mut b[..]));
     let v = send(&mut s, &b, &mut out);
     let Verdict::Unicast {
@@ -775,9 +784,27 @@ fn status_reports_joined_ranks_and_counters() {
     assert_eq!(r.counters.drops[class(DropReason::Malformed)], 1);
     assert_eq!(r.counters.drops[class(DropReason::BadSource)], 1);
     assert_eq!(r.counters.dropped, 2);
+    // Nothing to a stranger (§3.7, §4.2): a Status of an unknown job, or without the key,
+    // is dropped unanswered and counted.
     b[3] = 99;
     let v = send(&mut s, &b, &mut out);
-    assert_eq!(abort_of(&out, v).reason, AbortReason::UnknownJob);
+    assert_eq!(v, Verdict::Drop(DropReason::UnknownJob));
+    let mut forged = [0u8; 36];
+    StatusRepr {
+        job: 7,
+        rank: 0,
+        nonce: 1,
+        cookie: 0,
+        tag: [0; 16],
+    }
+    .sign(KEY ^ 1)
+    .emit(&mut StatusPacket::new_unchecked(&mut forged[..]));
+    let before = s.job(7).unwrap().counters().unauthorized;
+    assert_eq!(
+        send(&mut s, &forged, &mut out),
+        Verdict::Drop(DropReason::BadSession)
+    );
+    assert_eq!(s.job(7).unwrap().counters().unauthorized, before + 1);
 }
 
 #[test]

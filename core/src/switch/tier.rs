@@ -97,15 +97,19 @@ impl<const WORDS: usize> Job<WORDS> {
 impl ParentLink {
     /// Write this child's Join to the parent, for the lane of the worker Join `j`, with
     /// the child's run's session as its nonce; return its length.
+    /// The Join carries a tag under the parent job's key and no cookie: the endpoint in
+    /// front puts in the parent's cookie and signs again (§4.2), as a P4 switch's controller
+    /// does.
     pub(crate) fn emit_join(&self, j: &JoinRepr, session: u32, out: &mut [u8]) -> Option<usize> {
         let repr = JoinRepr {
             job: self.job,
             rank: self.member,
             world: self.members,
             nonce: session,
-            key: self.key,
+            cookie: 0,
             ..*j
-        };
+        }
+        .sign(self.key);
         let len = repr.buffer_len();
         repr.emit(&mut JoinPacket::new_unchecked(out.get_mut(..len)?));
         Some(len)

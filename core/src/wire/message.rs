@@ -5,10 +5,10 @@
 //! `bytes` back, unknown message types included (protocol.md §2).
 
 use super::{
-    data, peek, prefix, split_mut, AbortPacket, AbortRepr, DataPacket, DataRepr, Error, JoinPacket,
-    JoinReplyPacket, JoinReplyRepr, JoinRepr, LeavePacket, LeaveRepr, MessageType, Prefix,
-    ProbePacket, ProbeReplyPacket, ProbeReplyRepr, ProbeRepr, Result, StatusPacket,
-    StatusReplyPacket, StatusReplyRepr, StatusRepr, MAX_BITMAP_LEN,
+    data, peek, prefix, split_mut, AbortPacket, AbortRepr, CookiePacket, CookieRepr, DataPacket,
+    DataRepr, Error, JoinPacket, JoinReplyPacket, JoinReplyRepr, JoinRepr, LeavePacket, LeaveRepr,
+    MessageType, Prefix, ProbePacket, ProbeReplyPacket, ProbeReplyRepr, ProbeRepr, Result,
+    StatusPacket, StatusReplyPacket, StatusReplyRepr, StatusRepr, MAX_BITMAP_LEN,
 };
 
 /// One message of any type, validated; variable parts are borrowed from the datagram.
@@ -36,6 +36,8 @@ pub enum Message<'a> {
     StatusReply(StatusReplyRepr<'a>),
     /// A Leave.
     Leave(LeaveRepr),
+    /// A Cookie.
+    Cookie(CookieRepr),
     /// A message of a type this version does not know, kept as it came.
     Unknown {
         /// The type byte; never one of the known types.
@@ -80,6 +82,9 @@ impl<'a> Message<'a> {
             MessageType::Leave => {
                 Message::Leave(LeaveRepr::parse(&LeavePacket::new_unchecked(bytes))?)
             }
+            MessageType::Cookie => {
+                Message::Cookie(CookieRepr::parse(&CookiePacket::new_unchecked(bytes))?)
+            }
             MessageType::Unknown(msg_type) => Message::Unknown {
                 msg_type,
                 job,
@@ -101,6 +106,7 @@ impl<'a> Message<'a> {
             Message::Status(_) => MessageType::Status,
             Message::StatusReply(_) => MessageType::StatusReply,
             Message::Leave(_) => MessageType::Leave,
+            Message::Cookie(_) => MessageType::Cookie,
             Message::Unknown { msg_type, .. } => MessageType::Unknown(*msg_type),
         }
     }
@@ -117,6 +123,7 @@ impl<'a> Message<'a> {
             Message::Status(repr) => repr.job,
             Message::StatusReply(repr) => repr.job,
             Message::Leave(repr) => repr.job,
+            Message::Cookie(repr) => repr.job,
             Message::Unknown { job, .. } => *job,
         }
     }
@@ -133,6 +140,7 @@ impl<'a> Message<'a> {
             Message::Status(repr) => repr.rank,
             Message::StatusReply(repr) => repr.rank,
             Message::Leave(repr) => repr.rank,
+            Message::Cookie(repr) => repr.rank,
             Message::Unknown { rank, .. } => *rank,
         }
     }
@@ -149,6 +157,7 @@ impl<'a> Message<'a> {
             Message::Status(repr) => repr.buffer_len(),
             Message::StatusReply(repr) => repr.buffer_len(),
             Message::Leave(repr) => repr.buffer_len(),
+            Message::Cookie(repr) => repr.buffer_len(),
             Message::Unknown { body, .. } => prefix::LEN + body.len(),
         }
     }
@@ -186,7 +195,11 @@ impl<'a> Message<'a> {
             },
             Message::StatusReply(repr) => bitmap(repr.joined),
             Message::Join(repr) if repr.nonce == 0 => Err(Error::Field("nonce")),
-            Message::Join(_) | Message::Abort(_) | Message::Status(_) | Message::Leave(_) => Ok(()),
+            Message::Join(_)
+            | Message::Abort(_)
+            | Message::Status(_)
+            | Message::Leave(_)
+            | Message::Cookie(_) => Ok(()),
         }
     }
 
@@ -214,6 +227,7 @@ impl<'a> Message<'a> {
             Message::Status(repr) => repr.emit(&mut StatusPacket::new_unchecked(out)),
             Message::StatusReply(repr) => repr.emit(&mut StatusReplyPacket::new_unchecked(out)),
             Message::Leave(repr) => repr.emit(&mut LeavePacket::new_unchecked(out)),
+            Message::Cookie(repr) => repr.emit(&mut CookiePacket::new_unchecked(out)),
             Message::Unknown {
                 msg_type,
                 job,
@@ -244,6 +258,7 @@ impl core::fmt::Display for Message<'_> {
             Message::Status(repr) => repr.fmt(f),
             Message::StatusReply(repr) => repr.fmt(f),
             Message::Leave(repr) => repr.fmt(f),
+            Message::Cookie(repr) => repr.fmt(f),
             Message::Unknown {
                 msg_type,
                 job,
@@ -267,6 +282,7 @@ mod tests {
     fn decode_known_bytes_of_every_kind() {
         let join = [
             1, 0x10, 0, 7, 0, 3, 0, 4, 0, 8, 0, 4, 1, 0, 0, 3, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9,
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
         ];
         assert!(matches!(
             Message::parse(&join),
@@ -385,17 +401,21 @@ mod tests {
             Message::parse(&[1, 0x12, 0, 0, 0, 0]),
             Err(Error::Truncated)
         );
-        let join = Message::Join(JoinRepr {
-            job: 1,
-            rank: 2,
-            world: 3,
-            slot_lo: 0,
-            slot_count: 1,
-            count: 64,
-            lanes: 1,
-            nonce: 9,
-            key: 10,
-        });
+        let join = Message::Join(
+            JoinRepr {
+                job: 1,
+                rank: 2,
+                world: 3,
+                slot_lo: 0,
+                slot_count: 1,
+                count: 64,
+                lanes: 1,
+                nonce: 9,
+                cookie: 0,
+                tag: [0; 16],
+            }
+            .sign(10),
+        );
         assert_eq!(join.emit(&mut [0u8; 27]), Err(Error::BufferTooSmall));
         let big = [0u8; MAX_BITMAP_LEN + 1];
         let reply = Message::JoinReply(JoinReplyRepr {

@@ -138,6 +138,7 @@ macro_rules! packet_view {
 pub(crate) use packet_view;
 
 pub mod abort;
+pub mod cookie;
 pub mod data;
 pub mod join;
 pub mod join_reply;
@@ -149,6 +150,7 @@ pub mod status;
 pub mod status_reply;
 
 pub use abort::{AbortPacket, AbortReason, AbortRepr};
+pub use cookie::{CookiePacket, CookieRepr};
 pub use data::{DataKind, DataPacket, DataRepr, Flags};
 pub use join::{JoinPacket, JoinRepr};
 pub use join_reply::{JoinFlags, JoinReplyPacket, JoinReplyRepr};
@@ -231,6 +233,8 @@ pub enum MessageType {
     StatusReply,
     /// 0x17, worker → switch.
     Leave,
+    /// 0x18, switch → worker or tool.
+    Cookie,
     /// A type this version does not know.
     Unknown(u8),
 }
@@ -248,6 +252,7 @@ impl From<u8> for MessageType {
             0x15 => MessageType::Status,
             0x16 => MessageType::StatusReply,
             0x17 => MessageType::Leave,
+            0x18 => MessageType::Cookie,
             other => MessageType::Unknown(other),
         }
     }
@@ -267,6 +272,7 @@ impl MessageType {
             MessageType::Status => 0x15,
             MessageType::StatusReply => 0x16,
             MessageType::Leave => 0x17,
+            MessageType::Cookie => 0x18,
             MessageType::Unknown(other) => other,
         }
     }

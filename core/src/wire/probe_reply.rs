@@ -3,8 +3,12 @@
 //! ```text
 //!  0: version | 1: type | 2-3: job | 4-5: rank | 6-7: slot | 8: ver | 9: state
 //! 10-11: remaining | 12-15: seq | 16-19: epoch | 20-21: world | 22-23: bitmap_len
-//! 24-: seen bitmap (bitmap_len bytes)
+//! 24-27: session | 28-: seen bitmap (bitmap_len bytes)
 //! ```
+//!
+//! The session is the Probe's, echoed: a worker takes a ProbeReply (and the epoch in it) only
+//! if it names the worker's own run, so no one who cannot read the run's packets can forge one
+//! (§4.2).
 
 use zerocopy::network_endian::{U16, U32};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
@@ -35,6 +39,8 @@ pub struct Header {
     pub world: U16,
     /// Length of the bitmap in bytes.
     pub bitmap_len: U16,
+    /// The session of the Probe this answers.
+    pub session: U32,
 }
 
 /// Length of the fixed part, before the bitmap: the size of [`Header`].
@@ -130,6 +136,11 @@ impl<T: AsRef<[u8]>> ProbeReplyPacket<T> {
         self.header().bitmap_len.get()
     }
 
+    /// Return the session field.
+    pub fn session(&self) -> u32 {
+        self.header().session.get()
+    }
+
     /// Return the seen bitmap: `bitmap_len` bytes after the fixed part.
     pub fn bitmap(&self) -> &[u8] {
         &self.tail()[..usize::from(self.bitmap_len())]
@@ -177,6 +188,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> ProbeReplyPacket<T> {
         self.header_mut().bitmap_len.set(v);
     }
 
+    /// Set the session field.
+    pub fn set_session(&mut self, v: u32) {
+        self.header_mut().session.set(v);
+    }
+
     /// Return the seen bitmap mutably: `bitmap_len` bytes after the fixed part.
     pub fn bitmap_mut(&mut self) -> &mut [u8] {
         let len = usize::from(self.bitmap_len());
@@ -206,6 +222,8 @@ pub struct ProbeReplyRepr<'a> {
     pub epoch: u32,
     /// The job's world size.
     pub world: u16,
+    /// The session of the Probe this answers.
+    pub session: u32,
     /// The seen bitmap of the held use, at most [`MAX_BITMAP_LEN`] bytes.
     pub seen: &'a [u8],
 }
@@ -235,6 +253,7 @@ impl<'a> ProbeReplyRepr<'a> {
             seq: h.seq.get(),
             epoch: h.epoch.get(),
             world: h.world.get(),
+            session: h.session.get(),
             seen: bitmap,
         })
     }
@@ -261,19 +280,20 @@ impl<'a> ProbeReplyRepr<'a> {
             epoch: U32::new(self.epoch),
             world: U16::new(self.world),
             bitmap_len: U16::new(self.seen.len() as u16),
+            session: U32::new(self.session),
         };
         bitmap[..self.seen.len()].copy_from_slice(self.seen);
     }
 }
 
 /// One line: `ProbeReply job 7 rank 2 slot 5 ver 1 seq 9 state Collecting remaining 3
-/// world 12 seen 9/12 epoch 0x0000002a` (`seen`: ranks in the bitmap / world).
+/// world 12 seen 9/12 epoch 0x0000002a session 0x01020304` (`seen`: ranks in the bitmap / world).
 impl core::fmt::Display for ProbeReplyRepr<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(
             f,
             "ProbeReply job {} rank {} slot {} ver {} seq {} state {:?} remaining {} world {} \
-             seen {} epoch {:#010x}",
+             seen {} epoch {:#010x} session {:#010x}",
             self.job,
             super::show::Rank(self.rank),
             self.slot,
@@ -283,7 +303,8 @@ impl core::fmt::Display for ProbeReplyRepr<'_> {
             self.remaining,
             self.world,
             super::show::Ranks(self.seen, self.world),
-            self.epoch
+            self.epoch,
+            self.session
         )
     }
 }
@@ -293,10 +314,10 @@ mod tests {
     use super::*;
 
     // Job 7, to rank 2: slot 5 version 1 is collecting use 9, 3 of 12 missing (ranks 2, 8, 11),
-    // epoch 42.
-    const BYTES: [u8; 26] = [
+    // epoch 42, session 0x01020304.
+    const BYTES: [u8; 30] = [
         0x01, 0x13, 0x00, 0x07, 0x00, 0x02, 0x00, 0x05, 0x01, 0x01, 0x00, 0x03, 0x00, 0x00, 0x00,
-        0x09, 0x00, 0x00, 0x00, 0x2A, 0x00, 0x0C, 0x00, 0x02, 0xFB, 0x06,
+        0x09, 0x00, 0x00, 0x00, 0x2A, 0x00, 0x0C, 0x00, 0x02, 0x01, 0x02, 0x03, 0x04, 0xFB, 0x06,
     ];
     const REPR: ProbeReplyRepr<'static> = ProbeReplyRepr {
         job: 7,
@@ -308,6 +329,7 @@ mod tests {
         seq: 9,
         epoch: 42,
         world: 12,
+        session: 0x0102_0304,
         seen: &[0xFB, 0x06],
     };
 
@@ -320,8 +342,8 @@ mod tests {
 
     #[test]
     fn encode_to_known_bytes() {
-        let mut buf = [0xAAu8; 26];
-        assert_eq!(REPR.buffer_len(), 26);
+        let mut buf = [0xAAu8; 30];
+        assert_eq!(REPR.buffer_len(), 30);
         REPR.emit(&mut ProbeReplyPacket::new_unchecked(&mut buf[..]));
         assert_eq!(buf, BYTES);
     }
@@ -340,10 +362,10 @@ mod tests {
     #[test]
     fn reject_impossible_lengths_and_fields() {
         let check = |b: &[u8]| ProbeReplyPacket::new_checked(b).err();
-        assert_eq!(check(&BYTES[..23]), Some(Error::Truncated));
-        assert_eq!(check(&BYTES[..25]), Some(Error::Truncated));
-        let mut long = [0u8; 27];
-        long[..26].copy_from_slice(&BYTES);
+        assert_eq!(check(&BYTES[..27]), Some(Error::Truncated));
+        assert_eq!(check(&BYTES[..29]), Some(Error::Truncated));
+        let mut long = [0u8; 31];
+        long[..30].copy_from_slice(&BYTES);
         assert_eq!(check(&long), Some(Error::TrailingBytes));
         fn parse(b: &[u8]) -> Result<ProbeReplyRepr<'_>> {
             ProbeReplyRepr::parse(&ProbeReplyPacket::new_unchecked(b))
@@ -370,12 +392,12 @@ mod tests {
         assert_eq!(
             REPR.to_string(),
             "ProbeReply job 7 rank 2 slot 5 ver 1 seq 9 state Collecting remaining 3 world 12 \
-             seen 9/12 epoch 0x0000002a"
+             seen 9/12 epoch 0x0000002a session 0x01020304"
         );
     }
 
     #[test]
     fn header_len_is_derived_from_the_fields() {
-        assert_eq!(HEADER_LEN, 24);
+        assert_eq!(HEADER_LEN, 28);
     }
 }

@@ -6,8 +6,9 @@ use crate::quant::Tensor;
 use crate::ranks::WorldSet;
 use crate::time::Instant;
 use crate::wire::{
-    AbortPacket, AbortReason, AbortRepr, JoinFlags, JoinPacket, JoinReplyRepr, JoinRepr,
-    LeavePacket, LeaveRepr, ProbeFlags, ProbePacket, ProbeReplyRepr, ProbeRepr, SlotState,
+    AbortPacket, AbortReason, AbortRepr, CookieRepr, JoinFlags, JoinPacket, JoinReplyRepr,
+    JoinRepr, LeavePacket, LeaveRepr, ProbeFlags, ProbePacket, ProbeReplyRepr, ProbeRepr,
+    SlotState,
 };
 
 impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> {
@@ -22,17 +23,42 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             count: c.count,
             lanes: c.lanes,
             nonce: c.nonce,
-            key: c.key,
-        };
+            cookie: self.cookie,
+            tag: [0; crate::auth::TAG_LEN],
+        }
+        .sign(c.key);
         let len = repr.buffer_len();
         let Some(out) = buf.get_mut(..len) else {
             self.fail(WorkerError::BufferTooSmall { need: len });
             return None;
         };
         repr.emit(&mut JoinPacket::new_unchecked(out));
+        if !self.join_due_to_cookie {
+            self.cookie_resent = false;
+        }
         self.join_due = false;
+        self.join_due_to_cookie = false;
         self.timers.set(Timer::JoinResend, now + c.join_interval);
         Some(len)
+    }
+
+    /// The switch's Cookie for this lane (§3.10, §4.2): the next Join carries it. Only an
+    /// answer to this process's Join counts; the first new cookie since the last timed Join
+    /// sends the Join again at once, any later one waits for the timer.
+    pub(super) fn on_cookie(&mut self, c: &CookieRepr) {
+        if self.phase != Phase::Joining || c.nonce != self.config.nonce {
+            self.stats.ignored += 1;
+            return;
+        }
+        if c.cookie == self.cookie {
+            return;
+        }
+        self.cookie = c.cookie;
+        if !self.cookie_resent {
+            self.cookie_resent = true;
+            self.join_due = true;
+            self.join_due_to_cookie = true;
+        }
     }
 
     pub(super) fn on_join_reply(&mut self, _now: Instant, r: &JoinReplyRepr<'_>) {

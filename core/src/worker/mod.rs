@@ -114,7 +114,13 @@ impl Config {
 
     /// Return the largest datagram this lane sends (the transmit buffer size it needs).
     pub const fn max_datagram(&self) -> usize {
-        wire::data::HEADER_LEN + 4 * self.count as usize
+        // A Contribution, or a Join (44 bytes) where chunks are smaller than it.
+        let data = wire::data::HEADER_LEN + 4 * self.count as usize;
+        if data > wire::join::LEN {
+            data
+        } else {
+            wire::join::LEN
+        }
     }
 }
 
@@ -193,6 +199,13 @@ pub struct Worker<B, const SLOTS: usize, const QUEUE: usize> {
     shards: u16,
     /// The switch answers a Probe with `RESULT` set with the Result (§6.1).
     probe_results: bool,
+    /// The switch's cookie for this lane's address (§4.2), 0 before one came.
+    cookie: u64,
+    /// A Cookie already made the Join go out at once since the last timed one: another
+    /// waits for the resend timer, so forged Cookies cannot make a lane send a Join each.
+    cookie_resent: bool,
+    /// The Join now due was made due by a Cookie.
+    join_due_to_cookie: bool,
     /// The shard to move to, not yet told to the adapter.
     redirect_event: Option<u16>,
     /// Ranks joined at the last JoinReply; whether any came.
@@ -262,6 +275,9 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             leave_pending: false,
             shards: 1,
             probe_results: false,
+            cookie: 0,
+            cookie_resent: false,
+            join_due_to_cookie: false,
             redirect_event: None,
             joined: None,
             join_due: true,
@@ -462,7 +478,14 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
                 self.on_result(now, &repr, payload)
             }
             Message::JoinReply(r) if self.is_for_me(r.job, r.rank) => self.on_join_reply(now, &r),
-            Message::ProbeReply(r) if self.is_for_me(r.job, r.rank) => self.on_probe_reply(&r),
+            // A ProbeReply names the Probe's session: only one of this lane's run counts, so
+            // no one who cannot read the run forges a switch restart with it (§4.2).
+            Message::ProbeReply(r)
+                if self.is_for_me(r.job, r.rank) && r.session != 0 && r.session == self.session =>
+            {
+                self.on_probe_reply(&r)
+            }
+            Message::Cookie(c) if self.is_for_me(c.job, c.rank) => self.on_cookie(&c),
             Message::Abort(a) if a.job == self.config.job && self.admits_abort(a.session) => {
                 self.on_abort(&a)
             }
@@ -665,6 +688,8 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
     }
 }
 
+#[cfg(test)]
+mod admission_tests;
 #[cfg(test)]
 mod cache_tests;
 #[cfg(test)]

@@ -98,9 +98,11 @@ pub(super) fn join_both(w: &mut TestWorker<'_>, s: &mut Switch<'_, 8, 1, 1>) {
         count: w.config().count,
         lanes: w.config().lanes,
         nonce: RANK1_NONCE,
-        key: 0,
-    };
-    let mut b = [0u8; 28];
+        cookie: 0,
+        tag: [0; 16],
+    }
+    .sign(0);
+    let mut b = [0u8; 44];
     join.emit(&mut crate::wire::JoinPacket::new_unchecked(&mut b[..]));
     let _ = s.process(&b, &mut out);
     for a in exchange(w, s, ms(0)) {
@@ -271,7 +273,7 @@ fn a_lane_of_a_rank_with_another_number_of_lanes_fails_naming_the_runs() {
     let mut pool = [Slot::<8, 1>::IDLE; 4];
     let mut s = job_3(&mut pool);
     // Rank 1 opens the run with 2 lanes of 2 slots; this rank has 1 lane of 2 slots.
-    let mut b = [0u8; 28];
+    let mut b = [0u8; 44];
     crate::wire::JoinRepr {
         job: 3,
         rank: 1,
@@ -281,8 +283,10 @@ fn a_lane_of_a_rank_with_another_number_of_lanes_fails_naming_the_runs() {
         count: 2,
         lanes: 2,
         nonce: RANK1_NONCE,
-        key: 0,
+        cookie: 0,
+        tag: [0; 16],
     }
+    .sign(0)
     .emit(&mut crate::wire::JoinPacket::new_unchecked(&mut b[..]));
     let mut out = [0u8; 512];
     let _ = s.process(&b, &mut out);
@@ -343,7 +347,7 @@ fn bad_configurations_are_refused() {
 fn a_too_small_transmit_buffer_fails_with_a_clear_error() {
     let mut w = TestWorker::new(config()).unwrap();
     assert_eq!(w.poll_transmit(ms(0), &mut [0u8; 8]), None);
-    assert_eq!(w.failure(), Some(&WorkerError::BufferTooSmall { need: 28 }));
+    assert_eq!(w.failure(), Some(&WorkerError::BufferTooSmall { need: 44 }));
 }
 
 #[test]

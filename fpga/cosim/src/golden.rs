@@ -91,17 +91,21 @@ pub fn wire_case(seed: u64) -> Result<Case, String> {
     let mut session = Session::<LARGE_MAX_COUNT>::new(0xE90C, &jobs, seed);
     for job in &jobs {
         for rank in 0..job.world {
-            let join = Message::Join(JoinRepr {
-                job: job.id,
-                rank,
-                world: job.world,
-                slot_lo: 0,
-                slot_count: job.slot_count,
-                lanes: 1,
-                count: 64,
-                nonce: WIRE_SESSION,
-                key: job.key,
-            });
+            let join = Message::Join(
+                JoinRepr {
+                    job: job.id,
+                    rank,
+                    world: job.world,
+                    slot_lo: 0,
+                    slot_count: job.slot_count,
+                    lanes: 1,
+                    count: 64,
+                    nonce: WIRE_SESSION,
+                    cookie: 0,
+                    tag: [0; 16],
+                }
+                .sign(job.key),
+            );
             let mut b = vec![0u8; join.buffer_len()];
             join.emit(&mut b).map_err(|e| format!("{e:?}"))?;
             session.packet(&b);

@@ -24,18 +24,22 @@ pub fn contributions<const K: usize>(count: u16, world: u16, uses: u32) -> Sessi
     let c = job(world);
     let mut s = Session::<K>::new(1, &[c], 0);
     for rank in 0..world {
-        let join = Message::Join(JoinRepr {
-            job: 1,
-            rank,
-            world,
-            slot_lo: 0,
-            slot_count: 16,
-            lanes: 1,
-            // The Join's chunk size must be 1 or more, even for a timing of priming chunks.
-            count: count.max(1),
-            nonce: 100 + u32::from(rank),
-            key: 1,
-        });
+        let join = Message::Join(
+            JoinRepr {
+                job: 1,
+                rank,
+                world,
+                slot_lo: 0,
+                slot_count: 16,
+                lanes: 1,
+                // The Join's chunk size must be 1 or more, even for a timing of priming chunks.
+                count: count.max(1),
+                nonce: 100 + u32::from(rank),
+                cookie: 0,
+                tag: [0; 16],
+            }
+            .sign(1),
+        );
         let mut b = vec![0u8; join.buffer_len()];
         let _ = join.emit(&mut b);
         s.packet(&b);

@@ -108,17 +108,21 @@ impl<const K: usize> Workers<K> {
 
     fn join(&mut self, j: usize, rank: u16, key: u64, world: u16) -> Vec<u8> {
         let c = self.jobs[j];
-        emit(Message::Join(JoinRepr {
-            job: c.id,
-            rank,
-            world,
-            slot_lo: 0,
-            slot_count: c.slot_count,
-            lanes: 1,
-            count: K as u16,
-            nonce: self.nonce(j, rank),
-            key,
-        }))
+        emit(Message::Join(
+            JoinRepr {
+                job: c.id,
+                rank,
+                world,
+                slot_lo: 0,
+                slot_count: c.slot_count,
+                lanes: 1,
+                count: K as u16,
+                nonce: self.nonce(j, rank),
+                cookie: 0,
+                tag: [0; 16],
+            }
+            .sign(key),
+        ))
     }
 
     fn value(&mut self) -> i32 {
@@ -290,7 +294,14 @@ pub fn sequence<const K: usize>(seed: u64, packets: usize, stall_seed: u64) -> S
             let ver = w.rng.between(0, 1) as u8;
             batch.push(probe(job, rank, slot, ver, 0, sess));
         } else if roll < 96 {
-            batch.push(emit(Message::Status(StatusRepr { job: c.id, rank: 0 })));
+            let status = StatusRepr {
+                job: c.id,
+                rank: 0,
+                nonce: 1,
+                cookie: 0,
+                tag: [0; 16],
+            };
+            batch.push(emit(Message::Status(status.sign(c.key))));
         } else if roll < 98 {
             // Joins that fail, resend, or restart a rank.
             let rank = w.pick(usize::from(c.world)) as u16;

@@ -143,17 +143,21 @@ fn control_types_go_to_the_host_and_a_join_writes_the_session_into_the_table() {
         key: 9,
     };
     let mut s = Session::<8>::new(5, &[job], 0);
-    let join = switchml_core::wire::Message::Join(switchml_core::wire::JoinRepr {
-        job: 7,
-        rank: 0,
-        world: 1,
-        slot_lo: 0,
-        slot_count: 2,
-        lanes: 1,
-        count: 8,
-        nonce: 0xABCD,
-        key: 9,
-    });
+    let join = switchml_core::wire::Message::Join(
+        switchml_core::wire::JoinRepr {
+            job: 7,
+            rank: 0,
+            world: 1,
+            slot_lo: 0,
+            slot_count: 2,
+            lanes: 1,
+            count: 8,
+            nonce: 0xABCD,
+            cookie: 0,
+            tag: [0; 16],
+        }
+        .sign(9),
+    );
     let mut b = vec![0u8; join.buffer_len()];
     join.emit(&mut b).unwrap();
     s.packet(&b);

@@ -44,8 +44,10 @@ fn stream(count: u16) -> Vec<Vec<u8>> {
             count,
             lanes: 1,
             nonce: SESSION + u32::from(rank),
-            key: KEY,
-        };
+            cookie: 0,
+            tag: [0; 16],
+        }
+        .sign(KEY);
         let mut b = vec![0u8; repr.buffer_len()];
         repr.emit(&mut JoinPacket::new_unchecked(&mut b[..]));
         out.push(b);

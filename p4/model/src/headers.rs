@@ -121,8 +121,36 @@ pub struct JoinHeader {
     pub lanes: u16,
     /// The worker process's nonce (non-zero): the session of the run it opens.
     pub nonce: u32,
-    /// The job's credential.
-    pub key: u64,
+    /// The prefix's job id and rank, which the tag covers.
+    pub job: u16,
+    /// The sender's rank, as the prefix states it.
+    pub rank: u16,
+    /// The switch's cookie for the sender (protocol.md §4.2).
+    pub cookie: u64,
+    /// The tag under the job's key (protocol.md §4.2).
+    pub tag: [u8; 16],
+}
+
+impl JoinHeader {
+    /// Whether the tag was made under `key` over this Join (protocol.md §4.2). A P4 data
+    /// plane cannot compute an HMAC: its controller checks the tag of every Join, which
+    /// reaches the pipeline only through the CPU port (p4/README.md, "Joins and the
+    /// controller"); the model checks it here, where the program checks that port.
+    pub fn verify(&self, key: u64) -> bool {
+        switchml_core::wire::JoinRepr {
+            job: self.job,
+            rank: self.rank,
+            world: self.world,
+            slot_lo: self.slot_lo,
+            slot_count: self.slot_count,
+            count: self.count,
+            lanes: self.lanes,
+            nonce: self.nonce,
+            cookie: self.cookie,
+            tag: self.tag,
+        }
+        .verify(key)
+    }
 }
 
 /// The JoinReply header after the prefix (protocol.md §3.3), as a child switch reads its
@@ -193,6 +221,9 @@ pub struct LeaveHeader {
 pub struct StatusHeader {
     /// Reserved bytes 6–7.
     pub reserved: u16,
+    /// The asker's nonce (non-zero); the cookie and tag after it are the controller's
+    /// (protocol.md §4.2).
+    pub nonce: u32,
 }
 
 /// Which header follows the prefix: the parser's `select` on version and type.

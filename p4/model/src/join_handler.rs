@@ -1,6 +1,7 @@
 //! `join_handler.p4`: the checks of a Join (protocol.md §3.2–3.3, §4 "Join", §4.1).
 //!
-//! A Join is checked against the job table entry in the reference's order — the job's key,
+//! A Join is checked against the job table entry in the reference's order — its tag under
+//! the job's key (the controller's check in the P4 programs, §4.2),
 //! rank, world size, slot range (the lane must lie in the job's slots, start at a multiple
 //! of its length, and be one of the `lanes` the Join states), count — and refused with an
 //! Abort naming the first mismatch.
@@ -53,7 +54,7 @@ impl JoinHandler {
         max_count: u16,
     ) -> JoinDecision {
         let c = job.config;
-        if h.key != c.key {
+        if !h.verify(c.key) {
             return JoinDecision::Refuse(AbortReason::BadKey, 0);
         }
         let Some(rank) = rank else {
@@ -97,6 +98,19 @@ mod tests {
             },
             group: 1,
         };
+        let signed = switchml_core::wire::JoinRepr {
+            job: 7,
+            rank: 1,
+            world: 2,
+            slot_lo: 4,
+            slot_count: 4,
+            count: 64,
+            lanes: 2,
+            nonce: 1,
+            cookie: 5,
+            tag: [0; 16],
+        }
+        .sign(0xAB);
         let h = JoinHeader {
             world: 2,
             slot_lo: 4,
@@ -104,37 +118,52 @@ mod tests {
             count: 64,
             lanes: 2,
             nonce: 1,
-            key: 0xAB,
+            job: 7,
+            rank: 1,
+            cookie: 5,
+            tag: signed.tag,
+        };
+        let resign = |h: JoinHeader| {
+            let r = switchml_core::wire::JoinRepr {
+                job: h.job,
+                rank: h.rank,
+                world: h.world,
+                slot_lo: h.slot_lo,
+                slot_count: h.slot_count,
+                count: h.count,
+                lanes: h.lanes,
+                nonce: h.nonce,
+                cookie: h.cookie,
+                tag: [0; 16],
+            }
+            .sign(0xAB);
+            JoinHeader { tag: r.tag, ..h }
         };
         let check = |rank, h| JoinHandler::apply(&job, job.config.world, rank, &h, 256);
         assert_eq!(check(Some(1), h), JoinDecision::Run { rank: 1 });
         let refuse = JoinDecision::Refuse;
-        let bad_key = JoinHeader {
-            key: 0xAC,
-            world: 9,
-            ..h
-        };
+        let bad_key = JoinHeader { world: 9, ..h };
         assert_eq!(check(None, bad_key), refuse(AbortReason::BadKey, 0));
         assert_eq!(check(None, h), refuse(AbortReason::UnknownRank, 2));
-        let world = JoinHeader { world: 3, ..h };
+        let world = resign(JoinHeader { world: 3, ..h });
         assert_eq!(check(Some(1), world), refuse(AbortReason::WorldMismatch, 2));
         // Empty, past the job's slots, not a lane, not one of the Join's 2 lanes.
         for (slot_lo, slot_count) in [(0, 0), (8, 8), (2, 4), (3, 2), (8, 4)] {
-            let range = JoinHeader {
+            let range = resign(JoinHeader {
                 slot_lo,
                 slot_count,
                 ..h
-            };
+            });
             assert_eq!(check(Some(1), range), refuse(AbortReason::SlotRange, 12));
         }
-        let one_lane = JoinHeader { lanes: 1, ..h };
+        let one_lane = resign(JoinHeader { lanes: 1, ..h });
         assert_eq!(
             check(Some(1), one_lane),
             refuse(AbortReason::SlotRange, 12),
             "lane 1 of 1"
         );
         for count in [0, 257] {
-            let count = JoinHeader { count, ..h };
+            let count = resign(JoinHeader { count, ..h });
             assert_eq!(
                 check(Some(1), count),
                 refuse(AbortReason::CountTooLarge, 256)

@@ -126,7 +126,7 @@ impl Parser {
                 Ok(r) => (Body::JoinReply(Some(r)), join_reply::HEADER_LEN),
                 Err(_) => (Body::JoinReply(None), wire::prefix::LEN),
             },
-            (wire::VERSION, 0x13 | 0x16) => (Body::SwitchOnly, wire::prefix::LEN),
+            (wire::VERSION, 0x13 | 0x16 | 0x18) => (Body::SwitchOnly, wire::prefix::LEN),
             (wire::VERSION, _) => (Body::Unknown, wire::prefix::LEN),
             _ => (Body::OtherVersion, wire::prefix::LEN),
         };
@@ -183,7 +183,10 @@ fn join_header(b: &[u8]) -> Result<JoinHeader, ParserError> {
         count: p.count(),
         lanes: p.lanes(),
         nonce: p.nonce(),
-        key: p.key(),
+        job: p.job_id(),
+        rank: p.rank(),
+        cookie: p.cookie(),
+        tag: p.tag(),
     })
 }
 
@@ -231,8 +234,10 @@ fn status_header(b: &[u8]) -> Result<StatusHeader, ParserError> {
     if b.len() < status::LEN {
         return Err(ParserError::PacketTooShort);
     }
+    let p = StatusPacket::new_unchecked(b);
     Ok(StatusHeader {
-        reserved: StatusPacket::new_unchecked(b).reserved(),
+        reserved: p.reserved(),
+        nonce: p.nonce(),
     })
 }
 
@@ -288,8 +293,16 @@ mod tests {
             Parser::parse_datagram(&[1, 0x15, 0, 7, 0, 0, 0]).err(),
             Some(ParserError::PacketTooShort)
         );
-        let h = Parser::parse_datagram(&[1, 0x15, 0, 7, 0, 9, 0, 0]).unwrap();
-        assert_eq!(h.body, Body::Status(StatusHeader { reserved: 0 }));
+        let mut status = [0u8; 36];
+        status[..6].copy_from_slice(&[1, 0x15, 0, 7, 0, 9]);
+        let h = Parser::parse_datagram(&status).unwrap();
+        assert_eq!(
+            h.body,
+            Body::Status(StatusHeader {
+                reserved: 0,
+                nonce: 0
+            })
+        );
         let leave = [1, 0x17, 0, 7, 0, 2, 0, 0, 1, 2, 3, 4];
         let h = Parser::parse_datagram(&leave).unwrap();
         let session = 0x0102_0304;

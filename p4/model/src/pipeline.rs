@@ -35,7 +35,7 @@
 //! ```
 
 use switchml_core::switch::{DropReason, Switch};
-use switchml_core::wire::{AbortReason, Flags, RANK_ALL};
+use switchml_core::wire::{AbortReason, Flags, StatusPacket, StatusRepr, RANK_ALL};
 
 use crate::bitmap_checker::BitmapChecker;
 use crate::classifier::{Classification, Classifier, JobEntry, Source};
@@ -361,7 +361,7 @@ impl Pipeline {
             Message::Join(j) => self.join(&h.prefix, &j, class, out),
             Message::Probe(p) => self.probe(&h.prefix, &p, class, out),
             Message::Abort(a) => self.abort(&h.prefix, &a, class, h.datagram, out),
-            Message::Status(_) => self.status(&h.prefix, class, out),
+            Message::Status(_) => self.status(&h.prefix, class, h.datagram, out),
             Message::Leave(l) => self.leave(&h.prefix, &l, class),
             Message::Result(_) | Message::JoinReply(_) => {
                 Ok(Verdict::Drop(DropReason::UnexpectedType))
@@ -737,6 +737,7 @@ impl Pipeline {
             ProbeHandler::report(seq, remaining, seen),
             world,
             tier.rank_lo(),
+            p.session,
         );
         Ok(unicast(prefix, len))
     }
@@ -746,8 +747,21 @@ impl Pipeline {
         &mut self,
         prefix: &Prefix,
         class: Classification,
+        datagram: &[u8],
         out: &mut [u8],
     ) -> Result<Verdict, Hazard> {
+        // Nothing to a stranger (protocol.md §3.7, §4.2): no answer for an unknown job or a
+        // Status without the key's tag, which the controller checks (it answers Status in
+        // the P4 programs; see status_handler.rs).
+        let Some(entry) = class.job else {
+            return Ok(Verdict::Drop(DropReason::UnknownJob));
+        };
+        let keyed = StatusRepr::parse(&StatusPacket::new_unchecked(datagram))
+            .is_ok_and(|q| q.verify(entry.config.key));
+        if !keyed {
+            self.job_counters.count(JobEvent::Unauthorized, entry.index);
+            return Ok(Verdict::Drop(DropReason::BadSession));
+        }
         let job = match StatusHandler::apply(class.job) {
             StatusDecision::Refuse(reason, detail) => {
                 return Ok(self.refuse(prefix, reason, detail, 0, out))

@@ -143,8 +143,10 @@ impl ReplyBuilder {
             count: j.count,
             lanes: j.lanes,
             nonce: session,
-            key: link.key,
-        };
+            cookie: 0,
+            tag: [0; 16],
+        }
+        .sign(link.key);
         let len = repr.buffer_len();
         repr.emit(&mut JoinPacket::new_unchecked(&mut out[..len]));
         len
@@ -205,6 +207,7 @@ impl ReplyBuilder {
         report: SlotReport,
         world: u16,
         rank_lo: u16,
+        session: u32,
     ) -> usize {
         let (bytes, n) = bitmap(Members::new(report.seen, rank_lo), world);
         let repr = ProbeReplyRepr {
@@ -217,6 +220,7 @@ impl ReplyBuilder {
             seq: report.seq,
             epoch: self.epoch,
             world,
+            session,
             seen: &bytes[..n],
         };
         let len = repr.buffer_len();

@@ -552,7 +552,10 @@ mod tests {
             count,
             lanes,
             nonce,
-            key: 0,
+            job: 7,
+            rank: 0,
+            cookie: 0,
+            tag: [0; 16],
         }
     }
 

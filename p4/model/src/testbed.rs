@@ -120,10 +120,13 @@ pub fn scenario_pipeline(s: &Scenario) -> Pipeline {
 }
 
 /// The frame the BMv2 replay sends first on every bed to see that the switch answers: a
-/// Status for job 0xFFFF, which no bed has, from the [`STRANGER`] on port 0. Its answer (an
+/// Probe for job 0xFFFF, which no bed has, from the [`STRANGER`] on port 0. Its answer (an
 /// Abort `UnknownJob`) depends on the epoch only, and the counters it moves are not compared.
+/// (A Status of an unknown job is answered by nobody: protocol.md §3.7.)
 pub fn liveness_frame() -> (u16, Vec<u8>) {
-    frame(&[1, 0x15, 0xFF, 0xFF, 0xFF, 0xFF, 0, 0])
+    let mut probe = [0u8; 20];
+    probe[..6].copy_from_slice(&[1, 0x12, 0xFF, 0xFF, 0xFF, 0xFF]);
+    frame(&probe)
 }
 
 /// One datagram of a scenario on its bed: where it enters, and every frame the model sends
@@ -336,10 +339,23 @@ mod tests {
     fn a_join_from_host_3_is_answered_on_port_3() {
         let mut p = pipeline();
         // Lane 2 (slots 8..12) of 3.
-        let mut join = vec![
-            1u8, 0x10, 0, 7, 0, 3, 0, 4, 0, 8, 0, 4, 1, 0, 0, 3, 0, 0, 0, 9,
-        ];
-        join.extend_from_slice(&KEY.to_be_bytes());
+        let mut join = vec![0u8; 44];
+        switchml_core::wire::JoinRepr {
+            job: 7,
+            rank: 3,
+            world: 4,
+            slot_lo: 8,
+            slot_count: 4,
+            count: 256,
+            lanes: 3,
+            nonce: 9,
+            cookie: 0,
+            tag: [0; 16],
+        }
+        .sign(KEY)
+        .emit(&mut switchml_core::wire::JoinPacket::new_unchecked(
+            &mut join[..],
+        ));
         let (port, f) = frame(&join);
         let out = outputs(&mut p, port, &f);
         assert_eq!(out.len(), 1);

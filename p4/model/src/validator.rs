@@ -57,7 +57,10 @@ impl Validator {
             Body::Join(j) => (exact(0) && j.lanes != 0 && j.nonce != 0, Message::Join(j)),
             Body::Probe(p) => (exact(0) && p.ver <= 1 && p.reserved == 0, Message::Probe(p)),
             Body::Abort(a) => (exact(0) && a.reserved == 0, Message::Abort(a)),
-            Body::Status(q) => (exact(0) && q.reserved == 0, Message::Status(q)),
+            Body::Status(q) => (
+                exact(0) && q.reserved == 0 && q.nonce != 0,
+                Message::Status(q),
+            ),
             Body::Leave(l) => (exact(0) && l.reserved == 0, Message::Leave(l)),
             Body::Result(None) | Body::JoinReply(None) => return Err(DropReason::Malformed),
             Body::Result(Some(d)) => (
@@ -98,9 +101,10 @@ mod tests {
         c[8] = 0;
         c[19] = 1;
         assert_eq!(check(&c), Err(DropReason::Malformed));
-        let mut join = [
-            1u8, 0x10, 0, 7, 0, 0, 0, 2, 0, 0, 0, 1, 0, 1, 0, 1, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0,
-        ];
+        let mut join = [0u8; 44];
+        join[..20].copy_from_slice(&[
+            1u8, 0x10, 0, 7, 0, 0, 0, 2, 0, 0, 0, 1, 0, 1, 0, 1, 0, 0, 0, 5,
+        ]);
         assert!(matches!(check(&join), Ok(Message::Join(_))));
         join[19] = 0;
         assert_eq!(check(&join), Err(DropReason::Malformed), "nonce 0");
@@ -117,13 +121,21 @@ mod tests {
             Err(DropReason::UnexpectedType)
         );
         assert_eq!(check(&[1, 0x99, 0, 0, 0, 0]), Err(DropReason::UnknownType));
-        let mut status = [1u8, 0x15, 0, 7, 0xFF, 0xFF, 0, 0];
+        let mut status = [0u8; 36];
+        status[..12].copy_from_slice(&[1u8, 0x15, 0, 7, 0xFF, 0xFF, 0, 0, 0, 0, 0, 1]);
         assert!(matches!(check(&status), Ok(Message::Status(_))));
         status[6] = 1;
         assert_eq!(check(&status), Err(DropReason::Malformed));
+        status[6] = 0;
+        status[11] = 0;
+        assert_eq!(check(&status), Err(DropReason::Malformed), "nonce 0");
+        status[11] = 1;
+        let mut long = [0u8; 37];
+        long[..36].copy_from_slice(&status);
+        assert_eq!(check(&long), Err(DropReason::Malformed), "a byte too many");
         assert_eq!(
-            check(&[1, 0x15, 0, 7, 0, 0, 0, 0, 0]),
-            Err(DropReason::Malformed)
+            check(&[1, 0x18, 0, 7, 0, 0]),
+            Err(DropReason::UnexpectedType)
         );
         assert_eq!(
             check(&[1, 0x16, 0, 7, 0, 0]),

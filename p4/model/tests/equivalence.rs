@@ -168,7 +168,7 @@ enum Op {
     /// The control plane removes a job and adds it again.
     RestartJob(usize),
     /// A Status request (any rank: the switch only echoes it).
-    Status { job: usize, rank: u16 },
+    Status { job: usize, rank: u16, key_ok: bool },
     /// A StatusReply sent to the switch, which only sends them.
     StatusReply { job: usize, world: u16, joined: u64 },
     /// Random bytes, sometimes with a plausible prefix of this type.
@@ -213,8 +213,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..4usize).prop_map(Op::Shutdown),
         1 => (0..4usize, any::<bool>())
             .prop_map(|(job, idle)| if idle { Op::Expire(job) } else { Op::RestartJob(job) }),
-        1 => (0..4usize, prop::sample::select(vec![0u16, 1, 5, 0xFFFF]))
-            .prop_map(|(job, rank)| Op::Status { job, rank }),
+        1 => (0..4usize, prop::sample::select(vec![0u16, 1, 5, 0xFFFF]), prop::bool::weighted(0.8))
+            .prop_map(|(job, rank, key_ok)| Op::Status { job, rank, key_ok }),
         1 => (0..4usize, 1u16..=64, any::<u64>())
             .prop_map(|(job, world, joined)| Op::StatusReply { job, world, joined }),
         1 => (
@@ -270,8 +270,10 @@ fn join(
         count,
         lanes,
         nonce: n,
-        key,
-    };
+        cookie: 0,
+        tag: [0; 16],
+    }
+    .sign(key);
     let mut b = vec![0u8; repr.buffer_len()];
     repr.emit(&mut JoinPacket::new_unchecked(&mut b[..]));
     b
@@ -502,12 +504,16 @@ impl Gen {
                     .collect()
             }
             Op::Shutdown(_) | Op::Expire(_) | Op::RestartJob(_) => Vec::new(),
-            Op::Status { job, rank } => {
-                let mut b = vec![0u8; 8];
+            Op::Status { job, rank, key_ok } => {
+                let mut b = vec![0u8; 36];
                 StatusRepr {
                     job: JOB_IDS[*job],
                     rank: *rank,
+                    nonce: 1,
+                    cookie: 0,
+                    tag: [0; 16],
                 }
+                .sign(if *key_ok { KEYS[*job] } else { KEYS[*job] ^ 1 })
                 .emit(&mut StatusPacket::new_unchecked(&mut b[..]));
                 vec![b]
             }
@@ -783,7 +789,12 @@ fn the_generated_sequences_reach_every_outcome() {
             }
             match (p.get(..2), verdict, answer.get(1)) {
                 (Some([1, 0x15]), Verdict::Unicast { .. }, Some(0x16)) => status_replies += 1,
-                (Some([1, 0x15]), Verdict::Unicast { .. }, Some(0x14)) => status_refusals += 1,
+                // Nothing to a stranger (protocol.md §3.7, §4.2).
+                (
+                    Some([1, 0x15]),
+                    Verdict::Drop(DropReason::UnknownJob | DropReason::BadSession),
+                    _,
+                ) => status_refusals += 1,
                 (Some([1, 0x15]), Verdict::Drop(DropReason::Malformed), _) => status_malformed += 1,
                 (Some([1, 0x16]), Verdict::Drop(DropReason::UnexpectedType), _) => {
                     replies_dropped += 1

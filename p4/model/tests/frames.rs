@@ -93,8 +93,10 @@ fn what_a_child_sends_up_leaves_for_its_parent() {
             count: 4,
             lanes: 1,
             nonce: 100 + u32::from(rank),
-            key: 5,
-        };
+            cookie: 0,
+            tag: [0; 16],
+        }
+        .sign(5);
         let mut b = vec![0u8; repr.buffer_len()];
         repr.emit(&mut JoinPacket::new_unchecked(&mut b[..]));
         b
@@ -130,7 +132,10 @@ fn what_a_child_sends_up_leaves_for_its_parent() {
     assert_eq!(frame[36..38], parent.source.udp_port.to_be_bytes());
     assert_eq!(ipv4_checksum(&frame[14..34]), 0);
     let up = JoinRepr::parse(&JoinPacket::new_unchecked(&frame[TRANSPORT_LEN..])).unwrap();
-    assert_eq!((up.job, up.rank, up.world, up.key), (30, 2, 4, 0x77));
+    assert_eq!(
+        (up.job, up.rank, up.world, up.verify(0x77)),
+        (30, 2, 4, true)
+    );
     assert_eq!(p.counters().upward, 1);
 
     // The parent answers the Join up (not COMPLETE): the child takes its session.

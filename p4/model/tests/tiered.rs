@@ -310,8 +310,10 @@ fn join(job: u16, rank: u16, world: u16, count: u16, nonce: u32, key: u64, slots
         count,
         lanes: 1,
         nonce,
-        key,
-    };
+        cookie: 0,
+        tag: [0; 16],
+    }
+    .sign(key);
     let mut b = vec![0u8; repr.buffer_len()];
     repr.emit(&mut JoinPacket::new_unchecked(&mut b[..]));
     b
@@ -568,7 +570,11 @@ impl Gen {
                 let repr = StatusRepr {
                     job: CHILD,
                     rank: 3,
-                };
+                    nonce: 1,
+                    cookie: 0,
+                    tag: [0; 16],
+                }
+                .sign(CHILD_KEY);
                 let mut b = vec![0u8; repr.buffer_len()];
                 repr.emit(&mut StatusPacket::new_unchecked(&mut b[..]));
                 vec![b]

@@ -52,8 +52,10 @@ fn open_run(p: &mut Pipeline, job: u16, session: u32) {
         count: MAX_COUNT,
         lanes: 1,
         nonce: session,
-        key: testbed::KEY,
-    };
+        cookie: 0,
+        tag: [0; 16],
+    }
+    .sign(testbed::KEY);
     let mut join = vec![0u8; repr.buffer_len()];
     repr.emit(&mut JoinPacket::new_unchecked(&mut join[..]));
     let verdict = p.process_datagram(&join, &mut vec![0u8; OUT_LEN]);
@@ -74,8 +76,10 @@ fn invalid_vectors_are_dropped_as_malformed_and_valid_contributions_aggregate() 
             let verdict = p.process_datagram(&v.bytes, &mut out);
             // Types only the switch sends are not parsed: the reference drops even a broken
             // one as UnexpectedType, and so does the model.
-            let switch_only = matches!(v.bytes.get(..2), Some([1, 0x02 | 0x11 | 0x13 | 0x16]))
-                && v.bytes.len() >= 6;
+            let switch_only = matches!(
+                v.bytes.get(..2),
+                Some([1, 0x02 | 0x11 | 0x13 | 0x16 | 0x18])
+            ) && v.bytes.len() >= 6;
             let reason = if switch_only {
                 DropReason::UnexpectedType
             } else {
@@ -127,8 +131,10 @@ fn joins_opening_runs() -> Vec<(String, Vec<u8>)> {
                 count: MAX_COUNT,
                 lanes: 1,
                 nonce: VECTOR_SESSION + u32::from(rank),
-                key: testbed::KEY,
-            };
+                cookie: 0,
+                tag: [0; 16],
+            }
+            .sign(testbed::KEY);
             let mut b = vec![0u8; repr.buffer_len()];
             repr.emit(&mut JoinPacket::new_unchecked(&mut b[..]));
             joins.push((format!("join of job {} rank {rank}", c.id), b));

@@ -12,7 +12,7 @@ use crate::checks::switch::{self, session_of, SwitchOp, NONCES};
 use crate::checks::worker::{self, Setup, TensorSpec, WorkerOp};
 use crate::scenarios;
 use crate::vectors::{load, WIRE};
-use switchml_core::wire::{join, JoinPacket, MessageType, Prefix};
+use switchml_core::wire::{join, JoinPacket, JoinRepr, MessageType, Prefix};
 use zerocopy::FromBytes;
 
 /// Named seed inputs of one target: `(name, bytes)`.
@@ -124,9 +124,17 @@ fn scenarios() -> Vec<SwitchOp> {
                 let (prefix, _) = Prefix::mut_from_prefix(&mut bytes).expect("peek read it");
                 prefix.job.set(switch::JOB_IDS[0]);
                 if kind == MessageType::Join && bytes.len() == join::LEN {
-                    let mut join = JoinPacket::new_unchecked(&mut bytes[..]);
-                    // The scenario's key becomes the job's; a wrong one stays wrong.
-                    join.set_key(switch::KEYS[0] ^ join.key() ^ s.job.key);
+                    // A Join signed with the scenario's key is signed again with the job's;
+                    // a wrong one stays wrong.
+                    if let Ok(j) = JoinRepr::parse(&JoinPacket::new_unchecked(&bytes[..])) {
+                        let key = if j.verify(s.job.key) {
+                            switch::KEYS[0]
+                        } else {
+                            switch::KEYS[0] ^ 1
+                        };
+                        j.sign(key)
+                            .emit(&mut JoinPacket::new_unchecked(&mut bytes[..]));
+                    }
                     fit_join(&mut bytes);
                 }
             }

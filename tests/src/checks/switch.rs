@@ -197,7 +197,8 @@ impl Checker<'_> {
                     Ok(MessageType::Result
                         | MessageType::JoinReply
                         | MessageType::ProbeReply
-                        | MessageType::StatusReply)
+                        | MessageType::StatusReply
+                        | MessageType::Cookie)
                 );
                 let want = if only_sent_by_the_switch {
                     unexpected
@@ -212,7 +213,13 @@ impl Checker<'_> {
             Ok(Message::Data(r, _)) if r.kind == DataKind::Result => {
                 assert_eq!(verdict, unexpected);
             }
-            Ok(Message::JoinReply(_) | Message::ProbeReply(_) | Message::StatusReply(_)) => {
+            // A Cookie comes only from a parent, and this switch has no tiers (§4.2, §7).
+            Ok(
+                Message::JoinReply(_)
+                | Message::ProbeReply(_)
+                | Message::StatusReply(_)
+                | Message::Cookie(_),
+            ) => {
                 assert_eq!(verdict, unexpected);
             }
             Ok(Message::Status(q)) => self.status(&q, verdict, reply),

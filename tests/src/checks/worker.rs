@@ -411,14 +411,14 @@ impl Checker {
             }
             Message::Join(j) => {
                 assert!(!failed && !self.contribution_sent, "Join now: {j:?}");
-                let want = (c.world, c.slot_lo, c.window, c.count, c.lanes, KEY, NONCE);
+                let want = (c.world, c.slot_lo, c.window, c.count, c.lanes, true, NONCE);
                 let got = (
                     j.world,
                     j.slot_lo,
                     j.slot_count,
                     j.count,
                     j.lanes,
-                    j.key,
+                    j.verify(KEY),
                     j.nonce,
                 );
                 assert_eq!(got, want, "{j:?}");
@@ -708,6 +708,12 @@ impl Checker {
                     seq: probed.wrapping_add(u32::from(*seq)),
                     epoch: EPOCH ^ u32::from(*epoch),
                     world: self.config.world,
+                    // Half of them name another run: the worker must ignore those.
+                    session: if *state & 0x80 != 0 {
+                        self.session ^ 1
+                    } else {
+                        self.session
+                    },
                     seen: bitmap,
                 };
                 self.feed(&Message::ProbeReply(r));
@@ -834,7 +840,12 @@ impl Checker {
                 }
                 Some(r.epoch)
             }
-            Ok(Message::ProbeReply(r)) if me(r.job, r.rank) => Some(r.epoch),
+            // Only a ProbeReply of the lane's run is taken (protocol.md §3.5, §4.2).
+            Ok(Message::ProbeReply(r))
+                if me(r.job, r.rank) && r.session != 0 && r.session == self.session =>
+            {
+                Some(r.epoch)
+            }
             _ => None,
         };
         self.first_epoch = self.first_epoch.or(epoch);

@@ -40,16 +40,34 @@ impl Status {
     }
 }
 
-/// Ask the switch at `switch` about job `job` (three tries, a second each).
+/// Ask the switch at `switch` about job `job`, whose key is [`super::KEY`] (three tries, a
+/// second each).
 pub fn status(switch: SocketAddr, job: u16) -> Status {
+    status_keyed(switch, job, super::KEY)
+}
+
+/// Ask the switch at `switch` about job `job` with key `key`, taking the Cookie it answers
+/// first (protocol.md §4.2).
+pub fn status_keyed(switch: SocketAddr, job: u16, key: u64) -> Status {
     let s = UdpSocket::bind("127.0.0.1:0").unwrap();
     s.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
-    let ask = bytes_of(&Message::Status(StatusRepr { job, rank: 0 }));
+    let ask = |cookie| {
+        let q = StatusRepr {
+            job,
+            rank: 0,
+            nonce: 0x5EED,
+            cookie,
+            tag: [0; 16],
+        };
+        bytes_of(&Message::Status(q.sign(key)))
+    };
+    let mut cookie = 0;
     let mut buf = [0u8; 1024];
-    for _ in 0..3 {
-        s.send_to(&ask, switch).unwrap();
+    for _ in 0..6 {
+        s.send_to(&ask(cookie), switch).unwrap();
         let Ok(n) = s.recv(&mut buf) else { continue };
         match Message::parse(&buf[..n]) {
+            Ok(Message::Cookie(c)) if c.job == job && c.nonce == 0x5EED => cookie = c.cookie,
             Ok(Message::StatusReply(r)) if r.job == job => {
                 return Status {
                     flags: r.flags,

@@ -67,20 +67,22 @@ pub fn fate(bytes: &[u8], port_zero: bool, targets: &[Target]) -> (Fate, Option<
     };
     let Some(target) = targets.iter().find(|t| t.job == job) else {
         return match message {
-            Message::Join(_) | Message::Probe(_) | Message::Status(_) => {
-                (Fate::Refused(AbortReason::UnknownJob), None)
-            }
+            Message::Join(_) | Message::Probe(_) => (Fate::Refused(AbortReason::UnknownJob), None),
             _ => dropped(DropReason::UnknownJob),
         };
     };
     let unauthorized = |f| (f, Some(job));
     match message {
         Message::Join(j) => {
-            assert_ne!(j.key, target.key, "the attacker sent job {job}'s key");
+            assert!(
+                !j.verify(target.key),
+                "the attacker signed with job {job}'s key"
+            );
             unauthorized(Fate::Refused(AbortReason::BadKey))
         }
         Message::Probe(_) => unauthorized(Fate::Refused(AbortReason::SessionEnded)),
-        Message::Status(_) => (Fate::Status, None),
+        // Nothing to a Status without the key (protocol.md §3.7, §4.2).
+        Message::Status(_) => unauthorized(Fate::Dropped(DropReason::BadSession)),
         _ => unauthorized(Fate::Dropped(DropReason::BadSession)),
     }
 }

@@ -241,8 +241,10 @@ impl Forger {
                     count: self.rng.pick(&[64, 64, 32, 0]),
                     lanes: 4,
                     nonce: self.rng.next() as u32 | 1,
-                    key: self.wrong_key(&t),
-                };
+                    cookie: 0,
+                    tag: [0; 16],
+                }
+                .sign(self.wrong_key(&t));
                 bytes_of(&Message::Join(repr))
             }
             Kind::ExpensiveJoin => {
@@ -256,8 +258,10 @@ impl Forger {
                     count: self.rng.pick(&[u16::MAX, 16370, 1024]),
                     lanes: u16::MAX,
                     nonce: self.rng.pick(&[u32::MAX, nonce]),
-                    key: self.wrong_key(&t),
-                };
+                    cookie: 0,
+                    tag: [0; 16],
+                }
+                .sign(self.wrong_key(&t));
                 let mut b = bytes_of(&Message::Join(repr));
                 if self.rng.below(4) == 0 {
                     // Nonce 0: not a Join (the wire cannot write one).
@@ -302,13 +306,17 @@ impl Forger {
                 let repr = StatusRepr {
                     job: t.job,
                     rank: self.rank(&t),
-                };
+                    nonce: (self.rng.next() as u32).max(1),
+                    cookie: self.rng.next(),
+                    tag: [0; 16],
+                }
+                .sign(self.rng.next());
                 bytes_of(&Message::Status(repr))
             }
             Kind::SwitchOnly => self.switch_only(&t),
             Kind::UnknownType => {
                 let mut b = self.contribution(&t, 1, 0);
-                b[1] = self.rng.pick(&[0x00, 0x03, 0x0F, 0x18, 0x7F, 0xFF]);
+                b[1] = self.rng.pick(&[0x00, 0x03, 0x0F, 0x19, 0x7F, 0xFF]);
                 b
             }
             Kind::Cut => {
@@ -394,6 +402,7 @@ impl Forger {
                 seq: 0,
                 epoch,
                 world: t.world,
+                session: self.session(),
                 seen: &bitmap,
             })),
             _ => bytes_of(&Message::StatusReply(StatusReplyRepr {

@@ -226,3 +226,33 @@ pub fn settle(sw: &RunningSwitch) -> DaemonCounters {
     }
     last
 }
+
+/// Send `join` (signed with `key`) from `s` to `to` as a worker would: again with the
+/// switch's Cookie if one comes first (protocol.md §4.2). Return the answer to the Join
+/// with the cookie, or the first answer that is not a Cookie.
+pub fn send_join(
+    s: &std::net::UdpSocket,
+    to: SocketAddr,
+    join: switchml_core::wire::JoinRepr,
+    key: u64,
+) -> Vec<u8> {
+    use switchml_core::wire::{JoinRepr, Message};
+    let mut repr = JoinRepr { cookie: 0, ..join }.sign(key);
+    let mut buf = [0u8; 2048];
+    for _ in 0..3 {
+        s.send_to(&forge::bytes_of(&Message::Join(repr)), to)
+            .unwrap();
+        let n = s.recv(&mut buf).expect("an answer to the Join");
+        match Message::parse(&buf[..n]) {
+            Ok(Message::Cookie(c)) if c.nonce == repr.nonce => {
+                repr = JoinRepr {
+                    cookie: c.cookie,
+                    ..repr
+                }
+                .sign(key);
+            }
+            _ => return buf[..n].to_vec(),
+        }
+    }
+    panic!("the switch answered every Join with a Cookie")
+}

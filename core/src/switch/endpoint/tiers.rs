@@ -27,7 +27,7 @@ const PARENT: u32 = 100;
 const CHILDREN: [u32; 2] = [50, 51];
 
 fn join(rank: u16) -> Vec<u8> {
-    let mut b = std::vec![0u8; 28];
+    let mut b = std::vec![0u8; 44];
     JoinRepr {
         job: 7,
         rank,
@@ -37,8 +37,10 @@ fn join(rank: u16) -> Vec<u8> {
         count: 1,
         lanes: 1,
         nonce: 100 + u32::from(rank),
-        key: KEY,
+        cookie: 0,
+        tag: [0; 16],
     }
+    .sign(KEY)
     .emit(&mut JoinPacket::new_unchecked(&mut b[..]));
     b
 }
@@ -90,7 +92,7 @@ impl Net<'_> {
                 PARENT => &mut self.parent,
                 _ => &mut self.children[(to - CHILDREN[0]) as usize],
             };
-            let t = e.handle(Instant::from_millis(0), from, &bytes, &mut out);
+            let t = e.handle_admitted(Instant::from_millis(0), from, &bytes, &mut out);
             let (Transmit::Reply { len } | Transmit::Lanes { len, .. }) = t else {
                 continue;
             };
@@ -266,19 +268,25 @@ fn nothing_but_the_parent_speaks_for_it_and_the_parent_is_no_worker() {
     let len = repr.buffer_len();
     repr.emit(&mut JoinReplyPacket::new_unchecked(&mut reply[..len]));
     let before = e.switch().counters().drops(DropReason::UnexpectedType);
-    assert_eq!(e.handle(t0, 99, &reply[..len], &mut out), Transmit::Nothing);
+    assert_eq!(
+        e.handle_admitted(t0, 99, &reply[..len], &mut out),
+        Transmit::Nothing
+    );
     let after = e.switch().counters().drops(DropReason::UnexpectedType);
     assert_eq!(after, before + 1);
     // The parent's address sending a worker's Join is not taken for a worker's.
-    assert_eq!(e.handle(t0, PARENT, &join(0), &mut out), Transmit::Nothing);
+    assert_eq!(
+        e.handle_admitted(t0, PARENT, &join(0), &mut out),
+        Transmit::Nothing
+    );
     assert_eq!(e.switch().job(7).unwrap().joined().len(), 0);
     // A worker's Join is answered, and rank 0 of this child is learned at its address.
     assert!(matches!(
-        e.handle(t0, 10, &join(0), &mut out),
+        e.handle_admitted(t0, 10, &join(0), &mut out),
         Transmit::Reply { .. }
     ));
     // A rank of the other child is refused, and teaches nothing.
-    e.handle(t0, 12, &join(2), &mut out);
+    e.handle_admitted(t0, 12, &join(2), &mut out);
     let learned: Vec<u32> = e.routes[0]
         .as_ref()
         .unwrap()
@@ -292,7 +300,7 @@ fn nothing_but_the_parent_speaks_for_it_and_the_parent_is_no_worker() {
     for from in [PARENT, 10, 99] {
         for n in 0..40 {
             let junk: Vec<u8> = (0..n).map(|i| (i * 37 + n) as u8).collect();
-            let _ = e.handle(t0, from, &junk, &mut out);
+            let _ = e.handle_admitted(t0, from, &junk, &mut out);
         }
     }
 }
@@ -303,7 +311,7 @@ fn a_parent_learns_a_child_for_every_lane_from_any_of_its_joins() {
     let mut e: Ep<'_> = Endpoint::new(Switch::new(&mut pool, 1), Duration::from_secs(60));
     e.add_parent_job(config(9, 2, PARENT_KEY), [None; 4])
         .unwrap();
-    let mut b = [0u8; 28];
+    let mut b = [0u8; 44];
     // Child B's Join of its ranks' lane 1 (slots 2‥4 of 2 lanes).
     JoinRepr {
         job: 9,
@@ -314,11 +322,13 @@ fn a_parent_learns_a_child_for_every_lane_from_any_of_its_joins() {
         count: 1,
         lanes: 2,
         nonce: 202,
-        key: PARENT_KEY,
+        cookie: 0,
+        tag: [0; 16],
     }
+    .sign(PARENT_KEY)
     .emit(&mut JoinPacket::new_unchecked(&mut b[..]));
     let mut out = [0u8; OUT];
-    let t = e.handle(Instant::from_millis(0), CHILDREN[1], &b, &mut out);
+    let t = e.handle_admitted(Instant::from_millis(0), CHILDREN[1], &b, &mut out);
     assert!(matches!(t, Transmit::Reply { .. }));
     let table = &e.routes[0].as_ref().unwrap().storage;
     let learned: Vec<Option<u32>> = table.iter().map(|r| r.map(|(a, _)| a)).collect();
@@ -341,8 +351,8 @@ proptest::proptest! {
         e.add_child_job(config(7, 2, KEY), link(0), PARENT, [None; 4]).unwrap();
         let mut out = [0u8; OUT];
         let t0 = Instant::from_millis(0);
-        e.handle(t0, 10, &join(0), &mut out);
-        e.handle(t0, 11, &join(1), &mut out);
+        e.handle_admitted(t0, 10, &join(0), &mut out);
+        e.handle_admitted(t0, 11, &join(1), &mut out);
         for (who, mut bytes) in datagrams {
             let from = [10, 99, PARENT][usize::from(who)];
             // The version, a known type and job 7 or 9, so that most reach the switch.
@@ -350,7 +360,7 @@ proptest::proptest! {
                 (*v, *kind, *hi) = (crate::wire::VERSION, *kind % 12, 0);
                 *lo = if *lo & 1 == 0 { 7 } else { 9 };
             }
-            let t = e.handle(t0, from, &bytes, &mut out);
+            let t = e.handle_admitted(t0, from, &bytes, &mut out);
             for to in e.destinations(&t, &from) {
                 proptest::prop_assert!([10, 11, from, PARENT].contains(to));
             }

@@ -212,17 +212,21 @@ fn a_run_agrees_the_number_of_lanes_per_rank() {
     let mut s = fresh_switch(&mut pool);
     let mut out = [0u8; OUT];
     let lane = |rank: u16, slot_lo: u16, lanes: u16| {
-        join_repr(JoinRepr {
-            job: 7,
-            rank,
-            world: 3,
-            slot_lo,
-            slot_count: 4,
-            count: 8,
-            lanes,
-            nonce: 100 + u32::from(rank),
-            key: KEY,
-        })
+        join_repr(
+            JoinRepr {
+                job: 7,
+                rank,
+                world: 3,
+                slot_lo,
+                slot_count: 4,
+                count: 8,
+                lanes,
+                nonce: 100 + u32::from(rank),
+                cookie: 0,
+                tag: [0; 16],
+            }
+            .sign(KEY),
+        )
     };
     let v = send(&mut s, &lane(0, 0, 2), &mut out);
     assert!(matches!(v, Verdict::Unicast { rank: 0, .. }), "{v:?}");

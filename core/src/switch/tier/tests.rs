@@ -45,8 +45,8 @@ pub(crate) fn config(id: u16, world: u16, key: u64) -> JobConfig {
     }
 }
 
-pub(crate) fn join(rank: u16) -> [u8; 28] {
-    let mut b = [0u8; 28];
+pub(crate) fn join(rank: u16) -> [u8; 44] {
+    let mut b = [0u8; 44];
     JoinRepr {
         job: 7,
         rank,
@@ -56,8 +56,10 @@ pub(crate) fn join(rank: u16) -> [u8; 28] {
         count: 2,
         lanes: 1,
         nonce: if rank < 2 { 100 } else { 200 } + u32::from(rank),
-        key: KEY,
+        cookie: 0,
+        tag: [0; 16],
     }
+    .sign(KEY)
     .emit(&mut JoinPacket::new_unchecked(&mut b[..]));
     b
 }
@@ -467,9 +469,11 @@ fn a_thousand_ranks_in_children_of_32() {
     let repr = JoinRepr {
         rank: 1023,
         world: 1024,
-        key: 0,
+        cookie: 0,
+        tag: [0; 16],
         ..repr
-    };
+    }
+    .sign(0);
     repr.emit(&mut JoinPacket::new_unchecked(&mut j[..]));
     let Verdict::Unicast { len, .. } = s.process(&j, &mut out) else {
         panic!();

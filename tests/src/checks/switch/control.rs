@@ -66,7 +66,7 @@ impl Checker<'_> {
             return self.refused(to, &[(AbortReason::UnknownJob, 0)], verdict, reply);
         };
         let job = &mut self.jobs[ji];
-        if j.key != job.key {
+        if !j.verify(job.key) {
             job.counters.unauthorized += 1;
             return self.refused(to, &[(AbortReason::BadKey, 0)], verdict, reply);
         }
@@ -290,10 +290,16 @@ impl Checker<'_> {
 
     /// A Status changes no state; the StatusReply reports the model's run and counters.
     pub(super) fn status(&mut self, q: &StatusRepr, verdict: Verdict, reply: &[u8]) {
+        // Nothing to a stranger (§3.7, §4.2): unknown job or wrong tag, no answer.
         let Some(ji) = self.find(q.job) else {
-            let to = (q.job, q.rank, 0);
-            return self.refused(to, &[(AbortReason::UnknownJob, 0)], verdict, reply);
+            assert_eq!(verdict, Verdict::Drop(DropReason::UnknownJob), "{q:?}");
+            return;
         };
+        if !q.verify(self.jobs[ji].key) {
+            assert_eq!(verdict, Verdict::Drop(DropReason::BadSession), "{q:?}");
+            self.jobs[ji].counters.unauthorized += 1;
+            return;
+        }
         let Message::StatusReply(r) = self.answer((q.job, q.rank), verdict, reply) else {
             panic!("answer to {q:?} is not a StatusReply: {reply:02x?}");
         };

@@ -413,17 +413,21 @@ pub fn datagram(op: &SwitchOp, buf: &mut Vec<u8>) {
             lanes,
             nonce,
             key,
-        } => Message::Join(JoinRepr {
-            job: job_id(*job),
-            rank: *rank,
-            world: *world,
-            slot_lo: *slot_lo,
-            slot_count: *slot_count,
-            count: *count,
-            lanes: (*lanes).max(1),
-            nonce: (*nonce).max(1),
-            key: key_of(*job, *key),
-        }),
+        } => Message::Join(
+            JoinRepr {
+                job: job_id(*job),
+                rank: *rank,
+                world: *world,
+                slot_lo: *slot_lo,
+                slot_count: *slot_count,
+                count: *count,
+                lanes: (*lanes).max(1),
+                nonce: (*nonce).max(1),
+                cookie: 0,
+                tag: [0; 16],
+            }
+            .sign(key_of(*job, *key)),
+        ),
         SwitchOp::Probe {
             job,
             rank,

@@ -174,7 +174,9 @@ fn a_restart_or_a_stop_at_a_child_goes_up_too() {
     // Rank 1 of A joins again as a new process: A's run ends, and the parent's.
     let mut again = join(1);
     let repr = JoinRepr::parse(&JoinPacket::new_unchecked(&again[..])).unwrap();
-    JoinRepr { nonce: 7, ..repr }.emit(&mut JoinPacket::new_unchecked(&mut again[..]));
+    JoinRepr { nonce: 7, ..repr }
+        .sign(crate::switch::tier::tests::KEY)
+        .emit(&mut JoinPacket::new_unchecked(&mut again[..]));
     let v = t.send(0, &again, &mut out);
     assert!(matches!(v, Verdict::Multicast { job: 7, .. }), "{v:?}");
     let Some(Verdict::Up { len, .. }) = t.children[0].poll_up(&mut out) else {
