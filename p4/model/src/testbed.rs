@@ -15,6 +15,8 @@
 
 use std::fmt::Write as _;
 
+pub mod multi_pass;
+
 use switchml_core::switch::JobConfig;
 use switchml_core::wire::SWITCH_PORT;
 use switchml_tests::scenarios::{Outcome, Scenario, POOL};

@@ -122,3 +122,66 @@ fn every_scenario_replays_as_frames_on_its_bed() {
     }
     assert!(frames_out > 100, "{frames_out}");
 }
+
+/// The four-rank multi-pass bed of the BMv2 replay (`testbed::multi_pass`, issue 31): the
+/// model gives the reference's outcome on every step, bare and framed, and the bed keeps
+/// what it is for: resends of uses of more than one block from ranks 1, 2 and 3, answered
+/// after recirculating, each on its sender's port; Probes of such uses and Status from
+/// ranks other than 0; a duplicate, a count mismatch and an overflow.
+#[test]
+fn the_four_rank_multi_pass_bed_answers_every_rank_on_its_port_after_several_passes() {
+    let s = testbed::multi_pass::scenario();
+    let mut bare = model_for(&s);
+    for (i, (input, expect)) in s.steps.iter().enumerate() {
+        assert_eq!(&outcome(&mut bare, input), expect, "[{}] step {i}", s.name);
+    }
+    assert_eq!(bare.faults(), 0);
+    let steps = testbed::scenario_frames(&s).unwrap_or_else(|e| panic!("{e}"));
+    let mut bed = testbed::scenario_pipeline(&s);
+    // The ports of the unicast answers: resends' Results sent after more than one pass,
+    // ProbeReplies, StatusReplies.
+    let (mut resends, mut probes, mut status) = (Vec::new(), Vec::new(), Vec::new());
+    for st in &steps {
+        let before = bed.recirculations();
+        assert_eq!(
+            testbed::outputs(&mut bed, st.port, &st.frame),
+            st.out,
+            "{}",
+            st.name
+        );
+        let passes_after_0 = bed.recirculations() - before;
+        if let [(port, answer)] = st.out.as_slice() {
+            match (st.frame[TRANSPORT_LEN + 1], answer[TRANSPORT_LEN + 1]) {
+                (0x01, 0x02) if passes_after_0 > 0 => resends.push(*port),
+                (0x12, 0x13) => probes.push(*port),
+                (0x15, 0x16) => status.push(*port),
+                _ => {}
+            }
+        }
+    }
+    resends.sort_unstable();
+    resends.dedup();
+    assert_eq!(
+        resends,
+        [1, 2, 3],
+        "ports of the multi-pass resends' answers"
+    );
+    assert!(probes.iter().any(|&p| p != 0), "{probes:?}");
+    assert!(status.iter().any(|&p| p != 0), "{status:?}");
+    let drops = |reason: &str| {
+        s.steps
+            .iter()
+            .filter(|(_, o)| *o == Outcome::Drop(reason.into()))
+            .count()
+    };
+    assert!(drops("duplicate") >= 1 && drops("count_mismatch") >= 1);
+    let overflowed = steps.iter().any(|st| {
+        st.out.len() == usize::from(s.job.world)
+            && st.out[0].1[TRANSPORT_LEN + 9] & 0x01 != 0
+            && st.out[0].1.len() > TRANSPORT_LEN + 24 + 4 * 64
+    });
+    assert!(
+        overflowed,
+        "no multicast Result of a multi-pass use with OVERFLOW"
+    );
+}

@@ -9,7 +9,8 @@
 //!   [name] ...                #   then every vector
 //! expected --cli              # the simple_switch_CLI commands of the test bed
 //! expected --scenarios DIR [SWITCH]
-//!                             # default tests/vectors/switch.txt; for scenario number NN:
+//!                             # default tests/vectors/switch.txt, then the four-rank
+//!                             # multi-pass bed (testbed::multi_pass); for scenario number NN:
 //!                             #   DIR/NN-name.commands  the commands of its bed
 //!                             #   DIR/NN-name.expected  liveness, then its steps, as above
 //! ```
@@ -72,7 +73,9 @@ fn scenario_files(dir: &str, path: Option<&str>) -> Result<(), String> {
         Some(p) => read(p)?,
         None => scenarios::SWITCH.to_string(),
     };
-    let all = scenarios::load(&text)?;
+    let mut all = scenarios::load(&text)?;
+    // After the golden scenarios, the beds of the model's own (issue 31).
+    all.push(testbed::multi_pass::scenario());
     std::fs::create_dir_all(dir).map_err(|e| format!("{dir}: {e}"))?;
     for (n, s) in all.iter().enumerate() {
         let steps = testbed::scenario_frames(s)?;
