@@ -101,32 +101,21 @@ fn inputs() -> Vec<Vec<u8>> {
     };
     let mut overflow = values(0, 256);
     overflow[255] = i32::MAX;
+    // Contributions of `ranks`, in order, of their `k` values to `slot`.
+    let uses =
+        |slot, k, ranks: &[u16]| -> Vec<Vec<u8>> { ranks.iter().map(|&r| c(r, slot, k)).collect() };
     let mut steps: Vec<Vec<u8>> = (0..RANKS).map(join).collect();
-    steps.extend([
-        c(3, 0, 65),
-        c(1, 0, 65),
-        c(0, 0, 65),
-        c(2, 0, 65),
-        c(1, 0, 65),
-    ]);
-    steps.extend([
-        c(2, 1, 100),
-        c(2, 1, 100),
-        c(0, 1, 100),
-        c(3, 1, 99),
-        c(3, 1, 100),
-    ]);
-    steps.extend([c(1, 1, 100), c(3, 1, 100), probe(3, 1), probe(2, 1)]);
-    steps.extend([
-        c(1, 2, 256),
-        c(3, 2, 256),
-        c(2, 2, 256),
-        contribution(0, 2, &overflow),
-    ]);
-    steps.extend([c(2, 2, 256), c(1, 3, 17), c(2, 3, 17), c(3, 3, 17)]);
+    steps.extend(uses(0, 65, &[3, 1, 0, 2, 1]));
+    steps.extend(uses(1, 100, &[2, 2, 0]));
+    steps.push(c(3, 1, 99));
+    steps.extend(uses(1, 100, &[3, 1, 3]));
+    steps.extend([probe(3, 1), probe(2, 1)]);
+    steps.extend(uses(2, 256, &[1, 3, 2]));
+    steps.push(contribution(0, 2, &overflow));
+    steps.push(c(2, 2, 256));
+    steps.extend(uses(3, 17, &[1, 2, 3]));
     steps.extend([probe(1, 3), c(0, 3, 17)]);
-    steps.extend((0..RANKS).map(|r| c(r, 4, 16)));
-    steps.push(c(3, 4, 16));
+    steps.extend(uses(4, 16, &[0, 1, 2, 3, 3]));
     for rank in [1, 2] {
         steps.push(bytes(Message::Status(StatusRepr { job: JOB, rank })));
     }
