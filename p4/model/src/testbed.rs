@@ -24,6 +24,7 @@ use switchml_tests::scenarios::{Outcome, Scenario, POOL};
 use crate::classifier::{Source, WorkerAddr};
 use crate::headers::{ETHERTYPE_IPV4, IP_PROTO_UDP, TRANSPORT_LEN};
 use crate::pipeline::{Config, Pipeline, Verdict, FRAME_OUT_LEN};
+use crate::tier_selector::TierEntry;
 use crate::udp_sender::{ipv4_checksum, SwitchAddr};
 use crate::MAX_COUNT;
 
@@ -82,46 +83,192 @@ pub fn host(rank: u16) -> WorkerAddr {
 /// Slots of the test bed's pool.
 pub const SLOTS: usize = 40;
 
-/// The test bed's switch with no jobs.
-fn empty() -> Pipeline {
-    Pipeline::new(Config {
-        slots: SLOTS,
-        jobs: 4,
-        workers: 16,
-        epoch: EPOCH,
-        max_count: MAX_COUNT,
-        switch: SWITCH,
-    })
+/// One switch of a replay bed as its control plane sets it up: the model's [`Config`]
+/// and its jobs, each at its tier with its worker lanes. [`Bed::pipeline`] loads it into
+/// the model and [`Bed::commands`] into the v1model program, both from this one
+/// description, so the two cannot be set up differently.
+#[derive(Debug, Clone)]
+pub struct Bed {
+    /// Pool, table sizes, epoch, `max_count`, the switch's addresses.
+    pub config: Config,
+    /// The jobs, in job table order (entry 0, 1, ...).
+    pub jobs: Vec<BedJob>,
 }
 
-/// Register `jobs` on `p`, every rank at its host.
-fn with_hosts(mut p: Pipeline, jobs: &[JobConfig]) -> Pipeline {
-    for &job in jobs {
-        p.add_job(job).ok();
-        for rank in 0..job.world {
-            p.add_worker(job.id, rank, host(rank)).ok();
+/// A job of a [`Bed`].
+#[derive(Debug, Clone)]
+pub struct BedJob {
+    /// The job table entry; a child's `world` is its own ranks' number.
+    pub config: JobConfig,
+    /// Its `parent_link` entry (protocol.md §7).
+    pub tier: TierEntry,
+    /// Its worker lanes: the rank each states (a child's: global) and its address.
+    pub workers: Vec<(u16, WorkerAddr)>,
+}
+
+impl BedJob {
+    /// A flat job with every rank at its host.
+    pub fn at_hosts(config: JobConfig) -> Self {
+        BedJob {
+            config,
+            tier: TierEntry::Flat,
+            workers: (0..config.world).map(|r| (r, host(r))).collect(),
         }
     }
-    p
+}
+
+impl Bed {
+    /// The model set up as this bed.
+    pub fn pipeline(&self) -> Pipeline {
+        let mut p = Pipeline::new(self.config);
+        for job in &self.jobs {
+            p.add_tiered_job(job.config, job.tier).ok();
+            for &(rank, addr) in &job.workers {
+                p.add_worker(job.config.id, rank, addr).ok();
+            }
+        }
+        p
+    }
+
+    /// The `simple_switch_CLI` commands that load this bed into `p4/v1model/switchml.p4`:
+    /// per job its entry (table entries 0, 1, ..., multicast groups 1, 2, ...), its tier's
+    /// entries, its worker lanes; the lane alignments of the pool; the switch's addresses,
+    /// epoch and `max_count`. Commands only: the CLI has no comment syntax (a `#` line draws
+    /// `*** Unknown syntax`, which the replay counts as a refusal).
+    pub fn commands(&self) -> String {
+        let mut s = String::new();
+        let mut node = 0;
+        let mut rid = 1u16;
+        for (index, job) in self.jobs.iter().enumerate() {
+            let (c, group) = (job.config, index + 1);
+            let _ = writeln!(
+                s,
+                "table_add job_table set_job {} => {} {} {} {group} {index} 0x{:016x} 0x{:016x}",
+                c.id,
+                c.world,
+                c.slot_lo,
+                c.slot_count,
+                crate::join_handler::full_mask(c.world),
+                c.key
+            );
+            tier_commands(&mut s, c.id, index, &job.tier);
+            let _ = writeln!(s, "mc_mgrp_create {group}");
+            let rank_lo = job.tier.rank_lo();
+            for &(rank, h) in &job.workers {
+                let member = rank.wrapping_sub(rank_lo);
+                let _ = writeln!(
+                    s,
+                    "table_add worker_table set_worker {} {} {} => {rank} {member} 0x{:016x}",
+                    c.id,
+                    ip(h.source.ip),
+                    h.source.udp_port,
+                    1u64.checked_shl(u32::from(member)).unwrap_or(0)
+                );
+                let _ = writeln!(
+                    s,
+                    "table_add replica_table set_replica {rid} => {} {} {}",
+                    mac(h.mac),
+                    ip(h.source.ip),
+                    h.source.udp_port
+                );
+                let _ = writeln!(s, "mc_node_create {rid} {}", h.port);
+                let _ = writeln!(s, "mc_node_associate {group} {node}");
+                node += 1;
+                rid += 1;
+            }
+        }
+        for (slot_count, slot_lo, lane) in lane_alignments(self.config.slots) {
+            let _ = writeln!(
+                s,
+                "table_add lane_alignment lane_aligned {slot_count} {slot_lo} => {lane}"
+            );
+        }
+        let c = &self.config;
+        let _ = writeln!(
+            s,
+            "table_set_default switch_config set_switch_config {} {} {} {}",
+            mac(c.switch.mac),
+            ip(c.switch.ip),
+            c.epoch,
+            c.max_count
+        );
+        s
+    }
+}
+
+/// The clone session of job table entry `index`'s Abort up (v1model `UP_CLONE_BASE`).
+const UP_CLONE_BASE: usize = 1024;
+
+/// The `parent_link` and `child_job` entries of job `id` at table entry `index`, and the
+/// clone session that takes a child's Abort up to its parent's port (tier_selector.p4,
+/// protocol.md §7); nothing for a flat job (the default action).
+fn tier_commands(s: &mut String, id: u16, index: usize, tier: &TierEntry) {
+    match tier {
+        TierEntry::Flat => {}
+        TierEntry::Parent => {
+            let _ = writeln!(s, "table_add parent_link set_parent {id} =>");
+        }
+        TierEntry::Child(e) => {
+            let (l, to) = (&e.link, &e.parent);
+            let _ = writeln!(
+                s,
+                "table_add parent_link set_child {id} => {} {} {} {} {} 0x{:016x} {} {} {} {}",
+                l.world,
+                l.rank_lo,
+                l.job,
+                l.member,
+                l.members,
+                l.key,
+                mac(to.mac),
+                ip(to.source.ip),
+                to.source.udp_port,
+                to.port
+            );
+            let _ = writeln!(s, "table_add child_job set_child_job {} => {id}", l.job);
+            let _ = writeln!(s, "mirroring_add {} {}", UP_CLONE_BASE + index, to.port);
+        }
+    }
+}
+
+/// The test bed: its pool of [`SLOTS`], [`jobs`] with every rank at its host.
+pub fn bed() -> Bed {
+    Bed {
+        config: Config {
+            slots: SLOTS,
+            jobs: 4,
+            workers: 16,
+            epoch: EPOCH,
+            max_count: MAX_COUNT,
+            switch: SWITCH,
+        },
+        jobs: jobs().into_iter().map(BedJob::at_hosts).collect(),
+    }
+}
+
+/// Scenario `s`'s bed: the scenarios' pool of [`POOL`] slots of `s.max_count` values,
+/// `s.epoch`, the job with its ranks at their hosts.
+pub fn scenario_bed(s: &Scenario) -> Bed {
+    Bed {
+        config: Config {
+            slots: POOL,
+            jobs: 1,
+            workers: usize::from(s.job.world),
+            epoch: s.epoch,
+            max_count: s.max_count,
+            switch: SWITCH,
+        },
+        jobs: vec![BedJob::at_hosts(s.job)],
+    }
 }
 
 /// The model set up as the test bed: every rank of every job at its host.
 pub fn pipeline() -> Pipeline {
-    with_hosts(empty(), &jobs())
+    bed().pipeline()
 }
 
-/// The model set up as scenario `s`'s bed: the scenarios' pool of [`POOL`] slots of
-/// `s.max_count` values, `s.epoch`, the job with its ranks at their hosts.
+/// The model set up as scenario `s`'s bed ([`scenario_bed`]).
 pub fn scenario_pipeline(s: &Scenario) -> Pipeline {
-    let p = Pipeline::new(Config {
-        slots: POOL,
-        jobs: 1,
-        workers: usize::from(s.job.world),
-        epoch: s.epoch,
-        max_count: s.max_count,
-        switch: SWITCH,
-    });
-    with_hosts(p, &[s.job])
+    scenario_bed(s).pipeline()
 }
 
 /// The frame the BMv2 replay sends first on every bed to see that the switch answers: a
@@ -187,7 +334,7 @@ pub fn scenario_frames(s: &Scenario) -> Result<Vec<FramedStep>, String> {
 
 /// The same jobs for bare datagrams: ranks at their rank ports (the `Aggregator` mapping).
 pub fn bare_pipeline() -> Pipeline {
-    let mut p = empty();
+    let mut p = Pipeline::new(bed().config);
     for job in jobs() {
         p.add_job_with_rank_ports(job).ok();
     }
@@ -259,17 +406,16 @@ fn ip(a: [u8; 4]) -> String {
     a.map(|b| b.to_string()).join(".")
 }
 
-/// The `simple_switch_CLI` commands that load the test bed into `p4/v1model/switchml.p4`.
-/// Commands only: the CLI has no comment syntax (a `#` line draws `*** Unknown syntax`, which
-/// the replay counts as a refusal), so what generates `commands.txt` is said in
-/// `p4/README.md` and in the test that keeps it current.
+/// The `simple_switch_CLI` commands that load the test bed into `p4/v1model/switchml.p4`
+/// (`p4/replay/commands.txt`; generated, so what generates it is said in `p4/README.md`
+/// and in the test that keeps it current, not in the file).
 pub fn cli_commands() -> String {
-    commands(&jobs(), SLOTS, EPOCH, MAX_COUNT)
+    bed().commands()
 }
 
-/// The `simple_switch_CLI` commands that load scenario `s`'s bed ([`scenario_pipeline`]).
+/// The `simple_switch_CLI` commands that load scenario `s`'s bed ([`scenario_bed`]).
 pub fn scenario_cli_commands(s: &Scenario) -> String {
-    commands(&[s.job], POOL, s.epoch, s.max_count)
+    scenario_bed(s).commands()
 }
 
 /// The entries of `join_handler.p4`'s `lane_alignment` for a pool of `slots` slots: every
@@ -281,64 +427,6 @@ pub fn scenario_cli_commands(s: &Scenario) -> String {
 pub fn lane_alignments(slots: usize) -> impl Iterator<Item = (u16, u16, u16)> {
     let slots = u16::try_from(slots).unwrap_or(u16::MAX);
     (1..=slots).flat_map(move |c| (0..slots / c).map(move |k| (c, k * c, k)))
-}
-
-/// The commands that load `jobs` (table entries 0, 1, …, multicast groups 1, 2, …, every
-/// rank at its host), the lane alignments of a pool of `slots`, and the switch's `epoch`
-/// and `max_count`.
-fn commands(jobs: &[JobConfig], slots: usize, epoch: u32, max_count: u16) -> String {
-    let mut s = String::new();
-    let mut node = 0;
-    let mut rid = 1u16;
-    for (index, &job) in jobs.iter().enumerate() {
-        let group = index + 1;
-        let _ = writeln!(
-            s,
-            "table_add job_table set_job {} => {} {} {} {group} {index} 0x{:016x} 0x{:016x}",
-            job.id,
-            job.world,
-            job.slot_lo,
-            job.slot_count,
-            crate::join_handler::full_mask(job.world),
-            job.key
-        );
-        let _ = writeln!(s, "mc_mgrp_create {group}");
-        for rank in 0..job.world {
-            let h = host(rank);
-            let _ = writeln!(
-                s,
-                "table_add worker_table set_worker {} {} {} => {rank} {rank} 0x{:016x}",
-                job.id,
-                ip(h.source.ip),
-                h.source.udp_port,
-                1u64 << rank
-            );
-            let _ = writeln!(
-                s,
-                "table_add replica_table set_replica {rid} => {} {} {}",
-                mac(h.mac),
-                ip(h.source.ip),
-                h.source.udp_port
-            );
-            let _ = writeln!(s, "mc_node_create {rid} {}", h.port);
-            let _ = writeln!(s, "mc_node_associate {group} {node}");
-            node += 1;
-            rid += 1;
-        }
-    }
-    for (slot_count, slot_lo, lane) in lane_alignments(slots) {
-        let _ = writeln!(
-            s,
-            "table_add lane_alignment lane_aligned {slot_count} {slot_lo} => {lane}"
-        );
-    }
-    let _ = writeln!(
-        s,
-        "table_set_default switch_config set_switch_config {} {} {epoch} {max_count}",
-        mac(SWITCH.mac),
-        ip(SWITCH.ip)
-    );
-    s
 }
 
 #[cfg(test)]
