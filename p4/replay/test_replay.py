@@ -305,7 +305,10 @@ class FakeBmv2(unittest.TestCase):
         self.assertIsNotNone(bed, run.stdout)
         self.assertEqual(run.stdout.count("DIFFERS"), 1, run.stdout)
         self.assertRegex(run.stdout, r"\[wire\] \d+ passed, 0 failed")
-        self.assertRegex(run.stdout, r"\[scenario-\d+-multi_pass_k100\] \d+ passed, 0 failed")
+        # Every other bed ran and passed: the model's own beds, the tiered ones included.
+        for other in ("multi_pass_k100", "multi_pass_four_ranks", "tiered_parent",
+                      "tiered_child0", "tiered_child1"):
+            self.assertRegex(run.stdout, rf"\[scenario-\d+-{other}\] \d+ passed, 0 failed")
         with open(os.path.join(logs, bed.group(1) + ".replay.log")) as f:
             report = f.read()
         self.assertIn("missing: model out 2 ", report)

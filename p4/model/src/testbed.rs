@@ -15,7 +15,9 @@
 
 use std::fmt::Write as _;
 
+mod datagrams;
 pub mod multi_pass;
+pub mod tiered;
 
 use switchml_core::switch::JobConfig;
 use switchml_core::wire::SWITCH_PORT;
@@ -348,22 +350,27 @@ pub fn frame(datagram: &[u8]) -> (u16, Vec<u8>) {
         .get(4..6)
         .map_or(u16::MAX, |b| u16::from_be_bytes([b[0], b[1]]));
     let from = if rank < HOSTS { host(rank) } else { STRANGER };
+    (from.port, frame_between(&from, &SWITCH, datagram))
+}
+
+/// The frame that carries `datagram` from `from` to the switch at `to`.
+pub fn frame_between(from: &WorkerAddr, to: &SwitchAddr, datagram: &[u8]) -> Vec<u8> {
     let mut f = vec![0u8; TRANSPORT_LEN];
-    f[0..6].copy_from_slice(&SWITCH.mac);
+    f[0..6].copy_from_slice(&to.mac);
     f[6..12].copy_from_slice(&from.mac);
     f[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
     let ip_len = (28 + datagram.len()) as u16;
     f[14..26].copy_from_slice(&[0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, IP_PROTO_UDP, 0, 0]);
     f[16..18].copy_from_slice(&ip_len.to_be_bytes());
     f[26..30].copy_from_slice(&from.source.ip);
-    f[30..34].copy_from_slice(&SWITCH.ip);
+    f[30..34].copy_from_slice(&to.ip);
     let sum = ipv4_checksum(&f[14..34]);
     f[24..26].copy_from_slice(&sum.to_be_bytes());
     f[34..36].copy_from_slice(&from.source.udp_port.to_be_bytes());
     f[36..38].copy_from_slice(&SWITCH_PORT.to_be_bytes());
     f[38..40].copy_from_slice(&(ip_len - 20).to_be_bytes());
     f.extend_from_slice(datagram);
-    (from.port, f)
+    f
 }
 
 /// Run one frame through `p`; return the frames it sends, with their egress ports.

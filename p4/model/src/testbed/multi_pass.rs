@@ -19,10 +19,9 @@
 //! bed is a [`Scenario`] like the golden ones and goes through the same checks.
 
 use switchml_core::switch::JobConfig;
-use switchml_core::wire::{
-    DataKind, DataRepr, Flags, JoinRepr, LeaveRepr, Message, ProbeFlags, ProbeRepr, StatusRepr,
-};
 use switchml_tests::scenarios::{outcome, switch_for, Scenario, KEY, LARGE_MAX_COUNT};
+
+use super::datagrams::{contribution, join, leave, probe, status, values};
 
 /// The bed's name (and stem of its replay files).
 pub const NAME: &str = "multi_pass_four_ranks";
@@ -35,70 +34,16 @@ const fn nonce(r: u16) -> u32 {
 }
 const SESSION: u32 = nonce(0);
 
-fn bytes(m: Message) -> Vec<u8> {
-    let mut b = vec![0u8; m.buffer_len()];
-    // Every message here is built valid; an emit error would leave zeros, which the
-    // reference then drops as Malformed and the bed's checks would show.
-    let _ = m.emit(&mut b);
-    b
-}
-
-/// Rank `r`'s `k` values for a use: distinct per rank and position.
-fn values(r: u16, k: usize) -> Vec<i32> {
-    (0..k as i32).map(|i| 1000 * i32::from(r) + i).collect()
-}
-
-fn contribution(rank: u16, slot: u16, values: &[i32]) -> Vec<u8> {
-    let payload: Vec<u8> = values.iter().flat_map(|v| v.to_be_bytes()).collect();
-    let repr = DataRepr {
-        kind: DataKind::Contribution,
-        job: JOB,
-        rank,
-        slot,
-        ver: 0,
-        flags: Flags::default(),
-        count: values.len() as u16,
-        seq: 0,
-        exp: 128 + rank as u8,
-        session: SESSION,
-    };
-    bytes(Message::Data(repr, &payload))
-}
-
 /// Rank `r`'s Contribution of its `k` values to `slot`.
 fn c(r: u16, slot: u16, k: usize) -> Vec<u8> {
-    contribution(r, slot, &values(r, k))
-}
-
-/// A Probe for use 0 of `slot`. Without `ProbeFlags::RESULT`: the programs answer a Probe
-/// with a ProbeReply only (the reference refuses the flag unless it offers PROBE_RESULTS).
-fn probe(rank: u16, slot: u16) -> Vec<u8> {
-    bytes(Message::Probe(ProbeRepr {
-        job: JOB,
-        rank,
-        slot,
-        ver: 0,
-        seq: 0,
-        session: SESSION,
-        flags: ProbeFlags::NONE,
-    }))
+    contribution(JOB, r, slot, SESSION, &values(r, k))
 }
 
 /// The datagrams of the bed, in order.
 fn inputs() -> Vec<Vec<u8>> {
-    let join = |rank| {
-        bytes(Message::Join(JoinRepr {
-            job: JOB,
-            rank,
-            world: RANKS,
-            slot_lo: 0,
-            slot_count: 8,
-            count: LARGE_MAX_COUNT as u16,
-            lanes: 1,
-            nonce: nonce(rank),
-            key: KEY,
-        }))
-    };
+    let shape = (8, LARGE_MAX_COUNT as u16);
+    let join = |rank| join(JOB, rank, RANKS, shape, nonce(rank), KEY);
+    let probe = |rank, slot| probe(JOB, rank, slot, SESSION);
     let mut overflow = values(0, 256);
     overflow[255] = i32::MAX;
     // Contributions of `ranks`, in order, of their `k` values to `slot`.
@@ -111,21 +56,13 @@ fn inputs() -> Vec<Vec<u8>> {
     steps.extend(uses(1, 100, &[3, 1, 3]));
     steps.extend([probe(3, 1), probe(2, 1)]);
     steps.extend(uses(2, 256, &[1, 3, 2]));
-    steps.push(contribution(0, 2, &overflow));
+    steps.push(contribution(JOB, 0, 2, SESSION, &overflow));
     steps.push(c(2, 2, 256));
     steps.extend(uses(3, 17, &[1, 2, 3]));
     steps.extend([probe(1, 3), c(0, 3, 17)]);
     steps.extend(uses(4, 16, &[0, 1, 2, 3, 3]));
-    for rank in [1, 2] {
-        steps.push(bytes(Message::Status(StatusRepr { job: JOB, rank })));
-    }
-    for rank in [2, 0, 3, 1] {
-        steps.push(bytes(Message::Leave(LeaveRepr {
-            job: JOB,
-            rank,
-            session: SESSION,
-        })));
-    }
+    steps.extend([status(JOB, 1), status(JOB, 2)]);
+    steps.extend([2, 0, 3, 1].map(|rank| leave(JOB, rank, SESSION)));
     steps
 }
 
