@@ -263,6 +263,26 @@ fn what_a_v1model_pass_reads_survives_recirculation() {
     assert!(text.contains("standard_metadata.egress_spec = v1.ingress_port;"));
 }
 
+/// Neither target divides (issue 31): both join handlers look the Join's lane up in the
+/// same control-plane table, the one the replay beds' commands fill (`testbed::Bed`).
+#[test]
+fn both_join_handlers_look_the_lane_up_in_lane_alignment() {
+    for t in ["v1model", "tna"] {
+        let text = p4_rules::code(&read_built(&format!("{t}/join_handler.p4"), true));
+        for line in [
+            "action lane_aligned(bit<16> index) {",
+            "table lane_alignment {",
+            "hdr.join.slot_count : exact;",
+            "hdr.join.slot_lo    : exact;",
+            "lane_alignment.apply();",
+        ] {
+            assert!(text.contains(line), "{t}/join_handler.p4: {line}");
+        }
+    }
+    let commands = switchml_p4model::testbed::cli_commands();
+    assert!(commands.contains("table_add lane_alignment lane_aligned 8 16 => 2\n"));
+}
+
 /// Tofino does not zero metadata: the TNA parser writes every field of `metadata_t`, in
 /// either build.
 #[test]
