@@ -62,7 +62,7 @@ control SwitchmlVerifyChecksum(inout headers_t hdr, inout v1model_metadata_t v1)
 
 control SwitchmlIngress(inout headers_t hdr, inout v1model_metadata_t v1,
                         inout standard_metadata_t standard_metadata) {
-    metadata_t meta;                            // v1.sml, copied back at the end
+    metadata_t meta;                            // v1.sml, copied back before the clone
     Validator() validator;
     TierSelector() tier_selector;
     Classifier() classifier;
@@ -243,6 +243,9 @@ control SwitchmlIngress(inout headers_t hdr, inout v1model_metadata_t v1,
             job_counters.apply(meta);
         }
 
+        // What the egress, the clone and a recirculation see is v1.sml: copied back before
+        // the clone is asked for (nothing below writes meta).
+        v1.sml = meta;
         // A child's run ended with an Abort to its ranks: a clone of this packet, to the
         // parent's port, becomes the Abort the child owes its parent (egress).
         if (meta.up_reason != 0) {
@@ -259,15 +262,13 @@ control SwitchmlIngress(inout headers_t hdr, inout v1model_metadata_t v1,
             // Unicast answers and recirculations leave by the port pass 0 came in on.
             standard_metadata.egress_spec = v1.ingress_port;
         }
-        // Clones and recirculations take field lists as they are at the end of the block.
-        v1.sml = meta;
     }
 }
 
 control SwitchmlEgress(inout headers_t hdr, inout v1model_metadata_t v1,
                        inout standard_metadata_t standard_metadata) {
     UdpSender() udp_sender;
-    metadata_t meta;                            // v1.sml, copied back at the end
+    metadata_t meta;                            // v1.sml, copied back before recirculating
 
     apply {
         meta = v1.sml;
@@ -290,12 +291,14 @@ control SwitchmlEgress(inout headers_t hdr, inout v1model_metadata_t v1,
             meta.reply_len = 20;
             meta.verdict = VERDICT_UP;
         }
+        // Before the recirculation is asked for; the sender's writes to meta are this
+        // pass's only.
+        v1.sml = meta;
         if (meta.verdict == VERDICT_RECIRCULATE) {
             recirculate_preserving_field_list(1);
         } else {
             udp_sender.apply(hdr, meta, standard_metadata);
         }
-        v1.sml = meta;
     }
 }
 
