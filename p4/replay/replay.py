@@ -2,6 +2,7 @@
 """Send each vector's frame into BMv2 and compare every frame that comes out with the model.
 
 usage: replay.py EXPECTED HOST_IF...   (run inside the replay namespace, as root)
+       replay.py --cli-log LOG        (did simple_switch_CLI complain while loading a bed?)
 
 EXPECTED is written by `cargo run -p switchml-p4model --bin expected` (the wire vectors) or
 `expected --scenarios DIR` (one file per switch scenario):
@@ -22,6 +23,11 @@ p4/README.md, known gaps), so the model's are zeroed before comparing.
 
 Exit status: 0 every vector agrees; 1 some vector differs; 3 no switch answered (the
 liveness check failed, or no vector that expects a frame got one); 2 usage.
+
+`--cli-log LOG` prints every complaint in the output of simple_switch_CLI loading a bed's
+tables (`cli_complaints`) and exits 1 if there is one, else 0: the CLI answers a command it
+cannot parse, a table or action it does not know, or an entry it refuses with a line, not
+with its exit status, so a mistyped command would otherwise load nothing and pass.
 """
 import collections
 import os
@@ -39,6 +45,26 @@ COUNTERS = range(DATAGRAM + 20, DATAGRAM + 252)  # protocol.md §3.8: 29 u64
 LIVENESS = "liveness"
 
 AGREE, DIFFER, USAGE, NO_SWITCH = 0, 1, 2, 3
+
+
+# How simple_switch_CLI's answers that something went wrong start, after its prompts:
+# cmd.Cmd's `*** Unknown syntax: ...`, runtime_CLI's `Error: ...` and `Invalid table
+# operation (...)`, a failed Thrift connection's `Could not connect ...`, and an uncaught
+# exception's traceback.
+CLI_COMPLAINTS = ("***", "error", "invalid", "could not", "traceback", "exception")
+PROMPT = "RuntimeCmd:"
+
+
+def cli_complaints(text):
+    """The lines of a simple_switch_CLI session's output that complain; [] if none."""
+    complaints = []
+    for line in text.splitlines():
+        answer = line.strip()
+        while answer.startswith(PROMPT):
+            answer = answer[len(PROMPT):].strip()
+        if answer.lower().startswith(CLI_COMPLAINTS) or "unknown syntax" in answer.lower():
+            complaints.append(line)
+    return complaints
 
 
 def as_p4_sends(frame):
@@ -146,6 +172,12 @@ def replay(vectors, exchange):
 
 
 def main(argv):
+    if len(argv) == 3 and argv[1] == "--cli-log":
+        with open(argv[2]) as f:
+            complaints = cli_complaints(f.read())
+        for line in complaints:
+            print(line)
+        return DIFFER if complaints else AGREE
     if len(argv) < 3:
         print(__doc__, file=sys.stderr)
         return USAGE

@@ -3,11 +3,12 @@
 // switch, protocol.md §7), or a parent's JoinReply's bitmap. Rust twin: p4/model/src/parser.rs (Parser).
 // A header that runs past the packet sets standard_metadata.parser_error; the ingress turns
 // that into meta.parser_failed and the validator into a Malformed drop. A count above 256
-// is dropped as CountTooLarge in pass 0.
+// is dropped as CountTooLarge in pass 0. The parser writes the program's metadata in
+// `v1.sml` (v1model_metadata_t, switchml.p4).
 #ifndef _SWITCHML_PARSER_P4_
 #define _SWITCHML_PARSER_P4_
 
-parser SwitchmlParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
+parser SwitchmlParser(packet_in packet, out headers_t hdr, inout v1model_metadata_t v1,
                       inout standard_metadata_t standard_metadata) {
     state start {
         packet.extract(hdr.ethernet);
@@ -35,7 +36,7 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, inout metadata_t meta
     }
 
     state parse_prefix {
-        meta.switchml = 1;
+        v1.sml.switchml = 1;
         packet.extract(hdr.prefix);
         transition select(hdr.prefix.version, hdr.prefix.msg_type) {
             (PROTOCOL_VERSION, TYPE_CONTRIBUTION): parse_data;
@@ -52,12 +53,12 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, inout metadata_t meta
 
     // The values: one block of at most VALUES_PER_PASS, counted with metadata (BMv2 takes
     // only fields as select keys). Pass 0 takes the first block of the packet's count; a
-    // recirculated pass the block pass 0 planned (meta.parse_lanes, preserved), 0 when it
+    // recirculated pass the block pass 0 planned (v1.sml.parse_lanes, preserved), 0 when it
     // harvests. Further values stay in the payload for later passes.
     state parse_data {
         packet.extract(hdr.data);
-        meta.values_parsed = 0;
-        meta.values_left = hdr.data.count;
+        v1.sml.values_parsed = 0;
+        v1.sml.values_left = hdr.data.count;
         transition select(standard_metadata.instance_type) {
             PKT_INSTANCE_TYPE_INGRESS_RECIRC: parse_planned_block;
             default: parse_values;
@@ -65,12 +66,12 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, inout metadata_t meta
     }
 
     state parse_planned_block {
-        meta.values_left = (bit<16>)meta.parse_lanes;
+        v1.sml.values_left = (bit<16>)v1.sml.parse_lanes;
         transition parse_values;
     }
 
     state parse_values {
-        transition select(meta.values_left, meta.values_parsed) {
+        transition select(v1.sml.values_left, v1.sml.values_parsed) {
             (0, _): accept;
             (_, VALUES_PER_PASS): accept;
             default: parse_value;
@@ -79,8 +80,8 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, inout metadata_t meta
 
     state parse_value {
         packet.extract(hdr.values.next);
-        meta.values_left = meta.values_left - 1;
-        meta.values_parsed = meta.values_parsed + 1;
+        v1.sml.values_left = v1.sml.values_left - 1;
+        v1.sml.values_parsed = v1.sml.values_parsed + 1;
         transition parse_values;
     }
 
@@ -94,12 +95,12 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, inout metadata_t meta
     // metadata as the values are; more than MAX_BITMAP bytes fail the parse (Malformed).
     state parse_join_reply {
         packet.extract(hdr.join_reply);
-        meta.values_left = hdr.join_reply.bitmap_len;
+        v1.sml.values_left = hdr.join_reply.bitmap_len;
         transition parse_bitmap_in;
     }
 
     state parse_bitmap_in {
-        transition select(meta.values_left) {
+        transition select(v1.sml.values_left) {
             0: accept;
             default: parse_bitmap_byte;
         }
@@ -107,7 +108,7 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, inout metadata_t meta
 
     state parse_bitmap_byte {
         packet.extract(hdr.bitmap_in.next);
-        meta.values_left = meta.values_left - 1;
+        v1.sml.values_left = v1.sml.values_left - 1;
         transition parse_bitmap_in;
     }
 

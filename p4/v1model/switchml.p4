@@ -19,6 +19,19 @@ const bit<32> PKT_INSTANCE_TYPE_INGRESS_RECIRC = 4;
 // maps it to the parent's port (simple_switch_CLI `mirroring_add`) with the job's
 // parent_link entry (protocol.md §7).
 const bit<32> UP_CLONE_BASE = 1024;
+
+// The metadata of every block of the v1model program: the program's own (metadata_t,
+// shared with TNA in include/headers.p4) and the port pass 0 came in on. BMv2 zeroes
+// standard metadata, ingress_port included, when it recirculates a packet, so a multi-pass
+// answer sent to `standard_metadata.ingress_port` left on port 0 (issue 31); the port rides
+// in field list 1 instead, which recirculate_preserving_field_list(1) keeps. The ingress and
+// egress copy `sml` into a local `meta` and back, so their bodies read as TNA's do. p4c
+// keeps a nested field's @field_list when it flattens the struct.
+struct v1model_metadata_t {
+    metadata_t sml;
+    @field_list(1) bit<9> ingress_port;
+}
+
 #include "parser.p4"
 #include "../include/validator.p4"
 #include "../include/tier_selector.p4"
@@ -43,12 +56,13 @@ const bit<32> UP_CLONE_BASE = 1024;
 #include "job_counters.p4"
 #include "udp_sender.p4"
 
-control SwitchmlVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
+control SwitchmlVerifyChecksum(inout headers_t hdr, inout v1model_metadata_t v1) {
     apply { }
 }
 
-control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
+control SwitchmlIngress(inout headers_t hdr, inout v1model_metadata_t v1,
                         inout standard_metadata_t standard_metadata) {
+    metadata_t meta;                            // v1.sml, copied back before the clone
     Validator() validator;
     TierSelector() tier_selector;
     Classifier() classifier;
@@ -85,6 +99,10 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
     }
 
     apply {
+        meta = v1.sml;
+        if (standard_metadata.instance_type != PKT_INSTANCE_TYPE_INGRESS_RECIRC) {
+            v1.ingress_port = standard_metadata.ingress_port;
+        }
         // Not switchml traffic is only counted (ignored) and dropped.
         meta.verdict = VERDICT_DROP;
         if (meta.switchml == 1) {
@@ -225,6 +243,9 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
             job_counters.apply(meta);
         }
 
+        // What the egress, the clone and a recirculation see is v1.sml: copied back before
+        // the clone is asked for (nothing below writes meta).
+        v1.sml = meta;
         // A child's run ended with an Abort to its ranks: a clone of this packet, to the
         // parent's port, becomes the Abort the child owes its parent (egress).
         if (meta.up_reason != 0) {
@@ -238,17 +259,19 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
         } else if (meta.verdict == VERDICT_UP) {
             standard_metadata.egress_spec = (bit<9>)meta.parent_port;
         } else {
-            // Unicast answers and recirculations leave by the port they came in on.
-            standard_metadata.egress_spec = standard_metadata.ingress_port;
+            // Unicast answers and recirculations leave by the port pass 0 came in on.
+            standard_metadata.egress_spec = v1.ingress_port;
         }
     }
 }
 
-control SwitchmlEgress(inout headers_t hdr, inout metadata_t meta,
+control SwitchmlEgress(inout headers_t hdr, inout v1model_metadata_t v1,
                        inout standard_metadata_t standard_metadata) {
     UdpSender() udp_sender;
+    metadata_t meta;                            // v1.sml, copied back before recirculating
 
     apply {
+        meta = v1.sml;
         if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_INGRESS_CLONE) {
             // The Abort a child owes its parent (protocol.md §7), written over the clone
             // (a worker's Abort, or a restarted rank's Join): member parent_member of the
@@ -268,6 +291,9 @@ control SwitchmlEgress(inout headers_t hdr, inout metadata_t meta,
             meta.reply_len = 20;
             meta.verdict = VERDICT_UP;
         }
+        // Before the recirculation is asked for; the sender's writes to meta are this
+        // pass's only.
+        v1.sml = meta;
         if (meta.verdict == VERDICT_RECIRCULATE) {
             recirculate_preserving_field_list(1);
         } else {
@@ -276,7 +302,7 @@ control SwitchmlEgress(inout headers_t hdr, inout metadata_t meta,
     }
 }
 
-control SwitchmlComputeChecksum(inout headers_t hdr, inout metadata_t meta) {
+control SwitchmlComputeChecksum(inout headers_t hdr, inout v1model_metadata_t v1) {
     apply {
         update_checksum(hdr.ipv4.isValid(),
             { hdr.ipv4.version_ihl, hdr.ipv4.tos, hdr.ipv4.total_len, hdr.ipv4.ident,

@@ -13,7 +13,12 @@
 //!   switch = 10.0.0.254, MAC 02:00:00:00:00:fe, UDP port 0xBEE0
 //! ```
 
-use std::fmt::Write as _;
+mod bed;
+mod datagrams;
+pub mod multi_pass;
+pub mod tiered;
+
+pub use bed::{lane_alignments, Bed, BedJob};
 
 use switchml_core::switch::JobConfig;
 use switchml_core::wire::SWITCH_PORT;
@@ -77,46 +82,48 @@ pub fn host(rank: u16) -> WorkerAddr {
     }
 }
 
-/// The test bed's switch with no jobs.
-fn empty() -> Pipeline {
-    Pipeline::new(Config {
-        slots: 40,
-        jobs: 4,
-        workers: 16,
-        epoch: EPOCH,
-        max_count: MAX_COUNT,
-        switch: SWITCH,
-    })
+/// Slots of the test bed's pool.
+pub const SLOTS: usize = 40;
+
+/// The test bed: its pool of [`SLOTS`], [`jobs`] with every rank at its host.
+pub fn bed() -> Bed {
+    Bed {
+        config: Config {
+            slots: SLOTS,
+            jobs: 4,
+            workers: 16,
+            epoch: EPOCH,
+            max_count: MAX_COUNT,
+            switch: SWITCH,
+        },
+        jobs: jobs().into_iter().map(BedJob::at_hosts).collect(),
+    }
 }
 
-/// Register `jobs` on `p`, every rank at its host.
-fn with_hosts(mut p: Pipeline, jobs: &[JobConfig]) -> Pipeline {
-    for &job in jobs {
-        p.add_job(job).ok();
-        for rank in 0..job.world {
-            p.add_worker(job.id, rank, host(rank)).ok();
-        }
+/// Scenario `s`'s bed: the scenarios' pool of [`POOL`] slots of `s.max_count` values,
+/// `s.epoch`, the job with its ranks at their hosts.
+pub fn scenario_bed(s: &Scenario) -> Bed {
+    Bed {
+        config: Config {
+            slots: POOL,
+            jobs: 1,
+            workers: usize::from(s.job.world),
+            epoch: s.epoch,
+            max_count: s.max_count,
+            switch: SWITCH,
+        },
+        jobs: vec![BedJob::at_hosts(s.job)],
     }
-    p
 }
 
 /// The model set up as the test bed: every rank of every job at its host.
 pub fn pipeline() -> Pipeline {
-    with_hosts(empty(), &jobs())
+    bed().pipeline()
 }
 
-/// The model set up as scenario `s`'s bed: the scenarios' pool of [`POOL`] slots of
-/// `s.max_count` values, `s.epoch`, the job with its ranks at their hosts.
+/// The model set up as scenario `s`'s bed ([`scenario_bed`]).
 pub fn scenario_pipeline(s: &Scenario) -> Pipeline {
-    let p = Pipeline::new(Config {
-        slots: POOL,
-        jobs: 1,
-        workers: usize::from(s.job.world),
-        epoch: s.epoch,
-        max_count: s.max_count,
-        switch: SWITCH,
-    });
-    with_hosts(p, &[s.job])
+    scenario_bed(s).pipeline()
 }
 
 /// The frame the BMv2 replay sends first on every bed to see that the switch answers: a
@@ -185,7 +192,7 @@ pub fn scenario_frames(s: &Scenario) -> Result<Vec<FramedStep>, String> {
 
 /// The same jobs for bare datagrams: ranks at their rank ports (the `Aggregator` mapping).
 pub fn bare_pipeline() -> Pipeline {
-    let mut p = empty();
+    let mut p = Pipeline::new(bed().config);
     for job in jobs() {
         p.add_job_with_rank_ports(job).ok();
     }
@@ -199,22 +206,27 @@ pub fn frame(datagram: &[u8]) -> (u16, Vec<u8>) {
         .get(4..6)
         .map_or(u16::MAX, |b| u16::from_be_bytes([b[0], b[1]]));
     let from = if rank < HOSTS { host(rank) } else { STRANGER };
+    (from.port, frame_between(&from, &SWITCH, datagram))
+}
+
+/// The frame that carries `datagram` from `from` to the switch at `to`.
+pub fn frame_between(from: &WorkerAddr, to: &SwitchAddr, datagram: &[u8]) -> Vec<u8> {
     let mut f = vec![0u8; TRANSPORT_LEN];
-    f[0..6].copy_from_slice(&SWITCH.mac);
+    f[0..6].copy_from_slice(&to.mac);
     f[6..12].copy_from_slice(&from.mac);
     f[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
     let ip_len = (28 + datagram.len()) as u16;
     f[14..26].copy_from_slice(&[0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, IP_PROTO_UDP, 0, 0]);
     f[16..18].copy_from_slice(&ip_len.to_be_bytes());
     f[26..30].copy_from_slice(&from.source.ip);
-    f[30..34].copy_from_slice(&SWITCH.ip);
+    f[30..34].copy_from_slice(&to.ip);
     let sum = ipv4_checksum(&f[14..34]);
     f[24..26].copy_from_slice(&sum.to_be_bytes());
     f[34..36].copy_from_slice(&from.source.udp_port.to_be_bytes());
     f[36..38].copy_from_slice(&SWITCH_PORT.to_be_bytes());
     f[38..40].copy_from_slice(&(ip_len - 20).to_be_bytes());
     f.extend_from_slice(datagram);
-    (from.port, f)
+    f
 }
 
 /// Run one frame through `p`; return the frames it sends, with their egress ports.
@@ -249,86 +261,16 @@ fn verdict_and_outputs(
     (verdict, frames)
 }
 
-fn mac(m: [u8; 6]) -> String {
-    m.map(|b| format!("{b:02x}")).join(":")
-}
-
-fn ip(a: [u8; 4]) -> String {
-    a.map(|b| b.to_string()).join(".")
-}
-
-/// The `simple_switch_CLI` commands that load the test bed into `p4/v1model/switchml.p4`.
+/// The `simple_switch_CLI` commands that load the test bed into `p4/v1model/switchml.p4`
+/// (`p4/replay/commands.txt`; generated, so what generates it is said in `p4/README.md`
+/// and in the test that keeps it current, not in the file).
 pub fn cli_commands() -> String {
-    commands(
-        "# Generated by `cargo run -p switchml-p4model --bin expected -- --cli`; do not edit.\n",
-        &jobs(),
-        EPOCH,
-        MAX_COUNT,
-    )
+    bed().commands()
 }
 
-/// The `simple_switch_CLI` commands that load scenario `s`'s bed ([`scenario_pipeline`]).
+/// The `simple_switch_CLI` commands that load scenario `s`'s bed ([`scenario_bed`]).
 pub fn scenario_cli_commands(s: &Scenario) -> String {
-    commands(
-        &format!(
-            "# The bed of scenario {}, from tests/vectors/switch.txt.\n",
-            s.name
-        ),
-        &[s.job],
-        s.epoch,
-        s.max_count,
-    )
-}
-
-/// The commands that load `jobs` (table entries 0, 1, …, multicast groups 1, 2, …, every
-/// rank at its host) and the switch's `epoch` and `max_count`.
-fn commands(header: &str, jobs: &[JobConfig], epoch: u32, max_count: u16) -> String {
-    let mut s = String::from(header);
-    let mut node = 0;
-    let mut rid = 1u16;
-    for (index, &job) in jobs.iter().enumerate() {
-        let group = index + 1;
-        let _ = writeln!(
-            s,
-            "table_add job_table set_job {} => {} {} {} {group} {index} 0x{:016x} 0x{:016x}",
-            job.id,
-            job.world,
-            job.slot_lo,
-            job.slot_count,
-            crate::join_handler::full_mask(job.world),
-            job.key
-        );
-        let _ = writeln!(s, "mc_mgrp_create {group}");
-        for rank in 0..job.world {
-            let h = host(rank);
-            let _ = writeln!(
-                s,
-                "table_add worker_table set_worker {} {} {} => {rank} {rank} 0x{:016x}",
-                job.id,
-                ip(h.source.ip),
-                h.source.udp_port,
-                1u64 << rank
-            );
-            let _ = writeln!(
-                s,
-                "table_add replica_table set_replica {rid} => {} {} {}",
-                mac(h.mac),
-                ip(h.source.ip),
-                h.source.udp_port
-            );
-            let _ = writeln!(s, "mc_node_create {rid} {}", h.port);
-            let _ = writeln!(s, "mc_node_associate {group} {node}");
-            node += 1;
-            rid += 1;
-        }
-    }
-    let _ = writeln!(
-        s,
-        "table_set_default switch_config set_switch_config {} {} {epoch} {max_count}",
-        mac(SWITCH.mac),
-        ip(SWITCH.ip)
-    );
-    s
+    scenario_bed(s).commands()
 }
 
 #[cfg(test)]
@@ -364,5 +306,37 @@ mod tests {
         assert_eq!(&reply[0..6], &host(3).mac);
         assert_eq!(&reply[30..34], &host(3).source.ip);
         assert_eq!(reply[TRANSPORT_LEN + 1], 0x11);
+    }
+
+    /// The table holds exactly the pairs the model's arithmetic accepts, with its lane:
+    /// every (slot_count, slot_lo) of a lane inside the pool, and nothing else.
+    #[test]
+    fn lane_alignments_are_the_aligned_lanes_of_the_pool() {
+        let table: Vec<(u16, u16, u16)> = lane_alignments(SLOTS).collect();
+        let pool = SLOTS as u16;
+        for c in 0..=pool + 1 {
+            for lo in 0..=pool + 1 {
+                let fits = c != 0 && lo + c <= pool && lo % c == 0;
+                let entry = table.iter().find(|&&(tc, tlo, _)| (tc, tlo) == (c, lo));
+                match entry {
+                    Some(&(_, _, k)) => assert!(fits && k == lo / c, "{c} {lo} => {k}"),
+                    None => assert!(!fits, "missing {c} {lo}"),
+                }
+            }
+        }
+        let text = cli_commands();
+        assert!(text.contains("table_add lane_alignment lane_aligned 4 8 => 2\n"));
+        assert_eq!(text.matches("lane_alignment").count(), table.len());
+    }
+
+    #[test]
+    fn no_line_of_the_commands_is_a_comment() {
+        for line in cli_commands().lines() {
+            assert!(!line.trim_start().starts_with('#'), "{line}");
+            assert!(
+                !line.trim().is_empty(),
+                "an empty line repeats the last command"
+            );
+        }
     }
 }

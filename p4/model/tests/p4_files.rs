@@ -7,6 +7,8 @@ use std::path::PathBuf;
 
 use switchml_p4model::p4gen;
 
+mod p4_rules;
+
 fn p4_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
@@ -205,45 +207,80 @@ fn p4_sources(dir: &str) -> Vec<(PathBuf, String)> {
         .collect()
 }
 
-/// BMv2 names the fields of the metadata copies p4c makes for a control applied from two
-/// places wrongly, and a Tofino stage runs a register once per pass: every instance
-/// (`Type() name;`) is applied from one place, in either build.
-#[test]
-fn every_control_instance_is_applied_from_one_place() {
-    for (dir, tiers) in ["include", "v1model", "tna"]
+/// The files of every directory, in both builds, as the rules read them.
+fn every_built_file() -> impl Iterator<Item = (String, String)> {
+    ["include", "v1model", "tna"]
         .into_iter()
         .flat_map(|dir| [(dir, false), (dir, true)])
-    {
-        for (path, text) in p4_built(dir, tiers) {
-            for line in text.lines() {
-                let line = line.trim();
-                let Some((ty, rest)) = line.split_once("() ") else {
-                    continue;
-                };
-                let Some(name) = rest.strip_suffix(';') else {
-                    continue;
-                };
-                if ty.contains(' ') || name.contains(' ') {
-                    continue;
-                }
-                let calls = text.matches(&format!("{name}.apply(")).count();
-                assert!(
-                    calls <= 1,
-                    "{} (tiers: {tiers}): {name} applied {calls} times",
-                    path.display()
-                );
-            }
+        .flat_map(|(dir, tiers)| {
+            p4_built(dir, tiers)
+                .into_iter()
+                .map(move |(p, text)| (format!("{} (tiers: {tiers})", p.display()), text))
+        })
+}
+
+/// BMv2 names the fields of the metadata copies p4c makes for a control applied from two
+/// places wrongly, and a Tofino stage runs a register once per pass: every instance
+/// (`Type() name;`) and table is applied from one place, in either build
+/// (`p4_rules::repeated_applications`).
+#[test]
+fn every_control_instance_is_applied_from_one_place() {
+    for (file, text) in every_built_file() {
+        assert_eq!(p4_rules::repeated_applications(&text), [""; 0], "{file}");
+    }
+}
+
+/// BMv2 takes only fields as parser select keys: no `lastIndex` (`p4_rules`).
+#[test]
+fn no_parser_selects_on_a_stack_index() {
+    for (file, text) in every_built_file() {
+        assert_eq!(p4_rules::stack_index_selects(&text), [""; 0], "{file}");
+    }
+}
+
+/// p4c's BMv2 back end rejects a `%` or `/` of operands that are not compile-time constants
+/// (issue 31, `v1model/join_handler.p4`), and Tofino has no divider: none in either
+/// program, either build (`p4_rules::runtime_divisions`).
+#[test]
+fn no_program_divides_at_run_time() {
+    for target in ["v1model", "tna"] {
+        for tiers in [false, true] {
+            let text = program(target, tiers);
+            let found = p4_rules::runtime_divisions(&text);
+            assert_eq!(found, [""; 0], "{target} (tiers: {tiers})");
         }
     }
 }
 
-/// BMv2 takes only fields as parser select keys: no `lastIndex`.
+/// BMv2 zeroes what a recirculation does not preserve, standard metadata included (issue
+/// 31: a multi-pass answer left on port 0): everything the TNA program bridges to its next
+/// pass is in v1model's recirculation field list, and the ingress port is read from
+/// standard metadata in pass 0 only (`p4_rules::unpreserved_recirculation_reads`).
 #[test]
-fn no_parser_selects_on_a_stack_index() {
-    for dir in ["v1model", "tna"] {
-        let text = std::fs::read_to_string(p4_dir().join(dir).join("parser.p4")).unwrap();
-        assert!(!text.contains("lastIndex"), "p4/{dir}/parser.p4");
+fn what_a_v1model_pass_reads_survives_recirculation() {
+    let text = program("v1model", true);
+    assert_eq!(p4_rules::unpreserved_recirculation_reads(&text), [""; 0]);
+    assert!(text.contains("standard_metadata.egress_spec = v1.ingress_port;"));
+}
+
+/// Neither target divides (issue 31): both join handlers look the Join's lane up in the
+/// same control-plane table, the one the replay beds' commands fill (`testbed::Bed`).
+#[test]
+fn both_join_handlers_look_the_lane_up_in_lane_alignment() {
+    for t in ["v1model", "tna"] {
+        let text = p4_rules::code(&read_built(&format!("{t}/join_handler.p4"), true));
+        for line in [
+            "action lane_aligned(bit<16> index) {",
+            "table lane_alignment {",
+            "hdr.join.slot_count : exact;",
+            "hdr.join.slot_lo    : exact;",
+            "lane_alignment.apply();",
+        ] {
+            assert!(text.contains(line), "{t}/join_handler.p4: {line}");
+        }
     }
+    let commands = switchml_p4model::testbed::cli_commands();
+    assert!(commands.contains("table_add lane_alignment lane_aligned 8 16 => 2\n"));
 }
 
 /// Tofino does not zero metadata: the TNA parser writes every field of `metadata_t`, in

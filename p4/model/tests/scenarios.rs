@@ -10,8 +10,9 @@
 
 use switchml_core::switch::Verdict as CoreVerdict;
 use switchml_p4model::aggregator::to_core;
+use switchml_p4model::equivalence::{RefSlot, Reference};
 use switchml_p4model::headers::TRANSPORT_LEN;
-use switchml_p4model::{testbed, Config, Pipeline, SwitchAddr, OUT_LEN};
+use switchml_p4model::{testbed, Config, Pipeline, SwitchAddr, Verdict, FRAME_OUT_LEN, OUT_LEN};
 use switchml_tests::scenarios::{
     load, Outcome, Scenario, LARGE_MAX_COUNT, MAX_COUNT, POOL, SWITCH,
 };
@@ -128,4 +129,185 @@ fn every_scenario_replays_as_frames_on_its_bed() {
         assert_eq!(answer[0].1[TRANSPORT_LEN + 1], 0x14, "an Abort");
     }
     assert!(frames_out > 100, "{frames_out}");
+}
+
+/// The four-rank multi-pass bed of the BMv2 replay (`testbed::multi_pass`, issue 31): the
+/// model gives the reference's outcome on every step, bare and framed, and the bed keeps
+/// what it is for: resends of uses of more than one block from ranks 1, 2 and 3, answered
+/// after recirculating, each on its sender's port; Probes of such uses and Status from
+/// ranks other than 0; a duplicate, a count mismatch and an overflow.
+#[test]
+fn the_four_rank_multi_pass_bed_answers_every_rank_on_its_port_after_several_passes() {
+    let s = testbed::multi_pass::scenario();
+    let mut bare = model_for(&s);
+    for (i, (input, expect)) in s.steps.iter().enumerate() {
+        assert_eq!(&outcome(&mut bare, input), expect, "[{}] step {i}", s.name);
+    }
+    assert_eq!(bare.faults(), 0);
+    let steps = testbed::scenario_frames(&s).unwrap_or_else(|e| panic!("{e}"));
+    let mut bed = testbed::scenario_pipeline(&s);
+    // The ports of the unicast answers: resends' Results sent after more than one pass,
+    // ProbeReplies, StatusReplies.
+    let (mut resends, mut probes, mut status) = (Vec::new(), Vec::new(), Vec::new());
+    for st in &steps {
+        let before = bed.recirculations();
+        assert_eq!(
+            testbed::outputs(&mut bed, st.port, &st.frame),
+            st.out,
+            "{}",
+            st.name
+        );
+        let passes_after_0 = bed.recirculations() - before;
+        if let [(port, answer)] = st.out.as_slice() {
+            match (st.frame[TRANSPORT_LEN + 1], answer[TRANSPORT_LEN + 1]) {
+                (0x01, 0x02) if passes_after_0 > 0 => resends.push(*port),
+                (0x12, 0x13) => probes.push(*port),
+                (0x15, 0x16) => status.push(*port),
+                _ => {}
+            }
+        }
+    }
+    resends.sort_unstable();
+    resends.dedup();
+    assert_eq!(
+        resends,
+        [1, 2, 3],
+        "ports of the multi-pass resends' answers"
+    );
+    assert!(probes.iter().any(|&p| p != 0), "{probes:?}");
+    assert!(status.iter().any(|&p| p != 0), "{status:?}");
+    let drops = |reason: &str| {
+        s.steps
+            .iter()
+            .filter(|(_, o)| *o == Outcome::Drop(reason.into()))
+            .count()
+    };
+    assert!(drops("duplicate") >= 1 && drops("count_mismatch") >= 1);
+    let overflowed = steps.iter().any(|st| {
+        st.out.len() == usize::from(s.job.world)
+            && st.out[0].1[TRANSPORT_LEN + 9] & 0x01 != 0
+            && st.out[0].1.len() > TRANSPORT_LEN + 24 + 4 * 64
+    });
+    assert!(
+        overflowed,
+        "no multicast Result of a multi-pass use with OVERFLOW"
+    );
+}
+
+/// What the reference switch sends for each frame of a tiered bed (the bed's own switch,
+/// fed the datagrams the bed's frames carry, in order), as (port, datagram) pairs: an
+/// answer to the sender's port, a multicast to every worker lane's, what goes up (and the
+/// Abort a child then owes, `poll_up`) to the parent's.
+fn reference_sends(b: &testbed::tiered::TieredBed) -> Vec<Vec<(u16, Vec<u8>)>> {
+    let job = &b.bed.jobs[0];
+    let mut pool = vec![RefSlot::IDLE; b.bed.config.slots];
+    let mut reference = Reference::new(&mut pool, b.bed.config.epoch);
+    reference
+        .add_tiered_job(job.config, job.tier.tier())
+        .expect("the bed's job");
+    let lanes: Vec<u16> = job.workers.iter().map(|&(_, a)| a.port).collect();
+    let up_port = job.tier.parent_port();
+    let mut out = vec![0u8; Reference::OUT_LEN];
+    b.steps
+        .iter()
+        .map(|st| {
+            let mut sends = match reference.process(&st.frame[TRANSPORT_LEN..], &mut out) {
+                CoreVerdict::Unicast { len, .. } => vec![(st.port, out[..len].to_vec())],
+                CoreVerdict::Multicast { len, .. } => {
+                    lanes.iter().map(|&p| (p, out[..len].to_vec())).collect()
+                }
+                CoreVerdict::Up { len, .. } => vec![(up_port, out[..len].to_vec())],
+                CoreVerdict::Consumed | CoreVerdict::Drop(_) => Vec::new(),
+            };
+            if let Some(CoreVerdict::Up { len, .. }) = reference.poll_up(&mut out) {
+                sends.push((up_port, out[..len].to_vec()));
+            }
+            sends.sort();
+            sends
+        })
+        .collect()
+}
+
+/// The tiered beds of the BMv2 replay (`testbed::tiered`, issue 31): each switch of the
+/// tree sends, for every frame it got, what the reference switch sends for its datagram,
+/// to the same ports; replayed alone on a fresh bed (as BMv2 replays it) it sends the same
+/// frames; and the tree did what the beds are for: Joins, a sum of two blocks and a resend
+/// across both levels, and an Abort from rank 1 that reaches ranks 2 and 3 as
+/// `ParentFailed` by way of the parent.
+#[test]
+fn the_tiered_beds_agree_with_the_reference_and_replay_alone() {
+    let beds = testbed::tiered::beds();
+    assert_eq!(beds.len(), 3);
+    for b in &beds {
+        let reference = reference_sends(b);
+        let mut alone = b.bed.pipeline();
+        for (st, want) in b.steps.iter().zip(&reference) {
+            let mut got: Vec<(u16, Vec<u8>)> = st
+                .out
+                .iter()
+                .map(|(p, f)| (*p, f[TRANSPORT_LEN..].to_vec()))
+                .collect();
+            got.sort();
+            assert_eq!(
+                &got, want,
+                "{} {}: the model and the reference",
+                b.name, st.name
+            );
+            let mut again = testbed::outputs(&mut alone, st.port, &st.frame);
+            let mut clone = vec![0u8; FRAME_OUT_LEN];
+            if let Some(Verdict::Up { port, len, .. }) = alone.poll_up_frame(&mut clone) {
+                again.push((port, clone[..len].to_vec()));
+            }
+            assert_eq!(again, st.out, "{} {}: replayed alone", b.name, st.name);
+        }
+    }
+    let [parent, child0, child1] = &beds[..] else {
+        unreachable!()
+    };
+    // Up: each child sends its Join, its sum and (child 0) its Abort on port 3; the parent
+    // gets them from both children.
+    let up_types = |b: &testbed::tiered::TieredBed| -> Vec<u8> {
+        let sent = b.steps.iter().flat_map(|st| &st.out);
+        sent.filter(|(p, _)| *p == 3)
+            .map(|(_, f)| f[TRANSPORT_LEN + 1])
+            .collect()
+    };
+    assert_eq!(up_types(child0), [0x10, 0x01, 0x01, 0x14]);
+    assert_eq!(up_types(child1), [0x10, 0x01]);
+    let ports: Vec<u16> = parent.steps.iter().map(|st| st.port).collect();
+    assert!(ports.contains(&0) && ports.contains(&1), "{ports:?}");
+    // Down: every rank's host gets the sum of all four ranks' 20 values.
+    let sum: Vec<u8> = (0..20)
+        .flat_map(|i| (0..4).map(|r| 1000 * r + i).sum::<i32>().to_be_bytes())
+        .collect();
+    for child in [child0, child1] {
+        let got: Vec<u16> = child
+            .steps
+            .iter()
+            .flat_map(|st| &st.out)
+            .filter(|(p, f)| *p < 3 && f[TRANSPORT_LEN + 1] == 0x02 && f.ends_with(&sum))
+            .map(|(p, _)| *p)
+            .collect();
+        assert!(
+            got.contains(&0) && got.contains(&1),
+            "{}: {got:?}",
+            child.name
+        );
+    }
+    // Rank 3's resend is answered by child 1 from the parent's Result, on rank 3's port.
+    assert!(child1.steps.iter().any(|st| st.port == 1
+        && st.frame[TRANSPORT_LEN + 1] == 0x01
+        && st.out.len() == 1
+        && st.out[0].0 == 1
+        && st.out[0].1.ends_with(&sum)));
+    // Rank 1's Abort: up from child 0, down from the parent, ParentFailed (15) at child 1.
+    let aborts_to_ranks = |b: &testbed::tiered::TieredBed| -> Vec<(u16, u8)> {
+        let sent = b.steps.iter().flat_map(|st| &st.out);
+        sent.filter(|(p, f)| *p < 3 && f[TRANSPORT_LEN + 1] == 0x14)
+            .map(|(p, f)| (*p, f[TRANSPORT_LEN + 6]))
+            .collect()
+    };
+    assert_eq!(aborts_to_ranks(parent).len(), 2);
+    assert_eq!(aborts_to_ranks(child1), [(0, 15), (1, 15)]);
+    assert_eq!(aborts_to_ranks(child0).len(), 2);
 }

@@ -9,7 +9,9 @@
 //!   [name] ...                #   then every vector
 //! expected --cli              # the simple_switch_CLI commands of the test bed
 //! expected --scenarios DIR [SWITCH]
-//!                             # default tests/vectors/switch.txt; for scenario number NN:
+//!                             # default tests/vectors/switch.txt, then the four-rank
+//!                             # multi-pass bed (testbed::multi_pass), then the tiered beds,
+//!                             # one per switch (testbed::tiered); for bed number NN:
 //!                             #   DIR/NN-name.commands  the commands of its bed
 //!                             #   DIR/NN-name.expected  liveness, then its steps, as above
 //! ```
@@ -17,7 +19,9 @@
 //! Vectors run in file order through one switch, so state carries over as it does on BMv2.
 //! Each scenario runs on a fresh bed, and its frames are checked against the file's outcomes
 //! (`testbed::scenario_frames`) before they are written: a scenario the model gets wrong
-//! stops the run with exit status 1.
+//! stops the run with exit status 1. A tiered bed is one switch of a tree the model ran
+//! whole (a parent and two children); BMv2 replays each switch alone on the frames it got
+//! (checked against the reference in `p4/model/tests/scenarios.rs`).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -72,20 +76,29 @@ fn scenario_files(dir: &str, path: Option<&str>) -> Result<(), String> {
         Some(p) => read(p)?,
         None => scenarios::SWITCH.to_string(),
     };
-    let all = scenarios::load(&text)?;
+    let mut all = scenarios::load(&text)?;
+    // After the golden scenarios, the beds of the model's own (issue 31).
+    all.push(testbed::multi_pass::scenario());
+    let mut beds = Vec::new();
+    for s in &all {
+        beds.push((
+            s.name.clone(),
+            testbed::scenario_bed(s),
+            testbed::scenario_frames(s)?,
+        ));
+    }
+    for t in testbed::tiered::beds() {
+        beds.push((t.name, t.bed, t.steps));
+    }
     std::fs::create_dir_all(dir).map_err(|e| format!("{dir}: {e}"))?;
-    for (n, s) in all.iter().enumerate() {
-        let steps = testbed::scenario_frames(s)?;
+    for (n, (name, bed, steps)) in beds.iter().enumerate() {
         let mut expected = String::new();
-        liveness(&mut expected, testbed::scenario_pipeline(s));
-        for step in &steps {
+        liveness(&mut expected, bed.pipeline());
+        for step in steps {
             entry(&mut expected, &step.name, step.port, &step.frame, &step.out);
         }
-        let stem = Path::new(dir).join(format!("{n:02}-{}", s.name));
-        for (ext, body) in [
-            ("commands", testbed::scenario_cli_commands(s)),
-            ("expected", expected),
-        ] {
+        let stem = Path::new(dir).join(format!("{n:02}-{name}"));
+        for (ext, body) in [("commands", bed.commands()), ("expected", expected)] {
             let file = stem.with_extension(ext);
             std::fs::write(&file, body).map_err(|e| format!("{}: {e}", file.display()))?;
         }
