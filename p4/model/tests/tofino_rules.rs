@@ -675,3 +675,35 @@ fn planted_metadata_reads_are_reported() {
     let bad = metadata_violations(&missing, "P");
     assert_eq!(bad, ["meta.a is not written first", "meta.b is read first"]);
 }
+
+// ---------------------------------------------------------------------------------------
+// Unused constants (p4test's `-Wunused`, issue 31).
+
+/// The `const` declarations of `text` that nothing else in it names.
+fn unused_constants(text: &str) -> Vec<String> {
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    text.match_indices("const ")
+        .filter(|(at, _)| !word(text[..*at].chars().last()))
+        .filter_map(|(at, _)| {
+            let decl = &text[at..at + text[at..].find('=')?];
+            let name = decl.split_whitespace().last()?.to_string();
+            let uses = text
+                .match_indices(name.as_str())
+                .filter(|(u, m)| {
+                    !word(text[..*u].chars().last()) && !word(text[u + m.len()..].chars().next())
+                })
+                .count();
+            (uses < 2).then_some(name)
+        })
+        .collect()
+}
+
+#[test]
+fn every_constant_is_used_in_both_builds() {
+    for tiers in [false, true] {
+        let unused = unused_constants(&tna_program(tiers));
+        assert!(unused.is_empty(), "tiers {tiers}: {unused:?}");
+    }
+    let planted = "const bit<8> A = 1; const bit<8> B = 2; x = A;";
+    assert_eq!(unused_constants(planted), ["B"]);
+}
