@@ -388,3 +388,49 @@ pub fn register_actions(text: &str) -> Vec<(String, String, String, String, usiz
     }
     out
 }
+
+/// Whether `arg` is a constant: a literal (`8w127`, `0x7F`, `12`), an upper-case name, or
+/// those joined by `+`, `-` and brackets.
+pub fn is_constant(arg: &str) -> bool {
+    // A cast of a constant folds to a constant.
+    let arg = arg.trim();
+    let arg = match arg.strip_prefix("(bit<") {
+        Some(rest) => rest.split_once(">)").map_or(arg, |(_, v)| v),
+        None => arg,
+    };
+    !arg.is_empty()
+        && arg.split(['+', '-', '(', ')', ' ']).all(|w| {
+            w.is_empty()
+                || w.chars().next().is_some_and(|c| c.is_ascii_digit())
+                    && w.chars().all(|c| c.is_ascii_alphanumeric())
+                || w.chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        })
+}
+
+/// The value of a constant made of decimal literals, `+` and `-`; None otherwise.
+pub fn value_of(arg: &str) -> Option<i64> {
+    let arg = arg.trim().trim_start_matches('(').trim_end_matches(')');
+    let mut total = 0i64;
+    let mut sign = 1;
+    for word in arg.split_inclusive(['+', '-']) {
+        let (num, op) = match word.chars().last() {
+            Some(c @ ('+' | '-')) => (&word[..word.len() - 1], Some(c)),
+            _ => (word, None),
+        };
+        let num = num.trim();
+        let num = num.split_once('w').map_or(num, |(_, v)| v);
+        total += sign * num.parse::<i64>().ok()?;
+        sign = if op == Some('-') { -1 } else { 1 };
+    }
+    Some(total)
+}
+
+/// Whether `arg` is one whole field: `a.b` or `a.b.c`, no slice, cast or operator.
+pub fn is_whole_field(arg: &str) -> bool {
+    let arg = arg.trim();
+    arg.contains('.')
+        && arg
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+}
