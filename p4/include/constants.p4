@@ -140,4 +140,11 @@ bit<32> session_of(in bit<32> nonce, in bit<32> runs) {
     return (s == 0) ? 32w1 : s;
 }
 
+// Whether two 64-bit bitmaps differ, as one 32-bit word to test against 0 (a Tofino
+// gateway compares a field of at most 32 bits with a constant; BMv2 does not mind).
+bit<32> differs(in bit<64> a, in bit<64> b) {
+    bit<64> x = a ^ b;
+    return x[63:32] | x[31:0];
+}
+
 #endif

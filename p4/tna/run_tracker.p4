@@ -442,7 +442,7 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
             // the parent run taken; a rejected one (parent_result.p4) changes nothing.
             meta.joined = hi ++ lo;
             meta.join_complete = 0;
-            if (meta.joined == meta.full_mask) {
+            if (differs(meta.joined, meta.full_mask) == 0) {
                 meta.join_complete = 1;
             }
             bit<8> complete_flag = hdr.join_reply.flags & JOIN_COMPLETE;
@@ -579,12 +579,11 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
             // Each finding a flag of one comparison (the words are compared by halves).
             bit<64> old = hi ++ lo;
             bit<1> was_complete = 0;
-            if (old == meta.full_mask) {
+            if (differs(old, meta.full_mask) == 0) {
                 was_complete = 1;
             }
-            bit<64> member = old & meta.rank_bit;
             bit<1> restart = 1;
-            if (member == 0) {
+            if (differs(old & meta.rank_bit, 0) == 0) {
                 restart = 0;
             }
             if (old_nonce == hdr.join.nonce) {
@@ -626,7 +625,7 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
             } else {
                 meta.joined = old | meta.rank_bit;
                 meta.join_complete = 0;
-                if (meta.joined == meta.full_mask) {
+                if (differs(meta.joined, meta.full_mask) == 0) {
                     meta.join_complete = 1;
                 }
                 if (meta.tier == TIER_CHILD) {
@@ -637,7 +636,7 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
                 }
             }
         } else if (left_mode == WORD_LEAVE) {
-            if (left_lo_word == lo && left_hi_word == hi) {
+            if (differs(left_hi_word ++ left_lo_word, hi ++ lo) == 0) {
                 meta.run_end = 1;
                 meta.run_session = held;
             }
