@@ -55,8 +55,10 @@ const bit<8> ABORT_UNKNOWN_RANK        = 2;
 const bit<8> ABORT_WORLD_MISMATCH      = 3;
 const bit<8> ABORT_SLOT_RANGE          = 4;
 const bit<8> ABORT_COUNT_TOO_LARGE     = 5;
-const bit<8> ABORT_SHUTDOWN            = 6;
-const bit<8> ABORT_WORKER_FAILED       = 7;
+// 6: Shutdown, sent only by the control plane's own Aborts, never by the data plane.
+#ifdef SWITCHML_TIERS
+const bit<8> ABORT_WORKER_FAILED       = 7;   // only a child's Abort up says it (§7)
+#endif
 const bit<8> ABORT_BAD_KEY             = 8;
 const bit<8> ABORT_RANK_RESTARTED      = 9;
 const bit<8> ABORT_LANE_MISMATCH       = 10;
@@ -85,10 +87,9 @@ const drop_reason_t DROP_BAD_VERSION     = 7;
 const drop_reason_t DROP_STALE           = 8;
 const drop_reason_t DROP_DUPLICATE       = 9;
 const drop_reason_t DROP_COUNT_MISMATCH  = 10;
-const drop_reason_t DROP_OUTPUT_TOO_SMALL = 11;   // never in P4 (the model's buffer check)
+// 11: OutputTooSmall, never in P4 (the model's buffer check).
 const drop_reason_t DROP_BAD_SESSION     = 12;
-const drop_reason_t DROP_OVERSIZED       = 13;    // never in P4 (counted by software adapters)
-const drop_reason_t DROP_BAD_SOURCE      = 14;    // never in P4 (counted by software adapters)
+// 13: Oversized and 14: BadSource, never in P4 (counted by software adapters).
 #define DROP_CLASSES 15
 
 // What the validator found (validator.p4).
@@ -137,6 +138,13 @@ const bit<8> VERDICT_UP          = 5;         // to a child's parent switch (§7
 bit<32> session_of(in bit<32> nonce, in bit<32> runs) {
     bit<32> s = nonce + runs;
     return (s == 0) ? 32w1 : s;
+}
+
+// Whether two 64-bit bitmaps differ, as one 32-bit word to test against 0 (a Tofino
+// gateway compares a field of at most 32 bits with a constant; BMv2 does not mind).
+bit<32> differs(in bit<64> a, in bit<64> b) {
+    bit<64> x = a ^ b;
+    return x[63:32] | x[31:0];
 }
 
 #endif

@@ -180,36 +180,42 @@ header bitmap_byte_h {
     bit<8> b;
 }
 
-// TNA only: the ingress metadata a recirculated packet carries into its next pass: a
-// Contribution's next block of values, or a Join or Leave that ends its job's run
-// (v1model keeps it with recirculate_preserving_field_list instead).
+// TNA only: the ingress metadata a recirculated packet carries into its next pass
+// (v1model keeps it with recirculate_preserving_field_list instead), in two headers: this
+// one, which every later pass has (a Join's or a Leave's that ends its job's run, a parent's
+// Abort's), and `sml_bridge_use_h` after it, a Contribution's or a Result's use and next
+// block of values only (bridge.message says which). A mirrored Join carries only this one
+// into the egress parser, whose longest path must stay within 160 bytes (p4/README.md,
+// "Resources"). 19 bytes.
 header sml_bridge_h {
     bit<8>  message;
-    bit<32> run_session;
     bit<8>  pass;
+    bit<6>  pad;
+    bit<1>  up;                                // the answer goes to the parent (§7)
+    bit<1>  from_parent;                       // a parent's Result
+    bit<7>  pad2;
+    bit<9>  ingress_port;
+    bit<32> run_session;
+    bit<32> parent_session;
+    bit<16> world;
+    bit<16> group;
+    bit<16> job_index;
+}
+
+// TNA only: a Contribution's or a Result's use, for its next pass over the values. 26 bytes.
+header sml_bridge_use_h {
     bit<8>  passes;
     bit<8>  last_value_pass;
     bit<8>  outcome;
     bit<8>  update;
     bit<8>  exp;
-    bit<8>  lanes;
     bit<8>  blocks;
     bit<8>  parse_lanes;
     bit<5>  pad;
     bit<1>  overflow;
     bit<1>  last;
     bit<1>  packet_overflow;
-    bit<6>  pad2;
-    bit<1>  up;                                // the answer goes to the parent (§7)
-    bit<1>  from_parent;                       // a parent's Result
-    bit<7>  pad3;
-    bit<9>  ingress_port;
-    bit<32> parent_session;
-    bit<16> world;
-    bit<16> group;
-    bit<16> job_index;
     bit<16> held_count;
-    bit<16> reply_len;
     bit<32> pool_slot;
     bit<32> version_index;
     bit<64> rank_bit;
@@ -257,6 +263,7 @@ header sml_egress_bridge_h {
 struct headers_t {
     sml_egress_bridge_h egress_bridge;
     sml_bridge_h      bridge;
+    sml_bridge_use_h  bridge_use;
     ethernet_h        ethernet;
     ipv4_h            ipv4;
     udp_h             udp;
@@ -350,6 +357,8 @@ struct metadata_t {
     @field_list(1) bit<16> held_count;
     bit<1>  count_ok;
     bit<1>  seen;
+    bit<32> seen_set_lo;                       // TNA: the rank's bit to set in seen_lo, or 0
+    bit<32> seen_set_hi;                       // TNA: likewise in seen_hi
     bit<1>  complete;
     bit<1>  counted;
     bit<16> remaining;
@@ -372,6 +381,10 @@ struct metadata_t {
     bit<32> join_shape;                        // TNA: the Join's {slot_count, count}
     bit<32> join_neg_nonce;                    // TNA: 0 - the Join's nonce (open_run)
     bit<1>  run_end;                           // a second pass ends the run
+    bit<32> run_mask_lo;                       // TNA: the joined/left words' mask, ranks 0-31
+    bit<32> run_mask_hi;                       // TNA: likewise, ranks 32-63
+    bit<1>  parent_take;                       // TNA: a parent's JoinReply's session is kept
+    bit<1>  parent_mark;                       // TNA: it marks the parent's COMPLETE
     // probe_handler.p4
     bit<1>  in_session;                        // the slot version holds a use of this run
     bit<32> held_seq;

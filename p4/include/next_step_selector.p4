@@ -41,8 +41,20 @@ control NextStepSelector(inout headers_t hdr, inout metadata_t meta) {
         if (meta.pass == 0) {
             meta.up = 0;
             if (meta.message == MSG_RESULT) {
-                if (meta.in_session == 0 || meta.held_seq != meta.p_seq
-                        || meta.remaining != 0) {
+                // Whether the version holds this run's use of the Result's number, complete:
+                // a flag, a comparison at a time (no `!=` inside a longer gateway condition
+                // on Tofino).
+                bit<1> holds_use = 0;
+                if (meta.held_seq == meta.p_seq) {
+                    holds_use = 1;
+                }
+                if (meta.in_session == 0) {
+                    holds_use = 0;
+                }
+                if (meta.remaining != 0) {
+                    holds_use = 0;
+                }
+                if (holds_use == 0) {
                     meta.drop_reason = DROP_STALE;
                 } else if (meta.held_count != hdr.data.count) {
                     meta.drop_reason = DROP_COUNT_MISMATCH;

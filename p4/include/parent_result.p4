@@ -22,11 +22,17 @@ control ParentResult(inout headers_t hdr, inout metadata_t meta) {
         bit<1> ours = (hdr.prefix.rank == meta.parent_member || hdr.prefix.rank == RANK_ALL)
             ? 1w1 : 1w0;
         if (meta.message == MSG_PARENT_ABORT) {
-            if (hdr.prefix.rank != RANK_ALL && hdr.prefix.rank >= meta.parent_members) {
+            if (hdr.prefix.rank == RANK_ALL) {
+                // The parent's own (a restart's, or its run's end).
+            } else if (hdr.prefix.rank >= meta.parent_members) {
                 meta.parent_reject = DROP_UNKNOWN_RANK;
             }
         } else if (meta.message == MSG_JOIN_REPLY) {
-            if (ours == 0 || hdr.join_reply.world != meta.parent_members) {
+            bit<1> world_ok = 0;
+            if (hdr.join_reply.world == meta.parent_members) {
+                world_ok = 1;
+            }
+            if (ours == 0 || world_ok == 0) {
                 meta.parent_reject = DROP_UNKNOWN_RANK;
             }
         } else if (ours == 0) {

@@ -158,7 +158,8 @@ control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
             hdr.status_counters.setValid();
             hdr.prefix.msg_type = TYPE_STATUS_REPLY;
             hdr.status_reply.world = meta.wire_world;
-            hdr.status_reply.flags = (meta.joined == meta.full_mask) ? STATUS_ALL_JOINED : 8w0;
+            hdr.status_reply.flags = (differs(meta.joined, meta.full_mask) == 0)
+                ? STATUS_ALL_JOINED : 8w0;
             if (meta.run_open == 1) {
                 hdr.status_reply.flags = hdr.status_reply.flags | STATUS_RUN_OPEN;
             }

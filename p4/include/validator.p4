@@ -20,9 +20,16 @@ control Validator(inout headers_t hdr, inout metadata_t meta) {
                     || hdr.prefix.msg_type == TYPE_JOIN_REPLY)) {
             meta.from_parent = 1;
         }
+        // Flags of one comparison each, then a chain of `==` tests: bf-p4c merges an
+        // else-if chain, and the ifs nested in it, into one gateway, which cannot negate a
+        // `!=` inside a conjunction ahead of more rows ("gateway condition too complex").
+        bit<1> right_version = 0;
+        if (hdr.prefix.version == PROTOCOL_VERSION) {
+            right_version = 1;
+        }
         if (meta.parser_failed == 1) {
             meta.drop_reason = DROP_MALFORMED;
-        } else if (hdr.prefix.version != PROTOCOL_VERSION) {
+        } else if (right_version == 0) {
             meta.drop_reason = DROP_MALFORMED;
         } else if (hdr.data.isValid()) {
             if (udp_len == 32 + ((bit<32>)hdr.data.count << 2) && hdr.data.ver <= 1
@@ -41,7 +48,17 @@ control Validator(inout headers_t hdr, inout metadata_t meta) {
                 meta.drop_reason = DROP_MALFORMED;
             }
         } else if (hdr.join.isValid()) {
-            if (udp_len == 36 && hdr.join.lanes != 0 && hdr.join.nonce != 0) {
+            bit<1> join_ok = 0;
+            if (udp_len == 36) {
+                join_ok = 1;
+            }
+            if (hdr.join.lanes == 0) {
+                join_ok = 0;
+            }
+            if (hdr.join.nonce == 0) {
+                join_ok = 0;
+            }
+            if (join_ok == 1) {
                 meta.message = MSG_JOIN;
                 meta.p_session = hdr.join.nonce;
             } else {

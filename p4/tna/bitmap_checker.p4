@@ -18,36 +18,35 @@ struct seen_pair_t {
     bit<32> v1;
 }
 
-// One word register: ranks 32·half .. 32·half+31 of both versions. The check actions
-// output 1 when the rank was seen in v.
-control SeenWord(inout metadata_t meta, in bit<32> mask, in bit<1> probe,
-                 out bit<8> flags, out bit<32> word) {
+// One word register: ranks 32·half .. 32·half+31 of both versions. A check returns the
+// word of version v before this packet (0 on a new use, which resets it) and sets the
+// rank's bit (`set_bit`: the rank's bit if the count matched, else 0): one comparison and
+// no mask in the stateful ALU, which compares at most twice and masks only with constants;
+// the control tests the returned word against the rank's bit.
+control SeenWord(inout metadata_t meta, in bit<32> set_bit, in bit<1> probe,
+                 out bit<32> word) {
     Register<seen_pair_t, bit<32>>(POOL_SLOTS) seen;
 
-    RegisterAction<seen_pair_t, bit<32>, bit<8>>(seen) check_v0 = {
-        void apply(inout seen_pair_t w, out bit<8> f) {
+    RegisterAction<seen_pair_t, bit<32>, bit<32>>(seen) check_v0 = {
+        void apply(inout seen_pair_t w, out bit<32> before) {
+            before = 0;
             if (meta.begin == 1) {
-                w.v0 = 0;
-            }
-            f = 0;
-            if ((w.v0 & mask) != 0) {
-                f = 1;
-            } else if (meta.count_ok == 1 && mask != 0) {
-                w.v0 = w.v0 | mask;
+                w.v0 = set_bit;
+            } else {
+                before = w.v0;
+                w.v0 = w.v0 | set_bit;
             }
         }
     };
 
-    RegisterAction<seen_pair_t, bit<32>, bit<8>>(seen) check_v1 = {
-        void apply(inout seen_pair_t w, out bit<8> f) {
+    RegisterAction<seen_pair_t, bit<32>, bit<32>>(seen) check_v1 = {
+        void apply(inout seen_pair_t w, out bit<32> before) {
+            before = 0;
             if (meta.begin == 1) {
-                w.v1 = 0;
-            }
-            f = 0;
-            if ((w.v1 & mask) != 0) {
-                f = 1;
-            } else if (meta.count_ok == 1 && mask != 0) {
-                w.v1 = w.v1 | mask;
+                w.v1 = set_bit;
+            } else {
+                before = w.v1;
+                w.v1 = w.v1 | set_bit;
             }
         }
     };
@@ -65,8 +64,6 @@ control SeenWord(inout metadata_t meta, in bit<32> mask, in bit<1> probe,
     };
 
     apply {
-        flags = 0;
-        word = 0;
         if (probe == 1) {
             if (meta.p_ver == 0) {
                 word = read_v0.execute(meta.pool_slot);
@@ -74,9 +71,9 @@ control SeenWord(inout metadata_t meta, in bit<32> mask, in bit<1> probe,
                 word = read_v1.execute(meta.pool_slot);
             }
         } else if (meta.p_ver == 0) {
-            flags = check_v0.execute(meta.pool_slot);
+            word = check_v0.execute(meta.pool_slot);
         } else {
-            flags = check_v1.execute(meta.pool_slot);
+            word = check_v1.execute(meta.pool_slot);
         }
     }
 }
@@ -86,17 +83,26 @@ control BitmapChecker(inout metadata_t meta, in bit<1> probe) {
     SeenWord() seen_hi;
 
     apply {
-        bit<8> lo_flags;
-        bit<8> hi_flags;
+        // Whole fields as the register actions' operands (a slice would be a copy, which
+        // p4test reads as uninitialised there).
+        meta.seen_set_lo = 0;
+        meta.seen_set_hi = 0;
+        if (meta.count_ok == 1) {
+            meta.seen_set_lo = meta.rank_bit[31:0];
+            meta.seen_set_hi = meta.rank_bit[63:32];
+        }
         bit<32> lo_word;
         bit<32> hi_word;
-        seen_lo.apply(meta, meta.rank_bit[31:0], probe, lo_flags, lo_word);
-        seen_hi.apply(meta, meta.rank_bit[63:32], probe, hi_flags, hi_word);
-        bit<8> f = lo_flags | hi_flags;
+        seen_lo.apply(meta, meta.seen_set_lo, probe, lo_word);
+        seen_hi.apply(meta, meta.seen_set_hi, probe, hi_word);
         if (probe == 1) {
             meta.seen_word = hi_word ++ lo_word;
         } else {
-            meta.seen = f[0:0];
+            bit<32> hit = (lo_word & meta.rank_bit[31:0]) | (hi_word & meta.rank_bit[63:32]);
+            meta.seen = 0;
+            if (hit != 0) {
+                meta.seen = 1;
+            }
         }
     }
 }

@@ -21,7 +21,12 @@ control JobCounters(in metadata_t meta) {
 
     apply {
         bit<16> j = meta.job_index;
-        if (meta.job_hit == 1 && meta.verdict != VERDICT_RECIRCULATE) {
+        // A flag first, so that no gateway below negates a `!=` inside a conjunction.
+        bit<1> counts = meta.job_hit;
+        if (meta.verdict == VERDICT_RECIRCULATE) {
+            counts = 0;
+        }
+        if (counts == 1) {
             if (meta.message == MSG_CONTRIBUTION || meta.message == MSG_RESULT) {
                 // A parent's Result at a child (§7) counts only its drops.
                 if (meta.drop_reason == DROP_STALE) {
@@ -37,7 +42,9 @@ control JobCounters(in metadata_t meta) {
                 } else if (meta.outcome == OUTCOME_RETRANSMIT) {
                     // A child's resend that goes up (or waits: no update) is no retransmit
                     // reply.
-                    if (meta.up == 0 && meta.update != UPDATE_NONE) {
+                    if (meta.update == UPDATE_NONE) {
+                        // It waits.
+                    } else if (meta.up == 0) {
                         job_retransmit_replies.count(j);
                     }
                 } else {

@@ -1,17 +1,21 @@
 // parser.p4 (TNA): the ingress parser and the egress parser.
 // Rust twin: p4/model/src/parser.rs (Parser). As on v1model, plus: a packet from the
-// recirculation port starts with the bridge header (sml_bridge_h), and every metadata
-// field is written here first (Tofino does not zero metadata). Values: one block of at
-// most VALUES_PER_PASS, counted by a ParserCounter (8 bits wide on Tofino): pass 0 takes
-// the first block of the packet's count, a recirculated pass the block pass 0 planned
-// (bridge.parse_lanes; 0 when it harvests). The rest stays in the payload; only one block
-// is in the header vector (next_step_selector.p4).
+// recirculation port starts with the bridge headers (sml_bridge_h, then sml_bridge_use_h
+// for a Contribution's or a Result's next pass), and every metadata field is written here
+// first (Tofino does not zero metadata). Values: one block of at most VALUES_PER_PASS, by a
+// chain of states (value_16 .. value_1, one value each) entered at the block's size: pass 0
+// takes the first block of the packet's count, a recirculated pass the block pass 0
+// planned (bridge_use.parse_lanes; 0 when it harvests). No parser counter: bf-p4c loads one
+// only from a whole header field or a constant, and the chain needs neither. The rest stays
+// in the payload; only one block is in the header vector (next_step_selector.p4).
 #ifndef _SWITCHML_PARSER_P4_
 #define _SWITCHML_PARSER_P4_
 
 parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
                       out ingress_intrinsic_metadata_t ig_intr_md) {
-    ParserCounter() values_left;
+#ifdef SWITCHML_TIERS
+    ParserCounter() bitmap_left;                   // a parent's JoinReply's bitmap bytes
+#endif
 
     state start {
         packet.extract(ig_intr_md);
@@ -77,6 +81,8 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
         meta.held_count = 0;
         meta.count_ok = 0;
         meta.seen = 0;
+        meta.seen_set_lo = 0;
+        meta.seen_set_hi = 0;
         meta.complete = 0;
         meta.counted = 0;
         meta.remaining = 0;
@@ -97,6 +103,10 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
         meta.join_shape = 0;
         meta.join_neg_nonce = 0;
         meta.run_end = 0;
+        meta.run_mask_lo = 0;
+        meta.run_mask_hi = 0;
+        meta.parent_take = 0;
+        meta.parent_mark = 0;
         meta.in_session = 0;
         meta.held_seq = 0;
         meta.seen_word = 0;
@@ -123,12 +133,52 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
         }
     }
 
-    // A later pass: a Contribution (its next block, or nothing when it harvests), or a
-    // Join or Leave that ends its job's run. The packet is the one pass 0 admitted.
+    // A later pass: a Contribution's or a Result's (its next block of values, or nothing
+    // when it harvests), or a Join's, a Leave's or a parent's Abort's that ends its job's
+    // run. The packet is the one pass 0 admitted.
     state parse_bridge {
         packet.extract(hdr.bridge);
         meta.recirculated = 1;
         meta.switchml = 1;
+        transition select(hdr.bridge.message) {
+            MSG_CONTRIBUTION: parse_bridge_use;
+            MSG_RESULT: parse_bridge_use;
+            default: parse_bridged_frame;
+        }
+    }
+
+    state parse_bridge_use {
+        packet.extract(hdr.bridge_use);
+        packet.extract(hdr.ethernet);
+        packet.extract(hdr.ipv4);
+        packet.extract(hdr.udp);
+        packet.extract(hdr.prefix);
+#ifndef SWITCHML_TIERS
+        meta.lookup_job = hdr.prefix.job;          // no child_job table: the job's own id
+#endif
+        packet.extract(hdr.data);
+        transition select(hdr.bridge_use.parse_lanes) {
+            1: value_1;
+            2: value_2;
+            3: value_3;
+            4: value_4;
+            5: value_5;
+            6: value_6;
+            7: value_7;
+            8: value_8;
+            9: value_9;
+            10: value_10;
+            11: value_11;
+            12: value_12;
+            13: value_13;
+            14: value_14;
+            15: value_15;
+            16: value_16;
+            default: accept;                       // 0: a harvest pass reads its block
+        }
+    }
+
+    state parse_bridged_frame {
         packet.extract(hdr.ethernet);
         packet.extract(hdr.ipv4);
         packet.extract(hdr.udp);
@@ -137,18 +187,11 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
         meta.lookup_job = hdr.prefix.job;          // no child_job table: the job's own id
 #endif
         transition select(hdr.bridge.message) {
-            MSG_CONTRIBUTION: parse_planned_block;
-            MSG_RESULT: parse_planned_block;
             MSG_JOIN: parse_join;
             MSG_LEAVE: parse_leave;
+            MSG_PARENT_ABORT: parse_abort;         // the run tracker reads its reason
             default: accept;
         }
-    }
-
-    state parse_planned_block {
-        packet.extract(hdr.data);
-        values_left.set(hdr.bridge.parse_lanes);
-        transition parse_values;
     }
 
     state parse_ethernet {
@@ -199,33 +242,42 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
         packet.extract(hdr.data);
         transition select(hdr.data.count) {
             0: accept;
-            1 .. (VALUES_PER_PASS - 1): part_block;
-            default: full_block;
+            1: value_1;
+            2: value_2;
+            3: value_3;
+            4: value_4;
+            5: value_5;
+            6: value_6;
+            7: value_7;
+            8: value_8;
+            9: value_9;
+            10: value_10;
+            11: value_11;
+            12: value_12;
+            13: value_13;
+            14: value_14;
+            15: value_15;
+            default: value_16;                     // a full block: VALUES_PER_PASS
         }
     }
 
-    state part_block {
-        values_left.set(hdr.data.count[7:0]);
-        transition parse_values;
-    }
-
-    state full_block {
-        values_left.set((bit<8>)VALUES_PER_PASS);
-        transition parse_values;
-    }
-
-    state parse_values {
-        transition select(values_left.is_zero()) {
-            true: accept;
-            false: parse_value;
-        }
-    }
-
-    state parse_value {
-        packet.extract(hdr.values.next);
-        values_left.decrement(1);
-        transition parse_values;
-    }
+    // value_k extracts the block's last k values.
+    state value_16 { packet.extract(hdr.values.next); transition value_15; }
+    state value_15 { packet.extract(hdr.values.next); transition value_14; }
+    state value_14 { packet.extract(hdr.values.next); transition value_13; }
+    state value_13 { packet.extract(hdr.values.next); transition value_12; }
+    state value_12 { packet.extract(hdr.values.next); transition value_11; }
+    state value_11 { packet.extract(hdr.values.next); transition value_10; }
+    state value_10 { packet.extract(hdr.values.next); transition value_9; }
+    state value_9 { packet.extract(hdr.values.next); transition value_8; }
+    state value_8 { packet.extract(hdr.values.next); transition value_7; }
+    state value_7 { packet.extract(hdr.values.next); transition value_6; }
+    state value_6 { packet.extract(hdr.values.next); transition value_5; }
+    state value_5 { packet.extract(hdr.values.next); transition value_4; }
+    state value_4 { packet.extract(hdr.values.next); transition value_3; }
+    state value_3 { packet.extract(hdr.values.next); transition value_2; }
+    state value_2 { packet.extract(hdr.values.next); transition value_1; }
+    state value_1 { packet.extract(hdr.values.next); transition accept; }
 
     state parse_join {
         packet.extract(hdr.join);
@@ -233,9 +285,12 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
     }
 
     // A parent's JoinReply (protocol.md §7): its bitmap goes into bitmap_in, which the
-    // deparser never emits. The counter (values') is 8 bits: more than MAX_BITMAP bytes
-    // are rejected (a parser error: Malformed). The flat build has no bitmap_in: the
-    // bitmap stays payload, and the ingress drops the JoinReply as UnexpectedType.
+    // deparser never emits. More than MAX_BITMAP bytes are rejected (a parser error:
+    // Malformed). The counter is Tofino's, 8 bits and signed (at most 127): it is loaded
+    // from the whole bitmap_len field, masked to its low byte (max, rotate, mask, add: the
+    // form bf-p4c takes), and a full bitmap's first byte is taken before a constant 127.
+    // The flat build has no bitmap_in: the bitmap stays payload, and the ingress drops the
+    // JoinReply as UnexpectedType.
 #ifndef SWITCHML_TIERS
     state parse_join_reply {
         packet.extract(hdr.join_reply);
@@ -249,18 +304,25 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
         packet.extract(hdr.join_reply);
         transition select(hdr.join_reply.bitmap_len) {
             0: accept;
-            1 .. MAX_BITMAP: bitmap_block;
+            1 .. (MAX_BITMAP - 1): bitmap_block;
+            MAX_BITMAP: bitmap_full;
             default: reject;
         }
     }
 
     state bitmap_block {
-        values_left.set(hdr.join_reply.bitmap_len[7:0]);
+        bitmap_left.set(hdr.join_reply.bitmap_len, MAX_BITMAP - 1, 0, 7, 0);
+        transition parse_bitmap_in;
+    }
+
+    state bitmap_full {
+        packet.extract(hdr.bitmap_in.next);
+        bitmap_left.set(8w127);
         transition parse_bitmap_in;
     }
 
     state parse_bitmap_in {
-        transition select(values_left.is_zero()) {
+        transition select(bitmap_left.is_zero()) {
             true: accept;
             false: parse_bitmap_byte;
         }
@@ -268,7 +330,7 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
 
     state parse_bitmap_byte {
         packet.extract(hdr.bitmap_in.next);
-        values_left.decrement(1);
+        bitmap_left.decrement(1);
         transition parse_bitmap_in;
     }
 #endif
@@ -295,9 +357,13 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
 }
 
 // Egress parses what it rewrites and a Result's or an Up Contribution's flag byte
-// (job_counters.p4's egress part), and a mirrored packet whole (the Abort up, §7);
-// the rest stays payload. Everything that reaches the egress is a switchml datagram the
-// ingress wrote: an answer, or a packet on its way to its next pass.
+// (job_counters.p4's egress part), and a mirrored packet whole (the Abort up, §7); the
+// rest stays payload. Everything that reaches the egress is a switchml datagram the
+// ingress wrote: an answer, or a packet on its way to its next pass, which the egress
+// leaves alone and so parses no further than its egress bridge header. Tofino 1 parses at
+// most 160 bytes on any egress path, intrinsic metadata included (p4/README.md,
+// "Resources"; model/tests/tofino_rules.rs adds them up): 120 for an answer, 148 for the
+// mirror of a restarted rank's bridged Join.
 parser SwitchmlEgressParser(packet_in packet, out egress_headers_t hdr,
                             out egress_metadata_t meta,
                             out egress_intrinsic_metadata_t eg_intr_md) {
@@ -316,15 +382,16 @@ parser SwitchmlEgressParser(packet_in packet, out egress_headers_t hdr,
     state parse_egress_bridge {
         packet.extract(hdr.egress_bridge);
         transition select(hdr.egress_bridge.recirculate) {
-            1: parse_bridge;
+            1: accept;                             // its bridge headers stay payload
             default: parse_ethernet;
         }
     }
 
 #ifdef SWITCHML_TIERS
     // The packet that ended a child's run, mirrored: a worker's Abort, or a restarted
-    // rank's Join in its second pass (after its bridge header). The egress writes the
-    // Abort up over it, so its header is parsed whole.
+    // rank's Join in its second pass (after its bridge header, which for a Join is
+    // sml_bridge_h alone). The egress writes the Abort up over it, so its header is parsed
+    // whole.
     state parse_up_mirror {
         packet.extract(hdr.up_mirror);
         transition select(hdr.up_mirror.bridged) {
@@ -359,11 +426,6 @@ parser SwitchmlEgressParser(packet_in packet, out egress_headers_t hdr,
         transition accept;
     }
 #endif
-
-    state parse_bridge {
-        packet.extract(hdr.bridge);
-        transition parse_ethernet;
-    }
 
     state parse_ethernet {
         packet.extract(hdr.ethernet);

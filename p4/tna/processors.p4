@@ -9,40 +9,40 @@
 
 // Target: p4/tna/processor.p4 defines `Processor`.
 control Processors(inout headers_t hdr, inout metadata_t meta) {
-    Processor() processor_00;
-    Processor() processor_01;
-    Processor() processor_02;
-    Processor() processor_03;
-    Processor() processor_04;
-    Processor() processor_05;
-    Processor() processor_06;
-    Processor() processor_07;
-    Processor() processor_08;
-    Processor() processor_09;
-    Processor() processor_10;
-    Processor() processor_11;
-    Processor() processor_12;
-    Processor() processor_13;
-    Processor() processor_14;
-    Processor() processor_15;
+    Processor(0) processor_00;
+    Processor(1) processor_01;
+    Processor(2) processor_02;
+    Processor(3) processor_03;
+    Processor(4) processor_04;
+    Processor(5) processor_05;
+    Processor(6) processor_06;
+    Processor(7) processor_07;
+    Processor(8) processor_08;
+    Processor(9) processor_09;
+    Processor(10) processor_10;
+    Processor(11) processor_11;
+    Processor(12) processor_12;
+    Processor(13) processor_13;
+    Processor(14) processor_14;
+    Processor(15) processor_15;
 
     apply {
-        processor_00.apply(hdr.values[0], meta, 0);
-        processor_01.apply(hdr.values[1], meta, 1);
-        processor_02.apply(hdr.values[2], meta, 2);
-        processor_03.apply(hdr.values[3], meta, 3);
-        processor_04.apply(hdr.values[4], meta, 4);
-        processor_05.apply(hdr.values[5], meta, 5);
-        processor_06.apply(hdr.values[6], meta, 6);
-        processor_07.apply(hdr.values[7], meta, 7);
-        processor_08.apply(hdr.values[8], meta, 8);
-        processor_09.apply(hdr.values[9], meta, 9);
-        processor_10.apply(hdr.values[10], meta, 10);
-        processor_11.apply(hdr.values[11], meta, 11);
-        processor_12.apply(hdr.values[12], meta, 12);
-        processor_13.apply(hdr.values[13], meta, 13);
-        processor_14.apply(hdr.values[14], meta, 14);
-        processor_15.apply(hdr.values[15], meta, 15);
+        processor_00.apply(hdr, meta);
+        processor_01.apply(hdr, meta);
+        processor_02.apply(hdr, meta);
+        processor_03.apply(hdr, meta);
+        processor_04.apply(hdr, meta);
+        processor_05.apply(hdr, meta);
+        processor_06.apply(hdr, meta);
+        processor_07.apply(hdr, meta);
+        processor_08.apply(hdr, meta);
+        processor_09.apply(hdr, meta);
+        processor_10.apply(hdr, meta);
+        processor_11.apply(hdr, meta);
+        processor_12.apply(hdr, meta);
+        processor_13.apply(hdr, meta);
+        processor_14.apply(hdr, meta);
+        processor_15.apply(hdr, meta);
     }
 }
 

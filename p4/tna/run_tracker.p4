@@ -15,17 +15,24 @@
 // shape to any other: the opening Join computes its session there. Both counts start at 0
 // when the job's entry is added, and a control-plane shutdown clears only the session.
 //
-// At a child switch (protocol.md §7), register `parent` (a pair: the parent run's session
-// and whether the parent said COMPLETE), last in stage order, as p4/v1model/run_tracker.p4
-// describes: reset with a run that opens or ends, read by a Join (complete) and a
-// Contribution (session), checked by a parent's Result and a parent's Abort (session;
-// `parent_session` lets an Abort naming the child's own run through while the parent has
-// not said COMPLETE), and written by a parent's JoinReply (`take_parent`, which returns
-// what became of it). `reset_parent` returns the session it forgets: a child whose run a
-// worker's Abort or a restart ends owes that parent run an Abort (meta.up_reason), which
-// leaves as an ingress mirror (switchml.p4). Only the tiered build (SWITCHML_TIERS,
-// switchml.p4) has the register; in the flat build `parent_read` stays 0, every job is
-// flat, and no parent's message gets here (the ingress drops it as UnexpectedType).
+// At a child switch (protocol.md §7), registers `parent` (the parent run's session) and
+// `parent_complete` (whether the parent said COMPLETE), last in stage order, as
+// p4/v1model/run_tracker.p4 describes its one `parent` pair: reset with a run that opens or
+// ends, read by a Join (complete) and a Contribution (session), checked by a parent's
+// Result and a parent's Abort (session; an Abort naming the child's own run is let through
+// while the parent has not said COMPLETE), and written by a parent's JoinReply
+// (`take_parent`, then `mark_complete`). Two registers, not a pair: a parent's JoinReply
+// decides on both words, more than the two comparisons of one Tofino 1 stateful ALU, so the
+// session is taken first and the COMPLETE marked a stage later. `reset_parent` returns the
+// session it forgets: a child whose run a worker's Abort or a restart ends owes that parent
+// run an Abort (meta.up_reason), which leaves as an ingress mirror (switchml.p4). Only the
+// tiered build (SWITCHML_TIERS, switchml.p4) has the registers; in the flat build
+// `parent_read` stays 0, every job is flat, and no parent's message gets here (the ingress
+// drops it as UnexpectedType).
+//
+// Every RegisterAction here compares at most twice, masks with no PHV field and has one
+// output source (model/tests/tofino_rules.rs checks it), and reads only whole metadata or
+// header fields: the joined/left masks travel in meta.run_mask_lo/hi.
 #ifndef _SWITCHML_RUN_TRACKER_P4_
 #define _SWITCHML_RUN_TRACKER_P4_
 
@@ -34,7 +41,8 @@ const bit<2> WORD_JOIN_SET = 1;    // joined: reset if the run opened; return it
 const bit<2> WORD_JOIN_CLEAR = 2;  // left: reset if the run opened; clear `mask`
 const bit<2> WORD_LEAVE = 3;       // left: return it; set `mask`
 
-// One 32-bit bitmap word of every job.
+// One 32-bit bitmap word of every job; `mask` is a whole metadata field (meta.run_mask_lo
+// or meta.run_mask_hi).
 control RunWord(in bit<16> index, in bit<32> mask, in bit<2> mode, in bit<1> opened,
                 out bit<32> word) {
     Register<bit<32>, bit<16>>(MAX_JOBS) bits;
@@ -98,16 +106,13 @@ struct shape_cell_t {
     bit<32> runs;
 }
 
-struct parent_cell_t {
-    bit<32> session;
-    bit<32> complete;
-}
-
-// What a parent's JoinReply came to (`take_parent`).
-const bit<32> PARENT_BAD_SESSION = 0;
-const bit<32> PARENT_TAKEN = 1;
-const bit<32> PARENT_COMPLETE = 2;
-const bit<32> PARENT_REJECTED = 3;
+// What a parent's JoinReply came to.
+const bit<2> PARENT_BAD_SESSION = 0;
+#ifdef SWITCHML_TIERS
+const bit<2> PARENT_TAKEN = 1;
+#endif
+const bit<2> PARENT_COMPLETE = 2;
+const bit<2> PARENT_REJECTED = 3;
 
 control RunTracker(inout headers_t hdr, inout metadata_t meta) {
     Register<run_cell_t, bit<16>>(MAX_JOBS) session;
@@ -119,60 +124,62 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
     RunWord() left_lo;
     RunWord() left_hi;
 #ifdef SWITCHML_TIERS
-    Register<parent_cell_t, bit<16>>(MAX_JOBS) parent;
+    Register<bit<32>, bit<16>>(MAX_JOBS) parent;
+    Register<bit<32>, bit<16>>(MAX_JOBS) parent_complete;
 
     // A run ends: forget the parent's run; return its session (the Abort up names it).
-    RegisterAction<parent_cell_t, bit<16>, bit<32>>(parent) reset_parent = {
-        void apply(inout parent_cell_t value, out bit<32> rv) {
-            rv = value.session;
-            value.session = 0;
-            value.complete = 0;
+    RegisterAction<bit<32>, bit<16>, bit<32>>(parent) reset_parent = {
+        void apply(inout bit<32> value, out bit<32> rv) {
+            rv = value;
+            value = 0;
         }
     };
 
-    // The parent run's session. An Abort of the parent's job that names the child's own
-    // run (meta.abort_own_run) reads its own session instead while the parent has not
-    // said COMPLETE: it is taken if what this returns is its session (a fourth action
-    // would be one more than a stateful ALU holds).
-    RegisterAction<parent_cell_t, bit<16>, bit<32>>(parent) parent_session = {
-        void apply(inout parent_cell_t value, out bit<32> rv) {
-            rv = value.session;
-            if (value.complete == 0 && meta.abort_own_run == 1) {
-                rv = meta.p_session;
-            }
+    RegisterAction<bit<32>, bit<16>, bit<32>>(parent) read_parent = {
+        void apply(inout bit<32> value, out bit<32> rv) {
+            rv = value;
         }
     };
 
-    // A Join: reset with a run that opens; return whether the parent's run is complete.
-    RegisterAction<parent_cell_t, bit<16>, bit<32>>(parent) join_parent = {
-        void apply(inout parent_cell_t value, out bit<32> rv) {
+    // A Join: forget the parent's run with a run that opens.
+    RegisterAction<bit<32>, bit<16>, bit<32>>(parent) join_parent = {
+        void apply(inout bit<32> value) {
             if (meta.run_opened == 1) {
-                value.session = 0;
-                value.complete = 0;
+                value = 0;
             }
-            rv = value.complete;
         }
     };
 
-    // A parent's JoinReply naming the child's session as nonce (meta.admitted) or a
-    // COMPLETE of the parent run taken: keep its session; its first COMPLETE, once every
-    // rank joined (meta.join_complete), completes the child's run.
-    RegisterAction<parent_cell_t, bit<16>, bit<32>>(parent) take_parent = {
-        void apply(inout parent_cell_t value, out bit<32> rv) {
-            rv = PARENT_BAD_SESSION;
-            bit<1> complete = ((hdr.join_reply.flags & JOIN_COMPLETE) != 0) ? 1w1 : 1w0;
-            if (hdr.join_reply.session != 0 && (meta.admitted == 1 || (complete == 1
-                    && value.session != 0 && value.session == hdr.join_reply.session))) {
-                if (meta.parent_reject != DROP_NONE) {
-                    rv = PARENT_REJECTED;
-                } else {
-                    rv = PARENT_TAKEN;
-                    value.session = hdr.join_reply.session;
-                    if (complete == 1 && value.complete == 0 && meta.join_complete == 1) {
-                        value.complete = 1;
-                        rv = PARENT_COMPLETE;
-                    }
-                }
+    // A parent's JoinReply: keep its session if it names the child's run as its nonce
+    // (meta.parent_take, decided before); return the session held before.
+    RegisterAction<bit<32>, bit<16>, bit<32>>(parent) take_parent = {
+        void apply(inout bit<32> value, out bit<32> rv) {
+            rv = value;
+            if (meta.parent_take == 1) {
+                value = hdr.join_reply.session;
+            }
+        }
+    };
+
+    RegisterAction<bit<32>, bit<16>, bit<32>>(parent_complete) reset_complete = {
+        void apply(inout bit<32> value) {
+            value = 0;
+        }
+    };
+
+    RegisterAction<bit<32>, bit<16>, bit<32>>(parent_complete) read_complete = {
+        void apply(inout bit<32> value, out bit<32> rv) {
+            rv = value;
+        }
+    };
+
+    // The parent's COMPLETE of the run taken, once every rank here joined
+    // (meta.parent_mark); return whether it was marked before.
+    RegisterAction<bit<32>, bit<16>, bit<32>>(parent_complete) mark_complete = {
+        void apply(inout bit<32> value, out bit<32> rv) {
+            rv = value;
+            if (meta.parent_mark == 1) {
+                value = 1;
             }
         }
     };
@@ -219,27 +226,33 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
         }
     };
 
-    // The opening Join writes its shape and counts the run, and learns the runs before it;
-    // any other Join learns the agreed shape.
-    RegisterAction<shape_cell_t, bit<16>, bit<32>>(shape) agree = {
-        void apply(inout shape_cell_t value, out bit<32> read) {
-            if (meta.run_opened == 1) {
-                read = value.runs;
-                value.shape = meta.join_shape;
-                value.runs = value.runs + 1;
-            } else {
-                read = value.shape;
-            }
+    // The opening Join writes its shape and counts the run; returns the runs before it.
+    // Any other Join (or a parent's JoinReply) reads the agreed shape with `read_shape`:
+    // one output source per action.
+    RegisterAction<shape_cell_t, bit<16>, bit<32>>(shape) open_shape = {
+        void apply(inout shape_cell_t value, out bit<32> runs) {
+            runs = value.runs;
+            value.shape = meta.join_shape;
+            value.runs = value.runs + 1;
         }
     };
 
-    // The opening Join writes its number of lanes; any other Join learns the agreed one.
-    RegisterAction<bit<16>, bit<16>, bit<16>>(lanes) agree_lanes = {
-        void apply(inout bit<16> value, out bit<16> read) {
-            if (meta.run_opened == 1) {
-                value = hdr.join.lanes;
-            }
-            read = value;
+    RegisterAction<shape_cell_t, bit<16>, bit<32>>(shape) read_shape = {
+        void apply(inout shape_cell_t value, out bit<32> agreed) {
+            agreed = value.shape;
+        }
+    };
+
+    // The opening Join writes its number of lanes; any other Join reads the agreed one.
+    RegisterAction<bit<16>, bit<16>, bit<16>>(lanes) open_lanes = {
+        void apply(inout bit<16> value) {
+            value = hdr.join.lanes;
+        }
+    };
+
+    RegisterAction<bit<16>, bit<16>, bit<16>>(lanes) read_lanes = {
+        void apply(inout bit<16> value, out bit<16> agreed) {
+            agreed = value;
         }
     };
 
@@ -263,13 +276,14 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
         bit<32> left_lo_word = 0;
         bit<32> left_hi_word = 0;
         // The bitmap words are applied from one place below, after the session; each
-        // message picks what they do.
+        // message picks what they do, and their masks (meta.run_mask_lo/hi, 0 unless set).
         bit<1> joined_on = 0;
         bit<1> left_on = 0;
         bit<2> joined_mode = WORD_READ;
         bit<2> left_mode = WORD_READ;
-        bit<64> mask = 0;
-        // `parent`, last: what each message does to it, and its answer.
+        meta.run_mask_lo = 0;
+        meta.run_mask_hi = 0;
+        // The parent registers, last: what each message does to them, and their answer.
         bit<2> parent_mode = 0;                // 0: none, 1: reset, 2: read, 3: join
         if (meta.pass != 0) {
             held = end_run.execute(j);
@@ -287,39 +301,61 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
                 meta.abort_detail = hdr.prefix.rank;
                 if (hdr.prefix.rank == RANK_ALL) {
                     meta.abort_detail = ABORT_NAMES_NONE;
-                    if (hdr.abort.reason == ABORT_RANK_RESTARTED
-                            && hdr.abort.detail < meta.parent_members) {
-                        meta.abort_detail = hdr.abort.detail;
+                    if (hdr.abort.reason == ABORT_RANK_RESTARTED) {
+                        if (hdr.abort.detail < meta.parent_members) {
+                            meta.abort_detail = hdr.abort.detail;
+                        }
                     }
                 }
                 meta.abort_session = meta.run_session;
             }
         } else if (meta.message == MSG_PARENT_ABORT) {
             held = read_session.execute(j);
-            meta.abort_own_run = (held != 0 && held == meta.p_session) ? 1w1 : 1w0;
+            meta.abort_own_run = 0;
+            if (held == meta.p_session) {
+                meta.abort_own_run = 1;
+            }
+            if (held == 0) {
+                meta.abort_own_run = 0;
+            }
             parent_mode = 2;
         } else if (meta.message == MSG_STATUS) {
             held = read_session.execute(j);
-            meta.run_open = (held != 0) ? 1w1 : 1w0;
+            meta.run_open = 1;
+            if (held == 0) {
+                meta.run_open = 0;
+            }
             joined_on = 1;
         } else if (meta.message == MSG_JOIN) {
             meta.join_neg_nonce = 0 - hdr.join.nonce;
             held = open_run.execute(j);
-            meta.run_opened = (held == 0) ? 1w1 : 1w0;
+            meta.run_opened = 0;
+            if (held == 0) {
+                meta.run_opened = 1;
+            }
             meta.run_session = held;
             meta.join_shape = hdr.join.slot_count ++ hdr.join.count;
-            agreed = agree.execute(j);
             if (meta.run_opened == 1) {
-                // `agree` returned the runs before this one.
+                // `open_shape` returns the runs before this one; the shape is the Join's.
+                agreed = open_shape.execute(j);
                 meta.run_session = session_of(hdr.join.nonce, agreed);
                 agreed = meta.join_shape;
+                open_lanes.execute(j);
+                agreed_lanes = hdr.join.lanes;
+            } else {
+                agreed = read_shape.execute(j);
+                agreed_lanes = read_lanes.execute(j);
             }
-            agreed_lanes = agree_lanes.execute(j);
-            meta.shape_ok = (agreed == meta.join_shape && agreed_lanes == hdr.join.lanes)
-                ? 1w1 : 1w0;
+            meta.shape_ok = 0;
+            if (agreed == meta.join_shape) {
+                if (agreed_lanes == hdr.join.lanes) {
+                    meta.shape_ok = 1;
+                }
+            }
             // Only a Join of the run's shape changes the run.
             if (meta.shape_ok == 1) {
-                mask = meta.rank_bit;
+                meta.run_mask_lo = meta.rank_bit[31:0];
+                meta.run_mask_hi = meta.rank_bit[63:32];
             }
             old_nonce = swap_nonce.execute(((bit<32>)j << 6) + (bit<32>)meta.worker_member);
             joined_on = 1;
@@ -327,74 +363,154 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
             joined_mode = WORD_JOIN_SET;
             left_mode = WORD_JOIN_CLEAR;
             parent_mode = 3;
-        } else if (meta.message == MSG_RESULT || meta.message == MSG_JOIN_REPLY) {
+        } else if (meta.message == MSG_RESULT) {
             held = read_session.execute(j);
             meta.run_session = held;
-            if (meta.message == MSG_JOIN_REPLY) {
-                meta.admitted = (held != 0 && hdr.join_reply.nonce == held) ? 1w1 : 1w0;
-                agreed = agree.execute(j);
-                meta.run_lane_slots = agreed[31:16];
-                meta.run_count = agreed[15:0];
-                joined_on = 1;
-            } else {
-                parent_mode = 2;
+            parent_mode = 2;
+        } else if (meta.message == MSG_JOIN_REPLY) {
+            held = read_session.execute(j);
+            meta.run_session = held;
+            meta.admitted = 0;
+            if (hdr.join_reply.nonce == held) {
+                meta.admitted = 1;
             }
+            if (held == 0) {
+                meta.admitted = 0;
+            }
+            agreed = read_shape.execute(j);
+            meta.run_lane_slots = agreed[31:16];
+            meta.run_count = agreed[15:0];
+            joined_on = 1;
         } else {
             if (meta.message == MSG_ABORT) {
                 held = abort_run.execute(j);
             } else {
                 held = read_session.execute(j);
             }
-            meta.admitted = (held != 0 && held == meta.p_session) ? 1w1 : 1w0;
+            meta.admitted = 0;
+            if (held == meta.p_session) {
+                meta.admitted = 1;
+            }
+            if (held == 0) {
+                meta.admitted = 0;
+            }
+            bit<1> probe = 0;
+            if (meta.message == MSG_PROBE) {
+                probe = 1;
+            }
             if (meta.message == MSG_ABORT && meta.admitted == 1 && meta.rank_known == 1) {
                 parent_mode = 1;
             } else if (meta.message == MSG_CONTRIBUTION) {
                 parent_mode = 2;
             }
-            if (meta.admitted == 0) {
-                if (meta.message != MSG_PROBE) {
-                    meta.drop_reason = DROP_BAD_SESSION;
-                }
-            } else if (meta.message == MSG_ABORT || meta.message == MSG_LEAVE) {
-                if (meta.rank_known == 0) {
+            if (meta.admitted == 0 && probe == 0) {
+                meta.drop_reason = DROP_BAD_SESSION;
+            } else if (meta.admitted == 1 && meta.rank_known == 0 && probe == 0) {
+                // An Abort or a Leave (a Contribution's and a Status's rank is known).
+                if (meta.message == MSG_ABORT) {
                     meta.drop_reason = DROP_UNKNOWN_RANK;
                 } else if (meta.message == MSG_LEAVE) {
-                    // Only a rank of the run can leave it.
-                    joined_on = 1;
-                    left_on = 1;
-                    left_mode = WORD_LEAVE;
+                    meta.drop_reason = DROP_UNKNOWN_RANK;
                 }
+            } else if (meta.admitted == 1 && meta.message == MSG_LEAVE) {
+                // Only a rank of the run can leave it.
+                joined_on = 1;
+                left_on = 1;
+                left_mode = WORD_LEAVE;
             }
         }
 
         if (joined_on == 1) {
-            joined_lo.apply(j, mask[31:0], joined_mode, meta.run_opened, lo);
-            joined_hi.apply(j, mask[63:32], joined_mode, meta.run_opened, hi);
+            joined_lo.apply(j, meta.run_mask_lo, joined_mode, meta.run_opened, lo);
+            joined_hi.apply(j, meta.run_mask_hi, joined_mode, meta.run_opened, hi);
         }
         if (left_mode == WORD_LEAVE) {
-            mask = (hi ++ lo) & meta.rank_bit;
+            meta.run_mask_lo = lo & meta.rank_bit[31:0];
+            meta.run_mask_hi = hi & meta.rank_bit[63:32];
         }
         if (left_on == 1) {
-            left_lo.apply(j, mask[31:0], left_mode, meta.run_opened, left_lo_word);
-            left_hi.apply(j, mask[63:32], left_mode, meta.run_opened, left_hi_word);
+            left_lo.apply(j, meta.run_mask_lo, left_mode, meta.run_opened, left_lo_word);
+            left_hi.apply(j, meta.run_mask_hi, left_mode, meta.run_opened, left_hi_word);
         }
 
         bit<32> parent_read = 0;
+        bit<2> taken = PARENT_BAD_SESSION;
 #ifdef SWITCHML_TIERS
         if (meta.message == MSG_JOIN_REPLY && meta.pass == 0) {
+            // Decided around the two registers, one comparison at a time: the JoinReply
+            // names the child's run as its nonce (meta.admitted), or it is a COMPLETE of
+            // the parent run taken; a rejected one (parent_result.p4) changes nothing.
             meta.joined = hi ++ lo;
-            meta.join_complete = (meta.joined == meta.full_mask) ? 1w1 : 1w0;
-            parent_read = take_parent.execute(j);
+            meta.join_complete = 0;
+            if (differs(meta.joined, meta.full_mask) == 0) {
+                meta.join_complete = 1;
+            }
+            bit<8> complete_flag = hdr.join_reply.flags & JOIN_COMPLETE;
+            bit<1> rejected = 1;
+            if (meta.parent_reject == DROP_NONE) {
+                rejected = 0;
+            }
+            meta.parent_take = 0;
+            if (meta.admitted == 1 && rejected == 0) {
+                meta.parent_take = 1;
+            }
+            if (hdr.join_reply.session == 0) {
+                meta.parent_take = 0;
+            }
+            bit<32> taken_session = take_parent.execute(j);
+            bit<1> accepted = meta.admitted;
+            if (complete_flag == JOIN_COMPLETE) {
+                if (taken_session == hdr.join_reply.session) {
+                    accepted = 1;
+                }
+            }
+            if (hdr.join_reply.session == 0) {
+                accepted = 0;
+            }
+            if (accepted == 1 && rejected == 1) {
+                taken = PARENT_REJECTED;
+            } else if (accepted == 1) {
+                taken = PARENT_TAKEN;
+                meta.parent_mark = 0;
+                if (complete_flag == JOIN_COMPLETE) {
+                    meta.parent_mark = meta.join_complete;
+                }
+                bit<32> marked = mark_complete.execute(j);
+                if (meta.parent_mark == 1 && marked == 0) {
+                    taken = PARENT_COMPLETE;
+                }
+            }
         } else if (parent_mode == 1) {
             parent_read = reset_parent.execute(j);
+            reset_complete.execute(j);
         } else if (parent_mode == 2) {
-            parent_read = parent_session.execute(j);
+            parent_read = read_parent.execute(j);
+            if (meta.abort_own_run == 1) {
+                // An Abort naming the child's own run, while the parent has not said
+                // COMPLETE, reads as of the run taken.
+                bit<32> complete = read_complete.execute(j);
+                if (complete == 0) {
+                    parent_read = meta.p_session;
+                }
+            }
         } else if (parent_mode == 3) {
-            parent_read = join_parent.execute(j);
+            join_parent.execute(j);
+            if (meta.run_opened == 1) {
+                reset_complete.execute(j);
+            } else {
+                parent_read = read_complete.execute(j);
+            }
         }
         // A child's run that a worker's Abort or a restart ends ends the whole job's: it
         // owes its parent an Abort (§7), sent as a mirror (switchml.p4).
-        if (parent_mode == 1 && meta.tier == TIER_CHILD && parent_read != 0) {
+        bit<1> owes_up = 0;
+        if (parent_mode == 1 && meta.tier == TIER_CHILD) {
+            owes_up = 1;
+        }
+        if (parent_read == 0) {
+            owes_up = 0;
+        }
+        if (owes_up == 1) {
             if (meta.message == MSG_JOIN) {
                 meta.up_reason = ABORT_RANK_RESTARTED;
                 meta.up_session = parent_read;
@@ -404,25 +520,39 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
             }
         }
 #endif
+        // Whether a parent's message carries the parent run's session, and whether
+        // parent_result.p4 rejected it: flags, so that no gateway below negates a `!=`
+        // inside a longer condition.
+        bit<1> parent_ok = 0;
+        if (parent_read == meta.p_session) {
+            parent_ok = 1;
+        }
+        if (parent_read == 0) {
+            parent_ok = 0;
+        }
+        bit<1> parent_rejects = 1;
+        if (meta.parent_reject == DROP_NONE) {
+            parent_rejects = 0;
+        }
 
         if (meta.pass != 0) {
             // The run ended above.
         } else if (meta.message == MSG_PARENT_ABORT) {
-            // Of the parent run taken, or (parent_session) of the child's own run.
-            if (parent_read == 0 || parent_read != meta.p_session) {
+            // Of the parent run taken, or (read_complete) of the child's own run.
+            if (parent_ok == 0) {
                 // The child's own Abort, passed back by the parent, is expected.
                 meta.drop_reason = (hdr.prefix.rank == meta.parent_member)
                     ? DROP_DUPLICATE : DROP_BAD_SESSION;
-            } else if (meta.parent_reject != DROP_NONE) {
+            } else if (parent_rejects == 1) {
                 meta.drop_reason = meta.parent_reject;
             } else {
                 meta.run_end = 1;
                 meta.run_session = held;
             }
         } else if (meta.message == MSG_RESULT) {
-            if (parent_read == 0 || parent_read != meta.p_session) {
+            if (parent_ok == 0) {
                 meta.drop_reason = DROP_BAD_SESSION;
-            } else if (meta.parent_reject != DROP_NONE) {
+            } else if (parent_rejects == 1) {
                 meta.drop_reason = meta.parent_reject;
             } else {
                 meta.parent_session = parent_read;
@@ -430,39 +560,74 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
             }
         } else if (meta.message == MSG_JOIN_REPLY) {
             meta.join_complete = 0;
-            if (parent_read == PARENT_BAD_SESSION) {
+            if (taken == PARENT_BAD_SESSION) {
                 meta.drop_reason = DROP_BAD_SESSION;
-            } else if (parent_read == PARENT_REJECTED) {
+            } else if (taken == PARENT_REJECTED) {
                 meta.drop_reason = meta.parent_reject;
-            } else if (parent_read == PARENT_COMPLETE) {
+            } else if (taken == PARENT_COMPLETE) {
                 meta.join_complete = 1;
                 meta.join_completes = 1;
             }
         } else if (meta.message == MSG_CONTRIBUTION) {
             meta.parent_session = parent_read;
         } else if (meta.message == MSG_STATUS) {
-            meta.joined = (held == 0) ? 64w0 : hi ++ lo;
+            meta.joined = 0;
+            if (meta.run_open == 1) {
+                meta.joined = hi ++ lo;
+            }
         } else if (meta.message == MSG_JOIN) {
+            // Each finding a flag of one comparison (the words are compared by halves).
             bit<64> old = hi ++ lo;
-            bit<1> was_complete = (old == meta.full_mask) ? 1w1 : 1w0;
-            if ((old & meta.rank_bit) != 0 && old_nonce != hdr.join.nonce
-                    && was_complete == 1) {
+            bit<1> was_complete = 0;
+            if (differs(old, meta.full_mask) == 0) {
+                was_complete = 1;
+            }
+            bit<1> restart = 1;
+            if (differs(old & meta.rank_bit, 0) == 0) {
+                restart = 0;
+            }
+            if (old_nonce == hdr.join.nonce) {
+                restart = 0;
+            }
+            if (was_complete == 0) {
+                restart = 0;
+            }
+            bit<1> lane_slots_ok = 0;
+            if (agreed[31:16] == hdr.join.slot_count) {
+                lane_slots_ok = 1;
+            }
+            bit<1> count_ok = 0;
+            if (agreed[15:0] == hdr.join.count) {
+                count_ok = 1;
+            }
+            bit<1> lanes_ok = 0;
+            if (agreed_lanes == hdr.join.lanes) {
+                lanes_ok = 1;
+            }
+            bit<1> waits_parent = 0;
+            if (meta.tier == TIER_CHILD && was_complete == 1 && parent_read == 0) {
+                waits_parent = 1;
+            }
+            if (restart == 1) {
                 meta.run_end = 1;
-            } else if (agreed[31:16] != hdr.join.slot_count) {
+            } else if (lane_slots_ok == 0) {
                 meta.abort_reason = ABORT_LANE_MISMATCH;
                 meta.abort_detail = agreed[31:16];
-            } else if (agreed[15:0] != hdr.join.count) {
+            } else if (count_ok == 0) {
                 meta.abort_reason = ABORT_CHUNK_MISMATCH;
                 meta.abort_detail = agreed[15:0];
-            } else if (agreed_lanes != hdr.join.lanes) {
+            } else if (lanes_ok == 0) {
                 meta.abort_reason = ABORT_LANE_COUNT_MISMATCH;
                 meta.abort_detail = agreed_lanes;
-            } else if (meta.tier == TIER_CHILD && was_complete == 1 && parent_read == 0) {
+            } else if (waits_parent == 1) {
                 // A child's run is complete when its parent's is: this Join goes up.
                 meta.up = 1;
             } else {
                 meta.joined = old | meta.rank_bit;
-                meta.join_complete = (meta.joined == meta.full_mask) ? 1w1 : 1w0;
+                meta.join_complete = 0;
+                if (differs(meta.joined, meta.full_mask) == 0) {
+                    meta.join_complete = 1;
+                }
                 if (meta.tier == TIER_CHILD) {
                     // The parent's COMPLETE tells the child's ranks, not this Join.
                     meta.join_complete = meta.join_complete & parent_read[0:0];
@@ -471,7 +636,7 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
                 }
             }
         } else if (left_mode == WORD_LEAVE) {
-            if (left_lo_word == lo && left_hi_word == hi) {
+            if (differs(left_hi_word ++ left_lo_word, hi ++ lo) == 0) {
                 meta.run_end = 1;
                 meta.run_session = held;
             }

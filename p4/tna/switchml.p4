@@ -34,7 +34,9 @@ struct egress_headers_t {
     sml_up_mirror_h     up_mirror;              // never sent (invalid by the deparser)
 #endif
     sml_egress_bridge_h egress_bridge;
-    sml_bridge_h        bridge;
+#ifdef SWITCHML_TIERS
+    sml_bridge_h        bridge;                 // a mirrored Join's (the Abort up, §7)
+#endif
     ethernet_h          ethernet;
     ipv4_h              ipv4;
     udp_h               udp;
@@ -134,34 +136,37 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                 meta.parser_failed = (ig_prsr_md.parser_err != 0) ? 1w1 : 1w0;
                 validator.apply(hdr, meta);
             } else {
-                // A later pass: what pass 0 decided comes in the bridge header. A Contribution's
-                // next block of values, or the pass that ends the run of a restarted rank's Join
-                // or of the last Leave.
+                // A later pass: what pass 0 decided comes in the bridge headers. A Contribution's
+                // next block of values, or the pass that ends the run of a restarted rank's Join,
+                // of the last Leave or of a parent's Abort (no bridge_use: the parser wrote 0).
                 meta.message = hdr.bridge.message;
                 meta.run_session = hdr.bridge.run_session;
                 meta.pass = hdr.bridge.pass + 1;
-                meta.passes = hdr.bridge.passes;
-                meta.last_value_pass = hdr.bridge.last_value_pass;
-                meta.blocks = hdr.bridge.blocks;
-                meta.parse_lanes = hdr.bridge.parse_lanes;
-                meta.outcome = hdr.bridge.outcome;
-                meta.update = hdr.bridge.update;
-                meta.exp = hdr.bridge.exp;
-                meta.last = hdr.bridge.last;
-                meta.packet_overflow = hdr.bridge.packet_overflow;
-                meta.overflow = hdr.bridge.overflow;
                 meta.ingress_port = hdr.bridge.ingress_port;
                 meta.world = hdr.bridge.world;
                 meta.group = hdr.bridge.group;
                 meta.job_index = hdr.bridge.job_index;
                 meta.job_hit = 1;
-                meta.held_count = hdr.bridge.held_count;
-                meta.pool_slot = hdr.bridge.pool_slot;
-                meta.version_index = hdr.bridge.version_index;
-                meta.rank_bit = hdr.bridge.rank_bit;
                 meta.up = hdr.bridge.up;
                 meta.from_parent = hdr.bridge.from_parent;
                 meta.parent_session = hdr.bridge.parent_session;
+                if (hdr.bridge_use.isValid()) {
+                    meta.passes = hdr.bridge_use.passes;
+                    meta.last_value_pass = hdr.bridge_use.last_value_pass;
+                    meta.blocks = hdr.bridge_use.blocks;
+                    meta.parse_lanes = hdr.bridge_use.parse_lanes;
+                    meta.outcome = hdr.bridge_use.outcome;
+                    meta.update = hdr.bridge_use.update;
+                    meta.exp = hdr.bridge_use.exp;
+                    meta.last = hdr.bridge_use.last;
+                    meta.packet_overflow = hdr.bridge_use.packet_overflow;
+                    meta.overflow = hdr.bridge_use.overflow;
+                    meta.held_count = hdr.bridge_use.held_count;
+                    meta.pool_slot = hdr.bridge_use.pool_slot;
+                    meta.version_index = hdr.bridge_use.version_index;
+                    meta.rank_bit = hdr.bridge_use.rank_bit;
+                    hdr.bridge_use.setInvalid();
+                }
                 hdr.bridge.setInvalid();
             }
 #ifdef SWITCHML_TIERS
@@ -198,11 +203,26 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                 }
             }
             // Every message of a known job meets its run in pass 0 (a refused Join does not);
-            // the later pass of a Join or a Leave ends it.
-            if ((meta.recirculated == 0 && meta.message != MSG_NONE && meta.job_hit == 1
-                        && meta.abort_reason == 0)
-                    || (meta.recirculated == 1 && meta.message != MSG_CONTRIBUTION
-                        && meta.message != MSG_RESULT)) {
+            // the later pass of a Join, a Leave or a parent's Abort ends it. Decided as a
+            // flag, a comparison at a time: a bf-p4c gateway cannot negate the `!=`s of one
+            // long condition ("gateway condition too complex").
+            bit<1> track = 0;
+            if (meta.recirculated == 0 && meta.job_hit == 1 && meta.abort_reason == 0) {
+                track = 1;
+            }
+            if (meta.recirculated == 1) {
+                track = 1;
+            }
+            if (meta.message == MSG_NONE) {
+                track = 0;
+            }
+            if (meta.recirculated == 1 && meta.message == MSG_CONTRIBUTION) {
+                track = 0;
+            }
+            if (meta.recirculated == 1 && meta.message == MSG_RESULT) {
+                track = 0;
+            }
+            if (track == 1) {
                 run_tracker.apply(hdr, meta);
             }
             // The slot's registers, each applied from here only: a Contribution's checks, or a
@@ -344,34 +364,36 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
             hdr.egress_bridge.recirculate = 1;
             hdr.bridge.setValid();
             hdr.bridge.message = meta.message;
-            hdr.bridge.run_session = meta.run_session;
             hdr.bridge.pass = meta.pass;
-            hdr.bridge.passes = meta.passes;
-            hdr.bridge.last_value_pass = meta.last_value_pass;
-            hdr.bridge.outcome = meta.outcome;
-            hdr.bridge.update = meta.update;
-            hdr.bridge.exp = meta.exp;
-            hdr.bridge.lanes = meta.lanes;
-            hdr.bridge.blocks = meta.blocks;
-            hdr.bridge.parse_lanes = meta.parse_lanes;
             hdr.bridge.pad = 0;
-            hdr.bridge.last = meta.last;
-            hdr.bridge.packet_overflow = meta.packet_overflow;
-            hdr.bridge.overflow = meta.overflow;
-            hdr.bridge.pad2 = 0;
             hdr.bridge.up = meta.up;
             hdr.bridge.from_parent = meta.from_parent;
-            hdr.bridge.parent_session = meta.parent_session;
-            hdr.bridge.pad3 = 0;
+            hdr.bridge.pad2 = 0;
             hdr.bridge.ingress_port = meta.ingress_port;
+            hdr.bridge.run_session = meta.run_session;
+            hdr.bridge.parent_session = meta.parent_session;
             hdr.bridge.world = meta.world;
             hdr.bridge.group = meta.group;
             hdr.bridge.job_index = meta.job_index;
-            hdr.bridge.held_count = meta.held_count;
-            hdr.bridge.reply_len = meta.reply_len;
-            hdr.bridge.pool_slot = meta.pool_slot;
-            hdr.bridge.version_index = meta.version_index;
-            hdr.bridge.rank_bit = meta.rank_bit;
+            // A Contribution's or a Result's use (the parser extracts it for those messages).
+            if (hdr.data.isValid()) {
+                hdr.bridge_use.setValid();
+                hdr.bridge_use.passes = meta.passes;
+                hdr.bridge_use.last_value_pass = meta.last_value_pass;
+                hdr.bridge_use.outcome = meta.outcome;
+                hdr.bridge_use.update = meta.update;
+                hdr.bridge_use.exp = meta.exp;
+                hdr.bridge_use.blocks = meta.blocks;
+                hdr.bridge_use.parse_lanes = meta.parse_lanes;
+                hdr.bridge_use.pad = 0;
+                hdr.bridge_use.overflow = meta.overflow;
+                hdr.bridge_use.last = meta.last;
+                hdr.bridge_use.packet_overflow = meta.packet_overflow;
+                hdr.bridge_use.held_count = meta.held_count;
+                hdr.bridge_use.pool_slot = meta.pool_slot;
+                hdr.bridge_use.version_index = meta.version_index;
+                hdr.bridge_use.rank_bit = meta.rank_bit;
+            }
             ig_tm_md.ucast_egress_port = RECIRCULATION_PORT;
         } else {
             ig_tm_md.ucast_egress_port = meta.ingress_port;
@@ -398,6 +420,7 @@ control SwitchmlIngressDeparser(packet_out packet, inout headers_t hdr, in metad
         // (tiered build; the flat one has neither it nor bitmap_lead and bitmap_tail).
         packet.emit(hdr.egress_bridge);
         packet.emit(hdr.bridge);
+        packet.emit(hdr.bridge_use);
         packet.emit(hdr.ethernet);
         packet.emit(hdr.ipv4);
         packet.emit(hdr.udp);

@@ -7,10 +7,6 @@
 #ifndef _SWITCHML_USE_CHECKER_P4_
 #define _SWITCHML_USE_CHECKER_P4_
 
-const bit<8> USE_BEGIN = 0;
-const bit<8> USE_CURRENT = 1;
-const bit<8> USE_STALE = 2;
-
 control UseChecker(inout metadata_t meta, in bit<1> probe) {
     Register<bit<32>, bit<32>>(POOL_VERSIONS) seq;
     Register<bit<32>, bit<32>>(POOL_VERSIONS) use_session;   // the run of the use held
@@ -35,15 +31,15 @@ control UseChecker(inout metadata_t meta, in bit<1> probe) {
         }
     };
 
-    RegisterAction<bit<32>, bit<32>, bit<8>>(seq) check_use = {
-        void apply(inout bit<32> value, out bit<8> use) {
+    // The version takes this use if it holds another run's (meta.in_session, from
+    // use_session a stage before) or an older use of this run; returns the number held
+    // before. Two comparisons, all a Tofino 1 stateful ALU has: the control tells begin,
+    // current and stale apart from the number returned.
+    RegisterAction<bit<32>, bit<32>, bit<32>>(seq) check_use = {
+        void apply(inout bit<32> value, out bit<32> held) {
+            held = value;
             if (meta.in_session == 0 || (int<32>)(meta.p_seq - value) > 0) {
                 value = meta.p_seq;
-                use = USE_BEGIN;
-            } else if (value == meta.p_seq) {
-                use = USE_CURRENT;
-            } else {
-                use = USE_STALE;
             }
         }
     };
@@ -60,10 +56,17 @@ control UseChecker(inout metadata_t meta, in bit<1> probe) {
             meta.held_seq = read_seq.execute(meta.version_index);
         } else {
             meta.in_session = tag_use.execute(meta.version_index);
-            bit<8> use = check_use.execute(meta.version_index);
-            if (use == USE_BEGIN) {
+            bit<32> held = check_use.execute(meta.version_index);
+            // How far this use is ahead of the one held (serial numbers: the sign bit set is
+            // behind), tested one comparison at a time.
+            bit<32> ahead = meta.p_seq - held;
+            if (meta.in_session == 0) {
                 meta.begin = 1;
-            } else if (use == USE_STALE) {
+            } else if (ahead == 0) {
+                // The use held: current.
+            } else if (ahead[31:31] == 0) {
+                meta.begin = 1;
+            } else {
                 meta.stale = 1;
                 meta.drop_reason = DROP_STALE;
             }

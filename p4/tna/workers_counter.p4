@@ -44,8 +44,11 @@ control WorkersCounter(inout metadata_t meta, in bit<1> probe) {
             } else {
                 before = read_remaining.execute(meta.version_index);
             }
-            meta.complete = (before == 0) ? 1w1 : 1w0;
-            if (before != 0 && meta.seen == 0 && meta.count_ok == 1) {
+            meta.complete = 0;
+            if (before == 0) {
+                meta.complete = 1;
+            }
+            if (meta.complete == 0 && meta.seen == 0 && meta.count_ok == 1) {
                 meta.counted = 1;
                 meta.remaining = before - 1;
             } else {

@@ -305,8 +305,8 @@ impl Pipeline {
             *value = lane.register().read(v * MAX_BLOCKS + i / VALUES_PER_PASS)?;
         }
         Some(SlotVersionState {
-            seq: self.use_checker.register().read(v)?,
-            seen: self.bitmap_checker.register().read(s)?[usize::from(ver)],
+            seq: self.use_checker.read(v)?,
+            seen: self.bitmap_checker.read(s)?[usize::from(ver)],
             remaining: self.workers_counter.register().read(v)?,
             exp: self.exponents.register().read(v)?,
             overflow: self.overflow_flag.register().read(v)?,

@@ -63,15 +63,24 @@ pub fn processors(target: Target) -> String {
         s,
         "control Processors(inout headers_t hdr, inout metadata_t meta) {{"
     );
+    // On TNA the lane is a constructor argument: its RegisterActions read their addend as
+    // `hdr.values[lane].v`, a field of the pipeline's own headers, where p4test sees a
+    // copy of an argument as uninitialised.
     for lane in 0..VALUES_PER_PASS {
-        let _ = writeln!(s, "    Processor() processor_{lane:02};");
+        let _ = match target {
+            Target::V1Model => writeln!(s, "    Processor() processor_{lane:02};"),
+            Target::Tna => writeln!(s, "    Processor({lane}) processor_{lane:02};"),
+        };
     }
     let _ = writeln!(s, "\n    apply {{");
     for lane in 0..VALUES_PER_PASS {
-        let _ = writeln!(
-            s,
-            "        processor_{lane:02}.apply(hdr.values[{lane}], meta, {lane});"
-        );
+        let _ = match target {
+            Target::V1Model => writeln!(
+                s,
+                "        processor_{lane:02}.apply(hdr.values[{lane}], meta, {lane});"
+            ),
+            Target::Tna => writeln!(s, "        processor_{lane:02}.apply(hdr, meta);"),
+        };
     }
     let _ = writeln!(s, "    }}\n}}\n\n#endif");
     s
@@ -188,5 +197,14 @@ mod tests {
             text.matches("Processor() processor_").count(),
             VALUES_PER_PASS
         );
+        // TNA: each instance made for its lane, applied once.
+        let text = processors(Target::Tna);
+        for lane in 0..VALUES_PER_PASS {
+            let made = format!("Processor({lane}) processor_{lane:02};");
+            assert_eq!(text.matches(&made).count(), 1, "{made}");
+            let call = format!("processor_{lane:02}.apply(hdr, meta);");
+            assert_eq!(text.matches(&call).count(), 1, "{call}");
+        }
+        assert_eq!(text.matches(".apply(").count(), VALUES_PER_PASS);
     }
 }

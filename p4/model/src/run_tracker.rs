@@ -18,9 +18,12 @@
 //! - `nonce`: each rank's process nonce, cell `64 × entry + rank` (the job's base + rank).
 //! - `joined`, `left`: bitmaps of the ranks that joined and that left the run (members, at
 //!   a child switch: bit `i` is global rank `rank_lo + i`).
-//! - `parent`: at a child switch (protocol.md §7), {the parent run's session, whether the
-//!   parent said `COMPLETE`}; reset by the Join that opens a run and wherever a run ends,
-//!   as the reference's run forgets its parent.
+//! - `parent` and `parent_complete`: at a child switch (protocol.md §7), the parent run's
+//!   session and whether the parent said `COMPLETE`; reset by the Join that opens a run and
+//!   wherever a run ends, as the reference's run forgets its parent. Two registers, as in
+//!   `tna/run_tracker.p4`: a parent's JoinReply decides on both words, more than the two
+//!   comparisons of one Tofino 1 stateful ALU, so it takes the session at `parent` and
+//!   marks the `COMPLETE` a stage later.
 //!
 //! A run is opened by a Join finding `session` zero, and ended by writing it zero: a
 //! worker's Abort, the control plane ([`Pipeline::shutdown_run`]), a new process of a rank
@@ -136,7 +139,8 @@ pub fn session_of(nonce: u32, runs_before: u32) -> u32 {
     }
 }
 
-/// `parent`'s cell: a child's view of its parent's run (protocol.md §7).
+/// A child's view of its parent's run (protocol.md §7), registers `parent` and
+/// `parent_complete`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ParentCell {
     /// The parent run's session; 0: none taken yet.
@@ -167,7 +171,7 @@ pub enum ParentReply {
 }
 
 /// The run tracker: registers `session`, `shape`, `lanes`, `nonce`, `joined`, `left`,
-/// `parent`.
+/// `parent`, `parent_complete`.
 #[derive(Debug, Clone)]
 pub struct RunTracker {
     session: Register<RunCell>,
@@ -176,7 +180,8 @@ pub struct RunTracker {
     nonce: Register<u32>,
     joined: Register<u64>,
     left: Register<u64>,
-    parent: Register<ParentCell>,
+    parent: Register<u32>,
+    parent_complete: Register<bool>,
 }
 
 /// Whether a message carrying `session` belongs to the run whose session is `held`.
@@ -199,7 +204,8 @@ impl RunTracker {
             nonce: Register::new("nonce", jobs * usize::from(MAX_WORLD), 0),
             joined: Register::new("joined", jobs, 0),
             left: Register::new("left", jobs, 0),
-            parent: Register::new("parent", jobs, ParentCell::default()),
+            parent: Register::new("parent", jobs, 0),
+            parent_complete: Register::new("parent_complete", jobs, false),
         }
     }
 
@@ -208,6 +214,24 @@ impl RunTracker {
         let j = usize::from(index);
         self.session
             .execute(pass, j, |cell| admits(cell.session, session))
+    }
+
+    /// `reset_parent` and `reset_complete` where a run `ends`: forget the parent's run;
+    /// return the session it had taken (0: none, or the run did not end).
+    fn reset_parent(&mut self, pass: &Pass, j: usize, ends: bool) -> Result<u32, Hazard> {
+        let parent = self.parent.execute(pass, j, |cell| {
+            let parent = *cell;
+            if ends {
+                *cell = 0;
+            }
+            parent
+        })?;
+        self.parent_complete.execute(pass, j, |cell| {
+            if ends {
+                *cell = false;
+            }
+        })?;
+        Ok(if ends { parent } else { 0 })
     }
 
     /// A worker's Abort: check its session; end the run if it is admitted and its rank
@@ -228,15 +252,8 @@ impl RunTracker {
             }
             admitted
         })?;
-        let ends = admitted && rank_known;
-        let parent = self.parent.execute(pass, j, |cell| {
-            let parent = cell.session;
-            if ends {
-                *cell = ParentCell::default();
-            }
-            parent
-        })?;
-        Ok((admitted, if ends { parent } else { 0 }))
+        let parent = self.reset_parent(pass, j, admitted && rank_known)?;
+        Ok((admitted, parent))
     }
 
     /// An Abort of the parent's job at child job table entry `index` (protocol.md §7):
@@ -247,14 +264,16 @@ impl RunTracker {
     pub fn parent_abort(&mut self, pass: &Pass, index: u16, session: u32) -> Result<u32, Hazard> {
         let j = usize::from(index);
         let held = self.session.execute(pass, j, |cell| cell.session)?;
-        self.parent.execute(pass, j, |cell| {
-            let of_our_run = cell.session != 0 && session == cell.session;
-            let to_our_join = held != 0 && !cell.complete && session == held;
-            if of_our_run || to_our_join {
-                held
-            } else {
-                0
-            }
+        let own_run = held != 0 && session == held;
+        let mut parent = self.parent.execute(pass, j, |cell| *cell)?;
+        if own_run && !self.parent_complete.execute(pass, j, |cell| *cell)? {
+            // While the parent has not said COMPLETE, it reads as of the run taken.
+            parent = session;
+        }
+        Ok(if parent != 0 && parent == session {
+            held
+        } else {
+            0
         })
     }
 
@@ -358,12 +377,22 @@ impl RunTracker {
             }
             *cell &= !mask;
         })?;
-        *parent = self.parent.execute(pass, j, |cell| {
+        let session_up = self.parent.execute(pass, j, |cell| {
             if opened {
-                *cell = ParentCell::default();
+                *cell = 0;
             }
             *cell
         })?;
+        let complete = self.parent_complete.execute(pass, j, |cell| {
+            if opened {
+                *cell = false;
+            }
+            *cell
+        })?;
+        *parent = ParentCell {
+            session: session_up,
+            complete,
+        };
         let was_complete = old == full_mask(job.config.world);
         Ok(if old & bit != 0 && old_nonce != h.nonce && was_complete {
             JoinStep::EndsRun { session }
@@ -386,8 +415,7 @@ impl RunTracker {
     /// Read the parent run's session of child job table entry `index` (a Contribution
     /// whose use goes up).
     pub fn parent_session(&mut self, pass: &Pass, index: u16) -> Result<u32, Hazard> {
-        self.parent
-            .execute(pass, usize::from(index), |cell| cell.session)
+        self.parent.execute(pass, usize::from(index), |cell| *cell)
     }
 
     /// Check a Result from the parent against child job table entry `index`'s run:
@@ -395,7 +423,7 @@ impl RunTracker {
     pub fn admit_parent(&mut self, pass: &Pass, index: u16, session: u32) -> Result<u32, Hazard> {
         let j = usize::from(index);
         let held = self.session.execute(pass, j, |cell| cell.session)?;
-        let parent = self.parent.execute(pass, j, |cell| cell.session)?;
+        let parent = self.parent.execute(pass, j, |cell| *cell)?;
         Ok(if parent != 0 && parent == session {
             held
         } else {
@@ -420,24 +448,40 @@ impl RunTracker {
         let all_joined = joined == full_mask(job.config.world);
         let complete = r.complete();
         let ours = held != 0 && r.nonce == held;
-        self.parent.execute(pass, j, |cell| {
-            let of_our_run = complete && cell.session != 0 && r.session == cell.session;
-            if !(ours || of_our_run) || r.session == 0 {
-                return ParentReply::BadSession;
+        // `take_parent` keeps the session of a JoinReply naming the child's run, decided
+        // before the register; a COMPLETE of the run taken is known from what it returns.
+        let take = ours && rank_ok && r.session != 0;
+        let taken = self.parent.execute(pass, j, |cell| {
+            let taken = *cell;
+            if take {
+                *cell = r.session;
             }
-            if !rank_ok {
-                return ParentReply::UnknownRank;
+            taken
+        })?;
+        let of_our_run = complete && taken == r.session;
+        if !(ours || of_our_run) || r.session == 0 {
+            return Ok(ParentReply::BadSession);
+        }
+        if !rank_ok {
+            return Ok(ParentReply::UnknownRank);
+        }
+        // `mark_complete`: the parent's COMPLETE once every rank here joined.
+        let mark = complete && all_joined;
+        let marked = self.parent_complete.execute(pass, j, |cell| {
+            let marked = *cell;
+            if mark {
+                *cell = true;
             }
-            cell.session = r.session;
-            if !complete || cell.complete || !all_joined {
-                return ParentReply::Taken;
-            }
-            cell.complete = true;
+            marked
+        })?;
+        Ok(if mark && !marked {
             ParentReply::Complete {
                 session: held,
                 shape,
                 joined,
             }
+        } else {
+            ParentReply::Taken
         })
     }
 
@@ -464,13 +508,7 @@ impl RunTracker {
             }
             ends
         })?;
-        self.parent.execute(pass, j, |cell| {
-            let parent = if ends { cell.session } else { 0 };
-            if ends {
-                *cell = ParentCell::default();
-            }
-            parent
-        })
+        self.reset_parent(pass, j, ends)
     }
 
     /// Return entry `index`'s session (0: no run) (control plane).
@@ -499,9 +537,10 @@ impl RunTracker {
     pub fn close(&mut self, index: u16) -> u32 {
         let j = usize::from(index);
         let runs = self.session.read(j).unwrap_or_default().runs;
-        let parent = self.parent.read(j).unwrap_or_default().session;
+        let parent = self.parent.read(j).unwrap_or_default();
         self.session.write(j, RunCell { session: 0, runs });
-        self.parent.write(j, ParentCell::default());
+        self.parent.write(j, 0);
+        self.parent_complete.write(j, false);
         parent
     }
 
@@ -513,7 +552,8 @@ impl RunTracker {
         self.lanes.write(j, 0);
         self.joined.write(j, 0);
         self.left.write(j, 0);
-        self.parent.write(j, ParentCell::default());
+        self.parent.write(j, 0);
+        self.parent_complete.write(j, false);
         for rank in 0..MAX_WORLD {
             self.nonce.write(nonce_cell(index, rank), 0);
         }

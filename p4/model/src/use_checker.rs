@@ -7,14 +7,21 @@
 //! is positive. The first register of the pipeline after the run check, so its verdict
 //! gates all the others.
 //!
-//! Each cell is tagged with the session of its use. A packet reaches this register only
-//! once the run check admitted its session, which is never 0; so tag 0 means "no use since
-//! the job was set up", and a tag other than the packet's means a use of an earlier run,
-//! which counts as idle: a new run needs no reset of the pool.
+//! Each version is tagged with the session of its use. A packet reaches these registers
+//! only once the run check admitted its session, which is never 0; so tag 0 means "no use
+//! since the job was set up", and a tag other than the packet's means a use of an earlier
+//! run, which counts as idle: a new run needs no reset of the pool.
+//!
+//! Two registers, as in `tna/use_checker.p4` (a Tofino stateful ALU returns one word):
+//! `use_session` (the tag) a stage before `seq` (the use number). `seq`'s action compares
+//! twice, all a Tofino 1 stateful ALU can: it takes the packet's number if the version holds
+//! another run's use or an older one of this run, and returns the number held before; begin,
+//! current and stale are told apart from that number after the register.
 
 use crate::register::{Hazard, Pass, Register};
 
-/// One cell: the session of the use held (0: none yet) and its use number.
+/// A version's use as the control plane reads it: the session of the run whose use it holds
+/// (register `use_session`) and the use number (register `seq`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SeqCell {
     /// The session of the run whose use this is; 0 before the first use.
@@ -41,17 +48,19 @@ pub enum Use {
     Stale,
 }
 
-/// The use checker: register `seq`, one cell per slot version.
+/// The use checker: registers `use_session` and `seq`, one cell per slot version each.
 #[derive(Debug, Clone)]
 pub struct UseChecker {
-    seq: Register<SeqCell>,
+    use_session: Register<u32>,
+    seq: Register<u32>,
 }
 
 impl UseChecker {
-    /// Make the register for `versions` slot versions.
+    /// Make the registers for `versions` slot versions.
     pub fn new(versions: usize) -> Self {
         UseChecker {
-            seq: Register::new("seq", versions, SeqCell::default()),
+            use_session: Register::new("use_session", versions, 0),
+            seq: Register::new("seq", versions, 0),
         }
     }
 
@@ -63,15 +72,30 @@ impl UseChecker {
         session: u32,
         seq: u32,
     ) -> Result<Use, Hazard> {
-        self.seq.execute(pass, index, |cell| {
-            if cell.session != session || (seq.wrapping_sub(cell.seq) as i32) > 0 {
-                *cell = SeqCell { session, seq };
-                Use::Begin
-            } else if seq == cell.seq {
-                Use::Current
-            } else {
-                Use::Stale
+        // tag_use: whether the version holds a use of this run; it will after this packet.
+        let in_session = self.use_session.execute(pass, index, |tag| {
+            let same = *tag == session;
+            *tag = session;
+            same
+        })?;
+        // check_use: the number held before; this one taken if newer or of another run.
+        let held = self.seq.execute(pass, index, |value| {
+            let held = *value;
+            if !in_session || (seq.wrapping_sub(*value) as i32) > 0 {
+                *value = seq;
             }
+            held
+        })?;
+        // How far this use is ahead of the one held (the sign bit set: behind).
+        let ahead = seq.wrapping_sub(held);
+        Ok(if !in_session {
+            Use::Begin
+        } else if ahead == 0 {
+            Use::Current
+        } else if ahead >> 31 == 0 {
+            Use::Begin
+        } else {
+            Use::Stale
         })
     }
 
@@ -83,19 +107,25 @@ impl UseChecker {
         index: usize,
         session: u32,
     ) -> Result<Option<u32>, Hazard> {
-        self.seq.execute(pass, index, |cell| {
-            (cell.session == session).then_some(cell.seq)
-        })
+        let in_session = self
+            .use_session
+            .execute(pass, index, |tag| *tag == session)?;
+        let held = self.seq.execute(pass, index, |value| *value)?;
+        Ok(in_session.then_some(held))
     }
 
-    /// Return the register.
-    pub fn register(&self) -> &Register<SeqCell> {
-        &self.seq
+    /// Return version `index` (control plane).
+    pub fn read(&self, index: usize) -> Option<SeqCell> {
+        Some(SeqCell {
+            session: self.use_session.read(index)?,
+            seq: self.seq.read(index)?,
+        })
     }
 
     /// Reset version `index` to idle (control plane).
     pub fn reset(&mut self, index: usize) {
-        self.seq.write(index, SeqCell::default());
+        self.use_session.write(index, 0);
+        self.seq.write(index, 0);
     }
 }
 
@@ -113,8 +143,8 @@ mod tests {
         assert_eq!(at(&mut u, u32::MAX - 1), Use::Current);
         assert_eq!(at(&mut u, 1), Use::Begin);
         assert_eq!(at(&mut u, u32::MAX), Use::Stale);
-        assert_eq!(u.register().read(0), Some(SeqCell { session: 7, seq: 1 }));
-        assert_eq!(u.register().read(1), Some(SeqCell::default()));
+        assert_eq!(u.read(0), Some(SeqCell { session: 7, seq: 1 }));
+        assert_eq!(u.read(1), Some(SeqCell::default()));
     }
 
     #[test]
@@ -126,7 +156,19 @@ mod tests {
         assert_eq!(u.probe(&clock.begin(0), 0, 8), Ok(None));
         // An older use number of the next run begins a use all the same.
         assert_eq!(u.apply(&clock.begin(0), 0, 8, 4), Ok(Use::Begin));
-        assert_eq!(u.register().read(0), Some(SeqCell { session: 8, seq: 4 }));
+        assert_eq!(u.read(0), Some(SeqCell { session: 8, seq: 4 }));
         assert_eq!(u.apply(&clock.begin(0), 0, 8, 3), Ok(Use::Stale));
+    }
+
+    #[test]
+    fn each_register_runs_once_per_pass() {
+        let mut clock = PassClock::default();
+        let mut u = UseChecker::new(1);
+        let pass = clock.begin(0);
+        u.apply(&pass, 0, 7, 1).unwrap();
+        assert_eq!(
+            u.probe(&pass, 0, 7),
+            Err(Hazard::SecondAccess("use_session"))
+        );
     }
 }
