@@ -38,8 +38,10 @@ pub fn join(
         count,
         lanes: 1,
         nonce,
-        key,
-    }))
+        cookie: 0,
+        tag: [0; 16],
+    }
+    .sign(key)))
 }
 
 /// A Contribution of `rank` to use 0 of `slot` of `job`'s run `session`.
@@ -74,9 +76,17 @@ pub fn probe(job: u16, rank: u16, slot: u16, session: u32) -> Vec<u8> {
     }))
 }
 
-/// A Status of `job`, its `rank` field (echoed, unchecked) naming the sender.
-pub fn status(job: u16, rank: u16) -> Vec<u8> {
-    bytes(Message::Status(StatusRepr { job, rank }))
+/// A Status of `job` signed with `key`, its `rank` field (echoed, unchecked) naming the
+/// sender.
+pub fn status(job: u16, rank: u16, key: u64) -> Vec<u8> {
+    let q = StatusRepr {
+        job,
+        rank,
+        nonce: 1,
+        cookie: 0,
+        tag: [0; 16],
+    };
+    bytes(Message::Status(q.sign(key)))
 }
 
 /// `rank`'s Leave of `job`'s run `session`.

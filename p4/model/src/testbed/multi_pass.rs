@@ -61,7 +61,7 @@ fn inputs() -> Vec<Vec<u8>> {
     steps.extend(uses(3, 17, &[1, 2, 3]));
     steps.extend([probe(1, 3), c(0, 3, 17)]);
     steps.extend(uses(4, 16, &[0, 1, 2, 3, 3]));
-    steps.extend([status(JOB, 1), status(JOB, 2)]);
+    steps.extend([status(JOB, 1, KEY), status(JOB, 2, KEY)]);
     steps.extend([2, 0, 3, 1].map(|rank| leave(JOB, rank, SESSION)));
     steps
 }

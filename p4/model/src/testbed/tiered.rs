@@ -223,7 +223,7 @@ pub fn beds() -> Vec<TieredBed> {
     let mut traffic: Vec<(u16, Vec<u8>)> = [0, 1, 2, 3, 0, 3].map(join).to_vec();
     traffic.extend([0, 2, 1, 3, 3].map(|r| (r, c(r, 0, 20))));
     traffic.push((2, probe(JOB, 2, 0, session(2))));
-    traffic.push((2, status(JOB, 2)));
+    traffic.push((2, status(JOB, 2, KEY)));
     traffic.extend([0, 2, 1].map(|r| (r, c(r, 1, 3))));
     traffic.push((1, abort(JOB, 1, session(1))));
     for (n, (rank, datagram)) in traffic.iter().enumerate() {
