@@ -29,19 +29,21 @@ pub fn join(
     nonce: u32,
     key: u64,
 ) -> Vec<u8> {
-    bytes(Message::Join(JoinRepr {
-        job,
-        rank,
-        world,
-        slot_lo: 0,
-        slot_count,
-        count,
-        lanes: 1,
-        nonce,
-        cookie: 0,
-        tag: [0; 16],
-    }
-    .sign(key)))
+    bytes(Message::Join(
+        JoinRepr {
+            job,
+            rank,
+            world,
+            slot_lo: 0,
+            slot_count,
+            count,
+            lanes: 1,
+            nonce,
+            cookie: 0,
+            tag: [0; 16],
+        }
+        .sign(key),
+    ))
 }
 
 /// A Contribution of `rank` to use 0 of `slot` of `job`'s run `session`.
