@@ -1,0 +1,534 @@
+//! One authenticated connection of the fallback (the rendezvous or a ring edge): a
+//! challenge–response handshake that proves the job key both ways, then frames that each
+//! carry a tag over their bytes and their place in the stream. docs/fallback.md, "Frames
+//! and the handshake", has the byte layouts and the threat model.
+//!
+//! **Handshake.** The side that connects (the initiator) sends an [`Opening`]: who it is
+//! (job, world, its rank, the rank it wants, what for) and a fresh 16-byte nonce. The side
+//! that accepts (the responder) checks that the opening is for it, draws its own nonce, and
+//! answers with that nonce and a tag over the [`Transcript`] (every field of the opening
+//! and both nonces). The initiator checks the tag and sends its own, over the same
+//! transcript under another name. Both tags are HMAC-SHA-256 under the job key
+//! ([`switchml_core::auth`], label [`Label::Fallback`]); each covers the other side's fresh
+//! nonce, so a recorded handshake replayed to either side fails, and the two names
+//! ("answer", "proof") keep a responder's tag from being reflected as an initiator's.
+//!
+//! **Frames.** After the handshake every frame is a 24-byte header, a 16-byte tag and the
+//! payload. The tag covers the direction, the transcript (so the nonces of this
+//! connection), the frame's sequence number in its direction (counted, never sent), the
+//! header and the payload: a frame altered, dropped, replayed, reordered, reflected or
+//! spliced in from another connection fails its tag. Frames are not encrypted.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use switchml_core::auth::{tag, verify, Label, Tag, TAG_LEN};
+
+use crate::config::CommConfig;
+use crate::rendezvous::connect_until;
+
+/// The first four bytes of an [`Opening`]: "SMLH".
+const OPENING_MAGIC: [u8; 4] = *b"SMLH";
+/// The first four bytes of the responder's answer: "SMLA".
+const ANSWER_MAGIC: [u8; 4] = *b"SMLA";
+/// The first four bytes of every frame: "SMLR".
+const FRAME_MAGIC: [u8; 4] = *b"SMLR";
+/// The handshake's version.
+const VERSION: u8 = 1;
+
+/// The length of a handshake nonce.
+pub(crate) const NONCE_LEN: usize = 16;
+/// The length of an [`Opening`].
+pub(crate) const OPENING_LEN: usize = 14 + NONCE_LEN;
+/// The length of the responder's answer: magic, its nonce, its tag.
+pub(crate) const ANSWER_LEN: usize = 4 + NONCE_LEN + TAG_LEN;
+/// The length of the initiator's proof: its tag.
+pub(crate) const PROOF_LEN: usize = TAG_LEN;
+/// The length of a frame header.
+pub(crate) const HEADER_LEN: usize = 24;
+/// What precedes a frame's payload: its header and its tag.
+pub(crate) const FRAME_HEAD_LEN: usize = HEADER_LEN + TAG_LEN;
+/// The length of a Hello frame's payload: the sender's ring port.
+pub(crate) const HELLO_LEN: usize = 2;
+/// The length of a [`Transcript`].
+const TRANSCRIPT_LEN: usize = OPENING_LEN - 4 + NONCE_LEN;
+
+/// How long one handshake may take, at most (and never longer than the fallback
+/// timeout): a connection that has not finished its handshake by then is closed.
+pub(crate) const HANDSHAKE: Duration = Duration::from_secs(5);
+/// How long an initiator waits before trying again after a failed attempt.
+const RETRY: Duration = Duration::from_millis(50);
+
+/// What a connection is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Role {
+    /// A rank meets rank 0 at the fallback address.
+    Rendezvous = 1,
+    /// Rank `r` connects to rank `r + 1 mod P`.
+    Ring = 2,
+}
+
+impl Role {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Role::Rendezvous => "rendezvous",
+            Role::Ring => "ring",
+        }
+    }
+}
+
+/// What a frame carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Kind {
+    /// The first frame of every connection: the initiator's ring port.
+    Hello = 1,
+    /// Rank 0's table of ring addresses.
+    Table = 2,
+    /// A rank's record of its tensors at the switch-to-ring transition.
+    Status = 3,
+    /// Partial sums of one segment (reduce-scatter).
+    Partial = 4,
+    /// A reduced segment (all-gather).
+    Reduced = 5,
+    /// A whole tensor passed on from a rank that holds it.
+    Whole = 6,
+}
+
+/// Why a frame could not be read or written.
+#[derive(Debug)]
+pub(crate) enum FrameError {
+    Io(std::io::Error),
+    /// A frame that is not what this rank expected; its tag held, so the peer sent it.
+    Bad(String),
+    /// A frame whose tag failed, or whose header cannot be (no magic, too long): it was
+    /// altered, replayed, reordered or forged on the way, or the peer is no rank of ours.
+    Forged(String),
+}
+
+impl std::fmt::Display for FrameError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FrameError::Io(e) => write!(f, "{e}"),
+            FrameError::Bad(m) | FrameError::Forged(m) => f.write_str(m),
+        }
+    }
+}
+
+impl From<std::io::Error> for FrameError {
+    fn from(e: std::io::Error) -> Self {
+        FrameError::Io(e)
+    }
+}
+
+/// The initiator's first message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Opening {
+    /// [`Role`] as a byte (an unknown one parses, and is refused by the responder).
+    pub(crate) role: u8,
+    pub(crate) job: u16,
+    pub(crate) world: u16,
+    /// The initiator's rank.
+    pub(crate) from: u16,
+    /// The rank it wants to reach.
+    pub(crate) to: u16,
+    pub(crate) nonce: [u8; NONCE_LEN],
+}
+
+impl Opening {
+    /// Write the opening's bytes.
+    pub(crate) fn emit(&self) -> [u8; OPENING_LEN] {
+        let mut b = [0u8; OPENING_LEN];
+        b[0..4].copy_from_slice(&OPENING_MAGIC);
+        b[4] = VERSION;
+        b[5] = self.role;
+        b[6..8].copy_from_slice(&self.job.to_le_bytes());
+        b[8..10].copy_from_slice(&self.world.to_le_bytes());
+        b[10..12].copy_from_slice(&self.from.to_le_bytes());
+        b[12..14].copy_from_slice(&self.to.to_le_bytes());
+        b[14..].copy_from_slice(&self.nonce);
+        b
+    }
+
+    /// Parse an opening; `None` if it is not one (short, no magic, another version).
+    pub(crate) fn parse(b: &[u8]) -> Option<Opening> {
+        let b: &[u8; OPENING_LEN] = b.get(..OPENING_LEN)?.try_into().ok()?;
+        if b[0..4] != OPENING_MAGIC || b[4] != VERSION {
+            return None;
+        }
+        let u16_at = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
+        let mut nonce = [0u8; NONCE_LEN];
+        nonce.copy_from_slice(&b[14..]);
+        Some(Opening {
+            role: b[5],
+            job: u16_at(6),
+            world: u16_at(8),
+            from: u16_at(10),
+            to: u16_at(12),
+            nonce,
+        })
+    }
+}
+
+/// What both handshake tags and every frame tag cover: the opening without its magic,
+/// and the responder's nonce.
+#[derive(Clone, Copy)]
+pub(crate) struct Transcript([u8; TRANSCRIPT_LEN]);
+
+impl Transcript {
+    pub(crate) fn new(opening: &Opening, answer_nonce: &[u8; NONCE_LEN]) -> Transcript {
+        let mut t = [0u8; TRANSCRIPT_LEN];
+        t[..OPENING_LEN - 4].copy_from_slice(&opening.emit()[4..]);
+        t[OPENING_LEN - 4..].copy_from_slice(answer_nonce);
+        Transcript(t)
+    }
+
+    /// The responder's tag.
+    fn answer_tag(&self, key: u64) -> Tag {
+        tag(key, Label::Fallback, &[b"answer", &self.0])
+    }
+
+    /// Whether `got` is the responder's tag.
+    fn answer_holds(&self, key: u64, got: &[u8]) -> bool {
+        verify(key, Label::Fallback, &[b"answer", &self.0], got)
+    }
+
+    /// The initiator's tag.
+    fn proof_tag(&self, key: u64) -> Tag {
+        tag(key, Label::Fallback, &[b"proof", &self.0])
+    }
+}
+
+/// A fresh handshake nonce from the crate's one source of OS-seeded randomness.
+pub(crate) fn fresh_nonce() -> [u8; NONCE_LEN] {
+    let mut n = [0u8; NONCE_LEN];
+    n[..8].copy_from_slice(&crate::running_switch::fresh_key().to_le_bytes());
+    n[8..].copy_from_slice(&crate::running_switch::fresh_key().to_le_bytes());
+    n
+}
+
+/// The responder's answer to `opening`: its nonce and tag, and the transcript.
+pub(crate) fn answer(key: u64, opening: &Opening) -> ([u8; ANSWER_LEN], Transcript) {
+    let nonce = fresh_nonce();
+    let t = Transcript::new(opening, &nonce);
+    let mut b = [0u8; ANSWER_LEN];
+    b[0..4].copy_from_slice(&ANSWER_MAGIC);
+    b[4..4 + NONCE_LEN].copy_from_slice(&nonce);
+    b[4 + NONCE_LEN..].copy_from_slice(&t.answer_tag(key));
+    (b, t)
+}
+
+/// Whether `proof` is the initiator's tag over `t`.
+pub(crate) fn proof_holds(key: u64, t: &Transcript, proof: &[u8]) -> bool {
+    verify(key, Label::Fallback, &[b"proof", &t.0], proof)
+}
+
+/// Which way a frame goes: mixed into its tag, so a frame cannot be sent back.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    FromInitiator = 1,
+    FromResponder = 2,
+}
+
+/// One authenticated connection, after the handshake.
+pub(crate) struct Link {
+    stream: TcpStream,
+    key: u64,
+    transcript: Transcript,
+    /// Whether this side connected.
+    initiator: bool,
+    /// The other side's rank.
+    peer: u16,
+    /// Frames sent and received: each frame's sequence number in its direction.
+    sent: u64,
+    received: u64,
+}
+
+impl Link {
+    /// The link of a handshake that has succeeded.
+    pub(crate) fn new(
+        stream: TcpStream,
+        key: u64,
+        transcript: Transcript,
+        initiator: bool,
+        peer: u16,
+    ) -> Link {
+        Link {
+            stream,
+            key,
+            transcript,
+            initiator,
+            peer,
+            sent: 0,
+            received: 0,
+        }
+    }
+
+    /// Return the socket.
+    pub(crate) fn stream(&self) -> &TcpStream {
+        &self.stream
+    }
+
+    fn directions(&self) -> (Direction, Direction) {
+        if self.initiator {
+            (Direction::FromInitiator, Direction::FromResponder)
+        } else {
+            (Direction::FromResponder, Direction::FromInitiator)
+        }
+    }
+
+    /// Return the bytes of the next frame this side sends, less its payload.
+    pub(crate) fn seal(
+        &mut self,
+        kind: Kind,
+        rank: u16,
+        tensor: u64,
+        payload: &[u8],
+    ) -> [u8; FRAME_HEAD_LEN] {
+        let mut h = [0u8; FRAME_HEAD_LEN];
+        h[0..4].copy_from_slice(&FRAME_MAGIC);
+        h[4] = kind as u8;
+        h[6..8].copy_from_slice(&rank.to_le_bytes());
+        h[8..16].copy_from_slice(&tensor.to_le_bytes());
+        h[16..24].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+        let (dir, seq) = ([self.directions().0 as u8], self.sent.to_le_bytes());
+        let parts = frame_parts(&dir, &self.transcript, &seq, &h[..HEADER_LEN], payload);
+        let t = tag(self.key, Label::Fallback, &parts);
+        h[HEADER_LEN..].copy_from_slice(&t);
+        self.sent += 1;
+        h
+    }
+
+    /// Send one frame.
+    pub(crate) fn send(
+        &mut self,
+        kind: Kind,
+        rank: u16,
+        tensor: u64,
+        payload: &[u8],
+    ) -> Result<(), FrameError> {
+        let head = self.seal(kind, rank, tensor, payload);
+        self.stream.write_all(&head)?;
+        self.stream.write_all(payload)?;
+        Ok(())
+    }
+
+    /// Check a frame head before its payload is read: the magic and a length of at most
+    /// `max`; return the payload's length.
+    pub(crate) fn payload_len(
+        head: &[u8; FRAME_HEAD_LEN],
+        max: usize,
+    ) -> Result<usize, FrameError> {
+        if head[0..4] != FRAME_MAGIC {
+            return Err(FrameError::Forged("a frame without the SMLR magic".into()));
+        }
+        let mut len = [0u8; 8];
+        len.copy_from_slice(&head[16..24]);
+        let len = u64::from_le_bytes(len);
+        match usize::try_from(len) {
+            Ok(n) if n <= max => Ok(n),
+            _ => Err(FrameError::Forged(format!(
+                "a frame of {len} bytes where at most {max} fit (the ranks' tensors differ, \
+                 or the frame was altered)"
+            ))),
+        }
+    }
+
+    /// Check the next received frame's tag, then that it is of `kind`, from the peer, and
+    /// for `tensor` (any with `u64::MAX`).
+    pub(crate) fn open(
+        &mut self,
+        head: &[u8; FRAME_HEAD_LEN],
+        payload: &[u8],
+        kind: Kind,
+        tensor: u64,
+    ) -> Result<(), FrameError> {
+        let (dir, seq) = ([self.directions().1 as u8], self.received.to_le_bytes());
+        let parts = frame_parts(&dir, &self.transcript, &seq, &head[..HEADER_LEN], payload);
+        if !verify(self.key, Label::Fallback, &parts, &head[HEADER_LEN..]) {
+            return Err(FrameError::Forged(format!(
+                "a frame that failed its integrity check (frame {} from rank {}: altered, \
+                 replayed, reordered or forged on the way)",
+                self.received, self.peer
+            )));
+        }
+        self.received += 1;
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&head[8..16]);
+        let (got_kind, got_tensor) = (head[4], u64::from_le_bytes(word));
+        let sender = u16::from_le_bytes([head[6], head[7]]);
+        if got_kind != kind as u8 || (tensor != u64::MAX && got_tensor != tensor) {
+            return Err(FrameError::Bad(format!(
+                "message kind {got_kind} for tensor {got_tensor} where this rank expected \
+                 {kind:?} for tensor {tensor}: the ranks did not submit the same tensors in \
+                 the same order"
+            )));
+        }
+        if sender != self.peer {
+            return Err(FrameError::Bad(format!(
+                "a frame naming rank {sender} as its sender on rank {}'s connection",
+                self.peer
+            )));
+        }
+        Ok(())
+    }
+
+    /// Receive one frame of `kind` for `tensor` (any with `u64::MAX`) of at most `max`
+    /// bytes; return its payload.
+    pub(crate) fn recv(
+        &mut self,
+        kind: Kind,
+        tensor: u64,
+        max: usize,
+    ) -> Result<Vec<u8>, FrameError> {
+        let mut head = [0u8; FRAME_HEAD_LEN];
+        self.stream.read_exact(&mut head)?;
+        let len = Link::payload_len(&head, max)?;
+        let mut payload = vec![0u8; len];
+        self.stream.read_exact(&mut payload)?;
+        self.open(&head, &payload, kind, tensor)?;
+        Ok(payload)
+    }
+}
+
+/// What a frame's tag covers, in order: its name, its direction, the connection's
+/// transcript, its sequence number in its direction, its header and its payload.
+fn frame_parts<'a>(
+    dir: &'a [u8; 1],
+    t: &'a Transcript,
+    seq: &'a [u8; 8],
+    head: &'a [u8],
+    payload: &'a [u8],
+) -> [&'a [u8]; 6] {
+    [b"frame", dir, &t.0, seq, head, payload]
+}
+
+/// Why connecting to a peer failed, for the caller's error.
+pub(crate) struct DialError {
+    /// Why the last attempt failed, if any got as far as a connection.
+    pub(crate) last: Option<String>,
+}
+
+/// Connect to rank `to` at `at` for `role`, prove the job key and check the peer's, and
+/// send the Hello frame (with `port`); retry until `deadline` while nothing listens there
+/// or the handshake fails.
+pub(crate) fn dial(
+    config: &CommConfig,
+    role: Role,
+    to: u16,
+    at: SocketAddr,
+    port: u16,
+    deadline: Instant,
+) -> Result<Link, DialError> {
+    let mut last = None;
+    loop {
+        let stream = match connect_until(at, deadline) {
+            Ok(s) => s,
+            Err(Some(e)) => {
+                return Err(DialError {
+                    last: Some(format!("connecting failed: {e}")),
+                })
+            }
+            Err(None) => return Err(DialError { last }),
+        };
+        match handshake(stream, config, role, to, port, deadline) {
+            Ok(link) => return Ok(link),
+            Err(why) => {
+                log::debug!(
+                    "rank {}: fallback {}: the handshake with rank {to} at {at} failed: {why}",
+                    config.rank,
+                    role.name()
+                );
+                last = Some(why);
+            }
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(DialError { last });
+        }
+        std::thread::sleep(RETRY.min(left));
+    }
+}
+
+/// One attempt of [`dial`] on a connected stream.
+fn handshake(
+    mut s: TcpStream,
+    config: &CommConfig,
+    role: Role,
+    to: u16,
+    port: u16,
+    deadline: Instant,
+) -> Result<Link, String> {
+    let until = deadline.min(Instant::now() + HANDSHAKE.min(config.fallback_timeout));
+    let opening = Opening {
+        role: role as u8,
+        job: config.job,
+        world: config.world,
+        from: config.rank,
+        to,
+        nonce: fresh_nonce(),
+    };
+    let _ = s.set_nodelay(true);
+    let _ = s.set_write_timeout(Some(HANDSHAKE));
+    s.write_all(&opening.emit())
+        .map_err(|e| format!("sending the opening: {e}"))?;
+    let mut a = [0u8; ANSWER_LEN];
+    read_by(&mut s, &mut a, until).map_err(|e| match e.kind() {
+        ErrorKind::UnexpectedEof => {
+            "the peer closed the connection (another job or world size there, or no rank of \
+             this job)"
+                .to_string()
+        }
+        ErrorKind::TimedOut => "no answer to the opening in time".to_string(),
+        _ => format!("reading the answer: {e}"),
+    })?;
+    if a[0..4] != ANSWER_MAGIC {
+        return Err("the answer is not a fallback handshake".into());
+    }
+    let mut nonce = [0u8; NONCE_LEN];
+    nonce.copy_from_slice(&a[4..4 + NONCE_LEN]);
+    let t = Transcript::new(&opening, &nonce);
+    if !t.answer_holds(config.key, &a[4 + NONCE_LEN..]) {
+        return Err(format!(
+            "rank {to}'s answer did not prove the job key (a different key there, or no rank \
+             of this job listens at that address)"
+        ));
+    }
+    let mut link = Link::new(s, config.key, t, true, to);
+    // The proof and the Hello frame in one write.
+    let hello = port.to_le_bytes();
+    let head = link.seal(Kind::Hello, config.rank, 0, &hello);
+    let mut out = Vec::with_capacity(PROOF_LEN + FRAME_HEAD_LEN + HELLO_LEN);
+    out.extend_from_slice(&t.proof_tag(config.key));
+    out.extend_from_slice(&head);
+    out.extend_from_slice(&hello);
+    link.stream
+        .write_all(&out)
+        .map_err(|e| format!("sending the proof: {e}"))?;
+    Ok(link)
+}
+
+/// Fill `buf` from `s` by `deadline`, however slowly the bytes come.
+fn read_by(s: &mut TcpStream, buf: &mut [u8], deadline: Instant) -> std::io::Result<()> {
+    let mut at = 0;
+    while at < buf.len() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(ErrorKind::TimedOut.into());
+        }
+        s.set_read_timeout(Some(left))?;
+        match s.read(&mut buf[at..]) {
+            Ok(0) => return Err(ErrorKind::UnexpectedEof.into()),
+            Ok(n) => at += n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
