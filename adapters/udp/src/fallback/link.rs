@@ -532,3 +532,209 @@ fn read_by(s: &mut TcpStream, buf: &mut [u8], deadline: Instant) -> std::io::Res
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::gate::Gate;
+    use super::*;
+    use std::net::TcpListener;
+
+    const KEY: u64 = 0x5EC2_E700_0000_0001;
+
+    fn config(rank: u16, key: u64) -> CommConfig {
+        CommConfig {
+            key,
+            fallback_timeout: Duration::from_secs(5),
+            ..CommConfig::new(rank, 2, "127.0.0.1:9".parse().unwrap(), 3)
+        }
+    }
+
+    /// Rank 0 dials rank 1 (whose key is `KEY`) with `key`: rank 0's link, or why not;
+    /// rank 1's link, or the ranks missing, and its gate.
+    fn pair(key: u64) -> (Result<Link, DialError>, Result<Link, Vec<u16>>, Gate) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let at = listener.local_addr().unwrap();
+        let deadline = Instant::now() + Duration::from_millis(1500);
+        let mut gate = Gate::default();
+        let (dialed, gathered) = std::thread::scope(|s| {
+            let d = s.spawn(|| dial(&config(0, key), Role::Ring, 1, at, 7, deadline));
+            let g = gate.gather(&listener, &config(1, KEY), Role::Ring, &[0], deadline);
+            (d.join().unwrap(), g)
+        });
+        let gathered = gathered.map(|mut a| {
+            let a = a.pop().unwrap();
+            assert_eq!((a.rank, a.port), (0, 7));
+            a.link
+        });
+        (dialed, gathered, gate)
+    }
+
+    fn linked() -> (Link, Link) {
+        let (i, r, gate) = pair(KEY);
+        assert_eq!(gate.refused, 0);
+        let (i, r) = (i.ok().unwrap(), r.unwrap());
+        // No test waits for ever on bytes that never come.
+        for l in [&i, &r] {
+            l.stream()
+                .set_read_timeout(Some(Duration::from_secs(5)))
+                .unwrap();
+        }
+        (i, r)
+    }
+
+    /// Write `bytes` on `link`'s socket as they are, behind the link's back.
+    fn raw(link: &Link, bytes: &[&[u8]]) {
+        let mut s = link.stream();
+        for b in bytes {
+            s.write_all(b).unwrap();
+        }
+    }
+
+    fn forged(r: Result<Vec<u8>, FrameError>) -> bool {
+        matches!(r, Err(FrameError::Forged(_)))
+    }
+
+    #[test]
+    fn the_opening_round_trips_and_junk_is_not_one() {
+        let o = Opening {
+            role: 2,
+            job: 3,
+            world: 4,
+            from: 1,
+            to: 2,
+            nonce: [9; NONCE_LEN],
+        };
+        assert_eq!(Opening::parse(&o.emit()), Some(o));
+        assert_eq!(Opening::parse(&o.emit()[..OPENING_LEN - 1]), None);
+        let mut other = o.emit();
+        other[4] = VERSION + 1;
+        assert_eq!(Opening::parse(&other), None);
+        assert_eq!(Opening::parse(&[0; OPENING_LEN]), None);
+    }
+
+    #[test]
+    fn frames_pass_both_ways_after_the_handshake() {
+        let (mut i, mut r) = linked();
+        i.send(Kind::Partial, 0, 5, b"to the right").unwrap();
+        i.send(Kind::Reduced, 0, 5, b"").unwrap();
+        assert_eq!(r.recv(Kind::Partial, 5, 64).unwrap(), b"to the right");
+        assert_eq!(r.recv(Kind::Reduced, 5, 64).unwrap(), b"");
+        r.send(Kind::Table, 1, 0, b"back").unwrap();
+        assert_eq!(i.recv(Kind::Table, u64::MAX, 64).unwrap(), b"back");
+    }
+
+    #[test]
+    fn a_wrong_key_fails_the_handshake_at_both_ends() {
+        let (dialed, gathered, gate) = pair(KEY ^ 1);
+        let why = dialed.err().and_then(|e| e.last).expect("refused");
+        assert!(why.contains("did not prove the job key"), "{why}");
+        assert_eq!(gathered.err(), Some(vec![0]));
+        assert!(gate.refused >= 1, "{gate:?}");
+    }
+
+    #[test]
+    fn an_altered_frame_fails_its_tag() {
+        for at in [0, 4, 6, 8, 16, HEADER_LEN, FRAME_HEAD_LEN] {
+            let (mut i, mut r) = linked();
+            let payload = *b"partial sums";
+            let mut head = i.seal(Kind::Partial, 0, 5, &payload).to_vec();
+            head.extend_from_slice(&payload);
+            // At 16, the length: 12 becomes 8, so the receiver reads the frame's end.
+            head[at] ^= 4;
+            raw(&i, &[&head]);
+            assert!(forged(r.recv(Kind::Partial, 5, 64)), "byte {at}");
+        }
+    }
+
+    #[test]
+    fn a_replayed_or_reordered_frame_fails_its_tag() {
+        let (mut i, mut r) = linked();
+        let first = i.seal(Kind::Partial, 0, 5, b"one");
+        raw(&i, &[&first, b"one", &first, b"one"]);
+        assert_eq!(r.recv(Kind::Partial, 5, 64).unwrap(), b"one");
+        assert!(forged(r.recv(Kind::Partial, 5, 64)), "replayed");
+
+        let (mut i, mut r) = linked();
+        let a = i.seal(Kind::Partial, 0, 5, b"a");
+        let b = i.seal(Kind::Partial, 0, 5, b"b");
+        raw(&i, &[&b, b"b", &a, b"a"]);
+        assert!(forged(r.recv(Kind::Partial, 5, 64)), "reordered");
+    }
+
+    #[test]
+    fn a_frame_from_another_connection_or_sent_back_fails_its_tag() {
+        let (mut i1, _r1) = linked();
+        let (i2, mut r2) = linked();
+        let head = i1.seal(Kind::Partial, 0, 5, b"x");
+        raw(&i2, &[&head, b"x"]);
+        assert!(forged(r2.recv(Kind::Partial, 5, 64)), "spliced");
+
+        // The responder's first frame, written back to it as the initiator's first.
+        let (i, mut r) = linked();
+        let head = r.seal(Kind::Partial, 1, 5, b"x");
+        raw(&i, &[&head, b"x"]);
+        assert!(forged(r.recv(Kind::Partial, 5, 64)), "reflected");
+    }
+
+    #[test]
+    fn an_oversized_or_unframed_frame_is_refused_before_its_payload_is_read() {
+        let (mut i, mut r) = linked();
+        let head = i.seal(Kind::Partial, 0, 5, &[0; 100]);
+        raw(&i, &[&head]);
+        assert!(forged(r.recv(Kind::Partial, 5, 64)));
+        let (i, mut r) = linked();
+        raw(&i, &[&[0xAB; FRAME_HEAD_LEN]]);
+        assert!(forged(r.recv(Kind::Partial, 5, 64)));
+    }
+
+    #[test]
+    fn a_recorded_handshake_replayed_to_the_responder_is_refused() {
+        // Record what an initiator sends, through a relay, then replay it on a fresh
+        // connection: the responder's new nonce makes the recorded proof wrong.
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let at = listener.local_addr().unwrap();
+        let relay = TcpListener::bind("127.0.0.1:0").unwrap();
+        let via = relay.local_addr().unwrap();
+        let deadline = Instant::now() + Duration::from_millis(1500);
+        let recorded = std::thread::scope(|s| {
+            let tap = s.spawn(|| {
+                let (mut from, _) = relay.accept().unwrap();
+                let mut to = TcpStream::connect(at).unwrap();
+                let mut opening = [0u8; OPENING_LEN];
+                from.read_exact(&mut opening).unwrap();
+                to.write_all(&opening).unwrap();
+                let mut ans = [0u8; ANSWER_LEN];
+                to.read_exact(&mut ans).unwrap();
+                from.write_all(&ans).unwrap();
+                let mut rest = [0u8; PROOF_LEN + FRAME_HEAD_LEN + HELLO_LEN];
+                from.read_exact(&mut rest).unwrap();
+                to.write_all(&rest).unwrap();
+                let mut all = opening.to_vec();
+                all.extend_from_slice(&rest);
+                all
+            });
+            let d = s.spawn(|| dial(&config(0, KEY), Role::Ring, 1, via, 7, deadline));
+            let got =
+                Gate::default().gather(&listener, &config(1, KEY), Role::Ring, &[0], deadline);
+            assert!(
+                d.join().unwrap().is_ok() && got.is_ok(),
+                "the first handshake"
+            );
+            tap.join().unwrap()
+        });
+        let mut gate = Gate::default();
+        let deadline = Instant::now() + Duration::from_millis(500);
+        let replay = std::thread::spawn(move || {
+            let mut s = TcpStream::connect(at).unwrap();
+            let _ = s.write_all(&recorded);
+            let mut sink = Vec::new();
+            let _ = s.read_to_end(&mut sink);
+        });
+        let got = gate.gather(&listener, &config(1, KEY), Role::Ring, &[0], deadline);
+        assert_eq!(got.err(), Some(vec![0]));
+        assert_eq!(gate.refused, 1);
+        let why = gate.last_refusal.unwrap();
+        assert!(why.contains("did not prove the job key"), "{why}");
+        replay.join().unwrap();
+    }
+}
