@@ -99,8 +99,10 @@ impl Gate {
                 if stream.set_nonblocking(true).is_err() {
                     continue;
                 }
-                if pending.len() == MAX_PENDING {
-                    let old = pending.remove(0);
+                // The oldest is the one closest to its handshake deadline.
+                let oldest = (0..pending.len()).min_by_key(|&i| pending[i].until);
+                if let (true, Some(i)) = (pending.len() >= MAX_PENDING, oldest) {
+                    let old = pending.swap_remove(i);
                     self.refuse(
                         &mut log,
                         config,
@@ -267,5 +269,42 @@ impl Pending {
             addr: self.addr,
             link,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::link::dial;
+    use super::*;
+
+    fn config(rank: u16) -> CommConfig {
+        CommConfig {
+            key: 0x7E57,
+            fallback_timeout: Duration::from_secs(5),
+            ..CommConfig::new(rank, 2, "127.0.0.1:9".parse().unwrap(), 3)
+        }
+    }
+
+    #[test]
+    fn a_flood_of_idle_connections_gives_way_to_a_rank_that_proves_the_key() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let at = listener.local_addr().unwrap();
+        // More idle connections than handshake slots, all queued before the rank's.
+        let idle: Vec<TcpStream> = (0..MAX_PENDING + 6)
+            .map(|_| TcpStream::connect(at).unwrap())
+            .collect();
+        let deadline = Instant::now() + Duration::from_secs(3);
+        let mut gate = Gate::default();
+        let (dialed, gathered) = std::thread::scope(|s| {
+            let d = s.spawn(|| dial(&config(0), Role::Ring, 1, at, 7, deadline));
+            let g = gate.gather(&listener, &config(1), Role::Ring, &[0], deadline);
+            (d.join().unwrap(), g)
+        });
+        assert!(dialed.is_ok(), "rank 0's handshake");
+        let arrived = gathered.expect("rank 0 arrived");
+        assert_eq!((arrived[0].rank, arrived[0].port), (0, 7));
+        // The idle ones that did not fit were closed, oldest first.
+        assert!(gate.refused > 6, "{gate:?}");
+        drop(idle);
     }
 }
