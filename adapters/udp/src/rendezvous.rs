@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use crate::config::CommConfig;
 use crate::error::Error;
+use crate::fallback::dial::dial;
 use crate::fallback::gate::Gate;
-use crate::fallback::link::{dial, Kind, Role};
+use crate::fallback::link::{Kind, Role};
 
 /// How often a rank retries connecting to rank 0 while it is not listening yet.
 const RETRY: Duration = Duration::from_millis(20);

@@ -11,8 +11,10 @@
 //!
 //! **Authenticated.** Every connection, the rendezvous's and the ring's, opens with a
 //! handshake that proves the job key both ways, and every frame carries a tag
-//! ([`crate::fallback::link`]); the accepting side takes connections through a gate that
-//! no silent or hostile connection can hold up ([`crate::fallback::gate`]).
+//! ([`crate::fallback::link`]); the connecting side retries a failed handshake until the
+//! fallback timeout ([`crate::fallback::dial`]), and the accepting side takes connections
+//! through a gate that no silent or hostile connection can hold up
+//! ([`crate::fallback::gate`]).
 //!
 //! **Frames.** A 24-byte header (magic `SMLR`, kind, sender rank, tensor number, payload
 //! length, all little-endian), a 16-byte tag and the payload. Every read and write has the
@@ -27,9 +29,10 @@ use std::time::{Duration, Instant};
 
 use crate::config::CommConfig;
 use crate::error::Error;
+use crate::fallback::dial::dial;
 use crate::fallback::gate::Gate;
 pub(crate) use crate::fallback::link::Kind;
-use crate::fallback::link::{dial, FrameError, Link, Role};
+use crate::fallback::link::{FrameError, Link, Role};
 use crate::rendezvous;
 
 /// One rank's two ring connections.

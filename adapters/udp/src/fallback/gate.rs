@@ -274,7 +274,7 @@ impl Pending {
 
 #[cfg(test)]
 mod tests {
-    use super::super::link::dial;
+    use super::super::dial::dial;
     use super::*;
 
     fn config(rank: u16) -> CommConfig {

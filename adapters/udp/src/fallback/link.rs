@@ -18,15 +18,14 @@
 //! connection), the frame's sequence number in its direction (counted, never sent), the
 //! header and the payload: a frame altered, dropped, replayed, reordered, reflected or
 //! spliced in from another connection fails its tag. Frames are not encrypted.
+//!
+//! The two sides' I/O: [`super::dial`] (connecting) and [`super::gate`] (accepting).
 
-use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::time::{Duration, Instant};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
 
 use switchml_core::auth::{tag, verify, Label, Tag, TAG_LEN};
-
-use crate::config::CommConfig;
-use crate::rendezvous::connect_until;
 
 /// The first four bytes of an [`Opening`]: "SMLH".
 const OPENING_MAGIC: [u8; 4] = *b"SMLH";
@@ -57,8 +56,6 @@ const TRANSCRIPT_LEN: usize = OPENING_LEN - 4 + NONCE_LEN;
 /// How long one handshake may take, at most (and never longer than the fallback
 /// timeout): a connection that has not finished its handshake by then is closed.
 pub(crate) const HANDSHAKE: Duration = Duration::from_secs(5);
-/// How long an initiator waits before trying again after a failed attempt.
-const RETRY: Duration = Duration::from_millis(50);
 
 /// What a connection is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -189,16 +186,6 @@ impl Transcript {
     fn answer_tag(&self, key: u64) -> Tag {
         tag(key, Label::Fallback, &[b"answer", &self.0])
     }
-
-    /// Whether `got` is the responder's tag.
-    fn answer_holds(&self, key: u64, got: &[u8]) -> bool {
-        verify(key, Label::Fallback, &[b"answer", &self.0], got)
-    }
-
-    /// The initiator's tag.
-    fn proof_tag(&self, key: u64) -> Tag {
-        tag(key, Label::Fallback, &[b"proof", &self.0])
-    }
 }
 
 /// A fresh handshake nonce from the crate's one source of OS-seeded randomness.
@@ -218,6 +205,44 @@ pub(crate) fn answer(key: u64, opening: &Opening) -> ([u8; ANSWER_LEN], Transcri
     b[4..4 + NONCE_LEN].copy_from_slice(&nonce);
     b[4 + NONCE_LEN..].copy_from_slice(&t.answer_tag(key));
     (b, t)
+}
+
+/// Check the responder's answer to `opening`: its magic and its tag; return the
+/// transcript.
+pub(crate) fn check_answer(
+    key: u64,
+    opening: &Opening,
+    a: &[u8; ANSWER_LEN],
+) -> Result<Transcript, AnswerError> {
+    if a[0..4] != ANSWER_MAGIC {
+        return Err(AnswerError::NotAnAnswer);
+    }
+    let mut nonce = [0u8; NONCE_LEN];
+    nonce.copy_from_slice(&a[4..4 + NONCE_LEN]);
+    let t = Transcript::new(opening, &nonce);
+    if !verify(
+        key,
+        Label::Fallback,
+        &[b"answer", &t.0],
+        &a[4 + NONCE_LEN..],
+    ) {
+        return Err(AnswerError::WrongTag);
+    }
+    Ok(t)
+}
+
+/// Why an answer was not taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AnswerError {
+    /// No answer magic: not a fallback handshake.
+    NotAnAnswer,
+    /// The tag failed: the responder does not hold the job key.
+    WrongTag,
+}
+
+/// The initiator's proof over `t`.
+pub(crate) fn proof(key: u64, t: &Transcript) -> Tag {
+    tag(key, Label::Fallback, &[b"proof", &t.0])
 }
 
 /// Whether `proof` is the initiator's tag over `t`.
@@ -405,139 +430,14 @@ fn frame_parts<'a>(
     [b"frame", dir, &t.0, seq, head, payload]
 }
 
-/// Why connecting to a peer failed, for the caller's error.
-pub(crate) struct DialError {
-    /// Why the last attempt failed, if any got as far as a connection.
-    pub(crate) last: Option<String>,
-}
-
-/// Connect to rank `to` at `at` for `role`, prove the job key and check the peer's, and
-/// send the Hello frame (with `port`); retry until `deadline` while nothing listens there
-/// or the handshake fails.
-pub(crate) fn dial(
-    config: &CommConfig,
-    role: Role,
-    to: u16,
-    at: SocketAddr,
-    port: u16,
-    deadline: Instant,
-) -> Result<Link, DialError> {
-    let mut last = None;
-    loop {
-        let stream = match connect_until(at, deadline) {
-            Ok(s) => s,
-            Err(Some(e)) => {
-                return Err(DialError {
-                    last: Some(format!("connecting failed: {e}")),
-                })
-            }
-            Err(None) => return Err(DialError { last }),
-        };
-        match handshake(stream, config, role, to, port, deadline) {
-            Ok(link) => return Ok(link),
-            Err(why) => {
-                log::debug!(
-                    "rank {}: fallback {}: the handshake with rank {to} at {at} failed: {why}",
-                    config.rank,
-                    role.name()
-                );
-                last = Some(why);
-            }
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(DialError { last });
-        }
-        std::thread::sleep(RETRY.min(left));
-    }
-}
-
-/// One attempt of [`dial`] on a connected stream.
-fn handshake(
-    mut s: TcpStream,
-    config: &CommConfig,
-    role: Role,
-    to: u16,
-    port: u16,
-    deadline: Instant,
-) -> Result<Link, String> {
-    let until = deadline.min(Instant::now() + HANDSHAKE.min(config.fallback_timeout));
-    let opening = Opening {
-        role: role as u8,
-        job: config.job,
-        world: config.world,
-        from: config.rank,
-        to,
-        nonce: fresh_nonce(),
-    };
-    let _ = s.set_nodelay(true);
-    let _ = s.set_write_timeout(Some(HANDSHAKE));
-    s.write_all(&opening.emit())
-        .map_err(|e| format!("sending the opening: {e}"))?;
-    let mut a = [0u8; ANSWER_LEN];
-    read_by(&mut s, &mut a, until).map_err(|e| match e.kind() {
-        ErrorKind::UnexpectedEof => {
-            "the peer closed the connection (another job or world size there, or no rank of \
-             this job)"
-                .to_string()
-        }
-        ErrorKind::TimedOut => "no answer to the opening in time".to_string(),
-        _ => format!("reading the answer: {e}"),
-    })?;
-    if a[0..4] != ANSWER_MAGIC {
-        return Err("the answer is not a fallback handshake".into());
-    }
-    let mut nonce = [0u8; NONCE_LEN];
-    nonce.copy_from_slice(&a[4..4 + NONCE_LEN]);
-    let t = Transcript::new(&opening, &nonce);
-    if !t.answer_holds(config.key, &a[4 + NONCE_LEN..]) {
-        return Err(format!(
-            "rank {to}'s answer did not prove the job key (a different key there, or no rank \
-             of this job listens at that address)"
-        ));
-    }
-    let mut link = Link::new(s, config.key, t, true, to);
-    // The proof and the Hello frame in one write.
-    let hello = port.to_le_bytes();
-    let head = link.seal(Kind::Hello, config.rank, 0, &hello);
-    let mut out = Vec::with_capacity(PROOF_LEN + FRAME_HEAD_LEN + HELLO_LEN);
-    out.extend_from_slice(&t.proof_tag(config.key));
-    out.extend_from_slice(&head);
-    out.extend_from_slice(&hello);
-    link.stream
-        .write_all(&out)
-        .map_err(|e| format!("sending the proof: {e}"))?;
-    Ok(link)
-}
-
-/// Fill `buf` from `s` by `deadline`, however slowly the bytes come.
-fn read_by(s: &mut TcpStream, buf: &mut [u8], deadline: Instant) -> std::io::Result<()> {
-    let mut at = 0;
-    while at < buf.len() {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(ErrorKind::TimedOut.into());
-        }
-        s.set_read_timeout(Some(left))?;
-        match s.read(&mut buf[at..]) {
-            Ok(0) => return Err(ErrorKind::UnexpectedEof.into()),
-            Ok(n) => at += n,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                ) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::dial::{dial, DialError};
     use super::super::gate::Gate;
     use super::*;
-    use std::net::TcpListener;
+    use crate::config::CommConfig;
+    use std::net::{TcpListener, TcpStream};
+    use std::time::Instant;
 
     const KEY: u64 = 0x5EC2_E700_0000_0001;
 

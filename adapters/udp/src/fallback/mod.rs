@@ -21,6 +21,7 @@
 //!
 //! [`CommConfig::fallback`]: crate::CommConfig::fallback
 
+pub(crate) mod dial;
 pub(crate) mod gate;
 pub(crate) mod link;
 mod plan;
