@@ -135,6 +135,14 @@ impl Fallback {
         let Some(at) = config.fallback else {
             return Ok(None);
         };
+        if config.key == 0 {
+            // Key 0 is everyone's: the handshake then keeps out other jobs, not strangers.
+            log::warn!(
+                "rank {}: the fallback ring at {at} runs without a job key \
+                 (SWITCHML_JOB_KEY): anyone who can reach its ports can take a rank's place",
+                config.rank
+            );
+        }
         let ring = Ring::connect(config, at)?;
         let refused = ring.refused;
         log::info!(
