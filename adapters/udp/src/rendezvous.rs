@@ -1,6 +1,7 @@
 //! The fallback ring's rendezvous: rank 0 listens at the fallback address, every other
-//! rank says who it is and where its ring listener is, and rank 0 answers each with every
-//! rank's ring address ([`crate::ring`] has the whole picture).
+//! rank proves the job key there and says where its ring listener is, and rank 0 answers
+//! each with every rank's ring address ([`crate::ring`] has the whole picture, and
+//! [`crate::fallback::link`] the handshake).
 
 use std::io::ErrorKind;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
@@ -8,72 +9,73 @@ use std::time::{Duration, Instant};
 
 use crate::config::CommConfig;
 use crate::error::Error;
-use crate::ring::{hello, read_frame, write_frame, Kind};
+use crate::fallback::dial::dial;
+use crate::fallback::gate::Gate;
+use crate::fallback::link::{Kind, Role};
 
 /// How often a rank retries connecting to rank 0 while it is not listening yet.
 const RETRY: Duration = Duration::from_millis(20);
+/// The length of one entry of the table: an IPv6 (or IPv4-mapped) address and a port.
+const ENTRY_LEN: usize = 18;
 
-/// Rank 0: take every other rank's Hello at `at`, answer each with the table.
+/// Rank 0: take every other rank's handshake and Hello at `at`, answer each with the
+/// table; connections that fail the handshake are closed and counted in `gate`.
 pub(crate) fn host(
     config: &CommConfig,
     at: SocketAddr,
     port: u16,
     deadline: Instant,
+    gate: &mut Gate,
 ) -> Result<Vec<SocketAddr>, Error> {
     let listener = TcpListener::bind(at)
         .map_err(|e| Error::io(format!("fallback rendezvous: rank 0 listens at {at}"), &e))?;
     let world = usize::from(config.world);
-    let mut table = vec![None; world];
-    let mut guests = Vec::with_capacity(world - 1);
-    while guests.len() + 1 < world {
-        let Ok(mut s) = accept_until(&listener, deadline) else {
-            let missing: Vec<String> = (1..world)
-                .filter(|&r| table[r].is_none())
-                .map(|r| r.to_string())
-                .collect();
-            return Err(Error::Timeout {
+    let wanted: Vec<u16> = (1..config.world).collect();
+    let mut guests = gate
+        .gather(&listener, config, Role::Rendezvous, &wanted, deadline)
+        .map_err(|missing| {
+            let missing: Vec<String> = missing.iter().map(u16::to_string).collect();
+            let refused = match &gate.last_refusal {
+                Some(last) => format!(
+                    "; {} connection(s) there failed the handshake, the last {last}",
+                    gate.refused
+                ),
+                None => String::new(),
+            };
+            Error::Timeout {
                 what: format!(
-                    "ranks [{}] to meet rank 0 at {at} (fallback rendezvous)",
+                    "ranks [{}] to meet rank 0 at {at} (fallback rendezvous{refused})",
                     missing.join(", ")
                 ),
                 after: config.fallback_timeout,
-            });
-        };
-        let _ = s.set_read_timeout(Some(config.fallback_timeout));
-        let Ok((rank, p)) = read_frame(&mut s, Kind::Hello, u64::MAX, 6) else {
-            continue; // Not one of ours, or gone already: the deadline still holds.
-        };
-        let field = |i: usize| {
-            p.get(2 * i..2 * i + 2)
-                .map_or(0, |b| u16::from_le_bytes([b[0], b[1]]))
-        };
-        let (job, size, ring_port) = (field(0), field(1), field(2));
-        if job != config.job || size != config.world || rank == 0 || usize::from(rank) >= world {
-            return Err(Error::Config(format!(
-                "fallback rendezvous at {at}: rank {rank} of job {job} with {size} ranks arrived; \
-                 this is job {} with {} ranks",
-                config.job, config.world
-            )));
-        }
-        let ip = s
-            .peer_addr()
-            .map_err(|e| Error::io("fallback rendezvous: peer address", &e))?;
-        table[usize::from(rank)] = Some(SocketAddr::new(ip.ip(), ring_port));
-        guests.push(s);
-    }
-    let mut full: Vec<SocketAddr> = table.into_iter().map(|a| a.unwrap_or(at)).collect();
-    for s in &mut guests {
-        // Rank 0's own entry: the address the guest reached it at.
-        full[0] = SocketAddr::new(s.local_addr().map_or(at.ip(), |a| a.ip()), port);
-        let _ = s.set_write_timeout(Some(config.fallback_timeout));
-        write_frame(s, Kind::Table, 0, 0, &encode_table(&full)).map_err(|_| {
-            Error::Config("fallback rendezvous: a rank left before the table".into())
+            }
         })?;
+    let mut full = vec![at; world];
+    for g in &guests {
+        full[usize::from(g.rank)] = SocketAddr::new(g.addr.ip(), g.port);
+    }
+    for g in &mut guests {
+        // Rank 0's own entry: the address the guest reached it at.
+        let local = g.link.stream().local_addr().map_or(at.ip(), |a| a.ip());
+        full[0] = SocketAddr::new(local, port);
+        let _ = g
+            .link
+            .stream()
+            .set_write_timeout(Some(config.fallback_timeout));
+        g.link
+            .send(Kind::Table, 0, 0, &encode_table(&full))
+            .map_err(|_| {
+                Error::Config(format!(
+                    "fallback rendezvous: rank {} left before the table",
+                    g.rank
+                ))
+            })?;
     }
     Ok(full)
 }
 
-/// Every other rank: say who it is at rank 0's address; return the table.
+/// Every other rank: prove the job key at rank 0's address, say where this rank's ring
+/// listener is, and return the table.
 pub(crate) fn guest(
     config: &CommConfig,
     at: SocketAddr,
@@ -87,32 +89,37 @@ pub(crate) fn guest(
         ),
         after: config.fallback_timeout,
     };
-    let mut s = connect_until(at, deadline).map_err(|_| timeout("to listen"))?;
-    let _ = s.set_read_timeout(Some(
+    let mut link =
+        dial(config, Role::Rendezvous, 0, at, port, deadline).map_err(|e| match e.last {
+            Some(why) => timeout(&format!(
+                "to complete the handshake (the last attempt: {why})"
+            )),
+            None => timeout("to listen"),
+        })?;
+    let _ = link.stream().set_read_timeout(Some(
         deadline
             .saturating_duration_since(Instant::now())
             .max(RETRY),
     ));
-    write_frame(&mut s, Kind::Hello, config.rank, 0, &hello(config, port))
-        .map_err(|_| timeout("to take this rank's hello"))?;
-    let (_, p) = read_frame(
-        &mut s,
-        Kind::Table,
-        u64::MAX,
-        usize::from(config.world) * 18,
-    )
-    .map_err(|_| timeout("to send every rank's ring address (are all ranks started?)"))?;
-    let table = decode_table(&p);
-    if table.len() != usize::from(config.world) {
+    let want = usize::from(config.world) * ENTRY_LEN;
+    let p = link
+        .recv(Kind::Table, u64::MAX, want)
+        .map_err(|e| match e {
+            crate::fallback::link::FrameError::Io(_) => {
+                timeout("to send every rank's ring address (are all ranks started?)")
+            }
+            e => Error::Config(format!("fallback rendezvous: rank 0's table: {e}")),
+        })?;
+    if p.len() != want {
         return Err(Error::Config(
             "fallback rendezvous: rank 0's table is short".into(),
         ));
     }
-    Ok(table)
+    Ok(decode_table(&p))
 }
 
 fn encode_table(table: &[SocketAddr]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(table.len() * 18);
+    let mut out = Vec::with_capacity(table.len() * ENTRY_LEN);
     for a in table {
         let ip = match a.ip() {
             IpAddr::V4(v4) => v4.to_ipv6_mapped(),
@@ -125,7 +132,7 @@ fn encode_table(table: &[SocketAddr]) -> Vec<u8> {
 }
 
 fn decode_table(p: &[u8]) -> Vec<SocketAddr> {
-    p.chunks_exact(18)
+    p.chunks_exact(ENTRY_LEN)
         .map(|e| {
             let mut octets = [0u8; 16];
             octets.copy_from_slice(&e[..16]);
@@ -158,29 +165,6 @@ pub(crate) fn connect_until(
                 std::thread::sleep(RETRY.min(left))
             }
             Err(e) => return Err(Some(e)),
-        }
-    }
-}
-
-/// Accept one connection on `listener` before `deadline`.
-pub(crate) fn accept_until(
-    listener: &TcpListener,
-    deadline: Instant,
-) -> std::io::Result<TcpStream> {
-    listener.set_nonblocking(true)?;
-    loop {
-        match listener.accept() {
-            Ok((s, _)) => {
-                s.set_nonblocking(false)?;
-                return Ok(s);
-            }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                if Instant::now() >= deadline {
-                    return Err(ErrorKind::TimedOut.into());
-                }
-                std::thread::sleep(Duration::from_millis(2));
-            }
-            Err(e) => return Err(e),
         }
     }
 }

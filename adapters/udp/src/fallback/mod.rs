@@ -21,6 +21,9 @@
 //!
 //! [`CommConfig::fallback`]: crate::CommConfig::fallback
 
+pub(crate) mod dial;
+pub(crate) mod gate;
+pub(crate) mod link;
 mod plan;
 mod transition;
 
@@ -57,6 +60,9 @@ pub struct FallbackStats {
     pub bytes: u64,
     /// Tensors in flight at the transition that took another rank's switch result.
     pub adopted: u64,
+    /// Connections to this rank's rendezvous or ring listener closed before they proved
+    /// the job key: another job's, a stranger's, silent or malformed ones.
+    pub refused: u64,
 }
 
 /// Return whether a failure of the switch path should send the job to the ring: the
@@ -129,7 +135,16 @@ impl Fallback {
         let Some(at) = config.fallback else {
             return Ok(None);
         };
+        if config.key == 0 {
+            // Key 0 is everyone's: the handshake then keeps out other jobs, not strangers.
+            log::warn!(
+                "rank {}: the fallback ring at {at} runs without a job key \
+                 (SWITCHML_JOB_KEY): anyone who can reach its ports can take a rank's place",
+                config.rank
+            );
+        }
         let ring = Ring::connect(config, at)?;
+        let refused = ring.refused;
         log::info!(
             "rank {}: fallback ring ready (rendezvous at {at}): if the switch fails, tensors go over TCP among the ranks",
             config.rank
@@ -145,6 +160,7 @@ impl Fallback {
             recovered: BTreeMap::new(),
             stats: FallbackStats {
                 enabled: true,
+                refused,
                 ..FallbackStats::default()
             },
         };
