@@ -119,7 +119,8 @@ impl core::fmt::Debug for CookieJar {
     }
 }
 
-/// Who a cookie is for: the Join's (or Status's) job, rank and nonce.
+/// Who a cookie is for: the Join's (or Status's) job, rank and nonce, and the job's run as
+/// the switch saw it when it issued the cookie.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CookieFor {
     /// The job.
@@ -128,6 +129,23 @@ pub struct CookieFor {
     pub rank: u16,
     /// The sender's nonce.
     pub nonce: u32,
+    /// The job's run: its session while one is open, else a value naming the next one
+    /// ([`CookieFor::run_of`]). A cookie issued in one run is no cookie in the next, so a
+    /// Join captured in an earlier run cannot end a later one, even replayed from its own
+    /// address within the cookie's window.
+    pub run: u64,
+}
+
+impl CookieFor {
+    /// The `run` of a job whose current session is `session` (0: none) after `runs` runs.
+    pub const fn run_of(session: u32, runs: u64) -> u64 {
+        if session != 0 {
+            session as u64
+        } else {
+            // Never a session (those are below 2^32).
+            (1 << 32) | (runs & 0xFFFF_FFFF)
+        }
+    }
 }
 
 impl CookieJar {
@@ -159,6 +177,7 @@ impl CookieJar {
         mac.update(&who.job.to_be_bytes());
         mac.update(&who.rank.to_be_bytes());
         mac.update(&who.nonce.to_be_bytes());
+        mac.update(&who.run.to_be_bytes());
         from.hash(&mut MacHasher(&mut mac));
         let full = mac.finalize().into_bytes();
         let mut b = [0u8; 8];
@@ -192,6 +211,7 @@ mod tests {
         job: 7,
         rank: 1,
         nonce: 0xABCD,
+        run: CookieFor::run_of(0, 3),
     };
 
     #[test]
@@ -226,6 +246,11 @@ mod tests {
         assert!(!jar.check(t0, &1235u32, WHO, c));
         let other = CookieFor { nonce: 1, ..WHO };
         assert!(!jar.check(t0, &1234u32, other, c));
+        let next_run = CookieFor {
+            run: CookieFor::run_of(0x77, 4),
+            ..WHO
+        };
+        assert!(!jar.check(t0, &1234u32, next_run, c));
         assert!(!jar.check(t0, &1234u32, WHO, 0));
         let another_switch = CookieJar::new([8; 32]).with_window(Duration::from_secs(10));
         assert!(!another_switch.check(t0, &1234u32, WHO, c));

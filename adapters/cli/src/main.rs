@@ -500,6 +500,14 @@ fn main() {
     std::process::exit(code);
 }
 
+/// The job's key for `doctor`'s Status (protocol.md §3.7): `SWITCHML_JOB_KEY`, else 0.
+fn doctor_key() -> Result<u64, String> {
+    match std::env::var("SWITCHML_JOB_KEY") {
+        Ok(k) => switchml_udp::parse_key(&k).map_err(|e| format!("SWITCHML_JOB_KEY: {e}")),
+        Err(_) => Ok(0),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -553,13 +561,5 @@ mod tests {
     fn the_cli_is_well_formed() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
-    }
-}
-
-/// The job's key for `doctor`'s Status (protocol.md §3.7): `SWITCHML_JOB_KEY`, else 0.
-fn doctor_key() -> Result<u64, String> {
-    match std::env::var("SWITCHML_JOB_KEY") {
-        Ok(k) => switchml_udp::parse_key(&k).map_err(|e| format!("SWITCHML_JOB_KEY: {e}")),
-        Err(_) => Ok(0),
     }
 }

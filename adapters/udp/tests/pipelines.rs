@@ -9,7 +9,6 @@ use std::net::UdpSocket;
 use std::time::Duration;
 
 use common::doctor::status;
-use common::forge::bytes_of;
 use common::*;
 use switchml_core::wire::{JoinRepr, Message};
 use switchml_udp::{JobSpec, RunningSwitch, SwitchConfig};

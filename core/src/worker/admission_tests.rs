@@ -73,7 +73,7 @@ fn a_probe_reply_of_another_session_changes_nothing() {
 }
 
 #[test]
-fn a_cookie_goes_into_the_next_join_signed_and_only_the_first_sends_it_at_once() {
+fn a_cookie_goes_into_the_next_join_signed_and_only_the_first_two_send_it_at_once() {
     let key = 0x005E_C2E7;
     let mut w = TestWorker::new(Config { key, ..config() }).unwrap();
     let nonce = w.config().nonce;
@@ -89,9 +89,12 @@ fn a_cookie_goes_into_the_next_join_signed_and_only_the_first_sends_it_at_once()
     let again = next_join(&mut w, ms(1)).expect("the Join again, at once");
     assert_eq!(again.cookie, 77);
     assert!(again.verify(key));
+    // A second new cookie (a run opened in between) sends it again at once too.
+    w.handle_packet(ms(1), &cookie(nonce, 78));
+    assert_eq!(next_join(&mut w, ms(1)).map(|j| j.cookie), Some(78));
     // A flood of forged Cookies makes no Join each: the next waits for the timer, and
     // carries the latest cookie.
-    for c in 78..90 {
+    for c in 79..90 {
         w.handle_packet(ms(2), &cookie(nonce, c));
         assert!(next_join(&mut w, ms(2)).is_none(), "cookie {c}");
     }

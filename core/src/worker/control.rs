@@ -34,7 +34,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         };
         repr.emit(&mut JoinPacket::new_unchecked(out));
         if !self.join_due_to_cookie {
-            self.cookie_resent = false;
+            self.cookie_resends = 0;
         }
         self.join_due = false;
         self.join_due_to_cookie = false;
@@ -44,7 +44,8 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
 
     /// The switch's Cookie for this lane (§3.10, §4.2): the next Join carries it. Only an
     /// answer to this process's Join counts; the first new cookie since the last timed Join
-    /// sends the Join again at once, any later one waits for the timer.
+    /// sends the Join again at once (and a second one, for a run that opened in between),
+    /// any later one waits for the timer.
     pub(super) fn on_cookie(&mut self, c: &CookieRepr) {
         if self.phase != Phase::Joining || c.nonce != self.config.nonce {
             self.stats.ignored += 1;
@@ -54,8 +55,10 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             return;
         }
         self.cookie = c.cookie;
-        if !self.cookie_resent {
-            self.cookie_resent = true;
+        // Two: a run that opened between the Cookie and the Join with it makes the switch
+        // issue another (the cookie names the run, §4.2).
+        if self.cookie_resends < 2 {
+            self.cookie_resends += 1;
             self.join_due = true;
             self.join_due_to_cookie = true;
         }

@@ -201,9 +201,9 @@ pub struct Worker<B, const SLOTS: usize, const QUEUE: usize> {
     probe_results: bool,
     /// The switch's cookie for this lane's address (§4.2), 0 before one came.
     cookie: u64,
-    /// A Cookie already made the Join go out at once since the last timed one: another
+    /// Joins a Cookie made go out at once since the last timed one: past two, the next
     /// waits for the resend timer, so forged Cookies cannot make a lane send a Join each.
-    cookie_resent: bool,
+    cookie_resends: u8,
     /// The Join now due was made due by a Cookie.
     join_due_to_cookie: bool,
     /// The shard to move to, not yet told to the adapter.
@@ -276,7 +276,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             shards: 1,
             probe_results: false,
             cookie: 0,
-            cookie_resent: false,
+            cookie_resends: 0,
             join_due_to_cookie: false,
             redirect_event: None,
             joined: None,

@@ -34,7 +34,9 @@ where
         if !matches!(kind, MessageType::Join | MessageType::Status) {
             return None;
         }
-        let key = self.switch.job_snapshot(id)?.config.key;
+        let snapshot = self.switch.job_snapshot(id)?;
+        let key = snapshot.config.key;
+        let run = CookieFor::run_of(snapshot.session, snapshot.counters.runs);
         let (who, cookie) = match kind {
             MessageType::Join => {
                 let j = JoinRepr::parse(&JoinPacket::new_unchecked(bytes)).ok()?;
@@ -44,6 +46,7 @@ where
                     job: j.job,
                     rank: j.rank,
                     nonce: j.nonce,
+                    run,
                 };
                 (who, j.cookie)
             }
@@ -54,6 +57,7 @@ where
                     job: q.job,
                     rank: q.rank,
                     nonce: q.nonce,
+                    run,
                 };
                 (who, q.cookie)
             }
@@ -336,6 +340,58 @@ mod tests {
         let restart = join(0, 101, c, KEY);
         cookie_of(answer(&mut e, t0, 66, &restart, &mut out));
         assert_eq!(e.switch().job(7).unwrap().session(), session);
+    }
+
+    /// Issue 25, item 3: a Join captured in one run, replayed once in the next — even from
+    /// its own address, within its cookie's window — used to end that run.
+    #[test]
+    fn a_join_of_an_earlier_run_replayed_from_its_address_ends_no_run() {
+        let mut pool = [Slot::IDLE; 4];
+        let mut e = endpoint(&mut pool);
+        let mut out = [0u8; OUT];
+        let t0 = Instant::from_millis(1_000_000);
+        // Run 1: ranks 0 (address 10, nonce 100) and 1 (address 20, nonce 200) join.
+        let mut captured = [0u8; 44];
+        for (rank, from, nonce) in [(0, 10, 100), (1, 20, 200)] {
+            let c = cookie_of(answer(
+                &mut e,
+                t0,
+                from,
+                &join(rank, nonce, 0, KEY),
+                &mut out,
+            ));
+            let signed = join(rank, nonce, c, KEY);
+            if rank == 0 {
+                captured = signed;
+            }
+            assert!(answer(&mut e, t0, from, &signed, &mut out).is_some());
+        }
+        let run1 = e.switch().job(7).unwrap().session();
+        assert!(e.switch().job(7).unwrap().all_joined());
+        // Both leave: run 1 ends. Run 2: new processes (nonces 101, 201), same addresses.
+        for rank in 0..2 {
+            let mut leave = [0u8; 12];
+            crate::wire::LeaveRepr {
+                job: 7,
+                rank,
+                session: run1,
+            }
+            .emit(&mut crate::wire::LeavePacket::new_unchecked(&mut leave[..]));
+            e.handle(t0, 10, &leave, &mut out);
+        }
+        assert!(!e.switch().job(7).unwrap().has_run());
+        for (rank, from, nonce) in [(0, 10, 101), (1, 20, 201)] {
+            let t = e.handle_admitted(t0, from, &join(rank, nonce, 0, KEY), &mut out);
+            assert!(!matches!(t, Transmit::Nothing));
+        }
+        let run2 = e.switch().job(7).unwrap().session();
+        assert!(run2 != run1 && e.switch().job(7).unwrap().all_joined());
+        // The captured Join of run 1, from its own address, a second later: a Cookie, and
+        // run 2 goes on (before, a new nonce for a rank of a complete run ended it).
+        let later = t0 + Duration::from_secs(1);
+        cookie_of(answer(&mut e, later, 10, &captured, &mut out));
+        assert_eq!(e.switch().job(7).unwrap().session(), run2);
+        assert_eq!(e.switch().job(7).unwrap().counters().aborts, 0);
     }
 
     #[test]
