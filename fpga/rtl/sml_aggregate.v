@@ -18,8 +18,8 @@ module sml_aggregate #(
     parameter integer SIW   = 4,
     parameter integer CW    = 6,
     parameter integer JW    = 2,
-    parameter integer OPW   = 2 + 1 + 1 + CW + SIW + 1 + JW + 16 + 16 + 256 + 6 + 1 + 16,
-    parameter integer DSW   = 16 + 16 + 256 + 6 + 1 + 16
+    parameter integer OPW   = 2 + 1 + 1 + CW + SIW + 1 + JW + 16 + 16 + 320 + 6 + 1 + 16,
+    parameter integer DSW   = 16 + 16 + 320 + 6 + 1 + 16
 ) (
     input  wire            clk,
     input  wire            rst,

@@ -54,8 +54,8 @@ module sml_aggregator #(
     localparam integer SIW = $clog2(SLOTS);
     localparam integer CW  = $clog2(KW + 1);
     localparam integer JW  = (JOBS > 1) ? $clog2(JOBS) : 1;
-    localparam integer OPW = 2 + 1 + 1 + CW + SIW + 1 + JW + 16 + 16 + 256 + 6 + 1 + 16;
-    localparam integer DSW = 16 + 16 + 256 + 6 + 1 + 16;
+    localparam integer OPW = 2 + 1 + 1 + CW + SIW + 1 + JW + 16 + 16 + 320 + 6 + 1 + 16;
+    localparam integer DSW = 16 + 16 + 320 + 6 + 1 + 16;
     // Beats of the largest Result, rounded up to a power of two (the replication buffer).
     localparam integer RBEATS = 1 << $clog2((24 + 4 * K_MAX + W - 1) / W);
     localparam integer AXW = DW + W + 1;

@@ -18,7 +18,7 @@ module sml_decide #(
     parameter integer SIW   = 4,    // pool slot index width
     parameter integer CW    = 6,    // width of a payload word count
     parameter integer JW    = 2,    // width of a job table index
-    parameter integer OPW   = 2 + 1 + 1 + CW + SIW + 1 + JW + 16 + 16 + 256 + 6 + 1 + 16
+    parameter integer OPW   = 2 + 1 + 1 + CW + SIW + 1 + JW + 16 + 16 + 320 + 6 + 1 + 16
 ) (
     input  wire                clk,
     input  wire                rst,
@@ -124,7 +124,7 @@ module sml_decide #(
     wire probe_bad = (len != 16'd20) || (f_ver > 8'd1) || (b(9) != 8'd0) ||
                      (b(10) != 8'd0) || (b(11) != 8'd0);
     wire unexpected = (f_type == 8'h02) || (f_type == 8'h11) || (f_type == 8'h13) ||
-                      (f_type == 8'h16);
+                      (f_type == 8'h16) || (f_type == 8'h18);
     wire admits = hit && (j_session != 32'd0) && (j_session == f_session);
     wire rank_bad = (f_rank >= j_world);
     wire slot_bad = (f_slot >= j_slot_count);
@@ -283,7 +283,7 @@ module sml_decide #(
     end
 
     // ---- Answer headers ----
-    wire [255:0] result_hdr, probe_hdr, abort_hdr;
+    wire [319:0] result_hdr, probe_hdr, abort_hdr;
     wire [5:0]   hlen_probe;
     sml_reply_builder #(.RANKS(RANKS)) u_reply (
         .job(g_job), .rank(g_rank), .slot(g_slot), .ver(g_ver), .seq(g_seq),

@@ -1,11 +1,11 @@
 // sml_emit: writes each answer onto the output stream: the header the decide stage built
-// (Result 24 bytes, ProbeReply 24 + bitmap bytes, Abort 20), then for a Result its
+// (Result 24 bytes, ProbeReply 28 + bitmap bytes, Abort 20), then for a Result its
 // `count` values, realigned from L-lane words onto beats at byte offset 24. tuser carries
 // the destination: multicast (every rank of the job, replicated downstream) or one rank.
 `default_nettype none
 module sml_emit #(
     parameter integer L   = 8,
-    parameter integer DSW = 16 + 16 + 256 + 6 + 1 + 16
+    parameter integer DSW = 16 + 16 + 320 + 6 + 1 + 16
 ) (
     input  wire            clk,
     input  wire            rst,
@@ -29,7 +29,7 @@ module sml_emit #(
     localparam integer HB = 24;
 
     wire [15:0]  count = s_desc[DSW-17-:16];
-    wire [255:0] hdr   = s_desc[DSW-33-:256];
+    wire [319:0] hdr   = s_desc[DSW-33-:320];
     assign m_world = s_desc[DSW-1-:16];
     wire [5:0]   hlen  = s_desc[22:17];
     assign m_tuser = s_desc[16:0];
@@ -45,16 +45,13 @@ module sml_emit #(
     wire last = ({2'd0, j} == beats - 18'd1);
     wire [32*L-1:0] word = need_word ? s_word : {32 * L{1'b0}};
 
-    wire [8*W-1:0] hdr_w;
-    generate
-        if (W > 32) begin : g_wide
-            assign hdr_w = {{(8 * W - 256) {1'b0}}, hdr};
-        end else begin : g_narrow
-            assign hdr_w = hdr[8*W-1:0];
-        end
-    endgenerate
-    wire [8*W-1:0] beat0 = (count == 16'd0) ? hdr_w : {word[8*(W-HB)-1:0], hdr[8*HB-1:0]};
-    assign m_tdata  = (j == 16'd0) ? beat0 : {word[8*(W-HB)-1:0], carry};
+    // A header-only answer (count 0: a ProbeReply, an Abort) takes one beat, or two where a
+    // ProbeReply of many ranks is longer than a beat (36 bytes at L = 8); W >= 20 (L >= 5).
+    wire [16*W-1:0] hdr_x = {{(16 * W - 320) {1'b0}}, hdr};
+    wire [8*W-1:0]  hdr_beat = (j == 16'd0) ? hdr_x[0+:8*W] : hdr_x[8*W+:8*W];
+    wire [8*W-1:0]  beat0 = {word[8*(W-HB)-1:0], hdr[8*HB-1:0]};
+    assign m_tdata  = (count == 16'd0) ? hdr_beat
+                    : (j == 16'd0) ? beat0 : {word[8*(W-HB)-1:0], carry};
     assign m_tkeep  = last ? ({W{1'b1}} >> (W[17:0] - last_bytes)) : {W{1'b1}};
     assign m_tlast  = last;
     assign m_tvalid = s_desc_valid && (!need_word || s_word_valid);
