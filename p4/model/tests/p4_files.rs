@@ -16,7 +16,7 @@ fn p4_dir() -> PathBuf {
 /// Every control of the programs: each is declared for both targets, in
 /// `p4/<target>/<control>.p4` or, when the two targets share it, in `p4/include/<control>.p4`,
 /// and has a Rust twin `p4/model/src/<control>.rs`.
-const CONTROLS: [&str; 23] = [
+const CONTROLS: [&str; 22] = [
     "parser",
     "validator",
     "tier_selector",
@@ -35,7 +35,6 @@ const CONTROLS: [&str; 23] = [
     "join_handler",
     "run_tracker",
     "probe_handler",
-    "status_handler",
     "reply_builder",
     "drop_counters",
     "job_counters",
@@ -385,7 +384,7 @@ fn the_tier_paths_are_wired_on_both_targets() {
     }
     assert!(read("include/classifier.p4").contains("key = { meta.lookup_job : exact; }"));
     let replies = read("include/reply_builder.p4");
-    assert_eq!(replies.matches("write_bitmap(hdr, ").count(), 4);
+    assert_eq!(replies.matches("write_bitmap(hdr, ").count(), 3);
 }
 
 /// Aborts across two levels (protocol.md §7) on both targets: an Abort of a child's

@@ -273,7 +273,9 @@ fn header_fields(text: &str, name: &str) -> Vec<String> {
 ///   a later pass reads) is in the field list `recirculate_preserving_field_list(N)` names,
 ///   in `metadata_t` or in the v1model wrapper `v1model_metadata_t`;
 /// - `standard_metadata.ingress_port` is read only under a test that the packet is not a
-///   recirculated one (`instance_type != PKT_INSTANCE_TYPE_INGRESS_RECIRC`).
+///   recirculated one (`instance_type != PKT_INSTANCE_TYPE_INGRESS_RECIRC`), or as a key of
+///   a parser `select` whose first case takes every recirculated packet elsewhere
+///   (`(PKT_INSTANCE_TYPE_INGRESS_RECIRC, _)`: the parser's test for the CPU port).
 pub fn unpreserved_recirculation_reads(text: &str) -> Vec<String> {
     let text = code(text);
     let mut found = Vec::new();
@@ -297,9 +299,17 @@ pub fn unpreserved_recirculation_reads(text: &str) -> Vec<String> {
     let read = "standard_metadata.ingress_port";
     let guard = "instance_type != PKT_INSTANCE_TYPE_INGRESS_RECIRC";
     for (at, _) in text.match_indices(read) {
-        if !enclosing_conditions(&text, at)
-            .iter()
-            .any(|c| c.contains(guard))
+        let selected_apart = {
+            let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+            let rest = &text[line_start..];
+            let first_case = rest.lines().nth(1).unwrap_or_default().trim();
+            rest.lines().next().unwrap_or_default().contains("select(")
+                && first_case.starts_with("(PKT_INSTANCE_TYPE_INGRESS_RECIRC, _)")
+        };
+        if !selected_apart
+            && !enclosing_conditions(&text, at)
+                .iter()
+                .any(|c| c.contains(guard))
         {
             found.push(format!(
                 "line {}: {read} read where a recirculated pass reaches",
