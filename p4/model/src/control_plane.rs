@@ -338,6 +338,18 @@ impl Pipeline {
         true
     }
 
+    /// Set the CPU port, where the controller reads and injects (protocol.md §4.2): the TNA
+    /// program's `switch_config` entry and parser value set `cpu_port`; the v1model
+    /// program's is the constant [`CPU_PORT`](crate::headers::CPU_PORT), the default.
+    pub fn set_cpu_port(&mut self, port: u16) {
+        self.cpu_port = port;
+    }
+
+    /// Return the CPU port.
+    pub fn cpu_port(&self) -> u16 {
+        self.cpu_port
+    }
+
     /// Count a datagram that the adapter dropped before the pipeline saw it (too long, or
     /// from a source no answer can go to), as the reference's `Switch::count_drop` does, so
     /// that a StatusReply reports every drop. On a Tofino the controller would add these to

@@ -117,12 +117,12 @@ fn what_a_child_sends_up_leaves_for_its_parent() {
     let framed = |rank: u16, host: u16| framed_bytes(&join(rank), host);
     for (rank, host) in [(4, 0), (5, 1)] {
         let (port, f) = framed(rank, host);
-        let sent = testbed::outputs(&mut p, port, &f);
+        let sent = testbed::answers(&mut p, port, &f);
         assert_eq!(sent.len(), 1, "rank {rank}");
     }
     // A Join of the complete child goes up while the parent has not answered.
     let (port, f) = framed(4, 0);
-    let sent = testbed::outputs(&mut p, port, &f);
+    let sent = testbed::answers(&mut p, port, &f);
     let [(to, frame)] = sent.as_slice() else {
         panic!("{sent:?}");
     };
@@ -158,7 +158,7 @@ fn what_a_child_sends_up_leaves_for_its_parent() {
     let mut b = vec![0u8; reply.buffer_len()];
     reply.emit(&mut JoinReplyPacket::new_unchecked(&mut b[..]));
     let (port, f) = framed_bytes(&b, 3);
-    assert_eq!(testbed::outputs(&mut p, port, &f), Vec::new());
+    assert_eq!(testbed::answers(&mut p, port, &f), Vec::new());
     // Rank 4 gives up: its Abort goes to the ranks, and one up.
     let abort = AbortRepr {
         job: 21,
@@ -172,7 +172,7 @@ fn what_a_child_sends_up_leaves_for_its_parent() {
     abort.emit(&mut AbortPacket::new_unchecked(&mut b[..]));
     let (port, f) = framed_bytes(&b, 0);
     assert_eq!(
-        testbed::outputs(&mut p, port, &f).len(),
+        testbed::answers(&mut p, port, &f).len(),
         2,
         "to ranks 4 and 5"
     );

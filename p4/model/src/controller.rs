@@ -1,0 +1,217 @@
+//! The controller of a P4 switch, for what its pipeline cannot do (protocol.md §4.2): prove
+//! a job's key. No P4 twin: this is the software on the switch's CPU, which the programs
+//! talk to through their CPU port (`p4/README.md`, "Joins and the controller").
+//!
+//! The pipeline sends every Join, Status and Cookie that did not come from the CPU port to
+//! the CPU port, behind a `packet_in` header naming the port it came in on
+//! ([`Verdict::ToCpu`](crate::Verdict::ToCpu)). The controller:
+//!
+//! - checks a Join's tag with the core's code ([`JoinRepr::verify`]) and answers a wrong
+//!   one with Abort `BadKey` itself (counted in the job's `unauthorized`); a Join it admits
+//!   goes back through the CPU port behind a `packet_out` header naming the same port, and
+//!   the pipeline takes it as from there, comparing no key. A Join for a job the controller
+//!   does not know goes back too: the pipeline's join handler answers `UnknownJob`.
+//! - answers a Status itself: nothing for an unknown job or a wrong tag (counted as the
+//!   reference counts them), else a StatusReply it builds from the job table, the run
+//!   tracker's registers and every counter, which a control plane reads and a data plane
+//!   cannot.
+//! - drops a Cookie (`UnexpectedType`): the cookies a child switch gets from its parent are
+//!   the endpoint's business (`switchml_core::switch::Endpoint`), as are the cookies the
+//!   switch issues, which need a clock and the sender's address: served through the
+//!   endpoint (`switchml switch --pipeline p4-model`), the model gets only Joins and
+//!   Statuses whose cookie the endpoint already checked, as the reference switch does.
+//! - signs a child's Join up (protocol.md §7) with the parent job's key, which the pipeline
+//!   sends it unsigned (`packet_in.up`), and sends it out of the parent's port.
+//!
+//! What the controller answers leaves through the CPU port too, `packet_out.forward` set:
+//! the pipeline sends it out of the named port unchanged, and counts nothing: the
+//! controller counts what it answers and drops, which a P4 controller adds to what it reads
+//! of the data plane's counters, and the model adds to the same counters.
+//!
+//! [`Pipeline::process_datagram`](crate::Pipeline::process_datagram) runs the exchange in
+//! one call, so that the model still decides as the reference switch does;
+//! [`Pipeline::control_frame`] is the controller's step on frames, which the test bed and
+//! the BMv2 replay use to show the CPU port's traffic.
+
+use switchml_core::switch::DropReason;
+use switchml_core::wire::{
+    self, AbortReason, JoinPacket, JoinRepr, MessageType, StatusPacket, StatusRepr,
+};
+
+use crate::drop_counters::Tally;
+use crate::headers::{PacketIn, PacketOut, CPU_HEADER_LEN, TRANSPORT_LEN};
+use crate::job_counters::JobEvent;
+use crate::parser::Parser;
+use crate::reply_builder::Members;
+use crate::status_handler::StatusHandler;
+use crate::{Pipeline, FRAME_OUT_LEN};
+
+/// The buffer [`Pipeline::control_frame`] writes into: a `packet_out` header and a frame.
+pub const CONTROL_OUT_LEN: usize = CPU_HEADER_LEN + FRAME_OUT_LEN;
+
+/// What the controller does with a message the pipeline sent it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    /// Send it back through the CPU port, taken as from the port it came in on.
+    Inject,
+    /// Answer its sender with `out[..len]`, a datagram to `rank` of `job`.
+    Answer {
+        /// The job.
+        job: u16,
+        /// The rank the answer names.
+        rank: u16,
+        /// Bytes written.
+        len: usize,
+    },
+    /// Nothing to send; counted as this drop.
+    Drop(DropReason),
+}
+
+impl Pipeline {
+    /// The controller's decision on `datagram`, a Join, Status or Cookie the pipeline sent
+    /// the CPU port; an answer is written into `out`. Counts what it refuses.
+    pub fn control(&mut self, datagram: &[u8], out: &mut [u8]) -> Control {
+        let Ok((kind, job, rank)) = wire::peek(datagram) else {
+            return self.refused(DropReason::Malformed);
+        };
+        match kind {
+            MessageType::Join => {
+                let Ok(j) = JoinRepr::parse(&JoinPacket::new_unchecked(datagram)) else {
+                    return self.refused(DropReason::Malformed);
+                };
+                let Some(entry) = self.classifier.job(job) else {
+                    return Control::Inject;
+                };
+                if j.verify(entry.config.key) {
+                    return Control::Inject;
+                }
+                self.job_counters.count(JobEvent::Unauthorized, entry.index);
+                let len = self
+                    .reply_builder
+                    .abort(out, job, rank, AbortReason::BadKey, 0, j.nonce);
+                self.answered(job, rank, len)
+            }
+            MessageType::Status => {
+                let Ok(q) = StatusRepr::parse(&StatusPacket::new_unchecked(datagram)) else {
+                    return self.refused(DropReason::Malformed);
+                };
+                // Nothing to a stranger (protocol.md §3.7): not even whether the job exists.
+                let Some(entry) = self.classifier.job(job) else {
+                    return self.refused(DropReason::UnknownJob);
+                };
+                if !q.verify(entry.config.key) {
+                    self.job_counters.count(JobEvent::Unauthorized, entry.index);
+                    return self.refused(DropReason::BadSession);
+                }
+                let (session, _, joined) = self.run_tracker.report(entry.index);
+                let c = entry.config;
+                let tier = self.tier_selector.apply(entry.index);
+                let counters = StatusHandler::counters(
+                    &self.drop_counters.snapshot(),
+                    &self.job_counters.snapshot(entry.index),
+                );
+                let len = self.reply_builder.status_reply(
+                    out,
+                    job,
+                    rank,
+                    tier.wire_world(c.world),
+                    StatusHandler::flags(joined, c.world, session != 0),
+                    c.slot_count,
+                    counters,
+                    Members::new(joined, tier.rank_lo()),
+                );
+                self.answered(job, rank, len)
+            }
+            _ => self.refused(DropReason::UnexpectedType),
+        }
+    }
+
+    /// Sign the child's Join up in `up` (its whole datagram) with the parent job's key, as
+    /// the controller does before sending it out of the parent's port (protocol.md §7);
+    /// return whether a child job of this switch sends it. (Served through the core's
+    /// endpoint, the endpoint signs it again with the parent's cookie.)
+    pub fn sign_up(&self, up: &mut [u8]) -> bool {
+        let Ok(j) = JoinRepr::parse(&JoinPacket::new_unchecked(&*up)) else {
+            return false;
+        };
+        let link = self.classifier.jobs().find_map(|e| {
+            let tier = self.tier_selector.apply(e.index);
+            tier.link()
+                .filter(|l| l.job == j.job && l.member == j.rank)
+                .copied()
+        });
+        let Some(link) = link else {
+            return false;
+        };
+        j.sign(link.key)
+            .emit(&mut JoinPacket::new_unchecked(&mut up[..wire::join::LEN]));
+        true
+    }
+
+    /// The controller's step on a frame the pipeline sent the CPU port (`packet_in`, then
+    /// the frame): write into `out` the frame it sends back on the CPU port (`packet_out`,
+    /// then a frame) and return its length, or the drop it decided (`Malformed` for what
+    /// is no frame the pipeline sends). `out` must hold [`CONTROL_OUT_LEN`] bytes
+    /// (`OutputTooSmall`).
+    pub fn control_frame(&mut self, punted: &[u8], out: &mut [u8]) -> Result<usize, DropReason> {
+        let out = out
+            .get_mut(..CONTROL_OUT_LEN)
+            .ok_or(DropReason::OutputTooSmall)?;
+        let header = punted.get(..CPU_HEADER_LEN).ok_or(DropReason::Malformed)?;
+        let packet_in = PacketIn::from_bytes([header[0], header[1]]);
+        let frame = &punted[CPU_HEADER_LEN..];
+        let (head, body) = out.split_at_mut(CPU_HEADER_LEN);
+        let mut packet_out = PacketOut {
+            port: packet_in.port,
+            forward: true,
+        };
+        if packet_in.up {
+            // A child's Join up, already addressed to the parent (whose UDP port need not
+            // be the switchml port): signed, then out of the parent's port as it is.
+            let end = TRANSPORT_LEN + wire::join::LEN;
+            let copy = body.get_mut(..end).ok_or(DropReason::Malformed)?;
+            copy.copy_from_slice(frame.get(..end).ok_or(DropReason::Malformed)?);
+            if !self.sign_up(&mut copy[TRANSPORT_LEN..]) {
+                return Err(DropReason::Malformed);
+            }
+            self.drop_counters.tally(Tally::Up);
+            head.copy_from_slice(&packet_out.to_bytes());
+            return Ok(CPU_HEADER_LEN + end);
+        }
+        let h = Parser::parse_frame(frame).map_err(|_| DropReason::Malformed)?;
+        let transport = h.transport.ok_or(DropReason::Malformed)?;
+        let datagram = h.datagram;
+        let end = TRANSPORT_LEN + datagram.len();
+        let len = {
+            let (frame_head, answer) = body.split_at_mut(TRANSPORT_LEN);
+            match self.control(datagram, answer) {
+                Control::Drop(reason) => return Err(reason),
+                Control::Inject => {
+                    body[..end].copy_from_slice(&frame[..end]);
+                    packet_out.forward = false;
+                    end
+                }
+                Control::Answer { len, .. } => {
+                    self.udp_sender.reflect(&transport, len, frame_head);
+                    TRANSPORT_LEN + len
+                }
+            }
+        };
+        head.copy_from_slice(&packet_out.to_bytes());
+        Ok(CPU_HEADER_LEN + len)
+    }
+
+    /// Count an answer of the controller's as the switch's unicast answer, as the reference
+    /// counts it: the pipeline sends it on uncounted.
+    fn answered(&mut self, job: u16, rank: u16, len: usize) -> Control {
+        self.drop_counters.tally(Tally::Unicast);
+        Control::Answer { job, rank, len }
+    }
+
+    /// Count a drop the controller decides, as the switch's (protocol.md §3.8): the
+    /// datagram was counted received when the pipeline sent it here.
+    fn refused(&mut self, reason: DropReason) -> Control {
+        self.drop_counters.tally(Tally::Drop(reason));
+        Control::Drop(reason)
+    }
+}
