@@ -487,3 +487,45 @@ fn the_default_tna_build_is_flat() {
         assert!(v1model.contains(construct), "v1model: {construct}");
     }
 }
+
+/// A pipeline cannot compute an HMAC (protocol.md §4.2): neither program, in either build,
+/// compares or carries a key (`p4_rules::admission::key_comparisons`).
+#[test]
+fn no_program_compares_a_key() {
+    for target in ["v1model", "tna"] {
+        for tiers in [false, true] {
+            let found = p4_rules::admission::key_comparisons(&program(target, tiers));
+            assert_eq!(found, [""; 0], "{target} (tiers: {tiers})");
+        }
+    }
+}
+
+/// A Join, Status or Cookie that did not come from the CPU port goes there, and the data
+/// plane handles a Join only from it and answers no Status, in both programs and builds
+/// (`p4_rules::admission::joins_outside_the_cpu_port`).
+#[test]
+fn a_join_or_status_is_the_pipelines_only_from_the_cpu_port() {
+    for target in ["v1model", "tna"] {
+        for tiers in [false, true] {
+            let text = program(target, tiers);
+            let found = p4_rules::admission::joins_outside_the_cpu_port(&text);
+            assert_eq!(found, [""; 0], "{target} (tiers: {tiers})");
+            let parser = p4_rules::code(&read_built(&format!("{target}/parser.p4"), tiers));
+            assert!(
+                parser.contains("packet.extract(hdr.packet_out);")
+                    && parser.contains("from_cpu = 1;"),
+                "{target}: the parser takes packet_out on the CPU port"
+            );
+        }
+    }
+}
+
+/// The ProbeReply echoes the Probe's session at bytes 24–27, its bitmap from 28
+/// (protocol.md §3.5; `p4_rules::admission::probe_reply_session`).
+#[test]
+fn the_probe_reply_names_the_probes_session() {
+    for target in ["v1model", "tna"] {
+        let found = p4_rules::admission::probe_reply_session(&program(target, true));
+        assert_eq!(found, [""; 0], "{target}");
+    }
+}

@@ -15,6 +15,9 @@
 //!   field list `recirculate_preserving_field_list` names ("a multi-pass unicast answer
 //!   leaves on port 0").
 //!
+//! - [`admission`]: issue 25's rules (protocol.md §4.2): no key in either program, a Join
+//!   or Status handled by the pipeline only from the CPU port, the ProbeReply's session.
+//!
 //! The text is read as p4c's preprocessor leaves it; comments and string literals are
 //! blanked first ([`code`]), so a rule never fires on prose.
 
@@ -327,20 +330,28 @@ fn enclosing_conditions(text: &str, at: usize) -> Vec<&str> {
     let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
     let line_end = text[at..].find('\n').map_or(text.len(), |i| at + i);
     lines.push(&text[line_start..line_end]);
+    for i in enclosing_braces(text, at) {
+        let start = text[..i].rfind('\n').map_or(0, |j| j + 1);
+        lines.push(&text[start..i]);
+    }
+    lines
+}
+
+/// The offsets of the `{`s of the blocks enclosing byte `at` of `text`, innermost first.
+fn enclosing_braces(text: &str, at: usize) -> Vec<usize> {
+    let mut braces = Vec::new();
     let mut depth = 0;
     for (i, c) in text[..at].char_indices().rev() {
         match c {
             '}' => depth += 1,
             '{' if depth > 0 => depth -= 1,
-            '{' => {
-                let start = text[..i].rfind('\n').map_or(0, |j| j + 1);
-                lines.push(&text[start..i]);
-            }
+            '{' => braces.push(i),
             _ => {}
         }
     }
-    lines
+    braces
 }
 
+pub mod admission;
 #[cfg(test)]
 mod planted;
