@@ -5,8 +5,8 @@
 // rank - rank_lo; else the rank); the job table, keyed on the job tier_selector.p4 chose
 // (a Result's or JoinReply's child job), gives the world size, slot range and multicast
 // group. Not the job's key: the controller keeps it and checks a Join's tag with it before
-// the Join reaches the pipeline from the CPU port (protocol.md §4.2). Then the admission checks of a
-// Contribution, in the reference switch's order; the session check between the job and the
+// the Join reaches the pipeline from the CPU port (protocol.md §4.2). Then the admission
+// checks of a Contribution, in the reference switch's order; the session check between the job and the
 // rank is the run tracker's, which overrides these (run_tracker.p4).
 #ifndef _SWITCHML_CLASSIFIER_P4_
 #define _SWITCHML_CLASSIFIER_P4_

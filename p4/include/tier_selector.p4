@@ -9,7 +9,8 @@
 // gives the job's tier: flat (the default), a parent (a member's OVERFLOW is kept), or a
 // child with its link: the whole job's world and first rank, the parent's job and world,
 // this child's member index, and where the parent switch is (what goes up leaves there;
-// a Join up by way of the controller, which holds the parent job's key and signs it). At a child the worker table's rank bit is the member's (rank - rank_lo, action
+// a Join up by way of the controller, which holds the parent job's key and signs it). At
+// a child the worker table's rank bit is the member's (rank - rank_lo, action
 // data), so the registers hold members and every bitmap the child writes places them at
 // rank_lo (bitmap_writer.p4).
 #ifndef _SWITCHML_TIER_SELECTOR_P4_
