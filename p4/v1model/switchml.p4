@@ -262,7 +262,9 @@ control SwitchmlIngress(inout headers_t hdr, inout v1model_metadata_t v1,
             }
         }
         drop_counters.apply(meta);
-        if (meta.switchml == 1 && meta.to_cpu == 0) {
+        // Not for what goes to the controller or comes from it as its answer: the
+        // controller counts those.
+        if (meta.switchml == 1 && meta.to_cpu == 0 && meta.verdict != VERDICT_FORWARD) {
             job_counters.apply(meta);
         }
         // What goes to the controller: a punted message behind the port it came in on, or a

@@ -15,11 +15,15 @@
 //!   reference counts them), else a StatusReply it builds from the job table, the run
 //!   tracker's registers and every counter, which a control plane reads and a data plane
 //!   cannot.
+//! - checks the cookie of a Join or Status whose tag verified, on frames (it needs the
+//!   sender's address) and when given a clock and a secret ([`CookieCheck`],
+//!   [`Pipeline::set_cookie_check`]): one that is missing, stale or another address's gets
+//!   a Cookie (§3.10) from the core's [`CookieJar`]. Without one, and always on bare
+//!   datagrams, it checks tags only, as the reference switch does: served through the
+//!   core's endpoint (`switchml switch --pipeline p4-model`), the model gets only Joins and
+//!   Statuses whose cookie the endpoint already checked.
 //! - drops a Cookie (`UnexpectedType`): the cookies a child switch gets from its parent are
-//!   the endpoint's business (`switchml_core::switch::Endpoint`), as are the cookies the
-//!   switch issues, which need a clock and the sender's address: served through the
-//!   endpoint (`switchml switch --pipeline p4-model`), the model gets only Joins and
-//!   Statuses whose cookie the endpoint already checked, as the reference switch does.
+//!   the endpoint's business (`switchml_core::switch::Endpoint`).
 //! - signs a child's Join up (protocol.md §7) with the parent job's key, which the pipeline
 //!   sends it unsigned (`packet_in.up`), and sends it out of the parent's port.
 //!
@@ -33,10 +37,15 @@
 //! [`Pipeline::control_frame`] is the controller's step on frames, which the test bed and
 //! the BMv2 replay use to show the CPU port's traffic.
 
+use switchml_core::auth::{CookieFor, CookieJar};
 use switchml_core::switch::DropReason;
+use switchml_core::time::Instant;
 use switchml_core::wire::{
-    self, AbortReason, JoinPacket, JoinRepr, MessageType, StatusPacket, StatusRepr,
+    self, AbortReason, CookiePacket, CookieRepr, JoinPacket, JoinRepr, MessageType, StatusPacket,
+    StatusRepr,
 };
+
+use crate::classifier::Source;
 
 use crate::drop_counters::Tally;
 use crate::headers::{PacketIn, PacketOut, CPU_HEADER_LEN, TRANSPORT_LEN};
@@ -48,6 +57,17 @@ use crate::{Pipeline, FRAME_OUT_LEN};
 
 /// The buffer [`Pipeline::control_frame`] writes into: a `packet_out` header and a frame.
 pub const CONTROL_OUT_LEN: usize = CPU_HEADER_LEN + FRAME_OUT_LEN;
+
+/// The controller's cookies (protocol.md §4.2): the core's jar, with the switch's secret,
+/// and the controller's clock, which its caller advances
+/// ([`Pipeline::set_controller_time`]).
+#[derive(Debug, Clone)]
+pub struct CookieCheck {
+    /// The issuer and checker.
+    pub jar: CookieJar,
+    /// The controller's time now.
+    pub now: Instant,
+}
 
 /// What the controller does with a message the pipeline sent it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,9 +88,22 @@ pub enum Control {
 }
 
 impl Pipeline {
+    /// Check cookies from now on ([`CookieCheck`]), or no more (`None`, the default).
+    pub fn set_cookie_check(&mut self, check: Option<CookieCheck>) {
+        self.cookies = check;
+    }
+
+    /// Advance the controller's clock, which its cookies' windows follow.
+    pub fn set_controller_time(&mut self, now: Instant) {
+        if let Some(check) = &mut self.cookies {
+            check.now = now;
+        }
+    }
+
     /// The controller's decision on `datagram`, a Join, Status or Cookie the pipeline sent
-    /// the CPU port; an answer is written into `out`. Counts what it refuses.
-    pub fn control(&mut self, datagram: &[u8], out: &mut [u8]) -> Control {
+    /// the CPU port from `from` (`None`: a bare datagram, no address to bind a cookie to);
+    /// an answer is written into `out`. Counts what it refuses and answers.
+    pub fn control(&mut self, datagram: &[u8], from: Option<Source>, out: &mut [u8]) -> Control {
         let Ok((kind, job, rank)) = wire::peek(datagram) else {
             return self.refused(DropReason::Malformed);
         };
@@ -83,7 +116,15 @@ impl Pipeline {
                     return Control::Inject;
                 };
                 if j.verify(entry.config.key) {
-                    return Control::Inject;
+                    let who = CookieFor {
+                        job,
+                        rank,
+                        nonce: j.nonce,
+                    };
+                    return match self.cookie_for(from, who, j.cookie) {
+                        Some(cookie) => self.cookie(who, cookie, out),
+                        None => Control::Inject,
+                    };
                 }
                 self.job_counters.count(JobEvent::Unauthorized, entry.index);
                 let len = self
@@ -102,6 +143,14 @@ impl Pipeline {
                 if !q.verify(entry.config.key) {
                     self.job_counters.count(JobEvent::Unauthorized, entry.index);
                     return self.refused(DropReason::BadSession);
+                }
+                let who = CookieFor {
+                    job,
+                    rank,
+                    nonce: q.nonce,
+                };
+                if let Some(cookie) = self.cookie_for(from, who, q.cookie) {
+                    return self.cookie(who, cookie, out);
                 }
                 let (session, _, joined) = self.run_tracker.report(entry.index);
                 let c = entry.config;
@@ -184,7 +233,11 @@ impl Pipeline {
         let end = TRANSPORT_LEN + datagram.len();
         let len = {
             let (frame_head, answer) = body.split_at_mut(TRANSPORT_LEN);
-            match self.control(datagram, answer) {
+            let from = Source {
+                ip: transport.ipv4.src,
+                udp_port: transport.udp.src_port,
+            };
+            match self.control(datagram, Some(from), answer) {
                 Control::Drop(reason) => return Err(reason),
                 Control::Inject => {
                     body[..end].copy_from_slice(&frame[..end]);
@@ -199,6 +252,32 @@ impl Pipeline {
         };
         head.copy_from_slice(&packet_out.to_bytes());
         Ok(CPU_HEADER_LEN + len)
+    }
+
+    /// The cookie to send `who` at `from` if `cookie` is not valid for it, when the
+    /// controller checks cookies and knows the address; `None` if it lets the message in.
+    fn cookie_for(&self, from: Option<Source>, who: CookieFor, cookie: u64) -> Option<u64> {
+        let (check, from) = (self.cookies.as_ref()?, from?);
+        if check.jar.check(check.now, &from, who, cookie) {
+            return None;
+        }
+        Some(check.jar.issue(check.now, &from, who))
+    }
+
+    /// Answer `who` with `cookie` (protocol.md §3.10).
+    fn cookie(&mut self, who: CookieFor, cookie: u64, out: &mut [u8]) -> Control {
+        let repr = CookieRepr {
+            job: who.job,
+            rank: who.rank,
+            nonce: who.nonce,
+            cookie,
+        };
+        let len = wire::cookie::LEN;
+        let Some(out) = out.get_mut(..len) else {
+            return self.refused(DropReason::OutputTooSmall);
+        };
+        repr.emit(&mut CookiePacket::new_unchecked(out));
+        self.answered(who.job, who.rank, len)
     }
 
     /// Count an answer of the controller's as the switch's unicast answer, as the reference

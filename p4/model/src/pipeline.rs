@@ -184,6 +184,8 @@ pub struct Pipeline {
     pub(crate) up: Option<UpAbort>,
     /// The CPU port, where the controller is (TNA: `switch_config`'s; v1model: `CPU_PORT`).
     pub(crate) cpu_port: u16,
+    /// The controller's cookies, when it checks them (`controller.rs`).
+    pub(crate) cookies: Option<crate::controller::CookieCheck>,
 }
 
 impl Pipeline {
@@ -212,6 +214,7 @@ impl Pipeline {
             udp_sender: UdpSender::new(config.switch),
             up: None,
             cpu_port: CPU_PORT,
+            cookies: None,
         }
     }
 
@@ -323,7 +326,7 @@ impl Pipeline {
         let mut verdict = self.ingress(&h, source, rank, false, out);
         if let Verdict::ToCpu { .. } = verdict {
             self.drop_counters.tally(Tally::ToCpu);
-            verdict = match self.control(datagram, out) {
+            verdict = match self.control(datagram, None, out) {
                 Control::Inject => self.ingress(&h, source, rank, true, out),
                 Control::Answer { job, rank, len } => {
                     // Sent as it is: the controller counted it.

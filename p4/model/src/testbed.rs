@@ -428,6 +428,65 @@ mod tests {
         assert_eq!(p.job(7).map(|j| j.counters.unauthorized), Some(1));
     }
 
+    /// With cookies (protocol.md §4.2), the controller answers a keyed Join without a valid
+    /// cookie with a Cookie, out of the port it came in on, and admits it when it comes
+    /// back with the cookie, signed over it; not from another address, not after two
+    /// windows, not a stranger (BadKey first: no cookie for a wrong tag).
+    #[test]
+    fn with_cookies_the_controller_admits_a_join_only_with_a_fresh_one_for_its_address() {
+        use switchml_core::auth::CookieJar;
+        use switchml_core::time::{Duration, Instant};
+        use switchml_core::wire::{CookiePacket, CookieRepr, JoinPacket, JoinRepr};
+
+        let mut p = pipeline();
+        let start = Instant::from_micros(1);
+        p.set_cookie_check(Some(crate::controller::CookieCheck {
+            jar: CookieJar::new([7; 32]),
+            now: start,
+        }));
+        let join = |cookie: u64| {
+            let j = datagrams::join(7, 2, 4, (4, 4), 0x77, KEY);
+            let mut r = JoinRepr::parse(&JoinPacket::new_unchecked(&j[..])).unwrap();
+            r.cookie = cookie;
+            let mut b = vec![0u8; r.buffer_len()];
+            r.sign(KEY).emit(&mut JoinPacket::new_unchecked(&mut b[..]));
+            b
+        };
+        let last = |p: &mut Pipeline, datagram: &[u8]| {
+            let (port, f) = frame(datagram);
+            let hops = exchange(p, port, &f);
+            hops.last().map(|h| h.out.clone()).unwrap_or_default()
+        };
+        let out = last(&mut p, &join(0));
+        let [(2, cookie)] = out.as_slice() else {
+            panic!("{out:?}");
+        };
+        let c = CookieRepr::parse(&CookiePacket::new_unchecked(&cookie[TRANSPORT_LEN..])).unwrap();
+        assert_eq!((c.job, c.rank, c.nonce), (7, 2, 0x77));
+        let out = last(&mut p, &join(c.cookie));
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(out[0].1[TRANSPORT_LEN + 1], 0x11, "a JoinReply");
+        // The same Join from host 3's address: its cookie names host 2's.
+        let (_, f) = frame(&join(c.cookie));
+        let mut moved = f.clone();
+        moved[26..30].copy_from_slice(&host(3).source.ip);
+        moved[24..26].fill(0);
+        let sum = ipv4_checksum(&moved[14..34]);
+        moved[24..26].copy_from_slice(&sum.to_be_bytes());
+        let hops = exchange(&mut p, 3, &moved);
+        let again = &hops.last().unwrap().out;
+        assert_eq!(again[0].1[TRANSPORT_LEN + 1], 0x18, "a Cookie: {again:?}");
+        // Two windows later the cookie is stale.
+        p.set_controller_time(start + Duration::from_secs(61));
+        let out = last(&mut p, &join(c.cookie));
+        assert_eq!(out[0].1[TRANSPORT_LEN + 1], 0x18, "a Cookie: {out:?}");
+        // A wrong tag gets BadKey, never a cookie.
+        let mut forged = join(0);
+        forged[40] ^= 1;
+        let out = last(&mut p, &forged);
+        assert_eq!(out[0].1[TRANSPORT_LEN + 1], 0x14);
+    }
+
     /// `frame` as the controller sends it back, to be taken as from `port`.
     fn injected(port: u16, frame: &[u8]) -> Vec<u8> {
         let packet_out = PacketOut {
