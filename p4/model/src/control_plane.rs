@@ -146,6 +146,10 @@ impl Pipeline {
         self.run_tracker.reset(entry.index);
         self.job_counters.clear(entry.index);
         self.replication.clear(entry.group);
+        // The controller forgets what it kept of the entry's last job (its parent's cookie).
+        if let Some(kept) = self.parent_cookies.get_mut(usize::from(entry.index)) {
+            *kept = crate::controller::ParentCookie::NONE;
+        }
         Ok(())
     }
 

@@ -22,8 +22,11 @@
 //!   datagrams, it checks tags only, as the reference switch does: served through the
 //!   core's endpoint (`switchml switch --pipeline p4-model`), the model gets only Joins and
 //!   Statuses whose cookie the endpoint already checked.
-//! - drops a Cookie (`UnexpectedType`): the cookies a child switch gets from its parent are
-//!   the endpoint's business (`switchml_core::switch::Endpoint`).
+//! - takes a parent's Cookie (§3.10) that answers a child job's last Join up, on frames:
+//!   it keeps the cookie, puts it in that Join, signs it again and sends it up at once, and
+//!   puts it in every later Join up (as the core's endpoint does for the software switch,
+//!   `core/src/switch/endpoint/admission.rs`). Any other Cookie, and every Cookie on bare
+//!   datagrams (where the endpoint takes them), is dropped (`UnexpectedType`).
 //! - signs a child's Join up (protocol.md §7) with the parent job's key, which the pipeline
 //!   sends it unsigned (`packet_in.up`), and sends it out of the parent's port.
 //!
@@ -67,6 +70,27 @@ pub struct CookieCheck {
     pub jar: CookieJar,
     /// The controller's time now.
     pub now: Instant,
+}
+
+/// Bytes of a child's Join up as a frame: the outer headers and the Join.
+const UP_FRAME_LEN: usize = TRANSPORT_LEN + wire::join::LEN;
+
+/// What the controller keeps of a child job's Joins up (protocol.md §4.2, §7): the
+/// parent's cookie (0 before one came) and the last Join up as sent, with the port it left
+/// by, to send again when a new cookie comes. One per job table entry, allocated with the
+/// pipeline.
+#[derive(Debug, Clone, Copy)]
+pub struct ParentCookie {
+    cookie: u64,
+    last: Option<([u8; UP_FRAME_LEN], u16)>,
+}
+
+impl ParentCookie {
+    /// None yet.
+    pub const NONE: ParentCookie = ParentCookie {
+        cookie: 0,
+        last: None,
+    };
 }
 
 /// What the controller does with a message the pipeline sent it.
@@ -176,25 +200,48 @@ impl Pipeline {
     }
 
     /// Sign the child's Join up in `up` (its whole datagram) with the parent job's key, as
-    /// the controller does before sending it out of the parent's port (protocol.md §7);
-    /// return whether a child job of this switch sends it. (Served through the core's
-    /// endpoint, the endpoint signs it again with the parent's cookie.)
-    pub fn sign_up(&self, up: &mut [u8]) -> bool {
-        let Ok(j) = JoinRepr::parse(&JoinPacket::new_unchecked(&*up)) else {
-            return false;
-        };
-        let link = self.classifier.jobs().find_map(|e| {
+    /// the controller does before sending it out of the parent's port (protocol.md §7),
+    /// with the parent's cookie if `with_cookie` (frames; on bare datagrams the core's
+    /// endpoint puts it in and signs again, as for the reference); return the child's job
+    /// table entry, or `None` if no child job of this switch sends it.
+    pub fn sign_up(&self, up: &mut [u8], with_cookie: bool) -> Option<u16> {
+        let mut j = JoinRepr::parse(&JoinPacket::new_unchecked(&*up)).ok()?;
+        let (index, key) = self.classifier.jobs().find_map(|e| {
             let tier = self.tier_selector.apply(e.index);
             tier.link()
                 .filter(|l| l.job == j.job && l.member == j.rank)
-                .copied()
-        });
-        let Some(link) = link else {
-            return false;
-        };
-        j.sign(link.key)
-            .emit(&mut JoinPacket::new_unchecked(&mut up[..wire::join::LEN]));
-        true
+                .map(|l| (e.index, l.key))
+        })?;
+        if with_cookie {
+            j.cookie = self.parent_cookies.get(usize::from(index))?.cookie;
+        }
+        j.sign(key).emit(&mut JoinPacket::new_unchecked(
+            up.get_mut(..wire::join::LEN)?,
+        ));
+        Some(index)
+    }
+
+    /// A parent's Cookie in `datagram`, if it answers the last Join up of a child job here:
+    /// keep it, and write that Join with it, signed again, into `out`; return the length
+    /// and the parent's port.
+    fn parent_cookie(&mut self, datagram: &[u8], out: &mut [u8]) -> Option<(usize, u16)> {
+        let c = CookieRepr::parse(&CookiePacket::new_unchecked(datagram)).ok()?;
+        let index = self.classifier.jobs().find_map(|e| {
+            let tier = self.tier_selector.apply(e.index);
+            tier.link()
+                .filter(|l| l.job == c.job && l.member == c.rank)
+                .map(|_| e.index)
+        })?;
+        let (last, port) = self.parent_cookies.get(usize::from(index))?.last?;
+        let up = JoinRepr::parse(&JoinPacket::new_unchecked(&last[TRANSPORT_LEN..])).ok()?;
+        if up.nonce != c.nonce {
+            return None;
+        }
+        self.parent_cookies.get_mut(usize::from(index))?.cookie = c.cookie;
+        let frame = out.get_mut(..UP_FRAME_LEN)?;
+        frame.copy_from_slice(&last);
+        self.sign_up(&mut frame[TRANSPORT_LEN..], true)?;
+        Some((UP_FRAME_LEN, port))
     }
 
     /// The controller's step on a frame the pipeline sent the CPU port (`packet_in`, then
@@ -216,21 +263,33 @@ impl Pipeline {
         };
         if packet_in.up {
             // A child's Join up, already addressed to the parent (whose UDP port need not
-            // be the switchml port): signed, then out of the parent's port as it is.
-            let end = TRANSPORT_LEN + wire::join::LEN;
-            let copy = body.get_mut(..end).ok_or(DropReason::Malformed)?;
-            copy.copy_from_slice(frame.get(..end).ok_or(DropReason::Malformed)?);
-            if !self.sign_up(&mut copy[TRANSPORT_LEN..]) {
-                return Err(DropReason::Malformed);
+            // be the switchml port): signed, then out of the parent's port as it is; kept,
+            // to send again when the parent's Cookie comes.
+            let copy = body.get_mut(..UP_FRAME_LEN).ok_or(DropReason::Malformed)?;
+            copy.copy_from_slice(frame.get(..UP_FRAME_LEN).ok_or(DropReason::Malformed)?);
+            let index = self
+                .sign_up(&mut copy[TRANSPORT_LEN..], true)
+                .ok_or(DropReason::Malformed)?;
+            let mut last = [0u8; UP_FRAME_LEN];
+            last.copy_from_slice(copy);
+            if let Some(kept) = self.parent_cookies.get_mut(usize::from(index)) {
+                kept.last = Some((last, packet_in.port));
             }
             self.drop_counters.tally(Tally::Up);
             head.copy_from_slice(&packet_out.to_bytes());
-            return Ok(CPU_HEADER_LEN + end);
+            return Ok(CPU_HEADER_LEN + UP_FRAME_LEN);
         }
         let h = Parser::parse_frame(frame).map_err(|_| DropReason::Malformed)?;
         let transport = h.transport.ok_or(DropReason::Malformed)?;
         let datagram = h.datagram;
         let end = TRANSPORT_LEN + datagram.len();
+        if let Some((len, port)) = self.parent_cookie(datagram, body) {
+            // The last Join up again, with the parent's cookie, out of the parent's port.
+            self.drop_counters.tally(Tally::Up);
+            packet_out.port = port;
+            head.copy_from_slice(&packet_out.to_bytes());
+            return Ok(CPU_HEADER_LEN + len);
+        }
         let len = {
             let (frame_head, answer) = body.split_at_mut(TRANSPORT_LEN);
             let from = Source {

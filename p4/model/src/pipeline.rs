@@ -186,6 +186,8 @@ pub struct Pipeline {
     pub(crate) cpu_port: u16,
     /// The controller's cookies, when it checks them (`controller.rs`).
     pub(crate) cookies: Option<crate::controller::CookieCheck>,
+    /// The controller's parent cookies and last Joins up, one per job table entry.
+    pub(crate) parent_cookies: Vec<crate::controller::ParentCookie>,
 }
 
 impl Pipeline {
@@ -215,6 +217,7 @@ impl Pipeline {
             up: None,
             cpu_port: CPU_PORT,
             cookies: None,
+            parent_cookies: vec![crate::controller::ParentCookie::NONE; config.jobs],
         }
     }
 
@@ -341,7 +344,7 @@ impl Pipeline {
             };
         }
         if let Verdict::Up { len, .. } = verdict {
-            if matches!(h.body, Body::Join(_)) && !self.sign_up(&mut out[..len]) {
+            if matches!(h.body, Body::Join(_)) && self.sign_up(&mut out[..len], false).is_none() {
                 verdict = Verdict::Fault(Hazard::Index("parent_link"));
             }
         }
