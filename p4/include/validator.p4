@@ -97,7 +97,6 @@ control Validator(inout headers_t hdr, inout metadata_t meta) {
             }
             if (status_ok == 1) {
                 meta.message = MSG_STATUS;
-                meta.p_session = hdr.status.nonce;
             } else {
                 meta.drop_reason = DROP_MALFORMED;
             }
