@@ -289,9 +289,18 @@ impl Pipeline {
                     ),
                     // A child's Join up goes to the controller, which signs it (§4.2, §7).
                     Verdict::Up { port, len, .. } if matches!(h.body, Body::Join(_)) => {
-                        let up = PacketIn { port, up: true };
-                        let frame = out[..TRANSPORT_LEN + len].to_owned();
-                        self.to_cpu(up, self.cpu_port, &frame, out)
+                        // The frame moves behind its packet_in header, in place.
+                        let len = CPU_HEADER_LEN + TRANSPORT_LEN + len;
+                        let Some(out) = out.get_mut(..len) else {
+                            return self.finish(Verdict::Drop(DropReason::OutputTooSmall), 0);
+                        };
+                        out.copy_within(..len - CPU_HEADER_LEN, CPU_HEADER_LEN);
+                        out[..CPU_HEADER_LEN]
+                            .copy_from_slice(&PacketIn { port, up: true }.to_bytes());
+                        Verdict::ToCpu {
+                            port: self.cpu_port,
+                            len,
+                        }
                     }
                     v => v,
                 }
