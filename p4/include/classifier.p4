@@ -3,9 +3,10 @@
 // and the source address and port (one entry per worker lane) and gives the rank, its member
 // index and the member's seen-bitmap bit (at a child switch, protocol.md §7, member
 // rank - rank_lo; else the rank); the job table, keyed on the job tier_selector.p4 chose
-// (a Result's or JoinReply's child job), gives the world size, slot range, multicast group and the
-// job's key (its credential, which a Join must carry). Then the admission checks of a
-// Contribution, in the reference switch's order; the session check between the job and the
+// (a Result's or JoinReply's child job), gives the world size, slot range and multicast
+// group. Not the job's key: the controller keeps it and checks a Join's tag with it before
+// the Join reaches the pipeline from the CPU port (protocol.md §4.2). Then the admission
+// checks of a Contribution, in the reference switch's order; the session check between the job and the
 // rank is the run tracker's, which overrides these (run_tracker.p4).
 #ifndef _SWITCHML_CLASSIFIER_P4_
 #define _SWITCHML_CLASSIFIER_P4_
@@ -13,7 +14,7 @@
 control Classifier(inout headers_t hdr, inout metadata_t meta) {
     // `full` is the bitmap of ranks 0..world-1, which the control plane computes.
     action set_job(bit<16> world, bit<32> slot_lo, bit<16> slot_count, bit<16> group,
-                   bit<16> job_index, bit<64> full, bit<64> key) {
+                   bit<16> job_index, bit<64> full) {
         meta.job_hit = 1;
         meta.world = world;
         meta.full_mask = full;
@@ -21,7 +22,6 @@ control Classifier(inout headers_t hdr, inout metadata_t meta) {
         meta.slot_count = slot_count;
         meta.group = group;
         meta.job_index = job_index;
-        meta.job_key = key;
     }
 
     table job_table {

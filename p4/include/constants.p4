@@ -41,13 +41,14 @@ const bit<8> TYPE_ABORT        = 0x14;
 const bit<8> TYPE_STATUS       = 0x15;
 const bit<8> TYPE_STATUS_REPLY = 0x16;
 const bit<8> TYPE_LEAVE        = 0x17;
+const bit<8> TYPE_COOKIE       = 0x18;
 
 // Data flags (protocol.md §3.1), JoinReply flags (§3.3), StatusReply flags (§3.8).
 const bit<8> FLAG_OVERFLOW   = 0x01;
 const bit<8> FLAG_RETRANSMIT = 0x02;
 const bit<8> JOIN_COMPLETE   = 0x01;
-const bit<8> STATUS_ALL_JOINED = 0x01;
-const bit<8> STATUS_RUN_OPEN   = 0x02;
+// StatusReply flags 0x01 ALL_JOINED, 0x02 RUN_OPEN: the controller's, which answers Status
+// (protocol.md §4.2).
 
 // Abort reasons (protocol.md §3.6).
 const bit<8> ABORT_UNKNOWN_JOB         = 1;
@@ -59,7 +60,7 @@ const bit<8> ABORT_COUNT_TOO_LARGE     = 5;
 #ifdef SWITCHML_TIERS
 const bit<8> ABORT_WORKER_FAILED       = 7;   // only a child's Abort up says it (§7)
 #endif
-const bit<8> ABORT_BAD_KEY             = 8;
+// 8: BadKey, sent only by the controller, which checks a Join's tag (protocol.md §4.2).
 const bit<8> ABORT_RANK_RESTARTED      = 9;
 const bit<8> ABORT_LANE_MISMATCH       = 10;
 const bit<8> ABORT_CHUNK_MISMATCH      = 11;
@@ -103,6 +104,7 @@ const bit<8> MSG_LEAVE = 6;
 const bit<8> MSG_RESULT = 7;                      // from a child's parent (§7)
 const bit<8> MSG_JOIN_REPLY = 8;                  // likewise
 const bit<8> MSG_PARENT_ABORT = 9;                // an Abort of a child's parent's job
+const bit<8> MSG_COOKIE = 10;                     // a parent's Cookie (§3.10): the controller's
 
 // Where a job sits in a tree of switches (tier_selector.p4, protocol.md §7).
 const bit<8> TIER_FLAT = 0;
@@ -131,6 +133,8 @@ const bit<8> VERDICT_UNICAST     = 2;
 const bit<8> VERDICT_MULTICAST   = 3;
 const bit<8> VERDICT_RECIRCULATE = 4;
 const bit<8> VERDICT_UP          = 5;         // to a child's parent switch (§7)
+const bit<8> VERDICT_TO_CPU      = 6;         // to the controller, behind packet_in (§4.2)
+const bit<8> VERDICT_FORWARD     = 7;         // the controller's answer, out as it is
 
 // The session of a run opened by a Join of `nonce` after `runs` runs of its job: the nonce
 // plus the runs before, 1 where that wraps to 0, which means no run (protocol.md §4.1;

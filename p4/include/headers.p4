@@ -35,6 +35,29 @@ header udp_h {
     bit<16> checksum;
 }
 
+// The CPU port's headers (p4/README.md, "Joins and the controller"; protocol.md §4.2). A Join,
+// Status or Cookie that came in on any other port leaves for the CPU port behind a packet_in
+// header naming that port; the controller checks the Join's tag and cookie in software and
+// sends an admitted Join back behind a packet_out header naming the same port (`forward`
+// 0: the pipeline takes it as from that port), or its own answer (a Cookie, an Abort
+// BadKey or UnknownJob, a StatusReply, a child's signed Join up) with `forward` 1: out of
+// that port as it is. 2 bytes each; BMv2 (simple_switch_grpc) and P4Runtime add and strip
+// them at the CPU port by these annotations. A child's Join up (protocol.md §7) goes to the
+// CPU port too, `up` set and `port` the parent's, for the controller to sign and send.
+@controller_header("packet_in")
+header packet_in_h {
+    bit<9>  port;                              // the port it came in on; `up`: the parent's
+    bit<1>  up;                                // a child's Join up, for the controller to sign
+    bit<6>  pad;
+}
+
+@controller_header("packet_out")
+header packet_out_h {
+    bit<9>  port;                              // forward 0: the port the Join came in on
+    bit<1>  forward;                           // 1: send out of `port` unchanged
+    bit<6>  pad;
+}
+
 // Every message starts with it (protocol.md §2).
 header sml_prefix_h {
     bit<8>  version;
@@ -69,7 +92,16 @@ header sml_join_h {
     bit<16> count;
     bit<16> lanes;                             // the rank's number of lanes, non-zero
     bit<32> nonce;                             // the worker process's, non-zero
-    bit<64> key;                               // the job's credential
+}
+
+// The rest of a Join (§3.2): the switch's cookie and the HMAC tag over the Join, which the
+// controller checked before the Join came back from the CPU port (§4.2). The pipeline
+// never reads them: it compares no key. A child's Join up leaves with both zero, for its
+// controller to fill (reply_builder.p4). 24 bytes.
+header sml_join_auth_h {
+    bit<64> cookie;
+    bit<64> tag_hi;
+    bit<64> tag_lo;
 }
 
 // JoinReply after the prefix, without the bitmap (§3.3).
@@ -106,6 +138,7 @@ header sml_probe_reply_h {
     bit<32> epoch;
     bit<16> world;
     bit<16> bitmap_len;
+    bit<32> session;                           // the Probe's, echoed (§3.5, §4.2 rule 3)
 }
 
 // Abort after the prefix (§3.6).
@@ -124,58 +157,20 @@ header sml_leave_h {
     bit<32> session;
 }
 
-// Status after the prefix (§3.7).
+// Status after the prefix (§3.7): the validator's to check, the controller's to answer. The
+// pipeline sends it to the CPU port as it came; the controller checks its tag and cookie
+// and answers with a StatusReply it builds itself, from the job table, the run tracker's
+// registers and every counter, which it can read and the data plane cannot. A Cookie
+// (§3.10) has nothing parsed after its prefix: a parent's, it goes to the CPU port too.
 header sml_status_h {
     bit<16> reserved;
+    bit<32> nonce;
+    bit<64> cookie;
+    bit<64> tag_hi;
+    bit<64> tag_lo;
 }
 
-// StatusReply after the prefix, without the counters and the bitmap (§3.8).
-header sml_status_reply_h {
-    bit<16> world;
-    bit<8>  flags;
-    bit<8>  reserved_a;
-    bit<16> slot_count;
-    bit<32> epoch;
-    bit<16> bitmap_len;
-    bit<16> reserved_b;
-}
-
-// The 29 counters of a StatusReply, in wire order (§3.8): the switch's, the job's, then
-// drops by class in DROP_* order. The data plane cannot read its counters, so
-// reply_builder.p4 writes zeros (p4/README.md, known gaps).
-header sml_status_counters_h {
-    bit<64> received;
-    bit<64> dropped;
-    bit<64> contributions;
-    bit<64> completions;
-    bit<64> retransmit_replies;
-    bit<64> duplicates;
-    bit<64> stale;
-    bit<64> rejected;
-    bit<64> joins;
-    bit<64> probes;
-    bit<64> aborts;
-    bit<64> overflows;
-    bit<64> runs;
-    bit<64> unauthorized;
-    bit<64> drop_malformed;
-    bit<64> drop_unknown_type;
-    bit<64> drop_unexpected_type;
-    bit<64> drop_unknown_job;
-    bit<64> drop_unknown_rank;
-    bit<64> drop_slot_range;
-    bit<64> drop_count_too_large;
-    bit<64> drop_bad_version;
-    bit<64> drop_stale;
-    bit<64> drop_duplicate;
-    bit<64> drop_count_mismatch;
-    bit<64> drop_output_too_small;
-    bit<64> drop_bad_session;
-    bit<64> drop_oversized;
-    bit<64> drop_bad_source;
-}
-
-// One bitmap byte of a JoinReply, ProbeReply or StatusReply; 8 bytes = 64 ranks.
+// One bitmap byte of a JoinReply or ProbeReply; 8 bytes = 64 ranks.
 header bitmap_byte_h {
     bit<8> b;
 }
@@ -244,9 +239,14 @@ header sml_up_mirror_h {
 // TNA only: what the ingress tells the egress pipeline (egress_bridge is never sent out):
 // the answer's addresses and length (udp_sender.p4; a child's parent's, protocol.md §7) and
 // the job table entry, which the egress's job_overflows counter is indexed by
-// (job_counters.p4, JobEgressCounters), with whether the answer is a completion's.
+// (job_counters.p4, JobEgressCounters), with whether the answer is a completion's, and
+// whether it is the controller's business (`keep`: a punted message, parsed no further;
+// `cpu`: a child's Join up, addressed as anything going up, behind its packet_in header).
 header sml_egress_bridge_h {
-    bit<4>  pad;
+    bit<2>  pad;
+    bit<1>  keep;                              // leave it as it is: a punted message, or the
+                                               // controller's answer (§4.2)
+    bit<1>  cpu;                               // a child's Join up, to the CPU port (§4.2)
     bit<1>  up;                                // to the parent switch (§7)
     bit<1>  drop;                              // counted, then dropped (no parent session)
     bit<1>  completes;                         // a completing Contribution's answer
@@ -267,17 +267,18 @@ struct headers_t {
     ethernet_h        ethernet;
     ipv4_h            ipv4;
     udp_h             udp;
+    packet_in_h       packet_in;
+    packet_out_h      packet_out;
     sml_prefix_h      prefix;
     sml_data_h        data;
     sml_join_h        join;
+    sml_join_auth_h   join_auth;
     sml_join_reply_h  join_reply;
     sml_probe_h       probe;
     sml_probe_reply_h probe_reply;
     sml_abort_h       abort;
     sml_status_h      status;
     sml_leave_h       leave;
-    sml_status_reply_h status_reply;
-    sml_status_counters_h status_counters;
 #ifdef SWITCHML_TIERS
     bitmap_byte_h[BITMAP_LEAD] bitmap_lead;    // bitmap_writer.p4: zero bytes before,
 #endif
@@ -293,6 +294,8 @@ struct headers_t {
 // program carries the same fields in its bridged recirculation header.
 struct metadata_t {
     bit<1>  switchml;                          // a datagram to the switchml port
+    bit<1>  from_cpu;                          // came back from the controller (packet_out)
+    bit<1>  to_cpu;                            // goes to the controller (packet_in)
     bit<1>  parser_failed;                     // a header ran past the packet
     bit<16> values_left;                       // v1model parser: values of the packet left
     bit<8>  values_parsed;                     // v1model parser: values of this block
@@ -319,7 +322,6 @@ struct metadata_t {
     @field_list(2) bit<16> parent_job;
     @field_list(2) bit<16> parent_member;      // this child's rank at the parent
     bit<16> parent_members;                    // the parent's world
-    bit<64> parent_key;
     @field_list(2) bit<48> parent_mac;         // where the parent switch is
     @field_list(2) bit<32> parent_ip;
     @field_list(2) bit<16> parent_udp_port;
@@ -341,7 +343,6 @@ struct metadata_t {
     bit<16> slot_count;
     @field_list(1) bit<16> group;
     @field_list(1) bit<16> job_index;
-    bit<64> job_key;
     bit<1>  worker_hit;
     bit<16> worker_rank;
     bit<16> worker_member;                     // rank - rank_lo at a child (run_tracker nonce)
@@ -371,8 +372,9 @@ struct metadata_t {
     @field_list(1) bit<1>  packet_overflow;
     bit<1>  recirculated;                      // TNA: arrived with a bridge header
     bit<9>  ingress_port;                      // TNA: the port of pass 0
+    bit<9>  cpu_port;                          // TNA: switch_config's (v1model: CPU_PORT)
     @field_list(1) bit<1>  overflow;
-    // run_tracker.p4 (and its reads for probe_handler.p4 and status_handler.p4)
+    // run_tracker.p4 (and its reads for probe_handler.p4)
     bit<1>  admitted;                          // the message's session is the run's
     bit<1>  run_open;
     bit<1>  run_opened;                        // this Join opened the run

@@ -1,5 +1,6 @@
 // reply_builder.p4 (both targets): rewrite the packet into the switch's answer: Result,
-// JoinReply, ProbeReply, StatusReply or Abort (a Leave is never answered).
+// JoinReply, ProbeReply or Abort (a Leave is never answered; a Status is the controller's,
+// protocol.md §4.2).
 // Rust twin: p4/model/src/reply_builder.rs (ReplyBuilder). Bitmaps are the 64-bit register
 // words, rank r at bit r mod 8 of byte r/8 (protocol.md §3.3), written by bitmap_writer.p4
 // (at a child switch, §7, the members from rank_lo in a bitmap of the whole job's world).
@@ -51,14 +52,14 @@ control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
             // The session stays: the Result echoes the Contribution's.
             meta.reply_len = 24 + (meta.held_count << 2);
         } else if (meta.abort_reason != 0) {
-            // A refused Join, Probe or Status: an Abort to the sender, naming the Join's nonce
-            // or the Probe's session (join_handler.p4, probe_handler.p4; 0 for a Status). A
+            // A refused Join or Probe: an Abort to the sender, naming the Join's nonce or the
+            // Probe's session (join_handler.p4, probe_handler.p4). A
             // restart: an Abort to every rank of the run that ends, the restarted rank as
             // detail; a parent's Abort (§7): ParentFailed to every rank of the child's run,
             // the member it names as detail.
             hdr.join.setInvalid();
+            hdr.join_auth.setInvalid();
             hdr.probe.setInvalid();
-            hdr.status.setInvalid();
             hdr.abort.setValid();
             hdr.prefix.msg_type = TYPE_ABORT;
             if (meta.abort_reason == ABORT_RANK_RESTARTED) {
@@ -76,14 +77,18 @@ control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
             hdr.abort.session = meta.abort_session;
             meta.reply_len = 20;
         } else if (meta.message == MSG_JOIN && meta.up == 1) {
-            // A child's Join to its parent: the worker's lane, the parent's job, key and
-            // world, this child's member index, its run's session as nonce.
+            // A child's Join to its parent: the worker's lane, the parent's job and world,
+            // this child's member index, its run's session as nonce; cookie and tag zero, for
+            // the controller, which holds the parent job's key and the parent's cookie, to
+            // fill in before it sends the Join up (protocol.md §4.2, §7).
             hdr.prefix.job = meta.parent_job;
             hdr.prefix.rank = meta.parent_member;
             hdr.join.world = meta.parent_members;
             hdr.join.nonce = meta.run_session;
-            hdr.join.key = meta.parent_key;
-            meta.reply_len = 28;
+            hdr.join_auth.cookie = 0;
+            hdr.join_auth.tag_hi = 0;
+            hdr.join_auth.tag_lo = 0;
+            meta.reply_len = 44;
         } else if (meta.message == MSG_JOIN_REPLY) {
             // The parent's COMPLETE: the child's run's, multicast to its ranks.
             hdr.prefix.job = meta.lookup_job;
@@ -107,6 +112,7 @@ control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
             bit<16> lane_slots = hdr.join.slot_count;
             bit<16> count = hdr.join.count;
             hdr.join.setInvalid();
+            hdr.join_auth.setInvalid();
             hdr.join_reply.setValid();
             hdr.prefix.msg_type = TYPE_JOIN_REPLY;
             if (meta.join_completes == 1) {
@@ -130,6 +136,9 @@ control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
             hdr.prefix.msg_type = TYPE_PROBE_REPLY;
             hdr.probe_reply.slot = hdr.probe.slot;
             hdr.probe_reply.ver = hdr.probe.ver;
+            // The Probe's session, echoed: a worker takes the reply, and the epoch in it,
+            // only for its own run (protocol.md §3.5, §4.2 rule 3).
+            hdr.probe_reply.session = hdr.probe.session;
             hdr.probe.setInvalid();
             // A version that holds no use of the probe's run reads as idle (ProbeHandler::
             // report in the model).
@@ -149,56 +158,7 @@ control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
             hdr.probe_reply.world = meta.wire_world;
             hdr.probe_reply.bitmap_len = bitmap_len;
             write_bitmap(hdr, meta.seen_word, meta.rank_lo, bitmap_len);
-            meta.reply_len = 24 + bitmap_len;
-        } else if (meta.message == MSG_STATUS) {
-            // The rank is echoed. The data plane cannot read its counters: they are zero
-            // here, and only the model fills them (status_handler.rs; p4/README.md).
-            hdr.status.setInvalid();
-            hdr.status_reply.setValid();
-            hdr.status_counters.setValid();
-            hdr.prefix.msg_type = TYPE_STATUS_REPLY;
-            hdr.status_reply.world = meta.wire_world;
-            hdr.status_reply.flags = (differs(meta.joined, meta.full_mask) == 0)
-                ? STATUS_ALL_JOINED : 8w0;
-            if (meta.run_open == 1) {
-                hdr.status_reply.flags = hdr.status_reply.flags | STATUS_RUN_OPEN;
-            }
-            hdr.status_reply.reserved_a = 0;
-            hdr.status_reply.slot_count = meta.slot_count;
-            hdr.status_reply.epoch = meta.epoch;
-            hdr.status_reply.bitmap_len = bitmap_len;
-            hdr.status_reply.reserved_b = 0;
-            hdr.status_counters.received = 0;
-            hdr.status_counters.dropped = 0;
-            hdr.status_counters.contributions = 0;
-            hdr.status_counters.completions = 0;
-            hdr.status_counters.retransmit_replies = 0;
-            hdr.status_counters.duplicates = 0;
-            hdr.status_counters.stale = 0;
-            hdr.status_counters.rejected = 0;
-            hdr.status_counters.joins = 0;
-            hdr.status_counters.probes = 0;
-            hdr.status_counters.aborts = 0;
-            hdr.status_counters.overflows = 0;
-            hdr.status_counters.runs = 0;
-            hdr.status_counters.unauthorized = 0;
-            hdr.status_counters.drop_malformed = 0;
-            hdr.status_counters.drop_unknown_type = 0;
-            hdr.status_counters.drop_unexpected_type = 0;
-            hdr.status_counters.drop_unknown_job = 0;
-            hdr.status_counters.drop_unknown_rank = 0;
-            hdr.status_counters.drop_slot_range = 0;
-            hdr.status_counters.drop_count_too_large = 0;
-            hdr.status_counters.drop_bad_version = 0;
-            hdr.status_counters.drop_stale = 0;
-            hdr.status_counters.drop_duplicate = 0;
-            hdr.status_counters.drop_count_mismatch = 0;
-            hdr.status_counters.drop_output_too_small = 0;
-            hdr.status_counters.drop_bad_session = 0;
-            hdr.status_counters.drop_oversized = 0;
-            hdr.status_counters.drop_bad_source = 0;
-            write_bitmap(hdr, meta.joined, meta.rank_lo, bitmap_len);
-            meta.reply_len = 252 + bitmap_len;
+            meta.reply_len = 28 + bitmap_len;
         } else if (meta.message == MSG_ABORT) {
             meta.reply_len = 20;                   // passed on unchanged
         }

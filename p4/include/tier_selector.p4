@@ -7,9 +7,10 @@
 // control plane keeps a parent's job id off every other job here, JobError::ParentIdTaken
 // in the model and the reference); then `parent_link`
 // gives the job's tier: flat (the default), a parent (a member's OVERFLOW is kept), or a
-// child with its link: the whole job's world and first rank, the parent's job, key and
-// world, this child's member index, and where the parent switch is (what goes up leaves
-// there). At a child the worker table's rank bit is the member's (rank - rank_lo, action
+// child with its link: the whole job's world and first rank, the parent's job and world,
+// this child's member index, and where the parent switch is (what goes up leaves there;
+// a Join up by way of the controller, which holds the parent job's key and signs it). At
+// a child the worker table's rank bit is the member's (rank - rank_lo, action
 // data), so the registers hold members and every bitmap the child writes places them at
 // rank_lo (bitmap_writer.p4).
 #ifndef _SWITCHML_TIER_SELECTOR_P4_
@@ -36,7 +37,7 @@ control TierSelector(inout headers_t hdr, inout metadata_t meta) {
     }
 
     action set_child(bit<16> world, bit<16> rank_lo, bit<16> parent_job, bit<16> member,
-                     bit<16> members, bit<64> key, bit<48> mac, bit<32> ip,
+                     bit<16> members, bit<48> mac, bit<32> ip,
                      bit<16> udp_port, bit<16> port) {
         meta.tier = TIER_CHILD;
         meta.wire_world = world;
@@ -44,7 +45,6 @@ control TierSelector(inout headers_t hdr, inout metadata_t meta) {
         meta.parent_job = parent_job;
         meta.parent_member = member;
         meta.parent_members = members;
-        meta.parent_key = key;
         meta.parent_mac = mac;
         meta.parent_ip = ip;
         meta.parent_udp_port = udp_port;

@@ -2,7 +2,8 @@
 // Rust twin: p4/model/src/validator.rs (Validator). protocol.md §2-4: a message is
 // Malformed if its version is not 1, its length is not exactly what its header declares, a
 // reserved field is not zero, `ver` is above 1, or a Join's nonce or lanes is zero;
-// ProbeReply and StatusReply are UnexpectedType, unknown types UnknownType. A Result or
+// ProbeReply and StatusReply are UnexpectedType, unknown types UnknownType. A Cookie is
+// MSG_COOKIE, a parent's for the controller (protocol.md §4.2). A Result or
 // JoinReply is checked as a child switch takes it from its parent (protocol.md §7) and
 // marked meta.from_parent: tier_selector.p4 drops it as UnexpectedType, before these
 // checks count, unless its job is a child's parent's. It also picks the message's session
@@ -49,7 +50,7 @@ control Validator(inout headers_t hdr, inout metadata_t meta) {
             }
         } else if (hdr.join.isValid()) {
             bit<1> join_ok = 0;
-            if (udp_len == 36) {
+            if (udp_len == 52) {
                 join_ok = 1;
             }
             if (hdr.join.lanes == 0) {
@@ -86,15 +87,26 @@ control Validator(inout headers_t hdr, inout metadata_t meta) {
                 meta.drop_reason = DROP_MALFORMED;
             }
         } else if (hdr.status.isValid()) {
-            if (udp_len == 16 && hdr.status.reserved == 0) {
+            // Checked here, answered by the controller (its tag and cookie, §4.2).
+            bit<1> status_ok = 0;
+            if (udp_len == 44 && hdr.status.reserved == 0) {
+                status_ok = 1;
+            }
+            if (hdr.status.nonce == 0) {
+                status_ok = 0;
+            }
+            if (status_ok == 1) {
                 meta.message = MSG_STATUS;
             } else {
                 meta.drop_reason = DROP_MALFORMED;
             }
+        } else if (hdr.prefix.msg_type == TYPE_COOKIE) {
+            meta.message = MSG_COOKIE;             // the controller's (a parent's, §4.2)
         } else if (meta.from_parent == 1) {
             meta.drop_reason = DROP_MALFORMED;     // shorter than its header
         } else if (hdr.prefix.msg_type == TYPE_PROBE_REPLY
-                || hdr.prefix.msg_type == TYPE_STATUS_REPLY) {
+                || hdr.prefix.msg_type == TYPE_STATUS_REPLY
+                || hdr.prefix.msg_type == TYPE_COOKIE) {
             meta.drop_reason = DROP_UNEXPECTED_TYPE;
         } else {
             meta.drop_reason = DROP_UNKNOWN_TYPE;

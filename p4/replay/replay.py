@@ -9,7 +9,16 @@ EXPECTED is written by `cargo run -p switchml-p4model --bin expected` (the wire 
     [name]
     in <port> <hex frame>
     out <port> <hex frame>      (zero or more)
-HOST_IF i is the host end of switch port i. Standard library only (AF_PACKET sockets).
+HOST_IF is the host end of a switch port: `IF` for port i, its position in the list, or
+`PORT=IF` for another port (the CPU port: `64=hcpu`). Standard library only (AF_PACKET
+sockets).
+
+The replay plays the switch's controller (protocol.md §4.2; p4/README.md, "Joins and the
+controller"): a Join, Status or Cookie comes out on the CPU port behind its packet_in header,
+and the next vector (`[NAME/cpu]`) is the frame the model's controller sends back there
+(packet_out, then the admitted Join or the controller's own answer, which BMv2 forwards as
+it is). So every frame is compared byte for byte, a StatusReply's counters included: the
+model's controller wrote them.
 
 The first vector is `[liveness]`: a Probe for a job no bed has, which any running switch
 answers. Without that answer nothing else is sent and the run fails (status 3): a switch
@@ -18,8 +27,6 @@ state carries over as in the model; after each, frames are collected on every po
 the ports stay quiet for QUIET seconds. Every frame counts: one the model does not send
 (on any port), one it sends that BMv2 does not, and one whose bytes differ are failures.
 Replicas may leave in any order: frames are compared as multisets of (port, frame).
-A StatusReply's 29 counters are zero on BMv2 (the data plane cannot read its counters;
-p4/README.md, known gaps), so the model's are zeroed before comparing.
 
 Exit status: 0 every vector agrees; 1 some vector differs; 3 no switch answered (the
 liveness check failed, or no vector that expects a frame got one); 2 usage.
@@ -39,9 +46,6 @@ import time
 # Seconds without a frame after which a vector's answers are complete (REPLAY_QUIET: for the
 # tests' fake switch, which answers at once).
 QUIET = float(os.environ.get("REPLAY_QUIET", "0.3"))
-DATAGRAM = 14 + 20 + 8  # Ethernet, IPv4, UDP
-STATUS_REPLY = 0x16
-COUNTERS = range(DATAGRAM + 20, DATAGRAM + 252)  # protocol.md §3.8: 29 u64
 LIVENESS = "liveness"
 
 AGREE, DIFFER, USAGE, NO_SWITCH = 0, 1, 2, 3
@@ -67,11 +71,13 @@ def cli_complaints(text):
     return complaints
 
 
-def as_p4_sends(frame):
-    """The frame as the P4 program sends it: a StatusReply's counters zeroed."""
-    if len(frame) >= COUNTERS.stop and frame[DATAGRAM:DATAGRAM + 2] == bytes([1, STATUS_REPLY]):
-        frame = frame[:COUNTERS.start] + bytes(len(COUNTERS)) + frame[COUNTERS.stop:]
-    return frame
+def interfaces(args):
+    """The switch ports of the HOST_IF arguments: {port: interface}."""
+    ports = {}
+    for i, arg in enumerate(args):
+        port, sep, name = arg.partition("=")
+        ports[int(port) if sep else i] = name if sep else arg
+    return ports
 
 
 def load(text):
@@ -88,7 +94,7 @@ def load(text):
         kind, port, frame = line.split()
         if v is None or kind not in ("in", "out"):
             raise ValueError(f"line {n}: unexpected {line[:40]!r}")
-        item = (int(port), as_p4_sends(bytes.fromhex(frame)))
+        item = (int(port), bytes.fromhex(frame))
         if kind == "in":
             v["in"] = item
         else:
@@ -127,7 +133,7 @@ def verdict(results):
         return NO_SWITCH, ["no vectors were replayed"]
     first, got = results[0]
     if first["name"] == LIVENESS and diff(first["out"], got):
-        report.append("the switch did not answer the liveness check (a Status for an unknown job):")
+        report.append("the switch did not answer the liveness check (a Probe for an unknown job):")
         report += diff(first["out"], got)
         return NO_SWITCH, report
     answering = [(v, g) for v, g in results if v["out"] and v["name"] != LIVENESS]
@@ -146,16 +152,18 @@ def verdict(results):
 
 
 def capture(socks, port, frame, quiet=QUIET):
-    """Send `frame` out of socks[port]; return [(port, frame)] received until quiet."""
+    """Send `frame` out of socks[port] ({port: socket}); return [(port, frame)] received
+    until quiet."""
     socks[port].send(frame)
+    port_of = {s: p for p, s in socks.items()}
     got, deadline = [], time.time() + quiet
     while time.time() < deadline:
-        ready, _, _ = select.select(socks, [], [], max(0.0, deadline - time.time()))
+        ready, _, _ = select.select(list(socks.values()), [], [], max(0.0, deadline - time.time()))
         for s in ready:
             data, addr = s.recvfrom(65535)
             if addr[2] == socket.PACKET_OUTGOING:
                 continue  # our own transmission
-            got.append((socks.index(s), data))
+            got.append((port_of[s], data))
             deadline = time.time() + quiet
     return got
 
@@ -183,11 +191,11 @@ def main(argv):
         return USAGE
     with open(argv[1]) as f:
         vectors = load(f.read())
-    socks = []
-    for ifname in argv[2:]:
+    socks = {}
+    for port, ifname in interfaces(argv[2:]).items():
         s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
         s.bind((ifname, 0))
-        socks.append(s)
+        socks[port] = s
     status, report = verdict(replay(vectors, lambda port, frame: capture(socks, port, frame)))
     for line in report:
         print(line, file=sys.stderr if status else sys.stdout)

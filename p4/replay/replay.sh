@@ -7,10 +7,12 @@
 #
 # Steps: compile p4/v1model/switchml.p4 with p4c-bm2-ss (or p4c); have the model write the
 # expected frames and the tables of every bed (`expected`, `expected --scenarios`); make a
-# network namespace with veth pairs h<i> <-> s<i>; then for each bed (the wire vectors' test
-# bed, then one per scenario) start simple_switch on s0..s3, check it is alive and loaded
-# the program, load the bed's tables, and run replay.py on h0..h3, which first checks that
-# the switch answers at all and then compares every frame.
+# network namespace with veth pairs h<i> <-> s<i> and hcpu <-> scpu (the CPU port, 64); then
+# for each bed (the wire vectors' test bed, then one per scenario) start simple_switch on
+# s0..s3 and scpu, check it is alive and loaded the program, load the bed's tables, and run
+# replay.py on h0..h3 and hcpu, which first checks that the switch answers at all and then
+# compares every frame; on hcpu it plays the controller, sending the model's controller's
+# frames (p4/README.md, "Joins and the controller").
 #
 # Needs on the PATH: p4c-bm2-ss (or p4c), simple_switch, simple_switch_CLI, python3, ip,
 # cargo. Logs (compiler, every switch log, CLI output, replay reports) are kept in a fresh
@@ -30,6 +32,9 @@ here="$(cd "${BASH_SOURCE[0]%/*}" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 ns="switchml-replay"
 ports=4
+# The v1model program's CPU_PORT (p4/v1model/switchml.p4): the controller's port, a veth
+# pair hcpu <-> scpu, where replay.py plays the controller with the model's frames.
+cpu_port=64
 
 # Tools first, with builtins only, so that the skip path works with nothing installed.
 missing=()
@@ -99,7 +104,7 @@ fi
 "${model[@]}" --scenarios "$logs/scenarios" \
     || fail 2 "the model does not reproduce tests/vectors/switch.txt (see above)"
 
-echo "== network namespace $ns: host h<i> <-> switch port s<i>, i in 0..$((ports - 1))"
+echo "== network namespace $ns: host h<i> <-> switch port s<i>, i in 0..$((ports - 1)); hcpu <-> CPU port $cpu_port"
 ip netns del "$ns" 2>/dev/null || true
 ip netns add "$ns"
 ip -n "$ns" link set lo up    # simple_switch_CLI reaches the Thrift server on localhost
@@ -110,9 +115,16 @@ for ((i = 0; i < ports; i++)); do
         ip -n "$ns" link set "$dev" up
     done
 done
+ip -n "$ns" link add hcpu type veth peer name scpu
+for dev in hcpu scpu; do
+    ip netns exec "$ns" sysctl -qw "net.ipv6.conf.$dev.disable_ipv6=1"
+    ip -n "$ns" link set "$dev" up
+done
 ifaces=()
 hosts=()
 for ((i = 0; i < ports; i++)); do ifaces+=(-i "$i@s$i"); hosts+=("h$i"); done
+ifaces+=(-i "$cpu_port@scpu")
+hosts+=("$cpu_port=hcpu")
 
 # cli PORT: simple_switch_CLI on the bed's Thrift port, commands on stdin.
 cli() { ip netns exec "$ns" simple_switch_CLI --thrift-port "$1"; }

@@ -39,7 +39,17 @@ out 1 0333
 out 2 0333
 [dropped]
 in 3 0044
+[status]
+in 2 0015
+out 64 01000015
+[status/cpu]
+in 64 01400016
+out 2 0016
 """
+# The CPU port (p4/v1model/switchml.p4 CPU_PORT): `[status]` comes out there behind its
+# packet_in header (port 2), and the replay, playing the controller, sends `[status/cpu]`
+# (packet_out naming port 2, forward) back in on it.
+CPU_PORT = 64
 
 
 def vectors():
@@ -60,7 +70,7 @@ class Verdict(unittest.TestCase):
     def test_a_run_equal_to_the_model_passes(self):
         status, report = replay.verdict(model_run())
         self.assertEqual(status, replay.AGREE, report)
-        self.assertEqual(report[-1], "5 passed, 0 failed")
+        self.assertEqual(report[-1], "7 passed, 0 failed")
 
     def test_replicas_in_another_order_pass(self):
         v = vectors()[3]
@@ -96,7 +106,7 @@ class Verdict(unittest.TestCase):
         self.assertEqual(status, replay.DIFFER)
         self.assertIn("[multicast] differs", report)
         self.assertTrue(any(line.startswith("  missing: model out 2 ") for line in report))
-        self.assertEqual(report[-1], "4 passed, 1 failed")
+        self.assertEqual(report[-1], "6 passed, 1 failed")
 
     def test_an_extra_frame_where_nothing_is_expected_fails(self):
         status, report = replay.verdict(with_got("dropped", [(3, PING)]))
@@ -143,21 +153,52 @@ class FakeSwitch(unittest.TestCase):
         self.assertEqual(status, replay.NO_SWITCH)  # the liveness answer is wrong
 
 
+class CpuPort(unittest.TestCase):
+    """The replay plays the controller: what the switch sends the CPU port is compared like
+    any frame, and the controller's frame goes in on the CPU port as the next vector."""
+
+    def test_a_switch_that_answers_a_status_itself_fails(self):
+        # The old data plane answered Status on the sender's port, not the CPU port.
+        status, report = replay.verdict(with_got("status", [(2, bytes.fromhex("0016"))]))
+        self.assertEqual(status, replay.DIFFER)
+        self.assertIn(f"  missing: model out {CPU_PORT} 01000015", report)
+        self.assertIn("  extra:   bmv2  out 2 0016", report)
+
+    def test_the_controllers_frame_goes_in_on_the_cpu_port(self):
+        sent = []
+
+        def switch(port, frame):
+            sent.append(port)
+            return {v["in"]: list(v["out"]) for v in vectors()}[(port, frame)]
+
+        status, report = replay.verdict(replay.replay(vectors(), switch))
+        self.assertEqual(status, replay.AGREE, report)
+        self.assertEqual(sent[-2:], [2, CPU_PORT])
+
+    def test_a_controller_frame_the_switch_does_not_forward_fails(self):
+        status, report = replay.verdict(with_got("status/cpu", []))
+        self.assertEqual(status, replay.DIFFER)
+        self.assertIn("[status/cpu] differs", report)
+
+
 class Frames(unittest.TestCase):
     def test_diff_is_empty_only_for_equal_multisets(self):
         self.assertEqual(replay.diff([(0, PING), (1, PONG)], [(1, PONG), (0, PING)]), [])
         self.assertEqual(len(replay.diff([(0, PING)], [(0, PING), (0, PING)])), 1)
         self.assertEqual(len(replay.diff([(0, RESULT)], [])), 1)
 
-    def test_status_reply_counters_are_zeroed(self):
-        header = bytes(replay.DATAGRAM)
-        reply = header + bytes([1, replay.STATUS_REPLY]) + bytes(18) + b"\x07" * 232 + b"tail"
-        zeroed = replay.as_p4_sends(reply)
-        self.assertEqual(len(zeroed), len(reply))
-        self.assertEqual(zeroed[replay.COUNTERS.start:replay.COUNTERS.stop], bytes(232))
-        self.assertTrue(zeroed.endswith(b"tail"))
-        other = header + bytes([1, 0x02]) + b"\x07" * 300
-        self.assertEqual(replay.as_p4_sends(other), other)
+    def test_frames_are_compared_whole_status_reply_counters_included(self):
+        # The controller's StatusReply is the model's, counters and all: nothing is zeroed.
+        reply = bytes(42) + bytes([1, 0x16]) + bytes(18) + b"\x07" * 232
+        [v] = replay.load(f"[s/cpu]\nin {CPU_PORT} 0140{reply.hex()}\nout 2 {reply.hex()}\n")
+        self.assertEqual(v["out"], [(2, reply)])
+        self.assertEqual(replay.diff(v["out"], [(2, reply[:-1] + b"\x00")])[0][:10], "  missing:")
+
+    def test_interfaces_name_the_cpu_port(self):
+        self.assertEqual(
+            replay.interfaces(["h0", "h1", "h2", "h3", f"{CPU_PORT}=hcpu"]),
+            {0: "h0", 1: "h1", 2: "h2", 3: "h3", CPU_PORT: "hcpu"},
+        )
 
     def test_load_rejects_a_vector_without_input(self):
         with self.assertRaises(ValueError):

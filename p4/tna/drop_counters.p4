@@ -6,7 +6,8 @@
 
 control DropCounters(in metadata_t meta) {
     Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) received;
-    Counter<bit<64>, bit<2>>(4, CounterType_t.PACKETS) outcomes;   // consumed, multicast, unicast, up (§7)
+    // consumed, multicast, unicast, up (§7), to the controller (§4.2)
+    Counter<bit<64>, bit<3>>(5, CounterType_t.PACKETS) outcomes;
     Counter<bit<64>, bit<8>>(DROP_CLASSES, CounterType_t.PACKETS) drops;
     Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) ignored;
     Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) recirculations;
@@ -15,11 +16,14 @@ control DropCounters(in metadata_t meta) {
 #endif
 
     apply {
-        if (meta.switchml == 0) {
+        if (meta.verdict == VERDICT_FORWARD) {
+            // The controller's answer: it counted what it answered.
+        } else if (meta.switchml == 0) {
             ignored.count(0);
         } else {
-            // Every datagram once, in its first pass, whatever becomes of it.
-            if (meta.pass == 0) {
+            // Every datagram once, in its first pass, whatever becomes of it; a Join the
+            // controller sends back was counted when it came in.
+            if (meta.pass == 0 && meta.from_cpu == 0) {
                 received.count(0);
             }
             if (meta.verdict == VERDICT_RECIRCULATE) {
@@ -37,6 +41,8 @@ control DropCounters(in metadata_t meta) {
                                         // counts its overflow and drops it (switchml.p4)
             } else if (meta.verdict == VERDICT_UP) {
                 outcomes.count(3);
+            } else if (meta.verdict == VERDICT_TO_CPU) {
+                outcomes.count(4);
             }
 #ifdef SWITCHML_TIERS
             // The mirror a child's run's end sends up (§7): the controller adds it to

@@ -1,12 +1,14 @@
-// join_handler.p4 (TNA): the checks of a Join, in the reference's order: the job's key,
-// rank, world size, slot range (the lane lies in the job's slots, starts at a multiple of
+// join_handler.p4 (TNA): the checks of a Join, in the reference's order: the job, rank,
+// world size, slot range (the lane lies in the job's slots, starts at a multiple of
 // its length, and is one of the `lanes` the Join states), count. Rust twin:
 // p4/model/src/join_handler.rs (JoinHandler). Stateless: a Join that passes goes on to
-// run_tracker.p4, which opens or joins the run.
+// run_tracker.p4, which opens or joins the run. It compares no key: the Join came back from
+// the controller, which checked its tag and cookie (protocol.md §4.2) and refused a wrong
+// one with Abort BadKey itself; a Join from any other port never reaches this control.
 // Tofino has no divider: `slot_lo % slot_count == 0` is a hit in `lane_alignment`, which
 // the control plane fills with every aligned pair (slot_count c, slot_lo k*c) of the pool
 // (POOL_SLOTS * ln(POOL_SLOTS) entries at most; LANE_ALIGNMENTS), the entry's action data
-// being the lane k = slot_lo / slot_count. The 64-bit key is compared in two 32-bit halves.
+// being the lane k = slot_lo / slot_count.
 #ifndef _SWITCHML_JOIN_HANDLER_P4_
 #define _SWITCHML_JOIN_HANDLER_P4_
 
@@ -37,10 +39,6 @@ control JoinHandler(inout headers_t hdr, inout metadata_t meta) {
         meta.abort_session = hdr.join.nonce;
         if (meta.job_hit == 0) {
             meta.abort_reason = ABORT_UNKNOWN_JOB;
-            meta.abort_detail = 0;
-        } else if (hdr.join.key[63:32] != meta.job_key[63:32]
-                || hdr.join.key[31:0] != meta.job_key[31:0]) {
-            meta.abort_reason = ABORT_BAD_KEY;
             meta.abort_detail = 0;
         } else if (meta.rank_known == 0) {
             meta.abort_reason = ABORT_UNKNOWN_RANK;

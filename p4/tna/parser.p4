@@ -16,12 +16,18 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
 #ifdef SWITCHML_TIERS
     ParserCounter() bitmap_left;                   // a parent's JoinReply's bitmap bytes
 #endif
+    // The CPU port, set by the control plane with switch_config's cpu_port (one value): what
+    // comes in on it starts with the controller's packet_out header (protocol.md §4.2).
+    value_set<bit<9>>(1) cpu_port;
 
     state start {
         packet.extract(ig_intr_md);
         packet.advance(PORT_METADATA_SIZE);
         // Every field of metadata_t (p4/model/tests/p4_files.rs checks the list).
         meta.switchml = 0;
+        meta.from_cpu = 0;
+        meta.to_cpu = 0;
+        meta.cpu_port = 0;
         meta.parser_failed = 0;
         meta.values_left = 0;
         meta.values_parsed = 0;
@@ -47,7 +53,6 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
         meta.parent_job = 0;
         meta.parent_member = 0;
         meta.parent_members = 0;
-        meta.parent_key = 0;
         meta.parent_mac = 0;
         meta.parent_ip = 0;
         meta.parent_udp_port = 0;
@@ -67,7 +72,6 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
         meta.slot_count = 0;
         meta.group = 0;
         meta.job_index = 0;
-        meta.job_key = 0;
         meta.worker_hit = 0;
         meta.worker_rank = 0;
         meta.worker_member = 0;
@@ -129,8 +133,15 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
         meta.max_count = 0;
         transition select(ig_intr_md.ingress_port) {
             RECIRCULATION_PORT: parse_bridge;
+            cpu_port: parse_packet_out;
             default: parse_ethernet;
         }
+    }
+
+    state parse_packet_out {
+        packet.extract(hdr.packet_out);
+        meta.from_cpu = 1;
+        transition parse_ethernet;
     }
 
     // A later pass: a Contribution's or a Result's (its next block of values, or nothing
@@ -187,7 +198,7 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
         meta.lookup_job = hdr.prefix.job;          // no child_job table: the job's own id
 #endif
         transition select(hdr.bridge.message) {
-            MSG_JOIN: parse_join;
+            MSG_JOIN: parse_bridged_join;
             MSG_LEAVE: parse_leave;
             MSG_PARENT_ABORT: parse_abort;         // the run tracker reads its reason
             default: accept;
@@ -281,6 +292,7 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
 
     state parse_join {
         packet.extract(hdr.join);
+        packet.extract(hdr.join_auth);
         transition accept;
     }
 
@@ -335,6 +347,13 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
     }
 #endif
 
+    // A restarted rank's Join in the pass that ends the run: pass 0 dropped its cookie and
+    // tag (join_auth), so that its mirror, the Abort up, parses within 160 bytes.
+    state parse_bridged_join {
+        packet.extract(hdr.join);
+        transition accept;
+    }
+
     state parse_probe {
         packet.extract(hdr.probe);
         transition accept;
@@ -362,8 +381,10 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
 // ingress wrote: an answer, or a packet on its way to its next pass, which the egress
 // leaves alone and so parses no further than its egress bridge header. Tofino 1 parses at
 // most 160 bytes on any egress path, intrinsic metadata included (p4/README.md,
-// "Resources"; model/tests/tofino_rules.rs adds them up): 120 for an answer, 148 for the
-// mirror of a restarted rank's bridged Join.
+// "Resources"; model/tests/tofino_rules.rs adds them up): 120 for an answer, 140 for the
+// mirror of a restarted rank's bridged Join. A message punted to the controller and the
+// controller's own answer (egress_bridge.keep) are not parsed past the egress bridge; a
+// child's Join up to the CPU port (egress_bridge.cpu) is, after its packet_in header.
 parser SwitchmlEgressParser(packet_in packet, out egress_headers_t hdr,
                             out egress_metadata_t meta,
                             out egress_intrinsic_metadata_t eg_intr_md) {
@@ -381,11 +402,29 @@ parser SwitchmlEgressParser(packet_in packet, out egress_headers_t hdr,
 
     state parse_egress_bridge {
         packet.extract(hdr.egress_bridge);
-        transition select(hdr.egress_bridge.recirculate) {
-            1: accept;                             // its bridge headers stay payload
+        transition select(hdr.egress_bridge.recirculate, hdr.egress_bridge.keep,
+                          hdr.egress_bridge.cpu) {
+            (1, _, _): accept;                     // its bridge headers stay payload
+            (_, 1, _): accept;                     // the controller's, as it is
+#ifdef SWITCHML_TIERS
+            (_, _, 1): parse_packet_in;            // a child's Join up, for the controller
+#endif
             default: parse_ethernet;
         }
     }
+
+#ifdef SWITCHML_TIERS
+    // A child's Join up (§7): addressed in the egress as anything going up, then its
+    // controller signs it (protocol.md §4.2). Its Join header stays payload.
+    state parse_packet_in {
+        packet.extract(hdr.packet_in);
+        packet.extract(hdr.ethernet);
+        packet.extract(hdr.ipv4);
+        packet.extract(hdr.udp);
+        packet.extract(hdr.prefix);
+        transition accept;
+    }
+#endif
 
 #ifdef SWITCHML_TIERS
     // The packet that ended a child's run, mirrored: a worker's Abort, or a restarted

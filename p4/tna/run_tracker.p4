@@ -319,13 +319,6 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
                 meta.abort_own_run = 0;
             }
             parent_mode = 2;
-        } else if (meta.message == MSG_STATUS) {
-            held = read_session.execute(j);
-            meta.run_open = 1;
-            if (held == 0) {
-                meta.run_open = 0;
-            }
-            joined_on = 1;
         } else if (meta.message == MSG_JOIN) {
             meta.join_neg_nonce = 0 - hdr.join.nonce;
             held = open_run.execute(j);
@@ -570,11 +563,6 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
             }
         } else if (meta.message == MSG_CONTRIBUTION) {
             meta.parent_session = parent_read;
-        } else if (meta.message == MSG_STATUS) {
-            meta.joined = 0;
-            if (meta.run_open == 1) {
-                meta.joined = hi ++ lo;
-            }
         } else if (meta.message == MSG_JOIN) {
             // Each finding a flag of one comparison (the words are compared by halves).
             bit<64> old = hi ++ lo;

@@ -37,6 +37,7 @@ struct egress_headers_t {
 #ifdef SWITCHML_TIERS
     sml_bridge_h        bridge;                 // a mirrored Join's (the Abort up, §7)
 #endif
+    packet_in_h         packet_in;              // a child's Join up, to the CPU port (§4.2)
     ethernet_h          ethernet;
     ipv4_h              ipv4;
     udp_h               udp;
@@ -72,7 +73,6 @@ struct egress_metadata_t {
 #include "join_handler.p4"
 #include "run_tracker.p4"
 #include "../include/probe_handler.p4"
-#include "../include/status_handler.p4"
 #include "../include/bitmap_writer.p4"
 #include "../include/reply_builder.p4"
 #include "drop_counters.p4"
@@ -106,35 +106,72 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
     JoinHandler() join_handler;
     RunTracker() run_tracker;
     ProbeHandler() probe_handler;
-    StatusHandler() status_handler;
     ReplyBuilder() reply_builder;
     DropCounters() drop_counters;
     JobCounters() job_counters;
 
-    // The switch's addresses, its epoch and the largest count it accepts (the model's
-    // Config; a max_count above MAX_COUNT, what the registers hold, is taken as MAX_COUNT).
-    action set_switch_config(bit<48> mac, bit<32> ip, bit<32> epoch, bit<16> max_count) {
+    // The switch's addresses, its epoch, the largest count it accepts (the model's Config; a
+    // max_count above MAX_COUNT, what the registers hold, is taken as MAX_COUNT) and the CPU
+    // port (the controller's; the parser's value set `cpu_port` holds the same port).
+    action set_switch_config(bit<48> mac, bit<32> ip, bit<32> epoch, bit<16> max_count,
+                             bit<9> cpu_port) {
         meta.switch_mac = mac;
         meta.switch_ip = ip;
         meta.epoch = epoch;
         meta.max_count = (max_count > MAX_COUNT) ? MAX_COUNT : max_count;
+        meta.cpu_port = cpu_port;
     }
 
     table switch_config {
         actions = { set_switch_config; }
-        default_action = set_switch_config(0, 0, 0, MAX_COUNT);
+        default_action = set_switch_config(0, 0, 0, MAX_COUNT, 0);
     }
 
     apply {
+        // From the controller (protocol.md §4.2): its own answer, out of the port it names
+        // as it is, or an admitted Join, taken as from the port it came in on.
+        bit<1> forward = 0;
+        bit<9> port_out = 0;
+        if (hdr.packet_out.isValid()) {
+            forward = hdr.packet_out.forward;
+            port_out = hdr.packet_out.port;
+            hdr.packet_out.setInvalid();
+        }
+        if (forward == 1) {
+            meta.verdict = VERDICT_FORWARD;
+        }
         // Not switchml traffic is only counted (ignored) and dropped: its verdict stays
         // VERDICT_DROP, as the parser wrote it.
-        if (meta.switchml == 1) {
+        if (meta.switchml == 1 && forward == 0) {
             switch_config.apply();
             if (meta.recirculated == 0) {
                 // Pass 0: everything but the later value blocks and the end of a run.
                 meta.ingress_port = ig_intr_md.ingress_port;
+                if (meta.from_cpu == 1) {
+                    meta.ingress_port = port_out;
+                }
                 meta.parser_failed = (ig_prsr_md.parser_err != 0) ? 1w1 : 1w0;
                 validator.apply(hdr, meta);
+                // Joins, Statuses and Cookies go to the controller first (protocol.md §4.2):
+                // it checks the tag and cookie a pipeline cannot compute, answers Statuses,
+                // Cookies and refusals itself, and sends an admitted Join back on the CPU
+                // port. The pipeline compares no key: a Join is taken from the CPU port only.
+                bit<1> controllers = 0;
+                if (meta.message == MSG_JOIN) {
+                    controllers = 1;
+                }
+                if (meta.message == MSG_STATUS) {
+                    controllers = 1;
+                }
+                if (meta.message == MSG_COOKIE) {
+                    controllers = 1;
+                }
+                if (controllers == 1 && meta.from_cpu == 0) {
+                    meta.to_cpu = 1;
+                } else if (meta.message == MSG_STATUS || meta.message == MSG_COOKIE) {
+                    // The controller answers these itself and never injects them.
+                    meta.drop_reason = DROP_UNEXPECTED_TYPE;
+                }
             } else {
                 // A later pass: what pass 0 decided comes in the bridge headers. A Contribution's
                 // next block of values, or the pass that ends the run of a restarted rank's Join,
@@ -172,7 +209,7 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
 #ifdef SWITCHML_TIERS
             // The job's tier (tier_selector.p4, protocol.md §7), in every pass: the last pass
             // of an answer that goes up or down needs the link again.
-            if (meta.message != MSG_NONE || meta.from_parent == 1) {
+            if (meta.to_cpu == 0 && (meta.message != MSG_NONE || meta.from_parent == 1)) {
                 tier_selector.apply(hdr, meta);
             }
 #else
@@ -184,7 +221,7 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                 meta.message = MSG_NONE;
             }
 #endif
-            if (meta.recirculated == 0) {
+            if (meta.recirculated == 0 && meta.to_cpu == 0) {
                 if (meta.message != MSG_NONE) {
                     classifier.apply(hdr, meta);
                 }
@@ -193,8 +230,6 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                 }
                 if (meta.message == MSG_JOIN) {
                     join_handler.apply(hdr, meta);
-                } else if (meta.message == MSG_STATUS) {
-                    status_handler.apply(hdr, meta);
 #ifdef SWITCHML_TIERS
                 } else if (meta.message == MSG_RESULT || meta.message == MSG_JOIN_REPLY
                         || meta.message == MSG_PARENT_ABORT) {
@@ -214,6 +249,9 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                 track = 1;
             }
             if (meta.message == MSG_NONE) {
+                track = 0;
+            }
+            if (meta.to_cpu == 1) {
                 track = 0;
             }
             if (meta.recirculated == 1 && meta.message == MSG_CONTRIBUTION) {
@@ -283,7 +321,9 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                 }
             }
 
-            if ((meta.message == MSG_CONTRIBUTION || meta.message == MSG_RESULT)
+            if (meta.to_cpu == 1) {
+                meta.verdict = VERDICT_TO_CPU;
+            } else if ((meta.message == MSG_CONTRIBUTION || meta.message == MSG_RESULT)
                     && meta.drop_reason == DROP_NONE && meta.stale == 0) {
                 // next_step_selector.p4 already chose this pass's verdict.
             } else if (meta.drop_reason != DROP_NONE) {
@@ -323,8 +363,37 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
             }
         }
         drop_counters.apply(meta);
-        if (meta.switchml == 1) {
+        // Not for what goes to the controller or comes from it as its answer: the
+        // controller counts those.
+        if (meta.switchml == 1 && meta.to_cpu == 0 && meta.verdict != VERDICT_FORWARD) {
             job_counters.apply(meta);
+        }
+        // What goes to the controller: a punted message behind the port it came in on, or a
+        // child's Join up (unsigned: the controller puts in the parent's cookie, signs it with
+        // the parent job's key and sends it out of the parent's port, protocol.md §7).
+        bit<1> join_up = 0;
+#ifdef SWITCHML_TIERS
+        if (meta.verdict == VERDICT_UP && meta.message == MSG_JOIN) {
+            join_up = 1;
+        }
+#endif
+        if (meta.verdict == VERDICT_TO_CPU) {
+            hdr.packet_in.setValid();
+            hdr.packet_in.port = meta.ingress_port;
+            hdr.packet_in.up = 0;
+            hdr.packet_in.pad = 0;
+#ifdef SWITCHML_TIERS
+        } else if (join_up == 1) {
+            hdr.packet_in.setValid();
+            hdr.packet_in.port = (bit<9>)meta.parent_port;
+            hdr.packet_in.up = 1;
+            hdr.packet_in.pad = 0;
+#endif
+        }
+        // A restarted rank's Join ends the run in a second pass, whose mirror is the Abort
+        // up: its cookie and tag are not needed there (p4/README.md, "Resources").
+        if (meta.verdict == VERDICT_RECIRCULATE) {
+            hdr.join_auth.setInvalid();
         }
 
 #ifdef SWITCHML_TIERS
@@ -339,6 +408,11 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
 #endif
         hdr.egress_bridge.setValid();
         hdr.egress_bridge.pad = 0;
+        hdr.egress_bridge.keep = 0;
+        if (meta.verdict == VERDICT_TO_CPU || meta.verdict == VERDICT_FORWARD) {
+            hdr.egress_bridge.keep = 1;
+        }
+        hdr.egress_bridge.cpu = join_up;
         hdr.egress_bridge.up = (meta.verdict == VERDICT_UP) ? 1w1 : 1w0;
         hdr.egress_bridge.drop = (meta.verdict == VERDICT_UP && meta.parent_session == 0)
             ? 1w1 : 1w0;
@@ -354,6 +428,10 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
         hdr.egress_bridge.job_index = meta.job_index;
         if (meta.verdict == VERDICT_DROP || meta.verdict == VERDICT_CONSUME) {
             ig_dprsr_md.drop_ctl = 1;
+        } else if (meta.verdict == VERDICT_TO_CPU || join_up == 1) {
+            ig_tm_md.ucast_egress_port = meta.cpu_port;
+        } else if (meta.verdict == VERDICT_FORWARD) {
+            ig_tm_md.ucast_egress_port = port_out;
         } else if (meta.verdict == VERDICT_MULTICAST) {
             ig_tm_md.mcast_grp_a = meta.group;
 #ifdef SWITCHML_TIERS
@@ -421,20 +499,20 @@ control SwitchmlIngressDeparser(packet_out packet, inout headers_t hdr, in metad
         packet.emit(hdr.egress_bridge);
         packet.emit(hdr.bridge);
         packet.emit(hdr.bridge_use);
+        packet.emit(hdr.packet_in);
         packet.emit(hdr.ethernet);
         packet.emit(hdr.ipv4);
         packet.emit(hdr.udp);
         packet.emit(hdr.prefix);
         packet.emit(hdr.data);
         packet.emit(hdr.join);
+        packet.emit(hdr.join_auth);
         packet.emit(hdr.join_reply);
         packet.emit(hdr.probe);
         packet.emit(hdr.probe_reply);
         packet.emit(hdr.abort);
         packet.emit(hdr.status);
         packet.emit(hdr.leave);
-        packet.emit(hdr.status_reply);
-        packet.emit(hdr.status_counters);
 #ifdef SWITCHML_TIERS
         packet.emit(hdr.bitmap_lead);
 #endif
@@ -475,6 +553,8 @@ control SwitchmlEgress(inout egress_headers_t hdr, inout egress_metadata_t meta,
             hdr.abort.session = hdr.up_mirror.session;
             hdr.egress_bridge.setValid();
             hdr.egress_bridge.pad = 0;
+            hdr.egress_bridge.keep = 0;
+            hdr.egress_bridge.cpu = 0;
             hdr.egress_bridge.up = 1;
             hdr.egress_bridge.drop = 0;
             hdr.egress_bridge.completes = 0;

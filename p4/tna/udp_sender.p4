@@ -2,8 +2,8 @@
 // Rust twin: p4/model/src/udp_sender.rs (UdpSender). A multicast replica (eg_intr_md
 // .egress_rid != 0) goes to the worker lane the replica table names; a unicast answer
 // goes back where it came from; what a child sends up (protocol.md §7) goes to its parent,
-// whose address the ingress bridges (egress_bridge.up). A recirculating packet passes
-// untouched. The IPv4
+// whose address the ingress bridges (egress_bridge.up). A recirculating packet, a message
+// punted to the controller and the controller's own answer pass untouched. The IPv4
 // checksum is recomputed in the egress deparser.
 #ifndef _SWITCHML_UDP_SENDER_P4_
 #define _SWITCHML_UDP_SENDER_P4_
@@ -25,6 +25,9 @@ control UdpSender(inout egress_headers_t hdr, in egress_intrinsic_metadata_t eg_
     apply {
         if (hdr.egress_bridge.recirculate == 1) {
             return;
+        }
+        if (hdr.egress_bridge.keep == 1) {
+            return;                                // the controller's, as it is
         }
         if (hdr.egress_bridge.up == 1) {
             hdr.ethernet.dst = hdr.egress_bridge.parent_mac;

@@ -6,18 +6,22 @@
 
 control DropCounters(in metadata_t meta) {
     counter(1, CounterType.packets) received;
-    counter(4, CounterType.packets) outcomes;      // consumed, multicast, unicast, up (§7)
+    // consumed, multicast, unicast, up (§7), to the controller (§4.2)
+    counter(5, CounterType.packets) outcomes;
     counter(DROP_CLASSES, CounterType.packets) drops;
     counter(1, CounterType.packets) ignored;
     counter(1, CounterType.packets) recirculations;    // one per later pass
     counter(1, CounterType.packets) aborts_up;         // clones: a child's Abort up (§7)
 
     apply {
-        if (meta.switchml == 0) {
+        if (meta.verdict == VERDICT_FORWARD) {
+            // The controller's answer: it counted what it answered.
+        } else if (meta.switchml == 0) {
             ignored.count(0);
         } else {
-            // Every datagram once, in its first pass, whatever becomes of it.
-            if (meta.pass == 0) {
+            // Every datagram once, in its first pass, whatever becomes of it; a Join the
+            // controller sends back was counted when it came in.
+            if (meta.pass == 0 && meta.from_cpu == 0) {
                 received.count(0);
             }
             if (meta.verdict == VERDICT_RECIRCULATE) {
@@ -32,6 +36,8 @@ control DropCounters(in metadata_t meta) {
                 outcomes.count(2);
             } else if (meta.verdict == VERDICT_UP) {
                 outcomes.count(3);
+            } else if (meta.verdict == VERDICT_TO_CPU) {
+                outcomes.count(4);
             }
             // The clone a child's run's end sends up (§7): the controller adds it to
             // `outcomes` up, as the reference counts it (upward).

@@ -59,8 +59,6 @@ control JobCounters(in metadata_t meta) {
                     }
                 } else if (meta.abort_reason == ABORT_RANK_RESTARTED) {
                     job_aborts.count(j);
-                } else if (meta.abort_reason == ABORT_BAD_KEY) {
-                    job_unauthorized.count(j);
                 }
             } else if (meta.message == MSG_PARENT_ABORT) {
                 // A parent's Abort at a child (§7): taken in its second pass.

@@ -1,8 +1,10 @@
-// join_handler.p4 (v1model): the checks of a Join, in the reference's order: the job's
-// key, rank, world size, slot range (the lane lies in the job's slots, starts at a multiple
+// join_handler.p4 (v1model): the checks of a Join, in the reference's order: the job,
+// rank, world size, slot range (the lane lies in the job's slots, starts at a multiple
 // of its length, and is one of the `lanes` the Join states), count. Rust twin:
 // p4/model/src/join_handler.rs (JoinHandler). Stateless: a Join that passes goes on to
-// run_tracker.p4, which opens or joins the run.
+// run_tracker.p4, which opens or joins the run. It compares no key: the Join came back from
+// the controller, which checked its tag and cookie (protocol.md §4.2) and refused a wrong
+// one with Abort BadKey itself; a Join from any other port never reaches this control.
 // p4c's BMv2 back end evaluates `%` and `/` only on compile-time constants (issue 31:
 // "hdr.join.slot_lo % hdr.join.slot_count: could not evaluate expression at compilation
 // time"), so, as on TNA, `slot_lo % slot_count == 0` is a hit in `lane_alignment`, which
@@ -40,9 +42,6 @@ control JoinHandler(inout headers_t hdr, inout metadata_t meta) {
         meta.abort_session = hdr.join.nonce;
         if (meta.job_hit == 0) {
             meta.abort_reason = ABORT_UNKNOWN_JOB;
-            meta.abort_detail = 0;
-        } else if (hdr.join.key != meta.job_key) {
-            meta.abort_reason = ABORT_BAD_KEY;
             meta.abort_detail = 0;
         } else if (meta.rank_known == 0) {
             meta.abort_reason = ABORT_UNKNOWN_RANK;

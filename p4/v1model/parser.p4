@@ -4,13 +4,31 @@
 // A header that runs past the packet sets standard_metadata.parser_error; the ingress turns
 // that into meta.parser_failed and the validator into a Malformed drop. A count above 256
 // is dropped as CountTooLarge in pass 0. The parser writes the program's metadata in
-// `v1.sml` (v1model_metadata_t, switchml.p4).
+// `v1.sml` (v1model_metadata_t, switchml.p4). A frame on the CPU port starts with the
+// controller's packet_out header.
 #ifndef _SWITCHML_PARSER_P4_
 #define _SWITCHML_PARSER_P4_
 
 parser SwitchmlParser(packet_in packet, out headers_t hdr, inout v1model_metadata_t v1,
                       inout standard_metadata_t standard_metadata) {
+    // What comes in on the CPU port is the controller's: a packet_out header, then the frame
+    // (protocol.md §4.2; p4/README.md, "Joins and the controller").
+    // A recirculated pass is never the controller's (BMv2 zeroes its ingress_port anyway).
     state start {
+        transition select(standard_metadata.instance_type, standard_metadata.ingress_port) {
+            (PKT_INSTANCE_TYPE_INGRESS_RECIRC, _): parse_ethernet;
+            (_, CPU_PORT): parse_packet_out;
+            default: parse_ethernet;
+        }
+    }
+
+    state parse_packet_out {
+        packet.extract(hdr.packet_out);
+        v1.sml.from_cpu = 1;
+        transition parse_ethernet;
+    }
+
+    state parse_ethernet {
         packet.extract(hdr.ethernet);
         transition select(hdr.ethernet.ether_type) {
             ETHERTYPE_IPV4: parse_ipv4;
@@ -87,6 +105,7 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, inout v1model_metadat
 
     state parse_join {
         packet.extract(hdr.join);
+        packet.extract(hdr.join_auth);
         transition accept;
     }
 

@@ -89,12 +89,6 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
                 }
                 meta.abort_session = meta.run_session;
             }
-        } else if (meta.message == MSG_STATUS) {
-            meta.run_open = (held != 0) ? 1w1 : 1w0;
-            joined.read(meta.joined, j);
-            if (held == 0) {
-                meta.joined = 0;
-            }
         } else if (meta.message == MSG_JOIN) {
             meta.run_opened = (held == 0) ? 1w1 : 1w0;
             meta.run_session = held;

@@ -19,6 +19,11 @@ const bit<32> PKT_INSTANCE_TYPE_INGRESS_RECIRC = 4;
 // maps it to the parent's port (simple_switch_CLI `mirroring_add`) with the job's
 // parent_link entry (protocol.md §7).
 const bit<32> UP_CLONE_BASE = 1024;
+// The CPU port, where the controller reads what the pipeline sends it (packet_in) and
+// injects what it sends back (packet_out): protocol.md §4.2, p4/README.md "Joins and the
+// controller". BMv2 is started with it: `simple_switch ... -i 64@<the controller's veth>`,
+// or `simple_switch_grpc ... -- --cpu-port 64` for a P4Runtime controller.
+const bit<9> CPU_PORT = 64;
 
 // The metadata of every block of the v1model program: the program's own (metadata_t,
 // shared with TNA in include/headers.p4) and the port pass 0 came in on. BMv2 zeroes
@@ -49,7 +54,6 @@ struct v1model_metadata_t {
 #include "join_handler.p4"
 #include "run_tracker.p4"
 #include "../include/probe_handler.p4"
-#include "../include/status_handler.p4"
 #include "../include/bitmap_writer.p4"
 #include "../include/reply_builder.p4"
 #include "drop_counters.p4"
@@ -79,7 +83,6 @@ control SwitchmlIngress(inout headers_t hdr, inout v1model_metadata_t v1,
     JoinHandler() join_handler;
     RunTracker() run_tracker;
     ProbeHandler() probe_handler;
-    StatusHandler() status_handler;
     ReplyBuilder() reply_builder;
     DropCounters() drop_counters;
     JobCounters() job_counters;
@@ -105,7 +108,16 @@ control SwitchmlIngress(inout headers_t hdr, inout v1model_metadata_t v1,
         }
         // Not switchml traffic is only counted (ignored) and dropped.
         meta.verdict = VERDICT_DROP;
-        if (meta.switchml == 1) {
+        if (hdr.packet_out.isValid()) {
+            // From the controller (protocol.md §4.2): its own answer, out of the port it
+            // names as it is, or an admitted Join, taken as from the port it came in on.
+            v1.ingress_port = hdr.packet_out.port;
+            if (hdr.packet_out.forward == 1) {
+                meta.verdict = VERDICT_FORWARD;
+            }
+            hdr.packet_out.setInvalid();
+        }
+        if (meta.switchml == 1 && meta.verdict != VERDICT_FORWARD) {
             switch_config.apply();
             bit<1> first = (standard_metadata.instance_type != PKT_INSTANCE_TYPE_INGRESS_RECIRC)
                 ? 1w1 : 1w0;
@@ -116,6 +128,17 @@ control SwitchmlIngress(inout headers_t hdr, inout v1model_metadata_t v1,
                 meta.outcome = OUTCOME_NONE;
                 meta.parser_failed = (standard_metadata.parser_error != error.NoError) ? 1w1 : 1w0;
                 validator.apply(hdr, meta);
+                // Joins, Statuses and Cookies go to the controller first (protocol.md §4.2):
+                // it checks the tag and cookie a pipeline cannot compute, answers Statuses,
+                // Cookies and refusals itself, and sends an admitted Join back on the CPU
+                // port. The pipeline compares no key: a Join is taken from the CPU port only.
+                if (meta.from_cpu == 0 && (meta.message == MSG_JOIN
+                        || meta.message == MSG_STATUS || meta.message == MSG_COOKIE)) {
+                    meta.to_cpu = 1;
+                } else if (meta.message == MSG_STATUS || meta.message == MSG_COOKIE) {
+                    // The controller answers these itself and never injects them.
+                    meta.drop_reason = DROP_UNEXPECTED_TYPE;
+                }
             } else {
                 // A later pass: a Contribution's (or a parent's Result's) next block of
                 // values, or the pass that ends the run of a restarted rank's Join or of the
@@ -126,10 +149,10 @@ control SwitchmlIngress(inout headers_t hdr, inout v1model_metadata_t v1,
             }
             // The job's tier (tier_selector.p4, protocol.md §7), in every pass: the last pass
             // of an answer that goes up or down needs the link again.
-            if (meta.message != MSG_NONE || meta.from_parent == 1) {
+            if (meta.to_cpu == 0 && (meta.message != MSG_NONE || meta.from_parent == 1)) {
                 tier_selector.apply(hdr, meta);
             }
-            if (first == 1) {
+            if (first == 1 && meta.to_cpu == 0) {
                 if (meta.message != MSG_NONE) {
                     classifier.apply(hdr, meta);
                 }
@@ -138,8 +161,6 @@ control SwitchmlIngress(inout headers_t hdr, inout v1model_metadata_t v1,
                 }
                 if (meta.message == MSG_JOIN) {
                     join_handler.apply(hdr, meta);
-                } else if (meta.message == MSG_STATUS) {
-                    status_handler.apply(hdr, meta);
                 } else if (meta.message == MSG_RESULT || meta.message == MSG_JOIN_REPLY
                         || meta.message == MSG_PARENT_ABORT) {
                     parent_result.apply(hdr, meta);
@@ -147,8 +168,8 @@ control SwitchmlIngress(inout headers_t hdr, inout v1model_metadata_t v1,
             }
             // Every message of a known job meets its run in pass 0 (a refused Join does not);
             // the later pass of a Join or a Leave ends it.
-            if ((first == 1 && meta.message != MSG_NONE && meta.job_hit == 1
-                        && meta.abort_reason == 0)
+            if ((first == 1 && meta.to_cpu == 0 && meta.message != MSG_NONE
+                        && meta.job_hit == 1 && meta.abort_reason == 0)
                     || (first == 0 && meta.message != MSG_CONTRIBUTION
                         && meta.message != MSG_RESULT)) {
                 run_tracker.apply(hdr, meta);
@@ -208,7 +229,9 @@ control SwitchmlIngress(inout headers_t hdr, inout v1model_metadata_t v1,
                 }
             }
 
-            if ((meta.message == MSG_CONTRIBUTION || meta.message == MSG_RESULT)
+            if (meta.to_cpu == 1) {
+                meta.verdict = VERDICT_TO_CPU;
+            } else if ((meta.message == MSG_CONTRIBUTION || meta.message == MSG_RESULT)
                     && meta.drop_reason == DROP_NONE && meta.stale == 0) {
                 // next_step_selector.p4 already chose this pass's verdict.
             } else if (meta.drop_reason != DROP_NONE) {
@@ -239,8 +262,24 @@ control SwitchmlIngress(inout headers_t hdr, inout v1model_metadata_t v1,
             }
         }
         drop_counters.apply(meta);
-        if (meta.switchml == 1) {
+        // Not for what goes to the controller or comes from it as its answer: the
+        // controller counts those.
+        if (meta.switchml == 1 && meta.to_cpu == 0 && meta.verdict != VERDICT_FORWARD) {
             job_counters.apply(meta);
+        }
+        // What goes to the controller: a punted message behind the port it came in on, or a
+        // child's Join up (unsigned: the controller puts in the parent's cookie, signs it with
+        // the parent job's key and sends it out of the parent's port, protocol.md §7).
+        if (meta.verdict == VERDICT_TO_CPU) {
+            hdr.packet_in.setValid();
+            hdr.packet_in.port = v1.ingress_port;
+            hdr.packet_in.up = 0;
+            hdr.packet_in.pad = 0;
+        } else if (meta.verdict == VERDICT_UP && meta.message == MSG_JOIN) {
+            hdr.packet_in.setValid();
+            hdr.packet_in.port = (bit<9>)meta.parent_port;
+            hdr.packet_in.up = 1;
+            hdr.packet_in.pad = 0;
         }
 
         // What the egress, the clone and a recirculation see is v1.sml: copied back before
@@ -254,6 +293,8 @@ control SwitchmlIngress(inout headers_t hdr, inout v1model_metadata_t v1,
         }
         if (meta.verdict == VERDICT_DROP || meta.verdict == VERDICT_CONSUME) {
             mark_to_drop(standard_metadata);
+        } else if (meta.verdict == VERDICT_TO_CPU || hdr.packet_in.isValid()) {
+            standard_metadata.egress_spec = CPU_PORT;
         } else if (meta.verdict == VERDICT_MULTICAST) {
             standard_metadata.mcast_grp = meta.group;
         } else if (meta.verdict == VERDICT_UP) {
@@ -277,6 +318,9 @@ control SwitchmlEgress(inout headers_t hdr, inout v1model_metadata_t v1,
             // (a worker's Abort, or a restarted rank's Join): member parent_member of the
             // parent's job and run, epoch 0, detail the member for a restart, else none.
             hdr.join.setInvalid();
+            hdr.join_auth.setInvalid();
+            hdr.packet_in.setInvalid();
+            hdr.packet_out.setInvalid();
             hdr.abort.setValid();
             hdr.prefix.msg_type = TYPE_ABORT;
             hdr.prefix.job = meta.parent_job;
@@ -296,7 +340,8 @@ control SwitchmlEgress(inout headers_t hdr, inout v1model_metadata_t v1,
         v1.sml = meta;
         if (meta.verdict == VERDICT_RECIRCULATE) {
             recirculate_preserving_field_list(1);
-        } else {
+        } else if (meta.verdict != VERDICT_TO_CPU && meta.verdict != VERDICT_FORWARD) {
+            // A punted message and the controller's answer leave as they are.
             udp_sender.apply(hdr, meta, standard_metadata);
         }
     }
@@ -315,20 +360,20 @@ control SwitchmlComputeChecksum(inout headers_t hdr, inout v1model_metadata_t v1
 
 control SwitchmlDeparser(packet_out packet, in headers_t hdr) {
     apply {
+        packet.emit(hdr.packet_in);
         packet.emit(hdr.ethernet);
         packet.emit(hdr.ipv4);
         packet.emit(hdr.udp);
         packet.emit(hdr.prefix);
         packet.emit(hdr.data);
         packet.emit(hdr.join);
+        packet.emit(hdr.join_auth);
         packet.emit(hdr.join_reply);
         packet.emit(hdr.probe);
         packet.emit(hdr.probe_reply);
         packet.emit(hdr.abort);
         packet.emit(hdr.status);
         packet.emit(hdr.leave);
-        packet.emit(hdr.status_reply);
-        packet.emit(hdr.status_counters);
         packet.emit(hdr.bitmap_lead);
         packet.emit(hdr.bitmap);
         packet.emit(hdr.bitmap_tail);

@@ -39,7 +39,11 @@ pub fn to_core(v: Verdict) -> CoreVerdict {
         Verdict::Unicast { job, rank, len, .. } => CoreVerdict::Unicast { job, rank, len },
         Verdict::Multicast { job, len, .. } => CoreVerdict::Multicast { job, len },
         Verdict::Up { job, len, .. } => CoreVerdict::Up { job, len },
-        Verdict::NotSwitchml | Verdict::Fault(_) => CoreVerdict::Drop(DropReason::Malformed),
+        // process_datagram resolves the CPU port's exchange before it returns.
+        Verdict::NotSwitchml
+        | Verdict::Fault(_)
+        | Verdict::ToCpu { .. }
+        | Verdict::Forward { .. } => CoreVerdict::Drop(DropReason::Malformed),
     }
 }
 

@@ -146,6 +146,10 @@ impl Pipeline {
         self.run_tracker.reset(entry.index);
         self.job_counters.clear(entry.index);
         self.replication.clear(entry.group);
+        // The controller forgets what it kept of the entry's last job (its parent's cookie).
+        if let Some(kept) = self.parent_cookies.get_mut(usize::from(entry.index)) {
+            *kept = crate::controller::ParentCookie::NONE;
+        }
         Ok(())
     }
 
@@ -336,6 +340,18 @@ impl Pipeline {
         }
         self.run_tracker.close(entry.index);
         true
+    }
+
+    /// Set the CPU port, where the controller reads and injects (protocol.md §4.2): the TNA
+    /// program's `switch_config` entry and parser value set `cpu_port`; the v1model
+    /// program's is the constant [`CPU_PORT`](crate::headers::CPU_PORT), the default.
+    pub fn set_cpu_port(&mut self, port: u16) {
+        self.cpu_port = port;
+    }
+
+    /// Return the CPU port.
+    pub fn cpu_port(&self) -> u16 {
+        self.cpu_port
     }
 
     /// Count a datagram that the adapter dropped before the pipeline saw it (too long, or

@@ -1,6 +1,6 @@
 //! `drop_counters.p4`: switch-wide packet counters — received, consumed, multicast,
 //! unicast, up (to a parent switch, protocol.md §7; `aborts_up`: the clones or mirrors
-//! that carry a child's Abort up), and drops by reason in the order of
+//! that carry a child's Abort up), to the controller (the CPU port, §4.2), and drops by reason in the order of
 //! `switchml_core::switch::DropReason::ALL`
 //! — so that a job that hangs says why (the original's users' first complaint).
 //!
@@ -24,6 +24,8 @@ pub enum Tally {
     Unicast,
     /// Sent up to the parent switch (protocol.md §7).
     Up,
+    /// Sent to the controller on the CPU port (protocol.md §4.2).
+    ToCpu,
     /// A clone (v1model) or mirror (TNA) of the packet that ended a child's run, sent up
     /// as the Abort the child owes its parent (§7): counter `aborts_up`.
     AbortUp,
@@ -33,6 +35,7 @@ const CONSUMED: usize = 0;
 const MULTICAST: usize = 1;
 const UNICAST: usize = 2;
 const UP: usize = 3;
+const TO_CPU: usize = 4;
 
 /// The counters.
 #[derive(Debug, Clone)]
@@ -50,7 +53,7 @@ impl Default for DropCounters {
     fn default() -> Self {
         DropCounters {
             received: Counter::new("received", 1),
-            outcomes: Counter::new("outcomes", 4),
+            outcomes: Counter::new("outcomes", 5),
             drops: Counter::new("drops", DropReason::ALL.len()),
             ignored: Counter::new("ignored", 1),
             faults: Counter::new("faults", 1),
@@ -74,6 +77,7 @@ impl DropCounters {
             Tally::Multicast => self.outcomes.count(MULTICAST),
             Tally::Unicast => self.outcomes.count(UNICAST),
             Tally::Up => self.outcomes.count(UP),
+            Tally::ToCpu => self.outcomes.count(TO_CPU),
             Tally::AbortUp => self.aborts_up.count(0),
         }
     }

@@ -72,6 +72,72 @@ pub struct Transport {
     pub udp: Udp,
 }
 
+/// The CPU port of the v1model program (`CPU_PORT` in `v1model/switchml.p4`, the port BMv2
+/// is started with); the TNA program's is `switch_config`'s, which
+/// [`Pipeline::set_cpu_port`](crate::Pipeline::set_cpu_port) sets.
+pub const CPU_PORT: u16 = 64;
+/// Length of the `packet_in` and `packet_out` headers.
+pub const CPU_HEADER_LEN: usize = 2;
+
+/// The two bytes both CPU headers are: a 9-bit port, then a flag bit, then padding.
+fn cpu_header(port: u16, flag: bool) -> [u8; CPU_HEADER_LEN] {
+    ((port & 0x1FF) << 7 | u16::from(flag) << 6).to_be_bytes()
+}
+
+/// The port and flag of a CPU header's two bytes.
+fn cpu_fields(b: [u8; CPU_HEADER_LEN]) -> (u16, bool) {
+    let v = u16::from_be_bytes(b);
+    (v >> 7, v & 1 << 6 != 0)
+}
+
+/// `packet_in_h`: what the pipeline puts before a frame it sends the controller
+/// (protocol.md §4.2): the port the frame came in on, or, for a child's Join up (`up`), the
+/// parent's port, out of which the controller sends it once signed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PacketIn {
+    /// The port (9 bits).
+    pub port: u16,
+    /// A child's Join up, for the controller to sign.
+    pub up: bool,
+}
+
+impl PacketIn {
+    /// Return the header's two bytes.
+    pub fn to_bytes(self) -> [u8; CPU_HEADER_LEN] {
+        cpu_header(self.port, self.up)
+    }
+
+    /// Read the header from its two bytes.
+    pub fn from_bytes(b: [u8; CPU_HEADER_LEN]) -> Self {
+        let (port, up) = cpu_fields(b);
+        PacketIn { port, up }
+    }
+}
+
+/// `packet_out_h`: what the controller puts before a frame it sends back on the CPU port:
+/// an admitted Join, which the pipeline takes as from `port` (`forward` false), or the
+/// controller's own answer, which leaves out of `port` as it is (`forward` true).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PacketOut {
+    /// The port (9 bits).
+    pub port: u16,
+    /// Send the frame out of `port` unchanged.
+    pub forward: bool,
+}
+
+impl PacketOut {
+    /// Return the header's two bytes.
+    pub fn to_bytes(self) -> [u8; CPU_HEADER_LEN] {
+        cpu_header(self.port, self.forward)
+    }
+
+    /// Read the header from its two bytes.
+    pub fn from_bytes(b: [u8; CPU_HEADER_LEN]) -> Self {
+        let (port, forward) = cpu_fields(b);
+        PacketOut { port, forward }
+    }
+}
+
 /// The 6-byte prefix of every switchml message (protocol.md §2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Prefix {
@@ -125,32 +191,11 @@ pub struct JoinHeader {
     pub job: u16,
     /// The sender's rank, as the prefix states it.
     pub rank: u16,
-    /// The switch's cookie for the sender (protocol.md §4.2).
+    /// The switch's cookie for the sender (`join_auth`, protocol.md §4.2): the
+    /// controller's, never read by the pipeline.
     pub cookie: u64,
-    /// The tag under the job's key (protocol.md §4.2).
+    /// The tag under the job's key (`join_auth`): likewise the controller's.
     pub tag: [u8; 16],
-}
-
-impl JoinHeader {
-    /// Whether the tag was made under `key` over this Join (protocol.md §4.2). A P4 data
-    /// plane cannot compute an HMAC: its controller checks the tag of every Join, which
-    /// reaches the pipeline only through the CPU port (p4/README.md, "Joins and the
-    /// controller"); the model checks it here, where the program checks that port.
-    pub fn verify(&self, key: u64) -> bool {
-        switchml_core::wire::JoinRepr {
-            job: self.job,
-            rank: self.rank,
-            world: self.world,
-            slot_lo: self.slot_lo,
-            slot_count: self.slot_count,
-            count: self.count,
-            lanes: self.lanes,
-            nonce: self.nonce,
-            cookie: self.cookie,
-            tag: self.tag,
-        }
-        .verify(key)
-    }
 }
 
 /// The JoinReply header after the prefix (protocol.md §3.3), as a child switch reads its
@@ -241,6 +286,8 @@ pub enum Body {
     Status(StatusHeader),
     /// Type 0x17.
     Leave(LeaveHeader),
+    /// Type 0x18: nothing parsed after the prefix (a parent's, for the controller).
+    Cookie,
     /// Type 0x02, which only a child switch takes from its parent (protocol.md §7); `None`
     /// if the packet is too short for the header.
     Result(Option<DataHeader>),
@@ -267,4 +314,33 @@ pub struct Headers<'a> {
     pub payload: &'a [u8],
     /// The whole switchml datagram.
     pub datagram: &'a [u8],
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The layout of `packet_in_h` and `packet_out_h` (include/headers.p4): the port in the
+    /// first 9 bits, the flag after it.
+    #[test]
+    fn cpu_headers_have_the_programs_layout() {
+        assert_eq!(PacketIn { port: 3, up: false }.to_bytes(), [0x01, 0x80]);
+        assert_eq!(PacketIn { port: 3, up: true }.to_bytes(), [0x01, 0xC0]);
+        let out = PacketOut {
+            port: CPU_PORT,
+            forward: true,
+        };
+        assert_eq!(out.to_bytes(), [0x20, 0x40]);
+        for port in 0..512 {
+            for flag in [false, true] {
+                let i = PacketIn { port, up: flag };
+                assert_eq!(PacketIn::from_bytes(i.to_bytes()), i);
+                let o = PacketOut {
+                    port,
+                    forward: flag,
+                };
+                assert_eq!(PacketOut::from_bytes(o.to_bytes()), o);
+            }
+        }
+    }
 }

@@ -1,12 +1,13 @@
 //! `join_handler.p4`: the checks of a Join (protocol.md §3.2–3.3, §4 "Join", §4.1).
 //!
-//! A Join is checked against the job table entry in the reference's order — its tag under
-//! the job's key (the controller's check in the P4 programs, §4.2),
-//! rank, world size, slot range (the lane must lie in the job's slots, start at a multiple
+//! A Join is checked against the job table entry in the reference's order — job, rank,
+//! world size, slot range (the lane must lie in the job's slots, start at a multiple
 //! of its length, and be one of the `lanes` the Join states), count — and refused with an
 //! Abort naming the first mismatch.
 //! A Join that passes goes on to the run tracker (`run_tracker.rs`), which opens or joins
-//! the job's run.
+//! the job's run. No key is compared: a Join reaches the handler only from the CPU port,
+//! after the controller checked its tag and refused a wrong one (`controller.rs`,
+//! protocol.md §4.2).
 //!
 //! The handler is stateless. On BMv2 the alignment is `slot_lo % slot_count` and the lane
 //! `slot_lo / slot_count`; Tofino has no divider, so the TNA program looks the pair up in a
@@ -54,9 +55,6 @@ impl JoinHandler {
         max_count: u16,
     ) -> JoinDecision {
         let c = job.config;
-        if !h.verify(c.key) {
-            return JoinDecision::Refuse(AbortReason::BadKey, 0);
-        }
         let Some(rank) = rank else {
             return JoinDecision::Refuse(AbortReason::UnknownRank, world);
         };
@@ -142,8 +140,10 @@ mod tests {
         let check = |rank, h| JoinHandler::apply(&job, job.config.world, rank, &h, 256);
         assert_eq!(check(Some(1), h), JoinDecision::Run { rank: 1 });
         let refuse = JoinDecision::Refuse;
-        let bad_key = JoinHeader { world: 9, ..h };
-        assert_eq!(check(None, bad_key), refuse(AbortReason::BadKey, 0));
+        // No key compared (the controller checked the tag): a Join with a tag that no key
+        // made is refused here only for what else is wrong with it.
+        let unsigned = JoinHeader { tag: [0; 16], ..h };
+        assert_eq!(check(Some(1), unsigned), JoinDecision::Run { rank: 1 });
         assert_eq!(check(None, h), refuse(AbortReason::UnknownRank, 2));
         let world = resign(JoinHeader { world: 3, ..h });
         assert_eq!(check(Some(1), world), refuse(AbortReason::WorldMismatch, 2));

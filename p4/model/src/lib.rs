@@ -28,14 +28,17 @@
 //!
 //! The data plane is [`Pipeline::process`] (frames) and [`Pipeline::process_datagram`]
 //! (bare datagrams; also the `Aggregator` impl, see [`aggregator`]); both write into the
-//! caller's buffer and allocate nothing. The control plane is in [`control_plane`].
+//! caller's buffer and allocate nothing. Joins, Statuses and Cookies go through the
+//! switch's controller on the CPU port, which checks what a pipeline cannot (a Join's
+//! HMAC tag, protocol.md §4.2): [`controller`], which `process_datagram` runs in the same
+//! call. The control plane is in [`control_plane`].
 //! [`equivalence`] feeds one packet sequence to the model and the reference and says where
 //! they differ; the tests and the `model_vs_reference` fuzz target use it.
 //!
 //! What the model does **not** show: timing, the interleaving of other packets between a
-//! packet's passes (the model runs them back to back), and whether the P4 compiles. One
-//! step has no P4 twin: the counters of a StatusReply, which the model fills as the
-//! reference does and the P4 programs leave zero ([`status_handler`]).
+//! packet's passes (the model runs them back to back), and whether the P4 compiles. The
+//! controller ([`controller`]) has no P4 twin: it is the software the programs send Joins,
+//! Statuses and Cookies to, and it answers Status, counters included ([`status_handler`]).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -43,6 +46,7 @@ pub mod aggregator;
 pub mod bitmap_checker;
 pub mod classifier;
 pub mod control_plane;
+pub mod controller;
 pub mod count_checker;
 pub mod drop_counters;
 pub mod equivalence;

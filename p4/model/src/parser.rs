@@ -19,6 +19,7 @@ use crate::headers::{
     LeaveHeader, Prefix, ProbeHeader, StatusHeader, Transport, Udp, ETHERNET_LEN, ETHERTYPE_IPV4,
     IPV4_LEN, IP_PROTO_UDP, TRANSPORT_LEN, UDP_LEN,
 };
+use crate::headers::{PacketOut, CPU_HEADER_LEN};
 
 /// Why the parser rejected a packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,6 +92,14 @@ impl Parser {
         Ok(headers)
     }
 
+    /// Split a frame that came in on the CPU port into the controller's `packet_out`
+    /// header and the frame after it (`parse_packet_out`); `None` if it is too short.
+    pub fn parse_packet_out(bytes: &[u8]) -> Option<(PacketOut, &[u8])> {
+        let header = bytes.get(..CPU_HEADER_LEN)?;
+        let header = PacketOut::from_bytes([header[0], header[1]]);
+        Some((header, &bytes[CPU_HEADER_LEN..]))
+    }
+
     /// Parse a bare switchml datagram.
     pub fn parse_datagram(datagram: &[u8]) -> Result<Headers<'_>, ParserError> {
         let (msg_type, job, rank) = match wire::peek(datagram) {
@@ -126,7 +135,8 @@ impl Parser {
                 Ok(r) => (Body::JoinReply(Some(r)), join_reply::HEADER_LEN),
                 Err(_) => (Body::JoinReply(None), wire::prefix::LEN),
             },
-            (wire::VERSION, 0x13 | 0x16 | 0x18) => (Body::SwitchOnly, wire::prefix::LEN),
+            (wire::VERSION, 0x18) => (Body::Cookie, wire::prefix::LEN),
+            (wire::VERSION, 0x13 | 0x16) => (Body::SwitchOnly, wire::prefix::LEN),
             (wire::VERSION, _) => (Body::Unknown, wire::prefix::LEN),
             _ => (Body::OtherVersion, wire::prefix::LEN),
         };

@@ -8,17 +8,20 @@
 //! would let other packets in between (see `p4/README.md`, known gaps).
 //!
 //! ```text
-//!  frame ─▶ Parser ─▶ Validator ─▶ Classifier ─┬─ Contribution: RunTracker ─▶ UseChecker
+//!  (CPU port: packet_out; forward: out of its port as it is, else as from its port)
+//!  frame ─▶ Parser ─▶ Validator ─┬─ Join, Status, Cookie not from the CPU port: to the CPU
+//!                                │   port behind packet_in (the controller, controller.rs)
+//!                                └─ Classifier ─┬─ Contribution: RunTracker ─▶ UseChecker
 //!                                              │   ─▶ CountChecker ─▶ BitmapChecker
 //!                                              │   ─▶ WorkersCounter ─▶ NextStepSelector
 //!                                              │   ─▶ Processors (one block per pass)
 //!                                              │   ─▶ Exponents, OverflowFlag (last block)
-//!                                              ├─ Join: JoinHandler ─▶ RunTracker
-//!                                              │   (restart: + a pass to end the run)
+//!                                              ├─ Join (from the CPU port): JoinHandler
+//!                                              │   ─▶ RunTracker (restart: + a pass to end
+//!                                              │   the run; a child's Join up: to the CPU
+//!                                              │   port, for the controller to sign)
 //!                                              ├─ Probe: RunTracker ─▶ ProbeHandler
 //!                                              │   (+ read actions)
-//!                                              ├─ Status: StatusHandler ─▶ RunTracker's
-//!                                              │   read action (counters: model only)
 //!                                              ├─ Abort: RunTracker (ends the run), pass on
 //!                                              │   (a child's parent's: + a pass to end
 //!                                              │   the run, ParentFailed down; a child's
@@ -35,17 +38,18 @@
 //! ```
 
 use switchml_core::switch::{DropReason, Switch};
-use switchml_core::wire::{AbortReason, Flags, StatusPacket, StatusRepr, RANK_ALL};
+use switchml_core::wire::{AbortReason, Flags, RANK_ALL};
 
 use crate::bitmap_checker::BitmapChecker;
 use crate::classifier::{Classification, Classifier, JobEntry, Source};
+use crate::controller::Control;
 use crate::count_checker::CountChecker;
 use crate::drop_counters::{DropCounters, Tally};
 use crate::exponents::Exponents;
-use crate::headers::TRANSPORT_LEN;
 use crate::headers::{
     AbortHeader, Body, DataHeader, Headers, JoinHeader, LeaveHeader, Prefix, ProbeHeader,
 };
+use crate::headers::{PacketIn, CPU_HEADER_LEN, CPU_PORT, TRANSPORT_LEN};
 use crate::job_counters::{JobCounters, JobEvent};
 use crate::join_handler::{full_mask, JoinDecision, JoinHandler};
 use crate::next_step_selector::{NextStepSelector, Outcome};
@@ -59,7 +63,6 @@ use crate::relay::Relay;
 use crate::replication::{Replica, Replication};
 use crate::reply_builder::{Members, ReplyBuilder, ResultFields};
 use crate::run_tracker::{JoinStep, LeaveStep, ParentCell, RunTracker, Shape};
-use crate::status_handler::{StatusDecision, StatusHandler};
 use crate::tier_selector::TierSelector;
 use crate::udp_sender::{SwitchAddr, UdpSender};
 use crate::use_checker::{Use, UseChecker};
@@ -133,6 +136,23 @@ pub enum Verdict {
         /// Bytes written.
         len: usize,
     },
+    /// Send `out[..len]`, a `packet_in` header and the frame, to the controller on the CPU
+    /// `port` (protocol.md §4.2): a Join, Status or Cookie that did not come from it, or a
+    /// child's Join up for the controller to sign.
+    ToCpu {
+        /// The CPU port.
+        port: u16,
+        /// Bytes written.
+        len: usize,
+    },
+    /// The controller's own answer, from the CPU port: send `out[..len]` out of `port` as
+    /// it is (not counted: the controller counted it).
+    Forward {
+        /// The egress port the `packet_out` header names.
+        port: u16,
+        /// Bytes written.
+        len: usize,
+    },
     /// Not switchml traffic: not counted as received, only as ignored.
     NotSwitchml,
     /// A register was accessed against the hardware's rule: a bug in the model.
@@ -162,6 +182,12 @@ pub struct Pipeline {
     pub(crate) udp_sender: UdpSender,
     /// The clone of the packet that ended a child's run: the Abort it owes its parent.
     pub(crate) up: Option<UpAbort>,
+    /// The CPU port, where the controller is (TNA: `switch_config`'s; v1model: `CPU_PORT`).
+    pub(crate) cpu_port: u16,
+    /// The controller's cookies, when it checks them (`controller.rs`).
+    pub(crate) cookies: Option<crate::controller::CookieCheck>,
+    /// The controller's parent cookies and last Joins up, one per job table entry.
+    pub(crate) parent_cookies: Vec<crate::controller::ParentCookie>,
 }
 
 impl Pipeline {
@@ -189,13 +215,37 @@ impl Pipeline {
             replication: Replication::new(config.jobs, config.workers),
             udp_sender: UdpSender::new(config.switch),
             up: None,
+            cpu_port: CPU_PORT,
+            cookies: None,
+            parent_cookies: vec![crate::controller::ParentCookie::NONE; config.jobs],
         }
     }
 
     /// Process an Ethernet frame that arrived on `ingress_port`. A unicast answer is the
     /// finished frame in `out`; a multicast one is the frame before replication: send
-    /// [`Pipeline::egress`] of it for each of [`Pipeline::replicas`] of the group.
+    /// [`Pipeline::egress`] of it for each of [`Pipeline::replicas`] of the group. On the
+    /// CPU port the frame starts with the controller's `packet_out` header; what goes to the
+    /// controller starts with a `packet_in` header ([`Verdict::ToCpu`]).
     pub fn process(&mut self, ingress_port: u16, frame: &[u8], out: &mut [u8]) -> Verdict {
+        let (from_cpu, ingress_port, frame) = if ingress_port == self.cpu_port {
+            let Some((packet_out, inner)) = Parser::parse_packet_out(frame) else {
+                self.drop_counters.ignored();
+                return Verdict::NotSwitchml;
+            };
+            if packet_out.forward {
+                let Some(copy) = out.get_mut(..inner.len()) else {
+                    return Verdict::Drop(DropReason::OutputTooSmall);
+                };
+                copy.copy_from_slice(inner);
+                return Verdict::Forward {
+                    port: packet_out.port,
+                    len: inner.len(),
+                };
+            }
+            (true, packet_out.port, inner)
+        } else {
+            (false, ingress_port, frame)
+        };
         let headers = match Parser::parse_frame(frame) {
             Err(ParserError::NotSwitchml) => {
                 self.drop_counters.ignored();
@@ -203,7 +253,10 @@ impl Pipeline {
             }
             other => other,
         };
-        self.drop_counters.received();
+        // Every datagram once: a Join the controller sends back was counted when it came in.
+        if !from_cpu {
+            self.drop_counters.received();
+        }
         let verdict = match (headers, out.len() >= FRAME_OUT_LEN) {
             (_, false) => Verdict::Drop(DropReason::OutputTooSmall),
             (Err(_), true) => Verdict::Drop(DropReason::Malformed),
@@ -214,7 +267,7 @@ impl Pipeline {
                     udp_port: t.udp.src_port,
                 };
                 let (head, body) = out.split_at_mut(TRANSPORT_LEN);
-                let v = self.ingress(&h, source, ingress_port, body);
+                let v = self.ingress(&h, source, ingress_port, from_cpu, body);
                 match v {
                     Verdict::Unicast { len, .. } => self.udp_sender.reflect(&t, len, head),
                     Verdict::Multicast { .. } => head.copy_from_slice(&frame[..TRANSPORT_LEN]),
@@ -224,27 +277,86 @@ impl Pipeline {
                     }
                     _ => {}
                 }
-                v
+                match v {
+                    Verdict::ToCpu { port, .. } => self.to_cpu(
+                        PacketIn {
+                            port: ingress_port,
+                            up: false,
+                        },
+                        port,
+                        frame,
+                        out,
+                    ),
+                    // A child's Join up goes to the controller, which signs it (§4.2, §7).
+                    Verdict::Up { port, len, .. } if matches!(h.body, Body::Join(_)) => {
+                        // The frame moves behind its packet_in header, in place.
+                        let len = CPU_HEADER_LEN + TRANSPORT_LEN + len;
+                        let Some(out) = out.get_mut(..len) else {
+                            return self.finish(Verdict::Drop(DropReason::OutputTooSmall), 0);
+                        };
+                        out.copy_within(..len - CPU_HEADER_LEN, CPU_HEADER_LEN);
+                        out[..CPU_HEADER_LEN]
+                            .copy_from_slice(&PacketIn { port, up: true }.to_bytes());
+                        Verdict::ToCpu {
+                            port: self.cpu_port,
+                            len,
+                        }
+                    }
+                    v => v,
+                }
             }
         };
         self.finish(verdict, TRANSPORT_LEN)
     }
 
+    /// Write `packet_in` and `frame` into `out` for the CPU port `port`.
+    fn to_cpu(&self, packet_in: PacketIn, port: u16, frame: &[u8], out: &mut [u8]) -> Verdict {
+        let len = CPU_HEADER_LEN + frame.len();
+        let Some(out) = out.get_mut(..len) else {
+            return Verdict::Drop(DropReason::OutputTooSmall);
+        };
+        out[..CPU_HEADER_LEN].copy_from_slice(&packet_in.to_bytes());
+        out[CPU_HEADER_LEN..].copy_from_slice(frame);
+        Verdict::ToCpu { port, len }
+    }
+
     /// Process a bare switchml datagram (the `Aggregator` path): it is classified as
-    /// coming from [`Source::rank_port`] of its rank field, and arrives on port = rank.
+    /// coming from [`Source::rank_port`] of its rank field, and arrives on port = rank. What
+    /// the pipeline sends the CPU port, the controller (`controller.rs`) takes in the same
+    /// call: its answer or drop is the verdict, or the Join it admits comes back as from the
+    /// same port; a child's Join up leaves signed.
     pub fn process_datagram(&mut self, datagram: &[u8], out: &mut [u8]) -> Verdict {
         self.drop_counters.received();
-        let verdict = if out.len() < OUT_LEN {
-            Verdict::Drop(DropReason::OutputTooSmall)
-        } else {
-            match Parser::parse_datagram(datagram) {
-                Err(_) => Verdict::Drop(DropReason::Malformed),
-                Ok(h) => {
-                    let rank = h.prefix.rank;
-                    self.ingress(&h, Source::rank_port(rank), rank, out)
-                }
-            }
+        if out.len() < OUT_LEN {
+            return self.finish(Verdict::Drop(DropReason::OutputTooSmall), 0);
+        }
+        let Ok(h) = Parser::parse_datagram(datagram) else {
+            return self.finish(Verdict::Drop(DropReason::Malformed), 0);
         };
+        let rank = h.prefix.rank;
+        let source = Source::rank_port(rank);
+        let mut verdict = self.ingress(&h, source, rank, false, out);
+        if let Verdict::ToCpu { .. } = verdict {
+            self.drop_counters.tally(Tally::ToCpu);
+            verdict = match self.control(datagram, None, out) {
+                Control::Inject => self.ingress(&h, source, rank, true, out),
+                Control::Answer { job, rank, len } => {
+                    // Sent as it is: the controller counted it.
+                    return Verdict::Unicast {
+                        job,
+                        rank,
+                        port: rank,
+                        len,
+                    };
+                }
+                Control::Drop(reason) => return Verdict::Drop(reason),
+            };
+        }
+        if let Verdict::Up { len, .. } = verdict {
+            if matches!(h.body, Body::Join(_)) && self.sign_up(&mut out[..len], false).is_none() {
+                verdict = Verdict::Fault(Hazard::Index("parent_link"));
+            }
+        }
         self.finish(verdict, 0)
     }
 
@@ -275,7 +387,8 @@ impl Pipeline {
             Verdict::Multicast { .. } => Tally::Multicast,
             Verdict::Unicast { .. } => Tally::Unicast,
             Verdict::Up { .. } => Tally::Up,
-            Verdict::NotSwitchml => return verdict,
+            Verdict::ToCpu { .. } => Tally::ToCpu,
+            Verdict::NotSwitchml | Verdict::Forward { .. } => return verdict,
             Verdict::Fault(_) => {
                 self.drop_counters.fault();
                 return verdict;
@@ -308,8 +421,16 @@ impl Pipeline {
         }
     }
 
-    /// The ingress control after the parser; `out` receives the switchml answer.
-    fn ingress(&mut self, h: &Headers<'_>, source: Source, port: u16, out: &mut [u8]) -> Verdict {
+    /// The ingress control after the parser, for a packet that came in on `port` (or from
+    /// the CPU port, `from_cpu`, naming `port`); `out` receives the switchml answer.
+    fn ingress(
+        &mut self,
+        h: &Headers<'_>,
+        source: Source,
+        port: u16,
+        from_cpu: bool,
+        out: &mut [u8],
+    ) -> Verdict {
         // A Result or JoinReply is taken only by the child job its parent's job serves
         // (table `child_job`), and checked only then; an Abort of that job is the
         // parent's, any other a worker's (§7).
@@ -327,6 +448,25 @@ impl Pipeline {
             Ok(m) => m,
             Err(reason) => return Verdict::Drop(reason),
         };
+        // Joins, Statuses and Cookies go to the controller first (protocol.md §4.2): it
+        // checks the tag and cookie a pipeline cannot compute, answers Statuses, Cookies and
+        // refusals itself, and sends an admitted Join back on the CPU port. The pipeline
+        // compares no key: a Join is taken from the CPU port only.
+        if matches!(
+            message,
+            Message::Join(_) | Message::Status(_) | Message::Cookie
+        ) {
+            if !from_cpu {
+                return Verdict::ToCpu {
+                    port: self.cpu_port,
+                    len: 0,
+                };
+            }
+            if !matches!(message, Message::Join(_)) {
+                // The controller answers these itself and never sends them back.
+                return Verdict::Drop(DropReason::UnexpectedType);
+            }
+        }
         let class = self.classifier.apply(h.prefix.job, source);
         let result = match (message, child) {
             (Message::Result(d), Some(job)) => {
@@ -348,7 +488,7 @@ impl Pipeline {
         }
     }
 
-    /// A message from a worker (or a tool's Status).
+    /// A message from a worker.
     fn worker_message(
         &mut self,
         h: &Headers<'_>,
@@ -361,16 +501,15 @@ impl Pipeline {
             Message::Join(j) => self.join(&h.prefix, &j, class, out),
             Message::Probe(p) => self.probe(&h.prefix, &p, class, out),
             Message::Abort(a) => self.abort(&h.prefix, &a, class, h.datagram, out),
-            Message::Status(_) => self.status(&h.prefix, class, h.datagram, out),
             Message::Leave(l) => self.leave(&h.prefix, &l, class),
-            Message::Result(_) | Message::JoinReply(_) => {
+            Message::Status(_) | Message::Cookie | Message::Result(_) | Message::JoinReply(_) => {
                 Ok(Verdict::Drop(DropReason::UnexpectedType))
             }
         }
     }
 
     /// Answer `prefix`'s sender with an Abort naming `session`: the refused message's (a
-    /// Join's nonce), or 0 for a Status.
+    /// Join's nonce, a Probe's session).
     fn refuse(
         &self,
         prefix: &Prefix,
@@ -607,9 +746,6 @@ impl Pipeline {
         let member = class.member(prefix.rank);
         let rank = match JoinHandler::apply(&job, world, member, j, max_count) {
             JoinDecision::Refuse(reason, detail) => {
-                if reason == AbortReason::BadKey {
-                    self.job_counters.count(JobEvent::Unauthorized, job.index);
-                }
                 return Ok(self.refuse(prefix, reason, detail, j.nonce, out));
             }
             JoinDecision::Run { rank } => rank,
@@ -738,54 +874,6 @@ impl Pipeline {
             world,
             tier.rank_lo(),
             p.session,
-        );
-        Ok(unicast(prefix, len))
-    }
-
-    /// A Status: the job's run and who joined it, and (model only) what was counted.
-    fn status(
-        &mut self,
-        prefix: &Prefix,
-        class: Classification,
-        datagram: &[u8],
-        out: &mut [u8],
-    ) -> Result<Verdict, Hazard> {
-        // Nothing to a stranger (protocol.md §3.7, §4.2): no answer for an unknown job or a
-        // Status without the key's tag, which the controller checks (it answers Status in
-        // the P4 programs; see status_handler.rs).
-        let Some(entry) = class.job else {
-            return Ok(Verdict::Drop(DropReason::UnknownJob));
-        };
-        let keyed = StatusRepr::parse(&StatusPacket::new_unchecked(datagram))
-            .is_ok_and(|q| q.verify(entry.config.key));
-        if !keyed {
-            self.job_counters.count(JobEvent::Unauthorized, entry.index);
-            return Ok(Verdict::Drop(DropReason::BadSession));
-        }
-        let job = match StatusHandler::apply(class.job) {
-            StatusDecision::Refuse(reason, detail) => {
-                return Ok(self.refuse(prefix, reason, detail, 0, out))
-            }
-            StatusDecision::Read(job) => job,
-        };
-        let pass = self.clock.begin(0);
-        let run = self.run_tracker.status(&pass, job.index)?;
-        // No P4 twin: the data plane cannot read its counters (status_handler.rs).
-        let counters = StatusHandler::counters(
-            &self.drop_counters.snapshot(),
-            &self.job_counters.snapshot(job.index),
-        );
-        let c = job.config;
-        let tier = self.tier_selector.apply(job.index);
-        let len = self.reply_builder.status_reply(
-            out,
-            prefix.job,
-            prefix.rank,
-            tier.wire_world(c.world),
-            StatusHandler::flags(run.joined, c.world, run.open),
-            c.slot_count,
-            counters,
-            Members::new(run.joined, tier.rank_lo()),
         );
         Ok(unicast(prefix, len))
     }

@@ -125,8 +125,9 @@ impl ReplyBuilder {
     }
 
     /// Write a child's Join to its parent (protocol.md §7): the lane of Join `j`, the
-    /// parent's job, key and world, this child's member index, and the child run's
-    /// `session` as nonce; return its length.
+    /// parent's job and world, this child's member index, and the child run's `session`
+    /// as nonce, cookie and tag zero for the controller to fill in (`controller.rs`);
+    /// return its length.
     pub fn join_up(
         &self,
         out: &mut [u8],
@@ -145,8 +146,7 @@ impl ReplyBuilder {
             nonce: session,
             cookie: 0,
             tag: [0; 16],
-        }
-        .sign(link.key);
+        };
         let len = repr.buffer_len();
         repr.emit(&mut JoinPacket::new_unchecked(&mut out[..len]));
         len

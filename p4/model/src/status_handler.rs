@@ -1,47 +1,21 @@
-//! `status_handler.p4`: answer `switchml doctor` (protocol.md §3.7–3.8, §4 "Status").
-//!
-//! Any sender may ask about any known job: the worker table is not consulted and the rank
-//! field is only echoed. An unknown job is refused with Abort `UnknownJob`. A known job is
-//! answered, unicast, from what the data plane reads in one pass: the job table entry
-//! (world, slot count, the full mask that decides `ALL_JOINED`), the switch's epoch and the
-//! run tracker's `session` and `joined` registers, through its read action
-//! ([`RunTracker::status`](crate::run_tracker::RunTracker::status)): `RUN_OPEN` and the
-//! bitmap of the current run (empty when none is open).
-//!
-//! **The 29 counters have no P4 twin.** A P4 data plane only increments its `counter`
-//! externs; reading them is the control plane's business. So the P4 programs leave the
-//! StatusReply's 232 counter bytes zero, and the model fills them with
-//! [`StatusHandler::counters`] from the counters its control plane reads, so that it
-//! answers byte for byte as the reference switch does (`p4/README.md`, known gaps).
+//! What the controller answers a Status with (protocol.md §3.7–3.8, §4 "Status"): the
+//! StatusReply's flags and counters. No P4 twin since issue 25: the P4 programs send every
+//! Status to the CPU port, and the controller (`controller.rs`) answers it, having checked
+//! its tag, from the job table entry (world, slot count, the full mask that decides
+//! `ALL_JOINED`), the run tracker's `session` and `joined` registers (`RUN_OPEN` and the
+//! bitmap of the current run, empty when none is open) and every counter — which a control
+//! plane reads and a data plane cannot, so a P4 switch's StatusReply now carries them too.
 
 use switchml_core::switch::{Counters, JobCounters};
-use switchml_core::wire::{AbortReason, StatusCounters, StatusFlags};
+use switchml_core::wire::{StatusCounters, StatusFlags};
 
-use crate::classifier::JobEntry;
 use crate::join_handler::full_mask;
 
-/// What the status handler decided.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StatusDecision {
-    /// Answer with an Abort: reason and detail.
-    Refuse(AbortReason, u16),
-    /// Read this job's run and answer with a StatusReply.
-    Read(JobEntry),
-}
-
-/// The status handler (stateless: the run's registers belong to the run tracker).
+/// The Status answer's parts (stateless).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct StatusHandler;
 
 impl StatusHandler {
-    /// Decide on a Status about `job`, the job table's answer.
-    pub fn apply(job: Option<JobEntry>) -> StatusDecision {
-        match job {
-            None => StatusDecision::Refuse(AbortReason::UnknownJob, 0),
-            Some(job) => StatusDecision::Read(job),
-        }
-    }
-
     /// Return the flags of a job of `world` ranks of which `joined` have joined the run,
     /// if one is `open`.
     pub fn flags(joined: u64, world: u16, open: bool) -> StatusFlags {
@@ -81,27 +55,6 @@ impl StatusHandler {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use switchml_core::switch::JobConfig;
-
-    #[test]
-    fn unknown_jobs_are_refused_known_ones_read() {
-        assert_eq!(
-            StatusHandler::apply(None),
-            StatusDecision::Refuse(AbortReason::UnknownJob, 0)
-        );
-        let job = JobEntry {
-            index: 1,
-            config: JobConfig {
-                id: 7,
-                world: 3,
-                slot_lo: 0,
-                slot_count: 4,
-                key: 0,
-            },
-            group: 2,
-        };
-        assert_eq!(StatusHandler::apply(Some(job)), StatusDecision::Read(job));
-    }
 
     #[test]
     fn all_joined_needs_every_rank_of_the_world() {

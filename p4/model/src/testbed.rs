@@ -25,6 +25,7 @@ use switchml_core::wire::SWITCH_PORT;
 use switchml_tests::scenarios::{Outcome, Scenario, POOL};
 
 use crate::classifier::{Source, WorkerAddr};
+use crate::controller::CONTROL_OUT_LEN;
 use crate::headers::{ETHERTYPE_IPV4, IP_PROTO_UDP, TRANSPORT_LEN};
 use crate::pipeline::{Config, Pipeline, Verdict, FRAME_OUT_LEN};
 use crate::udp_sender::{ipv4_checksum, SwitchAddr};
@@ -160,14 +161,27 @@ pub fn scenario_frames(s: &Scenario) -> Result<Vec<FramedStep>, String> {
     for (i, (datagram, expect)) in s.steps.iter().enumerate() {
         let name = format!("{}/{i}", s.name);
         let (port, frame) = frame(datagram);
-        let (verdict, out) = verdict_and_outputs(&mut p, port, &frame);
+        let hops = exchange(&mut p, port, &frame);
+        // What the network sees: the last hop's verdict, every hop's frames but the CPU
+        // port's (a controller's answer is a Forward, out of the port it came in on).
+        let verdict = hops.last().map_or(Verdict::Consumed, |h| h.verdict);
+        let cpu = p.cpu_port();
+        let out: Vec<&(u16, Vec<u8>)> = hops
+            .iter()
+            .flat_map(|h| &h.out)
+            .filter(|(to, _)| *to != cpu)
+            .collect();
         let payloads_are = |b: &[u8]| out.iter().all(|(_, f)| f.get(TRANSPORT_LEN..) == Some(b));
-        let ports: Vec<u16> = out.iter().map(|&(port, _)| port).collect();
+        let ports: Vec<u16> = out.iter().map(|&(port, _)| *port).collect();
         let ok = match (expect, verdict) {
             (Outcome::Consumed, Verdict::Consumed) => out.is_empty(),
             (Outcome::Drop(want), Verdict::Drop(r)) => out.is_empty() && r.name() == want,
             (Outcome::Unicast(want, b), Verdict::Unicast { rank, .. }) => {
                 rank == *want && ports == [port] && payloads_are(b)
+            }
+            (Outcome::Unicast(want, b), Verdict::Forward { .. }) => {
+                let rank = b.get(4..6).map(|r| u16::from_be_bytes([r[0], r[1]]));
+                rank == Some(*want) && ports == [port] && payloads_are(b)
             }
             (Outcome::Multicast(b), Verdict::Multicast { .. }) => {
                 let ranks: Vec<u16> = (0..s.job.world).map(|r| host(r).port).collect();
@@ -180,12 +194,21 @@ pub fn scenario_frames(s: &Scenario) -> Result<Vec<FramedStep>, String> {
                 "[{name}] the framed model gives {verdict:?} to ports {ports:?}, the file says {expect:?}"
             ));
         }
-        steps.push(FramedStep {
-            name,
-            port,
-            frame,
-            out,
-        });
+        // The controller's frames on the CPU port are steps of their own (`/cpu`, `/cpu2`):
+        // the replay sends them on the CPU port, as the controller would.
+        for (h, hop) in hops.into_iter().enumerate() {
+            let name = match h {
+                0 => name.clone(),
+                1 => format!("{name}/cpu"),
+                n => format!("{name}/cpu{n}"),
+            };
+            steps.push(FramedStep {
+                name,
+                port: hop.port,
+                frame: hop.frame,
+                out: hop.out,
+            });
+        }
     }
     Ok(steps)
 }
@@ -229,9 +252,62 @@ pub fn frame_between(from: &WorkerAddr, to: &SwitchAddr, datagram: &[u8]) -> Vec
     f
 }
 
-/// Run one frame through `p`; return the frames it sends, with their egress ports.
+/// Run one frame through `p`; return the frames it sends, with their egress ports: what a
+/// switch sends its controller among them, on the CPU port ([`Pipeline::cpu_port`]).
 pub fn outputs(p: &mut Pipeline, port: u16, frame: &[u8]) -> Vec<(u16, Vec<u8>)> {
     verdict_and_outputs(p, port, frame).1
+}
+
+/// One frame into a switch and what it sends for it (a [`FramedStep`] without its name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hop {
+    /// The ingress port (the CPU port for the controller's frames).
+    pub port: u16,
+    /// The frame in.
+    pub frame: Vec<u8>,
+    /// The frames out, in replica order.
+    pub out: Vec<(u16, Vec<u8>)>,
+    /// What the pipeline decided, or the drop the controller decided for what the
+    /// pipeline sent it.
+    pub verdict: Verdict,
+}
+
+/// Run one frame through `p` and its controller (protocol.md §4.2): each frame the
+/// pipeline sends the CPU port is answered by the controller's frame on the CPU port
+/// ([`Pipeline::control_frame`]), the next hop, until nothing goes to the CPU port.
+pub fn exchange(p: &mut Pipeline, port: u16, frame: &[u8]) -> Vec<Hop> {
+    let mut hops = Vec::new();
+    let mut next = Some((port, frame.to_vec()));
+    while let Some((port, frame)) = next.take() {
+        let (verdict, out) = verdict_and_outputs(p, port, &frame);
+        let cpu = p.cpu_port();
+        let mut verdict = verdict;
+        if let Some((_, punted)) = out.iter().find(|(to, _)| *to == cpu) {
+            let mut back = vec![0u8; CONTROL_OUT_LEN];
+            match p.control_frame(punted, &mut back) {
+                Ok(len) => next = Some((cpu, back[..len].to_vec())),
+                Err(reason) => verdict = Verdict::Drop(reason),
+            }
+        }
+        hops.push(Hop {
+            port,
+            frame,
+            out,
+            verdict,
+        });
+    }
+    hops
+}
+
+/// Run one frame through `p` and its controller ([`exchange`]); return the frames that
+/// leave for the network (every port but the CPU port).
+pub fn answers(p: &mut Pipeline, port: u16, frame: &[u8]) -> Vec<(u16, Vec<u8>)> {
+    let cpu = p.cpu_port();
+    exchange(p, port, frame)
+        .into_iter()
+        .flat_map(|h| h.out)
+        .filter(|(to, _)| *to != cpu)
+        .collect()
 }
 
 /// Run one frame through `p`; return its verdict and the frames it sends.
@@ -243,7 +319,10 @@ fn verdict_and_outputs(
     let mut out = vec![0u8; FRAME_OUT_LEN];
     let verdict = p.process(port, frame, &mut out);
     let frames = match verdict {
-        Verdict::Unicast { port, len, .. } | Verdict::Up { port, len, .. } => {
+        Verdict::Unicast { port, len, .. }
+        | Verdict::Up { port, len, .. }
+        | Verdict::ToCpu { port, len }
+        | Verdict::Forward { port, len } => {
             vec![(port, out[..len].to_vec())]
         }
         Verdict::Multicast { group, len, .. } => {
@@ -276,6 +355,9 @@ pub fn scenario_cli_commands(s: &Scenario) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::headers::{PacketIn, PacketOut, CPU_HEADER_LEN};
+    use switchml_core::switch::DropReason;
+    use switchml_core::wire::AbortReason;
 
     #[test]
     fn a_join_from_host_3_is_answered_on_port_3() {
@@ -299,13 +381,154 @@ mod tests {
             &mut join[..],
         ));
         let (port, f) = frame(&join);
-        let out = outputs(&mut p, port, &f);
-        assert_eq!(out.len(), 1);
-        let (port, reply) = &out[0];
+        let hops = exchange(&mut p, port, &f);
+        // In on port 3, out on the CPU port behind packet_in naming port 3.
+        let cpu = p.cpu_port();
+        assert_eq!(hops.len(), 2, "{hops:?}");
+        let punted = PacketIn { port: 3, up: false }.to_bytes();
+        assert_eq!(hops[0].out, vec![(cpu, [&punted[..], &f[..]].concat())]);
+        // The controller sends it back behind packet_out naming port 3; the JoinReply
+        // leaves there.
+        assert_eq!(hops[1].port, cpu);
+        let back = PacketOut {
+            port: 3,
+            forward: false,
+        };
+        assert_eq!(hops[1].frame, [&back.to_bytes()[..], &f[..]].concat());
+        let [(port, reply)] = hops[1].out.as_slice() else {
+            panic!("{:?}", hops[1].out);
+        };
         assert_eq!(*port, 3);
         assert_eq!(&reply[0..6], &host(3).mac);
         assert_eq!(&reply[30..34], &host(3).source.ip);
         assert_eq!(reply[TRANSPORT_LEN + 1], 0x11);
+        assert_eq!(p.counters().received, 1, "counted once, when it came in");
+
+        // Another key's tag: the controller answers BadKey itself, out of port 3 as it is.
+        let mut forged = join.clone();
+        forged[40] ^= 1;
+        let (port, f) = frame(&forged);
+        let hops = exchange(&mut p, port, &f);
+        assert_eq!(hops.len(), 2, "{hops:?}");
+        let [(3, abort)] = hops[1].out.as_slice() else {
+            panic!("{:?}", hops[1].out);
+        };
+        assert!(matches!(hops[1].verdict, Verdict::Forward { port: 3, .. }));
+        assert_eq!(
+            hops[1].frame[..CPU_HEADER_LEN],
+            PacketOut {
+                port: 3,
+                forward: true
+            }
+            .to_bytes()
+        );
+        assert_eq!(&abort[0..6], &host(3).mac);
+        assert_eq!(abort[TRANSPORT_LEN + 1], 0x14);
+        assert_eq!(abort[TRANSPORT_LEN + 6], u8::from(AbortReason::BadKey));
+        assert_eq!(p.job(7).map(|j| j.counters.unauthorized), Some(1));
+    }
+
+    /// With cookies (protocol.md §4.2), the controller answers a keyed Join without a valid
+    /// cookie with a Cookie, out of the port it came in on, and admits it when it comes
+    /// back with the cookie, signed over it; not from another address, not after two
+    /// windows, not a stranger (BadKey first: no cookie for a wrong tag).
+    #[test]
+    fn with_cookies_the_controller_admits_a_join_only_with_a_fresh_one_for_its_address() {
+        use switchml_core::auth::CookieJar;
+        use switchml_core::time::{Duration, Instant};
+        use switchml_core::wire::{CookiePacket, CookieRepr, JoinPacket, JoinRepr};
+
+        let mut p = pipeline();
+        let start = Instant::from_micros(1);
+        p.set_cookie_check(Some(crate::controller::CookieCheck {
+            jar: CookieJar::new([7; 32]),
+            now: start,
+        }));
+        let join = |cookie: u64| {
+            let j = datagrams::join(7, 2, 4, (4, 4), 0x77, KEY);
+            let mut r = JoinRepr::parse(&JoinPacket::new_unchecked(&j[..])).unwrap();
+            r.cookie = cookie;
+            let mut b = vec![0u8; r.buffer_len()];
+            r.sign(KEY).emit(&mut JoinPacket::new_unchecked(&mut b[..]));
+            b
+        };
+        let last = |p: &mut Pipeline, datagram: &[u8]| {
+            let (port, f) = frame(datagram);
+            let hops = exchange(p, port, &f);
+            hops.last().map(|h| h.out.clone()).unwrap_or_default()
+        };
+        let out = last(&mut p, &join(0));
+        let [(2, cookie)] = out.as_slice() else {
+            panic!("{out:?}");
+        };
+        let c = CookieRepr::parse(&CookiePacket::new_unchecked(&cookie[TRANSPORT_LEN..])).unwrap();
+        assert_eq!((c.job, c.rank, c.nonce), (7, 2, 0x77));
+        let out = last(&mut p, &join(c.cookie));
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(out[0].1[TRANSPORT_LEN + 1], 0x11, "a JoinReply");
+        // The same Join from host 3's address: its cookie names host 2's.
+        let (_, f) = frame(&join(c.cookie));
+        let mut moved = f.clone();
+        moved[26..30].copy_from_slice(&host(3).source.ip);
+        moved[24..26].fill(0);
+        let sum = ipv4_checksum(&moved[14..34]);
+        moved[24..26].copy_from_slice(&sum.to_be_bytes());
+        let hops = exchange(&mut p, 3, &moved);
+        let again = &hops.last().unwrap().out;
+        assert_eq!(again[0].1[TRANSPORT_LEN + 1], 0x18, "a Cookie: {again:?}");
+        // Two windows later the cookie is stale.
+        p.set_controller_time(start + Duration::from_secs(61));
+        let out = last(&mut p, &join(c.cookie));
+        assert_eq!(out[0].1[TRANSPORT_LEN + 1], 0x18, "a Cookie: {out:?}");
+        // A wrong tag gets BadKey, never a cookie.
+        let mut forged = join(0);
+        forged[40] ^= 1;
+        let out = last(&mut p, &forged);
+        assert_eq!(out[0].1[TRANSPORT_LEN + 1], 0x14);
+    }
+
+    /// `frame` as the controller sends it back, to be taken as from `port`.
+    fn injected(port: u16, frame: &[u8]) -> Vec<u8> {
+        let packet_out = PacketOut {
+            port,
+            forward: false,
+        };
+        [&packet_out.to_bytes()[..], frame].concat()
+    }
+
+    /// A Join comes to the pipeline from the CPU port only: on a host port it goes to the
+    /// controller whatever its tag, and the pipeline answers only what comes back.
+    #[test]
+    fn the_pipeline_takes_a_join_only_from_the_cpu_port() {
+        let mut p = pipeline();
+        let j = datagrams::join(7, 0, 4, (4, 4), 0x55, KEY);
+        let (port, f) = frame(&j);
+        let mut out = vec![0u8; FRAME_OUT_LEN];
+        assert!(matches!(
+            p.process(port, &f, &mut out),
+            Verdict::ToCpu { .. }
+        ));
+        let mut unsigned = j.clone();
+        unsigned[28..44].fill(0);
+        let (port, f) = frame(&unsigned);
+        assert!(matches!(
+            p.process(port, &f, &mut out),
+            Verdict::ToCpu { .. }
+        ));
+        // Sent back by the controller: no key compared, the tag is the controller's.
+        let back = injected(port, &f);
+        assert!(matches!(
+            p.process(p.cpu_port(), &back, &mut out),
+            Verdict::Unicast { port: 0, .. }
+        ));
+        // A Status from the CPU port is never the pipeline's.
+        let q = datagrams::status(7, 0, KEY);
+        let (port, f) = frame(&q);
+        let back = injected(port, &f);
+        assert_eq!(
+            p.process(p.cpu_port(), &back, &mut out),
+            Verdict::Drop(DropReason::UnexpectedType)
+        );
     }
 
     /// The table holds exactly the pairs the model's arithmetic accepts, with its lane:

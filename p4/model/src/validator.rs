@@ -36,6 +36,8 @@ pub enum Message {
     Result(DataHeader),
     /// A JoinReply, likewise.
     JoinReply(JoinReplyHeader),
+    /// A Cookie (a parent's, protocol.md §4.2): the controller's.
+    Cookie,
 }
 
 /// The validator (stateless).
@@ -62,6 +64,7 @@ impl Validator {
                 Message::Status(q),
             ),
             Body::Leave(l) => (exact(0) && l.reserved == 0, Message::Leave(l)),
+            Body::Cookie => (true, Message::Cookie),
             Body::Result(None) | Body::JoinReply(None) => return Err(DropReason::Malformed),
             Body::Result(Some(d)) => (
                 exact(4 * usize::from(d.count)) && d.ver <= 1 && d.reserved == 0,
@@ -133,10 +136,9 @@ mod tests {
         let mut long = [0u8; 37];
         long[..36].copy_from_slice(&status);
         assert_eq!(check(&long), Err(DropReason::Malformed), "a byte too many");
-        assert_eq!(
-            check(&[1, 0x18, 0, 7, 0, 0]),
-            Err(DropReason::UnexpectedType)
-        );
+        // A Cookie is the controller's (a parent's, protocol.md §4.2): the pipeline sends it
+        // to the CPU port whatever its length.
+        assert_eq!(check(&[1, 0x18, 0, 7, 0, 0]), Ok(Message::Cookie));
         assert_eq!(
             check(&[1, 0x16, 0, 7, 0, 0]),
             Err(DropReason::UnexpectedType)

@@ -53,8 +53,8 @@ proptest! {
 fn what_a_child_sends_up_leaves_for_its_parent() {
     use switchml_core::switch::{JobConfig, ParentLink};
     use switchml_core::wire::{
-        AbortPacket, AbortReason, AbortRepr, JoinFlags, JoinPacket, JoinReplyPacket, JoinReplyRepr,
-        JoinRepr,
+        AbortPacket, AbortReason, AbortRepr, CookiePacket, CookieRepr, JoinFlags, JoinPacket,
+        JoinReplyPacket, JoinReplyRepr, JoinRepr,
     };
     use switchml_p4model::tier_selector::{LinkEntry, TierEntry};
 
@@ -117,12 +117,12 @@ fn what_a_child_sends_up_leaves_for_its_parent() {
     let framed = |rank: u16, host: u16| framed_bytes(&join(rank), host);
     for (rank, host) in [(4, 0), (5, 1)] {
         let (port, f) = framed(rank, host);
-        let sent = testbed::outputs(&mut p, port, &f);
+        let sent = testbed::answers(&mut p, port, &f);
         assert_eq!(sent.len(), 1, "rank {rank}");
     }
     // A Join of the complete child goes up while the parent has not answered.
     let (port, f) = framed(4, 0);
-    let sent = testbed::outputs(&mut p, port, &f);
+    let sent = testbed::answers(&mut p, port, &f);
     let [(to, frame)] = sent.as_slice() else {
         panic!("{sent:?}");
     };
@@ -137,6 +137,32 @@ fn what_a_child_sends_up_leaves_for_its_parent() {
         (30, 2, 4, true)
     );
     assert_eq!(p.counters().upward, 1);
+
+    // The parent answers it with a Cookie (protocol.md §4.2): the controller sends that
+    // Join up again at once, with the cookie, signed over it.
+    let cookie = CookieRepr {
+        job: 30,
+        rank: 2,
+        nonce: up.nonce,
+        cookie: 0xC0FFEE,
+    };
+    let mut b = vec![0u8; switchml_core::wire::cookie::LEN];
+    cookie.emit(&mut CookiePacket::new_unchecked(&mut b[..]));
+    let (port, f) = framed_bytes(&b, 3);
+    let sent = testbed::answers(&mut p, port, &f);
+    let [(to, again)] = sent.as_slice() else {
+        panic!("{sent:?}");
+    };
+    assert_eq!(*to, parent.port);
+    let again = JoinRepr::parse(&JoinPacket::new_unchecked(&again[TRANSPORT_LEN..])).unwrap();
+    assert_eq!((again.nonce, again.cookie), (up.nonce, 0xC0FFEE));
+    assert!(again.verify(0x77));
+    // A Cookie for another nonce is nobody's: dropped.
+    let stray = CookieRepr { nonce: 9, ..cookie };
+    stray.emit(&mut CookiePacket::new_unchecked(&mut b[..]));
+    let (port, f) = framed_bytes(&b, 3);
+    assert_eq!(testbed::answers(&mut p, port, &f), Vec::new());
+    assert_eq!(p.counters().upward, 2);
 
     // The parent answers the Join up (not COMPLETE): the child takes its session.
     let child_session = p.job(21).unwrap().session;
@@ -158,7 +184,7 @@ fn what_a_child_sends_up_leaves_for_its_parent() {
     let mut b = vec![0u8; reply.buffer_len()];
     reply.emit(&mut JoinReplyPacket::new_unchecked(&mut b[..]));
     let (port, f) = framed_bytes(&b, 3);
-    assert_eq!(testbed::outputs(&mut p, port, &f), Vec::new());
+    assert_eq!(testbed::answers(&mut p, port, &f), Vec::new());
     // Rank 4 gives up: its Abort goes to the ranks, and one up.
     let abort = AbortRepr {
         job: 21,
@@ -172,7 +198,7 @@ fn what_a_child_sends_up_leaves_for_its_parent() {
     abort.emit(&mut AbortPacket::new_unchecked(&mut b[..]));
     let (port, f) = framed_bytes(&b, 0);
     assert_eq!(
-        testbed::outputs(&mut p, port, &f).len(),
+        testbed::answers(&mut p, port, &f).len(),
         2,
         "to ranks 4 and 5"
     );
@@ -195,5 +221,5 @@ fn what_a_child_sends_up_leaves_for_its_parent() {
     };
     assert_eq!(up, owed);
     assert_eq!(p.poll_up_frame(&mut out), None, "owed once");
-    assert_eq!(p.counters().upward, 2);
+    assert_eq!(p.counters().upward, 3, "two Joins up and the Abort");
 }

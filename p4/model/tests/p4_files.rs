@@ -16,7 +16,7 @@ fn p4_dir() -> PathBuf {
 /// Every control of the programs: each is declared for both targets, in
 /// `p4/<target>/<control>.p4` or, when the two targets share it, in `p4/include/<control>.p4`,
 /// and has a Rust twin `p4/model/src/<control>.rs`.
-const CONTROLS: [&str; 23] = [
+const CONTROLS: [&str; 22] = [
     "parser",
     "validator",
     "tier_selector",
@@ -35,7 +35,6 @@ const CONTROLS: [&str; 23] = [
     "join_handler",
     "run_tracker",
     "probe_handler",
-    "status_handler",
     "reply_builder",
     "drop_counters",
     "job_counters",
@@ -385,7 +384,7 @@ fn the_tier_paths_are_wired_on_both_targets() {
     }
     assert!(read("include/classifier.p4").contains("key = { meta.lookup_job : exact; }"));
     let replies = read("include/reply_builder.p4");
-    assert_eq!(replies.matches("write_bitmap(hdr, ").count(), 4);
+    assert_eq!(replies.matches("write_bitmap(hdr, ").count(), 3);
 }
 
 /// Aborts across two levels (protocol.md §7) on both targets: an Abort of a child's
@@ -486,5 +485,47 @@ fn the_default_tna_build_is_flat() {
         .filter(|c| !["hdr.up_mirror", "Mirror() mirror;"].contains(c))
     {
         assert!(v1model.contains(construct), "v1model: {construct}");
+    }
+}
+
+/// A pipeline cannot compute an HMAC (protocol.md §4.2): neither program, in either build,
+/// compares or carries a key (`p4_rules::admission::key_comparisons`).
+#[test]
+fn no_program_compares_a_key() {
+    for target in ["v1model", "tna"] {
+        for tiers in [false, true] {
+            let found = p4_rules::admission::key_comparisons(&program(target, tiers));
+            assert_eq!(found, [""; 0], "{target} (tiers: {tiers})");
+        }
+    }
+}
+
+/// A Join, Status or Cookie that did not come from the CPU port goes there, and the data
+/// plane handles a Join only from it and answers no Status, in both programs and builds
+/// (`p4_rules::admission::joins_outside_the_cpu_port`).
+#[test]
+fn a_join_or_status_is_the_pipelines_only_from_the_cpu_port() {
+    for target in ["v1model", "tna"] {
+        for tiers in [false, true] {
+            let text = program(target, tiers);
+            let found = p4_rules::admission::joins_outside_the_cpu_port(&text);
+            assert_eq!(found, [""; 0], "{target} (tiers: {tiers})");
+            let parser = p4_rules::code(&read_built(&format!("{target}/parser.p4"), tiers));
+            assert!(
+                parser.contains("packet.extract(hdr.packet_out);")
+                    && parser.contains("from_cpu = 1;"),
+                "{target}: the parser takes packet_out on the CPU port"
+            );
+        }
+    }
+}
+
+/// The ProbeReply echoes the Probe's session at bytes 24–27, its bitmap from 28
+/// (protocol.md §3.5; `p4_rules::admission::probe_reply_session`).
+#[test]
+fn the_probe_reply_names_the_probes_session() {
+    for target in ["v1model", "tna"] {
+        let found = p4_rules::admission::probe_reply_session(&program(target, true));
+        assert_eq!(found, [""; 0], "{target}");
     }
 }

@@ -11,7 +11,7 @@
 use switchml_core::switch::Verdict as CoreVerdict;
 use switchml_p4model::aggregator::to_core;
 use switchml_p4model::equivalence::{RefSlot, Reference};
-use switchml_p4model::headers::TRANSPORT_LEN;
+use switchml_p4model::headers::{CPU_PORT, TRANSPORT_LEN};
 use switchml_p4model::{testbed, Config, Pipeline, SwitchAddr, Verdict, FRAME_OUT_LEN, OUT_LEN};
 use switchml_tests::scenarios::{
     load, Outcome, Scenario, LARGE_MAX_COUNT, MAX_COUNT, POOL, SWITCH,
@@ -109,7 +109,22 @@ fn every_scenario_replays_as_frames_on_its_bed() {
     let mut frames_out = 0;
     for s in scenarios() {
         let steps = testbed::scenario_frames(&s).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(steps.len(), s.steps.len());
+        // Every datagram a step, and the controller's frames on the CPU port steps of their
+        // own (a Join's, a Status's).
+        let from_hosts = steps.iter().filter(|st| st.port != CPU_PORT).count();
+        assert_eq!(from_hosts, s.steps.len());
+        for st in steps.iter().filter(|st| st.port == CPU_PORT) {
+            let punted = st.name.strip_suffix("/cpu").expect("a controller's step");
+            let before = steps
+                .iter()
+                .find(|b| b.name == punted)
+                .expect("its datagram");
+            assert!(
+                before.out.iter().any(|(p, _)| *p == CPU_PORT),
+                "{}: the controller answers what the pipeline sent it",
+                st.name
+            );
+        }
         frames_out += steps.iter().map(|st| st.out.len()).sum::<usize>();
         if s.name.starts_with("multi_pass_") {
             let big = steps
@@ -149,6 +164,7 @@ fn the_four_rank_multi_pass_bed_answers_every_rank_on_its_port_after_several_pas
     // The ports of the unicast answers: resends' Results sent after more than one pass,
     // ProbeReplies, StatusReplies.
     let (mut resends, mut probes, mut status) = (Vec::new(), Vec::new(), Vec::new());
+    let mut asked = 0;
     for st in &steps {
         let before = bed.recirculations();
         assert_eq!(
@@ -158,8 +174,12 @@ fn the_four_rank_multi_pass_bed_answers_every_rank_on_its_port_after_several_pas
             st.name
         );
         let passes_after_0 = bed.recirculations() - before;
+        // A controller's frame on the CPU port answers the datagram before it.
+        if st.port != CPU_PORT {
+            asked = st.frame[TRANSPORT_LEN + 1];
+        }
         if let [(port, answer)] = st.out.as_slice() {
-            match (st.frame[TRANSPORT_LEN + 1], answer[TRANSPORT_LEN + 1]) {
+            match (asked, answer[TRANSPORT_LEN + 1]) {
                 (0x01, 0x02) if passes_after_0 > 0 => resends.push(*port),
                 (0x12, 0x13) => probes.push(*port),
                 (0x15, 0x16) => status.push(*port),
@@ -197,7 +217,9 @@ fn the_four_rank_multi_pass_bed_answers_every_rank_on_its_port_after_several_pas
 /// What the reference switch sends for each frame of a tiered bed (the bed's own switch,
 /// fed the datagrams the bed's frames carry, in order), as (port, datagram) pairs: an
 /// answer to the sender's port, a multicast to every worker lane's, what goes up (and the
-/// Abort a child then owes, `poll_up`) to the parent's.
+/// Abort a child then owes, `poll_up`) to the parent's. The controller's frames on the CPU
+/// port carry no datagram of the network's: nothing for them (their answers are the
+/// datagram's, which came in before them).
 fn reference_sends(b: &testbed::tiered::TieredBed) -> Vec<Vec<(u16, Vec<u8>)>> {
     let job = &b.bed.jobs[0];
     let mut pool = vec![RefSlot::IDLE; b.bed.config.slots];
@@ -211,6 +233,9 @@ fn reference_sends(b: &testbed::tiered::TieredBed) -> Vec<Vec<(u16, Vec<u8>)>> {
     b.steps
         .iter()
         .map(|st| {
+            if st.port == CPU_PORT {
+                return Vec::new();
+            }
             let mut sends = match reference.process(&st.frame[TRANSPORT_LEN..], &mut out) {
                 CoreVerdict::Unicast { len, .. } => vec![(st.port, out[..len].to_vec())],
                 CoreVerdict::Multicast { len, .. } => {
@@ -241,18 +266,29 @@ fn the_tiered_beds_agree_with_the_reference_and_replay_alone() {
     for b in &beds {
         let reference = reference_sends(b);
         let mut alone = b.bed.pipeline();
-        for (st, want) in b.steps.iter().zip(&reference) {
-            let mut got: Vec<(u16, Vec<u8>)> = st
-                .out
+        // A datagram and the controller's frames after it (`/cpu`) send, to the network,
+        // what the reference sends for the datagram.
+        let mut i = 0;
+        while i < b.steps.len() {
+            let group = 1 + b.steps[i + 1..]
                 .iter()
+                .take_while(|st| st.port == CPU_PORT)
+                .count();
+            let mut got: Vec<(u16, Vec<u8>)> = b.steps[i..i + group]
+                .iter()
+                .flat_map(|st| &st.out)
+                .filter(|(p, _)| *p != CPU_PORT)
                 .map(|(p, f)| (*p, f[TRANSPORT_LEN..].to_vec()))
                 .collect();
             got.sort();
             assert_eq!(
-                &got, want,
+                got, reference[i],
                 "{} {}: the model and the reference",
-                b.name, st.name
+                b.name, b.steps[i].name
             );
+            i += group;
+        }
+        for st in &b.steps {
             let mut again = testbed::outputs(&mut alone, st.port, &st.frame);
             let mut clone = vec![0u8; FRAME_OUT_LEN];
             if let Some(Verdict::Up { port, len, .. }) = alone.poll_up_frame(&mut clone) {

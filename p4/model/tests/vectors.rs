@@ -151,7 +151,7 @@ fn framed_answers_carry_the_bare_answers() {
     let vectors = vectors().into_iter().map(|v| (v.name, v.bytes));
     for (name, bytes) in joins_opening_runs().into_iter().chain(vectors) {
         let (port, frame) = testbed::frame(&bytes);
-        let frames = testbed::outputs(&mut framed, port, &frame);
+        let frames = testbed::answers(&mut framed, port, &frame);
         let expect = match bare.process_datagram(&bytes, &mut out) {
             Verdict::Unicast { len, .. } => (1, len),
             Verdict::Multicast { job, len, .. } => {

@@ -6,7 +6,10 @@
 //!   [liveness]                #   first: the liveness check (testbed::liveness_frame)
 //!   in <port> <hex frame>
 //!   out <port> <hex frame>    #   zero or more, in replica order
-//!   [name] ...                #   then every vector
+//!   [name] ...                #   then every vector; a Join, Status or Cookie comes out
+//!                             #   on the CPU port (64) behind its packet_in header, and
+//!   [name/cpu] ...            #   the controller's frame back (packet_out, then a frame)
+//!                             #   goes in on the CPU port as the next entry
 //! expected --cli              # the simple_switch_CLI commands of the test bed
 //! expected --scenarios DIR [SWITCH]
 //!                             # default tests/vectors/switch.txt, then the four-rank
@@ -65,8 +68,16 @@ fn wire(path: Option<&str>) -> Result<String, String> {
     let mut p = testbed::pipeline();
     for v in vectors {
         let (port, frame) = testbed::frame(&v.bytes);
-        let out = testbed::outputs(&mut p, port, &frame);
-        entry(&mut s, &v.name, port, &frame, &out);
+        // A Join, Status or Cookie goes to the CPU port; the controller's frame back on the
+        // CPU port is the next entry (`NAME/cpu`), as the replay sends it.
+        for (h, hop) in testbed::exchange(&mut p, port, &frame).iter().enumerate() {
+            let name = match h {
+                0 => v.name.clone(),
+                1 => format!("{}/cpu", v.name),
+                n => format!("{}/cpu{n}", v.name),
+            };
+            entry(&mut s, &name, hop.port, &hop.frame, &hop.out);
+        }
     }
     Ok(s)
 }

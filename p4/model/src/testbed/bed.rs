@@ -71,13 +71,12 @@ impl Bed {
             let (c, group) = (job.config, index + 1);
             let _ = writeln!(
                 s,
-                "table_add job_table set_job {} => {} {} {} {group} {index} 0x{:016x} 0x{:016x}",
+                "table_add job_table set_job {} => {} {} {} {group} {index} 0x{:016x}",
                 c.id,
                 c.world,
                 c.slot_lo,
                 c.slot_count,
                 crate::join_handler::full_mask(c.world),
-                c.key
             );
             tier_commands(&mut s, c.id, index, &job.tier);
             let _ = writeln!(s, "mc_mgrp_create {group}");
@@ -140,13 +139,12 @@ fn tier_commands(s: &mut String, id: u16, index: usize, tier: &TierEntry) {
             let (l, to) = (&e.link, &e.parent);
             let _ = writeln!(
                 s,
-                "table_add parent_link set_child {id} => {} {} {} {} {} 0x{:016x} {} {} {} {}",
+                "table_add parent_link set_child {id} => {} {} {} {} {} {} {} {} {}",
                 l.world,
                 l.rank_lo,
                 l.job,
                 l.member,
                 l.members,
-                l.key,
                 mac(to.mac),
                 ip(to.source.ip),
                 to.source.udp_port,

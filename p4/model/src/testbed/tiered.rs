@@ -26,6 +26,7 @@ use switchml_core::wire::SWITCH_PORT;
 use super::datagrams::{abort, contribution, join, probe, status, values};
 use super::{frame_between, host, outputs, Bed, BedJob, FramedStep};
 use crate::classifier::{Source, WorkerAddr};
+use crate::controller::CONTROL_OUT_LEN;
 use crate::pipeline::{Config, Pipeline, Verdict, FRAME_OUT_LEN};
 use crate::tier_selector::{LinkEntry, TierEntry};
 use crate::udp_sender::SwitchAddr;
@@ -183,6 +184,15 @@ impl Tree {
             for (port, f) in &out {
                 if let Some((to, at)) = Tree::link(sw, *port) {
                     queue.push_back((to, at, f.clone()));
+                }
+            }
+            // What the switch sends its controller: the controller's frame back on the CPU
+            // port is the switch's next input (protocol.md §4.2).
+            let cpu = p.cpu_port();
+            if let Some((_, punted)) = out.iter().find(|(to, _)| *to == cpu) {
+                let mut back = vec![0u8; CONTROL_OUT_LEN];
+                if let Ok(len) = p.control_frame(punted, &mut back) {
+                    queue.push_front((sw, cpu, back[..len].to_vec()));
                 }
             }
             let step = format!("{name}/{hop}");

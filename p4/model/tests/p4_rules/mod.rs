@@ -15,6 +15,9 @@
 //!   field list `recirculate_preserving_field_list` names ("a multi-pass unicast answer
 //!   leaves on port 0").
 //!
+//! - [`admission`]: issue 25's rules (protocol.md §4.2): no key in either program, a Join
+//!   or Status handled by the pipeline only from the CPU port, the ProbeReply's session.
+//!
 //! The text is read as p4c's preprocessor leaves it; comments and string literals are
 //! blanked first ([`code`]), so a rule never fires on prose.
 
@@ -273,7 +276,9 @@ fn header_fields(text: &str, name: &str) -> Vec<String> {
 ///   a later pass reads) is in the field list `recirculate_preserving_field_list(N)` names,
 ///   in `metadata_t` or in the v1model wrapper `v1model_metadata_t`;
 /// - `standard_metadata.ingress_port` is read only under a test that the packet is not a
-///   recirculated one (`instance_type != PKT_INSTANCE_TYPE_INGRESS_RECIRC`).
+///   recirculated one (`instance_type != PKT_INSTANCE_TYPE_INGRESS_RECIRC`), or as a key of
+///   a parser `select` whose first case takes every recirculated packet elsewhere
+///   (`(PKT_INSTANCE_TYPE_INGRESS_RECIRC, _)`: the parser's test for the CPU port).
 pub fn unpreserved_recirculation_reads(text: &str) -> Vec<String> {
     let text = code(text);
     let mut found = Vec::new();
@@ -297,9 +302,17 @@ pub fn unpreserved_recirculation_reads(text: &str) -> Vec<String> {
     let read = "standard_metadata.ingress_port";
     let guard = "instance_type != PKT_INSTANCE_TYPE_INGRESS_RECIRC";
     for (at, _) in text.match_indices(read) {
-        if !enclosing_conditions(&text, at)
-            .iter()
-            .any(|c| c.contains(guard))
+        let selected_apart = {
+            let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+            let rest = &text[line_start..];
+            let first_case = rest.lines().nth(1).unwrap_or_default().trim();
+            rest.lines().next().unwrap_or_default().contains("select(")
+                && first_case.starts_with("(PKT_INSTANCE_TYPE_INGRESS_RECIRC, _)")
+        };
+        if !selected_apart
+            && !enclosing_conditions(&text, at)
+                .iter()
+                .any(|c| c.contains(guard))
         {
             found.push(format!(
                 "line {}: {read} read where a recirculated pass reaches",
@@ -317,20 +330,28 @@ fn enclosing_conditions(text: &str, at: usize) -> Vec<&str> {
     let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
     let line_end = text[at..].find('\n').map_or(text.len(), |i| at + i);
     lines.push(&text[line_start..line_end]);
+    for i in enclosing_braces(text, at) {
+        let start = text[..i].rfind('\n').map_or(0, |j| j + 1);
+        lines.push(&text[start..i]);
+    }
+    lines
+}
+
+/// The offsets of the `{`s of the blocks enclosing byte `at` of `text`, innermost first.
+fn enclosing_braces(text: &str, at: usize) -> Vec<usize> {
+    let mut braces = Vec::new();
     let mut depth = 0;
     for (i, c) in text[..at].char_indices().rev() {
         match c {
             '}' => depth += 1,
             '{' if depth > 0 => depth -= 1,
-            '{' => {
-                let start = text[..i].rfind('\n').map_or(0, |j| j + 1);
-                lines.push(&text[start..i]);
-            }
+            '{' => braces.push(i),
             _ => {}
         }
     }
-    lines
+    braces
 }
 
+pub mod admission;
 #[cfg(test)]
 mod planted;
