@@ -1,0 +1,115 @@
+//! The dialect's block floating point (protocol.md §8.4), which differs from ours (§5): the
+//! exponent is a signed byte without a zero code, and the scale divides `INT32_MAX` by the
+//! worker count rather than reserving `⌈log₂ n⌉` bits, so it is not a power of two.
+//!
+//! What coincides is shared: the exponent is our [`crate::quant::block_exponent_f32`] unbiased
+//! (both are `E − 126` for IEEE exponent field `E`); only the all-zero block differs (−126
+//! here, [`crate::quant::NO_EXPONENT`] there).
+
+use crate::quant::{block_exponent_f32, exponent_value};
+
+/// The exponent of an all-zero block (and of a block of subnormals).
+pub const MIN_EXPONENT: i8 = -126;
+
+/// Return the dialect's exponent of a block: `((bits(max |x|) & 0x7f800000) >> 23) − 126`,
+/// −126 for an all-zero block; `None` when the block holds a NaN, an infinity or a value of
+/// magnitude 2¹²⁷ or more, whose exponent (128) an int8 cannot carry (the original client
+/// wraps it to −128 and overflows the sum).
+pub fn block_exponent(block: &[f32]) -> Option<i8> {
+    let biased = block_exponent_f32(block);
+    // Byte 255 is IEEE field 254 (e = 128) or a non-finite value: neither fits.
+    match exponent_value(biased) {
+        None => Some(MIN_EXPONENT),
+        Some(e) => i8::try_from(e).ok(),
+    }
+}
+
+/// Return `2^k` exactly as an f64, for `k` in the int8 range.
+fn pow2(k: i8) -> f64 {
+    f64::from_bits(((i64::from(k) + 1023) as u64) << 52)
+}
+
+/// The scale for one block: `INT32_MAX / (workers · 2^emax)`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct P4appScale {
+    factor: f64,
+}
+
+impl P4appScale {
+    /// Make the scale for `workers` (0 is taken as 1) and the switch's max exponent.
+    pub fn new(workers: u16, emax: i8) -> P4appScale {
+        let n = f64::from(workers.max(1));
+        P4appScale {
+            factor: f64::from(i32::MAX) / (n * pow2(emax)),
+        }
+    }
+
+    /// Return the factor.
+    pub fn factor(&self) -> f64 {
+        self.factor
+    }
+
+    /// Quantize one value: `x · factor` truncated toward zero.
+    ///
+    /// Truncation, not rounding, because `|x| < 2^emax` makes `|x · factor|` less than
+    /// `INT32_MAX / workers`, and only truncation keeps `workers` such values from summing
+    /// past `INT32_MAX` (rounding up could, when the quotient's fraction is ½ or more). An
+    /// f32 has 24 bits, so `x · factor` stays 2⁻²⁴ of the bound below it, far more than the
+    /// f64 product's rounding.
+    pub fn quantize_value(&self, x: f32) -> i32 {
+        // `as` saturates, and the bound above keeps it from having to.
+        (f64::from(x) * self.factor) as i32
+    }
+
+    /// Return a summed value scaled back: `s / factor`.
+    pub fn dequantize_value(&self, s: i32) -> f32 {
+        (f64::from(s) / self.factor) as f32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exponents_match_the_dialects_formula() {
+        // Computed by the formula for a few magnitudes.
+        let by_formula = |m: f32| (((m.to_bits() & 0x7f80_0000) >> 23) as i32 - 126) as i8;
+        for m in [1.0f32, 0.75, 3.0, 1e-30, 1e30, f32::MIN_POSITIVE, 1e-45] {
+            assert_eq!(block_exponent(&[0.5 * m, -m]), Some(by_formula(m)), "{m}");
+        }
+        assert_eq!(block_exponent(&[0.0, -0.0]), Some(-126));
+        assert_eq!(block_exponent(&[]), Some(-126));
+        assert_eq!(block_exponent(&[1.7e38]), Some(127));
+        assert_eq!(block_exponent(&[f32::MAX]), None);
+        assert_eq!(block_exponent(&[f32::NAN]), None);
+    }
+
+    #[test]
+    fn the_scale_is_int32_max_over_workers_times_two_to_the_exponent() {
+        let s = P4appScale::new(3, 2);
+        assert_eq!(s.factor(), f64::from(i32::MAX) / 12.0);
+        assert_eq!(s.quantize_value(1.0), (f64::from(i32::MAX) / 12.0) as i32);
+        assert_eq!(s.quantize_value(-1.0), -s.quantize_value(1.0));
+        assert!((s.dequantize_value(s.quantize_value(1.5)) - 1.5).abs() < 1e-8);
+    }
+
+    #[test]
+    fn the_largest_values_of_every_worker_sum_without_overflow() {
+        for workers in 1..=40u16 {
+            for emax in [-126i8, -3, 0, 1, 60, 127] {
+                let s = P4appScale::new(workers, emax);
+                // The largest f32 below 2^emax.
+                let two_to_emax = ((i32::from(emax) + 127) as u32) << 23;
+                let x = f32::from_bits(two_to_emax - 1);
+                let q = i64::from(s.quantize_value(x));
+                assert!(
+                    q * i64::from(workers) <= i64::from(i32::MAX),
+                    "{workers} {emax}"
+                );
+                assert!(q > 0);
+            }
+        }
+    }
+}
