@@ -34,14 +34,17 @@ fn pow2(k: i8) -> f64 {
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct P4appScale {
     factor: f64,
+    /// `⌊INT32_MAX / workers⌋`: no value goes past it, so the sum of `workers` fits.
+    limit: i32,
 }
 
 impl P4appScale {
     /// Make the scale for `workers` (0 is taken as 1) and the switch's max exponent.
     pub fn new(workers: u16, emax: i8) -> P4appScale {
-        let n = f64::from(workers.max(1));
+        let n = i32::from(workers.max(1));
         P4appScale {
-            factor: f64::from(i32::MAX) / (n * pow2(emax)),
+            factor: f64::from(i32::MAX) / (f64::from(n) * pow2(emax)),
+            limit: i32::MAX / n,
         }
     }
 
@@ -50,16 +53,20 @@ impl P4appScale {
         self.factor
     }
 
-    /// Quantize one value: `x · factor` truncated toward zero.
+    /// Quantize one value: `x · factor` rounded to the nearest integer (halves away from
+    /// zero), within `±⌊INT32_MAX / workers⌋`.
     ///
-    /// Truncation, not rounding, because `|x| < 2^emax` makes `|x · factor|` less than
-    /// `INT32_MAX / workers`, and only truncation keeps `workers` such values from summing
-    /// past `INT32_MAX` (rounding up could, when the quotient's fraction is ½ or more). An
-    /// f32 has 24 bits, so `x · factor` stays 2⁻²⁴ of the bound below it, far more than the
-    /// f64 product's rounding.
+    /// Rounded, not truncated: the captures show the original client sending −1.0 with
+    /// `emax` 6 and two workers as −2²⁴ (`0xff000000`), where truncating the product
+    /// (16,777,215.99…) would give −16,777,215. With `|x| < 2^emax` the bound is never
+    /// reached for fewer than 256 workers (an f32's 24 bits keep `x · factor` `2⁻²⁴` of it
+    /// below); beyond, rounding up could pass it, and the clamp keeps the sum of `workers`
+    /// values within int32.
     pub fn quantize_value(&self, x: f32) -> i32 {
-        // `as` saturates, and the bound above keeps it from having to.
-        (f64::from(x) * self.factor) as i32
+        let y = f64::from(x) * self.factor;
+        // Adding ½ is exact for |y| < 2⁵², and `as` truncates toward zero (and saturates).
+        let r = (y + if y < 0.0 { -0.5 } else { 0.5 }) as i64;
+        r.clamp(-i64::from(self.limit), i64::from(self.limit)) as i32
     }
 
     /// Return a summed value scaled back: `s / factor`.
@@ -90,14 +97,24 @@ mod tests {
     fn the_scale_is_int32_max_over_workers_times_two_to_the_exponent() {
         let s = P4appScale::new(3, 2);
         assert_eq!(s.factor(), f64::from(i32::MAX) / 12.0);
-        assert_eq!(s.quantize_value(1.0), (f64::from(i32::MAX) / 12.0) as i32);
+        // 178,956,970.58… rounds up.
+        assert_eq!(s.quantize_value(1.0), 178_956_971);
         assert_eq!(s.quantize_value(-1.0), -s.quantize_value(1.0));
         assert!((s.dequantize_value(s.quantize_value(1.5)) - 1.5).abs() < 1e-8);
     }
 
     #[test]
+    fn the_captured_client_rounds() {
+        // float32-2workers.pcap, tsi 8: block 0 (emax 6) as 0x00000000, 0xff000000, …
+        let s = P4appScale::new(2, 6);
+        assert_eq!(s.quantize_value(0.0), 0);
+        assert_eq!(s.quantize_value(-1.0), -0x0100_0000);
+        assert_eq!(s.quantize_value(32.0), 0x2000_0000);
+    }
+
+    #[test]
     fn the_largest_values_of_every_worker_sum_without_overflow() {
-        for workers in 1..=40u16 {
+        for workers in [1u16, 2, 3, 5, 7, 40, 255, 256, 257, 1000, 1023, u16::MAX] {
             for emax in [-126i8, -3, 0, 1, 60, 127] {
                 let s = P4appScale::new(workers, emax);
                 // The largest f32 below 2^emax.
@@ -109,6 +126,7 @@ mod tests {
                     "{workers} {emax}"
                 );
                 assert!(q > 0);
+                assert!(-q * i64::from(workers) >= -i64::from(i32::MAX));
             }
         }
     }

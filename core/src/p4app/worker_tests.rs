@@ -162,7 +162,7 @@ fn float32_is_pipelined_one_window_ahead_and_sums_within_the_bound() {
     assert_eq!(ws[0].poll_event(), Some(P4appEvent::Done { job: 0 }));
     for (i, ((x, y), e)) in a.iter().zip(&b).zip(&exact).enumerate() {
         assert_eq!(x, y);
-        // Truncation costs each worker less than one unit of 2 · 2^emax / INT32_MAX
+        // Rounding costs each worker at most half a unit of 2 · 2^emax / INT32_MAX
         // (emax ≤ 3), and the result is rounded to f32 (half an ulp, 2⁻²⁴ relative).
         let bound = 2.0 * 16.0 / 2_147_483_647.0 + e.abs() / 16_777_216.0;
         assert!((f64::from(*x) - e).abs() <= bound, "{i} {x} {e}");
