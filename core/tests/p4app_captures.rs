@@ -8,9 +8,14 @@
 //! `../shared/p4app/frames` (beside the repository) is absent, the test says so and passes.
 //! A few frames are copied here so that the comparison always runs on something.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use switchml_core::p4app::{P4appPacket, P4appRepr, P4appSlot, P4appSwitch, P4appVerdict};
+use switchml_core::p4app::{
+    P4appConfig, P4appPacket, P4appRepr, P4appScale, P4appSlot, P4appSwitch, P4appTensor,
+    P4appVerdict, P4appWorker,
+};
+use switchml_core::time::Instant;
 
 const SWITCH_MAC: [u8; 6] = [2, 0, 0, 0, 0, 0xfe];
 /// The stand-in's slots: the client used slots 0..8 (one thread, 8 outstanding).
@@ -240,4 +245,198 @@ fn the_committed_excerpt_replays() {
         P4appVerdict::Multicast { len: 266 }
     );
     assert_same_reply(&out, &reply, "excerpt");
+}
+
+/// The tensors a capture's worker reduced, read back from its requests: int32 values as
+/// sent; float32 values as sent divided by the scale of the block's reply exponent (the
+/// benchmark's inputs are small integers, which come back exactly).
+fn inputs_of(
+    requests: &BTreeMap<(u8, u32), Vec<u8>>,
+    reply_e0: &BTreeMap<(u8, u32), i8>,
+    job: u8,
+    float: bool,
+    workers: u16,
+) -> P4appTensorData {
+    let packets = requests.range((job, 0)..=(job, u32::MAX)).count() as u32;
+    let values = |k: u32| {
+        let p = P4appPacket::new_unchecked(&requests[&(job, k)][..]);
+        p.values().iter().map(|v| v.get()).collect::<Vec<i32>>()
+    };
+    if !float {
+        return P4appTensorData::I32((0..packets).flat_map(values).collect());
+    }
+    // packets = blocks + min(M, blocks).
+    let blocks = if packets >= 2 * M as u32 {
+        packets - M as u32
+    } else {
+        packets / 2
+    };
+    let window = blocks.min(M as u32);
+    let x = (0..blocks)
+        .flat_map(|d| {
+            let scale = P4appScale::new(workers, reply_e0[&(job, d)]);
+            values(d + window)
+                .into_iter()
+                .map(move |q| scale.dequantize_value(q))
+        })
+        .collect();
+    P4appTensorData::F32(x)
+}
+
+/// A tensor's storage, per worker and job.
+#[derive(Debug, Clone)]
+enum P4appTensorData {
+    I32(Vec<i32>),
+    F32(Vec<f32>),
+}
+
+/// The original client's outstanding packets in every capture.
+const M: usize = 8;
+
+/// Run our workers on the inputs the capture's workers had, against our switch, and
+/// compare what they send with what the original client sent, field by field. The
+/// exponent of a data-only packet and the payload of an exponent-only packet are whatever
+/// the original's buffers held (stale); ours are −126 and zeros, and are not compared.
+fn compare_workers(name: &str, file: &[u8], float: bool) {
+    let datagrams: Vec<Datagram<'_>> = pcap_frames(file).into_iter().filter_map(udp).collect();
+    let mut ranks: Vec<([u8; 6], [u8; 4])> = Vec::new();
+    let mut captured: Vec<BTreeMap<(u8, u32), Vec<u8>>> = Vec::new();
+    let mut reply_e0 = BTreeMap::new();
+    let mut jobs: Vec<u8> = Vec::new();
+    for d in &datagrams {
+        let p = P4appPacket::new_unchecked(d.payload);
+        if d.dst_mac == SWITCH_MAC {
+            let rank = match ranks.iter().position(|r| *r == (d.src_mac, d.src_ip)) {
+                Some(r) => r,
+                None => {
+                    ranks.push((d.src_mac, d.src_ip));
+                    captured.push(BTreeMap::new());
+                    ranks.len() - 1
+                }
+            };
+            if !jobs.contains(&p.job()) {
+                jobs.push(p.job());
+            }
+            // The first copy of each packet; resends repeat it.
+            captured[rank]
+                .entry((p.job(), p.tsi()))
+                .or_insert_with(|| d.payload.to_vec());
+        } else {
+            reply_e0.insert((p.job(), p.tsi()), p.e0());
+        }
+    }
+    let workers = ranks.len() as u16;
+    let mut slots = vec![P4appSlot::<1, 64>::EMPTY; SLOTS];
+    let mut sw = P4appSwitch::new(&mut slots);
+    sw.reset(workers).unwrap();
+    let (mut next_job, mut shift) = (0, 0);
+    let mut ours: Vec<BTreeMap<(u8, u32), Vec<u8>>> = vec![BTreeMap::new(); ranks.len()];
+    for &job in &jobs {
+        let mut tensors: Vec<P4appTensorData> = captured
+            .iter()
+            .map(|c| inputs_of(c, &reply_e0, job, float, workers))
+            .collect();
+        let mut ws: Vec<P4appWorker<'_, M>> = tensors
+            .iter_mut()
+            .map(|t| {
+                let mut w =
+                    P4appWorker::resume(P4appConfig::new(workers), next_job, shift).unwrap();
+                let t = match t {
+                    P4appTensorData::I32(t) => P4appTensor::I32(t),
+                    P4appTensorData::F32(t) => P4appTensor::F32(t),
+                };
+                assert_eq!(w.submit(t), Ok(next_job));
+                w
+            })
+            .collect();
+        let now = Instant::from_millis(1);
+        let (mut buf, mut out) = ([0u8; 266], [0u8; 266]);
+        let mut busy = true;
+        while busy {
+            busy = false;
+            for r in 0..ws.len() {
+                while let Some(len) = ws[r].poll_transmit(now, &mut buf) {
+                    busy = true;
+                    let p = P4appPacket::new_unchecked(&buf[..len]);
+                    ours[r].insert((p.job(), p.tsi()), buf[..len].to_vec());
+                    match sw.process(r as u16, &buf[..len], &mut out) {
+                        P4appVerdict::Multicast { len } => ws
+                            .iter_mut()
+                            .for_each(|w| w.handle_packet(now, &out[..len])),
+                        P4appVerdict::Unicast { .. } => unreachable!("no loss here"),
+                        P4appVerdict::Consumed | P4appVerdict::Drop(_) => {}
+                    }
+                }
+            }
+        }
+        assert!(
+            ws.iter().all(|w| !w.is_busy()),
+            "{name}: job {job} unfinished"
+        );
+        (next_job, shift) = (ws[0].next_job(), ws[0].shift());
+    }
+    for (rank, (ours, captured)) in ours.iter().zip(&captured).enumerate() {
+        assert_eq!(ours.len(), captured.len(), "{name}: packets of rank {rank}");
+        for (key, theirs) in captured {
+            let what = format!("{name}: rank {rank} job {} tsi {}", key.0, key.1);
+            let mine = ours
+                .get(key)
+                .unwrap_or_else(|| panic!("{what}: not sent by ours"));
+            let parse = |b: &[u8]| P4appRepr::parse(&P4appPacket::new_checked(b).unwrap()).unwrap();
+            let (a, b) = (parse(mine), parse(theirs));
+            let packets = ours.range((key.0, 0)..=(key.0, u32::MAX)).count() as u32;
+            let window = if float {
+                packets.min(2 * M as u32) / 2
+            } else {
+                packets.min(M as u32)
+            };
+            let blocks = if float { packets - window } else { packets };
+            let e0_compared = !float || key.1 < blocks;
+            assert_eq!(
+                P4appRepr { e0: 0, ..a },
+                P4appRepr { e0: 0, ..b },
+                "{what}: header"
+            );
+            if e0_compared && float {
+                assert_eq!(a.e0, b.e0, "{what}: exponent");
+            }
+            if !float || key.1 >= window {
+                let values = |x: &[u8]| {
+                    let p = P4appPacket::new_unchecked(x);
+                    p.values().iter().map(|v| v.get()).collect::<Vec<_>>()
+                };
+                assert_eq!(values(mine), values(theirs), "{what}: values");
+            }
+        }
+    }
+}
+
+fn compare_workers_file(file: &str, float: bool) {
+    let Some(dir) = frames_dir() else {
+        return;
+    };
+    let path = dir.join(file);
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    compare_workers(file, &bytes, float);
+}
+
+#[test]
+fn our_worker_sends_what_the_int32_client_sent() {
+    compare_workers_file("int32-1worker.pcap", false);
+}
+
+#[test]
+fn our_worker_sends_what_the_float32_client_sent() {
+    compare_workers_file("float32-1worker.pcap", true);
+}
+
+#[test]
+fn our_workers_send_what_two_float32_clients_sent() {
+    compare_workers_file("float32-2workers.pcap", true);
+}
+
+#[test]
+fn our_workers_send_what_two_lossy_clients_sent() {
+    compare_workers_file("int32-2workers-loss1pct.pcap", false);
+    compare_workers_file("float32-2workers-loss2pct.pcap", true);
 }

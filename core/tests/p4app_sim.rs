@@ -227,8 +227,9 @@ proptest! {
     }
 }
 
-/// Every element within `n · ½ · n · 2^emax / INT32_MAX` (half a unit of the scale per
-/// worker) plus half an ulp of the result, `emax` the block's max exponent over workers.
+/// Every element within half a unit of the scale (`n · 2^emax / INT32_MAX`, `emax` the
+/// block's max exponent over workers) and half an ulp of `x · factor` per worker (the
+/// product is taken in f32, as the original client does), plus half an ulp of the result.
 fn check_float(xs: &[Vec<f32>], ys: &[Vec<f32>], workers: usize) -> Result<(), TestCaseError> {
     let n = workers as f64;
     for (b, start) in (0..xs[0].len()).step_by(N).enumerate() {
@@ -241,7 +242,8 @@ fn check_float(xs: &[Vec<f32>], ys: &[Vec<f32>], workers: usize) -> Result<(), T
         let unit = n * 2f64.powi(i32::from(emax)) / f64::from(i32::MAX);
         for i in start..end {
             let exact: f64 = xs.iter().map(|x| f64::from(x[i])).sum();
-            let bound = n * 0.5 * unit + exact.abs() / 16_777_216.0;
+            let products: f64 = xs.iter().map(|x| f64::from(x[i]).abs()).sum();
+            let bound = n * 0.5 * unit + (products + exact.abs()) / 16_777_216.0;
             for y in ys {
                 prop_assert!(
                     (f64::from(y[i]) - exact).abs() <= bound,

@@ -29,11 +29,18 @@ fn pow2(k: i8) -> f64 {
     f64::from_bits(((i64::from(k) + 1023) as u64) << 52)
 }
 
-/// The scale for one block: `INT32_MAX / (workers · 2^emax)`.
+/// The scale for one block: `INT32_MAX / (workers · 2^emax)`, rounded to an f32.
+///
+/// The original client computes in float32, and the captures tell which way: one worker
+/// sends 33.0 with `emax` 6 as 33 · 2²⁵ = 1,107,296,256, the exact quotient
+/// (33,554,431.98…) rounded to an f32, 2²⁵, times 33; with the exact quotient the product
+/// rounds to 1,107,296,255. So the factor is the quotient rounded once to f32 (for a worker
+/// count that is a power of two, a power of two: the same factor as our own
+/// [`crate::quant::Scale`] where `p = log₂ n`) and the product is taken in f32.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct P4appScale {
-    factor: f64,
+    factor: f32,
     /// `⌊INT32_MAX / workers⌋`: no value goes past it, so the sum of `workers` fits.
     limit: i32,
 }
@@ -43,35 +50,34 @@ impl P4appScale {
     pub fn new(workers: u16, emax: i8) -> P4appScale {
         let n = i32::from(workers.max(1));
         P4appScale {
-            factor: f64::from(i32::MAX) / (f64::from(n) * pow2(emax)),
+            factor: (f64::from(i32::MAX) / (f64::from(n) * pow2(emax))) as f32,
             limit: i32::MAX / n,
         }
     }
 
     /// Return the factor.
-    pub fn factor(&self) -> f64 {
+    pub fn factor(&self) -> f32 {
         self.factor
     }
 
-    /// Quantize one value: `x · factor` rounded to the nearest integer (halves away from
-    /// zero), within `±⌊INT32_MAX / workers⌋`.
+    /// Quantize one value: `x · factor` in f32, rounded to the nearest integer (halves away
+    /// from zero) and kept within `±⌊INT32_MAX / workers⌋`.
     ///
-    /// Rounded, not truncated: the captures show the original client sending −1.0 with
-    /// `emax` 6 and two workers as −2²⁴ (`0xff000000`), where truncating the product
-    /// (16,777,215.99…) would give −16,777,215. With `|x| < 2^emax` the bound is never
-    /// reached for fewer than 256 workers (an f32's 24 bits keep `x · factor` `2⁻²⁴` of it
-    /// below); beyond, rounding up could pass it, and the clamp keeps the sum of `workers`
-    /// values within int32.
+    /// With `|x| < 2^emax` the product stays below `2³¹ / workers` up to the two f32
+    /// roundings; the clamp takes up those few units, so that the sum of `workers` values
+    /// never wraps (the original client has no such clamp). Below 2²³ the product has a
+    /// fraction, and which way the original rounds it the captures (small integers) do not
+    /// show; to nearest is the more accurate choice.
     pub fn quantize_value(&self, x: f32) -> i32 {
-        let y = f64::from(x) * self.factor;
+        let y = f64::from(x * self.factor);
         // Adding ½ is exact for |y| < 2⁵², and `as` truncates toward zero (and saturates).
         let r = (y + if y < 0.0 { -0.5 } else { 0.5 }) as i64;
         r.clamp(-i64::from(self.limit), i64::from(self.limit)) as i32
     }
 
-    /// Return a summed value scaled back: `s / factor`.
+    /// Return a summed value scaled back: `s / factor`, rounded once to f32.
     pub fn dequantize_value(&self, s: i32) -> f32 {
-        (f64::from(s) / self.factor) as f32
+        (f64::from(s) / f64::from(self.factor)) as f32
     }
 }
 
@@ -96,9 +102,10 @@ mod tests {
     #[test]
     fn the_scale_is_int32_max_over_workers_times_two_to_the_exponent() {
         let s = P4appScale::new(3, 2);
-        assert_eq!(s.factor(), f64::from(i32::MAX) / 12.0);
-        // 178,956,970.58… rounds up.
-        assert_eq!(s.quantize_value(1.0), 178_956_971);
+        // 178,956,970.58… rounded to an f32.
+        assert_eq!(s.factor(), 178_956_976.0);
+        assert_eq!(s.quantize_value(1.0), 178_956_976);
+        assert_eq!(s.quantize_value(0.5), 178_956_976 / 2);
         assert_eq!(s.quantize_value(-1.0), -s.quantize_value(1.0));
         assert!((s.dequantize_value(s.quantize_value(1.5)) - 1.5).abs() < 1e-8);
     }
@@ -110,6 +117,8 @@ mod tests {
         assert_eq!(s.quantize_value(0.0), 0);
         assert_eq!(s.quantize_value(-1.0), -0x0100_0000);
         assert_eq!(s.quantize_value(32.0), 0x2000_0000);
+        // float32-1worker.pcap, tsi 8: 33.0 with emax 6 and one worker.
+        assert_eq!(P4appScale::new(1, 6).quantize_value(33.0), 33 << 25);
     }
 
     #[test]
