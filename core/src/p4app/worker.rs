@@ -26,9 +26,11 @@ pub enum P4appTensor<'t> {
     F32(&'t mut [f32]),
 }
 
-/// What the worker needs to know, fixed for its life.
+/// What the worker needs to know, fixed for its life. Made by [`P4appConfig::new`] and
+/// adjusted field by field (non-exhaustive, so that knobs can be added).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub struct P4appConfig {
     /// The number of workers of the session (it scales floats).
     pub workers: u16,
@@ -38,7 +40,8 @@ pub struct P4appConfig {
     pub size: P4appSize,
     /// The resend timeout of a packet (the original's default is 10 ms).
     pub timeout: Duration,
-    /// After this many timeouts the timeout doubles (and the count starts again).
+    /// After this many timeouts (of any packet) the timeout doubles and the count starts
+    /// again. The original makes it a client option; 10 here.
     pub timeout_threshold: u32,
     /// The timeout never doubles past this.
     pub max_timeout: Duration,
