@@ -31,6 +31,8 @@
 //!   the slot and the missing ranks when a peer never contributes.
 //! - [`shard`]: the rule that spreads a switch over several independent shards (threads,
 //!   cores): lane `l` belongs to shard `l mod N`, on the switch's port plus `l mod N`.
+//! - [`p4app`]: the original SwitchML's dialect (p4app-switchML) beside ours: its header,
+//!   a switch that does what its P4 program does, and a worker that does what its client does.
 //! - [`time`]: our own microsecond `Instant` and `Duration`.
 //! - [`auth`]: proof of a job's key without sending it (HMAC-SHA-256 tags) and the switch's
 //!   expiring, address-bound cookies (protocol.md §4.2).
@@ -56,6 +58,7 @@ compile_error!("the `defmt` and `log` features are mutually exclusive: pick one 
 extern crate std;
 
 pub mod auth;
+pub mod p4app;
 pub mod quant;
 pub mod ranks;
 pub mod shard;
