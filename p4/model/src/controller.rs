@@ -117,6 +117,12 @@ impl Pipeline {
         self.cookies = check;
     }
 
+    /// The run a cookie names (protocol.md §4.2): the job's session, or the next run's.
+    fn run_of(&self, index: u16) -> u64 {
+        let (session, _, _) = self.run_tracker.report(index);
+        CookieFor::run_of(session, self.job_counters.snapshot(index).runs)
+    }
+
     /// Advance the controller's clock, which its cookies' windows follow.
     pub fn set_controller_time(&mut self, now: Instant) {
         if let Some(check) = &mut self.cookies {
@@ -144,6 +150,7 @@ impl Pipeline {
                         job,
                         rank,
                         nonce: j.nonce,
+                        run: self.run_of(entry.index),
                     };
                     return match self.cookie_for(from, who, j.cookie) {
                         Some(cookie) => self.cookie(who, cookie, out),
@@ -172,6 +179,7 @@ impl Pipeline {
                     job,
                     rank,
                     nonce: q.nonce,
+                    run: self.run_of(entry.index),
                 };
                 if let Some(cookie) = self.cookie_for(from, who, q.cookie) {
                     return self.cookie(who, cookie, out);
