@@ -8,6 +8,9 @@
 #![no_std]
 #![forbid(unsafe_code)]
 
+use switchml_core::p4app::{
+    P4appConfig, P4appSlot, P4appSwitch, P4appTensor, P4appVerdict, P4appWorker,
+};
 use switchml_core::quant::Op;
 use switchml_core::switch::{Endpoint, JobConfig, Route, Slot, Switch, Verdict};
 use switchml_core::time::{Duration, Instant};
@@ -81,4 +84,32 @@ pub fn drive_worker(tensor: &mut [f32], packet: &[u8], tx: &mut [u8]) -> usize {
     sent + worker
         .poll_timeout()
         .map_or(0, |t| t.total_micros() as usize)
+}
+
+/// The p4app dialect's switch (issue 28), firmware-sized: 32 ranks, 64 values a slot.
+pub fn aggregate_p4app(slots: &mut [P4appSlot<1, 64>], packet: &[u8], out: &mut [u8]) -> bool {
+    let mut switch = P4appSwitch::new(slots);
+    if switch.reset(4).is_err() {
+        return false;
+    }
+    !matches!(switch.process(0, packet, out), P4appVerdict::Drop(_))
+}
+
+/// The p4app dialect's worker through a submit, a packet, a timeout and its polls.
+pub fn drive_p4app_worker(tensor: &mut [f32], packet: &[u8], tx: &mut [u8]) -> usize {
+    let Ok(mut worker) = P4appWorker::<'_, 8>::new(P4appConfig::new(4)) else {
+        return 0;
+    };
+    let now = Instant::from_millis(1);
+    if worker.submit(P4appTensor::F32(tensor)).is_err() {
+        return 0;
+    }
+    worker.handle_packet(now, packet);
+    worker.handle_timeout(now);
+    let mut sent = 0;
+    while let Some(len) = worker.poll_transmit(now, tx) {
+        sent += len;
+    }
+    while worker.poll_event().is_some() {}
+    sent
 }
