@@ -714,7 +714,7 @@ fn workers_sum_through_a_parent_and_two_child_switch_processes() {
     ]);
     let line = parent.expect_line("listening on", Duration::from_secs(20));
     let up = line.split_whitespace().nth(2).expect("address").to_string();
-    parent.expect_line("a parent", Duration::from_secs(5));
+    parent.expect_line("a parent", Duration::from_secs(20));
     let children: Vec<(Proc, String)> = (0..2)
         .map(|m| {
             let spec = format!(
@@ -726,7 +726,7 @@ fn workers_sum_through_a_parent_and_two_child_switch_processes() {
             let p = Proc::start(&[&args[..], &["--child-of", &spec]].concat());
             let line = p.expect_line("listening on", Duration::from_secs(20));
             let addr = line.split_whitespace().nth(2).expect("address").to_string();
-            p.expect_line("member", Duration::from_secs(5));
+            p.expect_line("member", Duration::from_secs(20));
             (p, addr)
         })
         .collect();

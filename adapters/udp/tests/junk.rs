@@ -83,7 +83,7 @@ fn throw_junk(a: &mut Attacker) {
             a.pace();
         }
     }
-    a.collect(Duration::from_secs(5));
+    a.collect(Duration::from_secs(30));
 }
 
 fn junk_truncated_foreign_and_forged_packets_are_dropped_and_counted(pipeline: SwitchPipeline) {

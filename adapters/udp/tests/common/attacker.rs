@@ -173,9 +173,10 @@ impl Attacker {
         }
     }
 
-    /// Wait (at most 2 s) while the switch's socket buffer holds more than its share.
+    /// Wait (at most 10 s: a busy machine may keep the daemon off the CPU a while) while the
+    /// switch's socket buffer holds more than its share.
     pub fn pace(&mut self) {
-        let deadline = Instant::now() + Duration::from_secs(2);
+        let deadline = Instant::now() + Duration::from_secs(10);
         while socket_at(self.to).is_some_and(|s| s.queued > self.backlog)
             && Instant::now() < deadline
         {
