@@ -149,8 +149,8 @@ enum Command {
         json: bool,
     },
     /// Add, remove or list the jobs of a running switch (`switchml switch --admin PATH`):
-    /// `add ID:WORLD[:SLOTS[:KEY]]`, `remove ID` (its ranks are told the switch stops
-    /// serving it), `list`.
+    /// `add ID:WORLD[:SLOTS[:KEY]]`, `remove ID` (a run's ranks are told the job was
+    /// removed, Abort `JobRemoved`), `list`.
     Job {
         /// The switch's admin socket.
         #[arg(long)]

@@ -29,7 +29,7 @@ use crate::daemon::JobSpec;
 pub enum AdminRequest {
     /// Register a job.
     Add(JobSpec),
-    /// End a job's run (Abort `Shutdown`) and unregister it.
+    /// End a job's run (Abort `JobRemoved`) and unregister it.
     Remove(u16),
     /// Describe the jobs.
     List,

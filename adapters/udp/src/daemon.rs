@@ -307,12 +307,13 @@ impl<G: ControlPlane> Daemon<G> {
         Ok(config)
     }
 
-    /// End job `id`'s run (its ranks get Abort `Shutdown`) and unregister it.
+    /// End job `id`'s run (its ranks get Abort `JobRemoved`: the switch itself goes on) and
+    /// unregister it.
     pub fn remove_job(&mut self, id: u16) -> Result<(), String> {
         if self.endpoint.switch().job_snapshot(id).is_none() {
             return Err(format!("no job {id}"));
         }
-        self.tell(|e, out| e.shutdown_run(id, out))
+        self.tell(|e, out| e.shutdown_run(id, wire::AbortReason::JobRemoved, out))
             .map_err(|e| format!("job {id}: telling its ranks: {e}"))?;
         self.endpoint
             .remove_job(id)

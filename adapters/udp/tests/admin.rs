@@ -7,6 +7,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
 use common::*;
+use switchml_core::wire::AbortReason;
+use switchml_core::worker::WorkerError;
 use switchml_udp::admin_request as request;
 use switchml_udp::{CommConfig, Communicator, Op, RunningSwitch, SwitchConfig};
 
@@ -88,7 +90,7 @@ fn removing_a_running_job_tells_its_ranks(pipeline: SwitchPipeline) {
     let path = dir.join("admin.sock");
     let sw = switch_with(pipeline, &path);
     // One lane: once `list` shows rank 0 joined, every lane of it is in the run, so the
-    // Shutdown reaches it before a Join resend could meet the job already gone (UnknownJob).
+    // JobRemoved reaches it before a Join resend could meet the job already gone (UnknownJob).
     let slow = CommConfig {
         lanes: 1,
         retries: 1000,
@@ -97,7 +99,7 @@ fn removing_a_running_job_tells_its_ranks(pipeline: SwitchPipeline) {
     };
     // Rank 0 joins and waits for rank 1, who never comes; the operator removes the job.
     let waiting = std::thread::spawn(move || Communicator::connect(&slow).err());
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while !request(&path, "list", Duration::from_secs(5))
         .unwrap()
         .contains("1 joined")
@@ -109,8 +111,13 @@ fn removing_a_running_job_tells_its_ranks(pipeline: SwitchPipeline) {
         request(&path, "remove 3", Duration::from_secs(5)),
         Ok("ok job 3 removed".into())
     );
+    // Before: its ranks were told "the switch is shutting down" (Abort Shutdown), which it
+    // was not. Now Abort JobRemoved (16, detail 0).
     let e = waiting.join().unwrap().expect("rank 0 fails");
-    assert!(e.to_string().contains("shutting down"), "{e}");
+    let removed = matches!(&e, switchml_udp::Error::Worker { error, .. }
+        if **error == WorkerError::Refused { reason: AbortReason::JobRemoved, detail: 0 });
+    assert!(removed, "{e:?}");
+    assert!(e.to_string().contains("the job was removed"), "{e}");
     drop(sw);
     let _ = std::fs::remove_dir(&dir);
 }

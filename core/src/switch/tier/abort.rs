@@ -29,7 +29,7 @@ impl<const WORDS: usize> Job<WORDS> {
         let link = self.parent()?;
         let detail = match reason {
             AbortReason::RankRestarted => link.member,
-            AbortReason::Shutdown => 0,
+            AbortReason::Shutdown | AbortReason::JobRemoved => 0,
             _ => NONE,
         };
         (self.run.parent != 0).then_some(AbortRepr {

@@ -57,11 +57,11 @@ impl UpAbort {
     }
 
     /// Return the Abort: from the member, epoch 0, detail the member for a restart, 0 for
-    /// `Shutdown`, else none.
+    /// `Shutdown` and `JobRemoved`, else none (as the reference's `Job::abort_up`).
     pub fn repr(&self) -> AbortRepr {
         let detail = match self.reason {
             AbortReason::RankRestarted => self.member,
-            AbortReason::Shutdown => 0,
+            AbortReason::Shutdown | AbortReason::JobRemoved => 0,
             _ => NONE,
         };
         AbortRepr {

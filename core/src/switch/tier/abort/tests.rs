@@ -186,7 +186,9 @@ fn a_restart_or_a_stop_at_a_child_goes_up_too() {
         (0, AbortReason::RankRestarted, 0)
     );
     // B stops: its ranks hear Shutdown, and its parent hears it as member 1's.
-    let Some(Verdict::Multicast { .. }) = t.children[1].shutdown_run(7, &mut out) else {
+    let Some(Verdict::Multicast { .. }) =
+        t.children[1].shutdown_run(7, AbortReason::Shutdown, &mut out)
+    else {
         panic!();
     };
     let Some(Verdict::Up { len, .. }) = t.children[1].poll_up(&mut out) else {
