@@ -15,7 +15,9 @@ use crate::errors::{io_to_py, SwitchMLError};
 ///
 /// jobs: a list, each job either "ID:WORLD[:SLOTS[:KEY]]" (KEY in hex, as for
 /// `switchml switch --job`) or a tuple (id, world[, slots[, key]]); a job without a key
-/// takes `SWITCHML_JOB_KEY`, else 0. bind: "host:port" (port 0: any free port).
+/// takes `SWITCHML_JOB_KEY`, else none: served so only on a loopback `bind` (the default;
+/// only this host can reach it), refused on any other address unless its key is `none`
+/// ("ID:WORLD:SLOTS:none", or 0 in a tuple), as `switchml switch` refuses it. bind: "host:port" (port 0: any free port).
 /// drop_rate: the probability of losing each datagram, each way (seeded by seed).
 /// pipeline: "reference" (the core's switch) or "p4-model" (the Rust twin of the P4
 /// programs). Use as a context manager, or call stop().
@@ -90,6 +92,9 @@ impl Switch {
         config.drop_rate = drop_rate;
         config.seed = seed;
         config.pipeline = pipeline.parse().map_err(PyValueError::new_err)?;
+        // A keyless job on loopback is reachable from this host only: the in-process
+        // switch of a test or a notebook. Anywhere else a stranger could join it.
+        config.allow_keyless = bind.ip().is_loopback();
         let switch = RunningSwitch::start(&config).map_err(io_to_py)?;
         Ok(Switch {
             address: switch.addr().to_string(),

@@ -159,21 +159,13 @@ impl Tree {
     }
 }
 
-/// Return `sw`'s counters once they satisfy `done`, or after 30 s the last ones published.
-/// A daemon publishes every 50 ms when it gets the CPU; a fixed sleep raced a busy machine,
-/// so wait for what the caller knows must come (what it then asserts), bounded.
+/// Return `sw`'s counters once they satisfy `done` ([`counters_when`]: a fixed sleep raced
+/// a busy machine).
 fn published(
     sw: &RunningSwitch,
     done: impl Fn(&switchml_udp::DaemonCounters) -> bool,
 ) -> switchml_udp::DaemonCounters {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let c = sw.counters();
-        if done(&c) || Instant::now() >= deadline {
-            return c;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    counters_when(sw, done)
 }
 
 /// Every rank all-reduces an int32 and an f32 tensor through `tree`; check the sums.
