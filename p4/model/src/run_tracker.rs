@@ -143,6 +143,24 @@ pub struct ParentCell {
     pub session: u32,
     /// The parent said its run is complete.
     pub complete: bool,
+    /// The parent run's session an ended run of the child had taken (0: none), kept: the
+    /// child's own Abort comes back from the parent with it (an echo, a duplicate); an
+    /// Abort naming the child's member in any other session is forged (the reference's
+    /// `Run::echo`).
+    pub echo: u32,
+}
+
+impl ParentCell {
+    /// The cell a run ending now leaves: nothing taken, the echo session kept.
+    pub fn ended(self) -> ParentCell {
+        ParentCell {
+            echo: match self.session {
+                0 => self.echo,
+                s => s,
+            },
+            ..ParentCell::default()
+        }
+    }
 }
 
 /// What a JoinReply from the parent does to a child's run.
@@ -232,7 +250,7 @@ impl RunTracker {
         let parent = self.parent.execute(pass, j, |cell| {
             let parent = cell.session;
             if ends {
-                *cell = ParentCell::default();
+                *cell = cell.ended();
             }
             parent
         })?;
@@ -242,18 +260,24 @@ impl RunTracker {
     /// An Abort of the parent's job at child job table entry `index` (protocol.md §7):
     /// return the child run's session if it names the parent run the child took, or,
     /// while the parent has not said `COMPLETE`, the child's own run (the nonce of its
-    /// Join up); 0 if neither. The run ends in a second pass ([`RunTracker::end`]): whether
+    /// Join up); 0 if neither, with whether `session` is the echo one
+    /// ([`ParentCell::echo`]). The run ends in a second pass ([`RunTracker::end`]): whether
     /// it does is known only here, after the `session` stage.
-    pub fn parent_abort(&mut self, pass: &Pass, index: u16, session: u32) -> Result<u32, Hazard> {
+    pub fn parent_abort(
+        &mut self,
+        pass: &Pass,
+        index: u16,
+        session: u32,
+    ) -> Result<(u32, bool), Hazard> {
         let j = usize::from(index);
         let held = self.session.execute(pass, j, |cell| cell.session)?;
         self.parent.execute(pass, j, |cell| {
             let of_our_run = cell.session != 0 && session == cell.session;
             let to_our_join = held != 0 && !cell.complete && session == held;
-            if of_our_run || to_our_join {
-                held
-            } else {
-                0
+            let echo = cell.echo != 0 && session == cell.echo;
+            match of_our_run || to_our_join {
+                true => (held, echo),
+                false => (0, echo),
             }
         })
     }
@@ -360,7 +384,7 @@ impl RunTracker {
         })?;
         *parent = self.parent.execute(pass, j, |cell| {
             if opened {
-                *cell = ParentCell::default();
+                *cell = cell.ended();
             }
             *cell
         })?;
@@ -467,7 +491,7 @@ impl RunTracker {
         self.parent.execute(pass, j, |cell| {
             let parent = if ends { cell.session } else { 0 };
             if ends {
-                *cell = ParentCell::default();
+                *cell = cell.ended();
             }
             parent
         })
@@ -499,10 +523,10 @@ impl RunTracker {
     pub fn close(&mut self, index: u16) -> u32 {
         let j = usize::from(index);
         let runs = self.session.read(j).unwrap_or_default().runs;
-        let parent = self.parent.read(j).unwrap_or_default().session;
+        let cell = self.parent.read(j).unwrap_or_default();
         self.session.write(j, RunCell { session: 0, runs });
-        self.parent.write(j, ParentCell::default());
-        parent
+        self.parent.write(j, cell.ended());
+        cell.session
     }
 
     /// Forget entry `index`'s runs (control plane, when a job is added).
