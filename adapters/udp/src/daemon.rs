@@ -601,8 +601,8 @@ impl<G: ControlPlane> Daemon<G> {
             endpoint.count_drop(reason);
             return Ok(());
         };
-        // A parent switch's datagrams are never throttled: a child's job depends on them,
-        // and after a run ends it may rightly send many that no longer authenticate.
+        // A parent switch's datagrams are never limited: a child's job depends on them, and
+        // after a run ends it may rightly send many that no longer authenticate.
         let from_parent = watches.iter().any(|w| w.parent == from);
         if !from_parent && !junk.allows(&from, now) {
             counters.throttled += 1;
@@ -646,8 +646,9 @@ impl<G: ControlPlane> Daemon<G> {
         if failed && !from_parent {
             junk.take(&from, now);
         }
-        if reply.is_some_and(needs_no_session) && !replies.take(&from, now) {
-            // Whatever the source claims to be, it gets no more than its share.
+        if !from_parent && reply.is_some_and(needs_no_session) && !replies.take(&from, now) {
+            // Whatever the source claims to be, it gets no more than its share (a parent
+            // switch, whose datagrams the watch below must see, is exempt).
             counters.replies_limited += 1;
             send.unuse_last();
             return Ok(());
