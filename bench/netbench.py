@@ -345,7 +345,7 @@ class Bench:
         window = self.window()
         slots = a.lanes * window
         sw = self.proc(["ip", "netns", "exec", "nb-sw", a.switchml, "switch", "--bind",
-                   f"{SWITCH_IP}:{SWITCH_PORT}", "--job", f"0:{p}:{slots}", "--json"],
+                   f"{SWITCH_IP}:{SWITCH_PORT}", "--job", f"0:{p}:{slots}:none", "--json"],
                   self.tag(f"switch-p{p}-{size}"))
         row = {"system": "switchml", "bytes": size, "world": p, "window": window}
         if not wait_for_line(sw, "listening", 10):

@@ -172,6 +172,7 @@ pub fn reason_name(r: AbortReason) -> String {
         AbortReason::WrongShard => "wrong_shard".into(),
         AbortReason::LaneCountMismatch => "lane_count_mismatch".into(),
         AbortReason::ParentFailed => "parent_failed".into(),
+        AbortReason::JobRemoved => "job_removed".into(),
         AbortReason::Unknown(b) => format!("{b:#04x}"),
     }
 }

@@ -76,7 +76,8 @@ enum Command {
         #[arg(long, default_value = "0.0.0.0:48864")]
         bind: std::net::SocketAddr,
         /// A job to serve, `ID:WORLD[:SLOTS[:KEY]]` (slots default to 256; KEY: the job's
-        /// credential in hex, else SWITCHML_JOB_KEY, which its workers must set too);
+        /// credential in hex, else SWITCHML_JOB_KEY, which its workers must set too; a job
+        /// with neither is refused unless KEY is `none` or --allow-keyless is given);
         /// repeat for several.
         #[arg(long = "job", required_unless_present_any = ["admin", "parent_jobs"])]
         jobs: Vec<JobSpec>,
@@ -101,6 +102,16 @@ enum Command {
         /// created with mode 0600: whoever may open it administers the switch.
         #[arg(long)]
         admin: Option<std::path::PathBuf>,
+        /// Serve jobs that have no key (none in the spec, no SWITCHML_JOB_KEY), here and
+        /// through --admin, instead of refusing them: anyone who reaches the switch may then
+        /// join them. One job's `:none` key says the same for that job only.
+        #[arg(long)]
+        allow_keyless: bool,
+        /// Answer Status (`switchml doctor`): `on`, or `off` where the switch faces
+        /// untrusted senders (Status asks no key; its answers are rate-limited per source
+        /// address either way).
+        #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+        status: String,
         /// Pool slots for jobs added through --admin, beyond the --job ones.
         #[arg(long, default_value_t = 1024)]
         spare_slots: usize,
@@ -149,8 +160,9 @@ enum Command {
         json: bool,
     },
     /// Add, remove or list the jobs of a running switch (`switchml switch --admin PATH`):
-    /// `add ID:WORLD[:SLOTS[:KEY]]`, `remove ID` (its ranks are told the switch stops
-    /// serving it), `list`.
+    /// `add ID:WORLD[:SLOTS[:KEY]]` (KEY in hex; a job without one is refused unless KEY
+    /// is `none` or the switch runs with --allow-keyless), `remove ID` (a run's ranks are
+    /// told the job was removed, Abort `JobRemoved`), `list`.
     Job {
         /// The switch's admin socket.
         #[arg(long)]
@@ -411,6 +423,8 @@ fn main() {
             threads,
             report_every,
             json,
+            allow_keyless,
+            status,
         } => {
             let tree = !parent_jobs.is_empty() || !child_jobs.is_empty();
             let parents = parent_jobs.iter().map(|j| j.id).collect();
@@ -428,6 +442,8 @@ fn main() {
                 pipeline,
                 parent_jobs: parents,
                 child_jobs,
+                allow_keyless,
+                answer_status: status == "on",
                 ..SwitchConfig::new(bind, jobs)
             };
             switch_cmd::switch(config, report_every, json)

@@ -53,6 +53,9 @@ pub fn counters_json(c: &DaemonCounters) -> Value {
         "injected_losses": c.injected_losses,
         "oversized": c.oversized,
         "expired_runs": c.expired_runs,
+        "throttled": c.throttled,
+        "replies_limited": c.replies_limited,
+        "status_off": c.status_off,
         "total_drops": c.total_drops(),
         "drops": drops(&c.switch.dropped),
         "jobs": c.jobs.iter().map(job_json).collect::<Vec<_>>(),
@@ -70,6 +73,14 @@ pub fn counters_text(c: &DaemonCounters) -> String {
         c.total_drops(),
         drops(&c.switch.dropped)
     );
+    if c.throttled > 0 || c.replies_limited > 0 || c.status_off > 0 {
+        s += &format!(
+            "  limited per source: {} datagrams dropped unread (their source sent too many \
+             that failed authentication), {} answers to strangers not sent; {} Status \
+             unanswered (--status off)\n",
+            c.throttled, c.replies_limited, c.status_off
+        );
+    }
     if c.recv_errors > 0 || c.expired_runs > 0 {
         s += &format!(
             "  receive errors: {}, idle runs released: {}\n",

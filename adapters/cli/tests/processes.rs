@@ -104,9 +104,16 @@ impl Drop for Proc {
 }
 
 /// Start a switch of `pipeline` (`--pipeline`) on an ephemeral port; return it and its
-/// address.
+/// address. Its jobs may have no key (`--allow-keyless`): these tests' workers send none.
 fn switch(pipeline: &str, job: &str) -> (Proc, String) {
-    let args = ["switch", "--bind", "127.0.0.1:0", "--job", job];
+    let args = [
+        "switch",
+        "--bind",
+        "127.0.0.1:0",
+        "--allow-keyless",
+        "--job",
+        job,
+    ];
     let p = Proc::start(&[&args[..], &["--pipeline", pipeline]].concat());
     let line = p.expect_line("listening on", Duration::from_secs(20));
     let addr = line.split_whitespace().nth(2).expect("address").to_string();
@@ -119,6 +126,26 @@ fn largest_count(pipeline: &str) -> &'static str {
         "p4-model" => "256",
         _ => "1024",
     }
+}
+
+/// Before: `switchml switch --job 1:2` with no key served the job to anyone, with one log
+/// line. Now it refuses to start and says how to give a key or say `none`.
+#[test]
+fn a_switch_refuses_a_job_without_a_key_unless_told() {
+    let out = Command::new(BIN)
+        .args(["switch", "--bind", "127.0.0.1:0", "--job", "1:2"])
+        .env_remove("SWITCHML_JOB_KEY")
+        .output()
+        .expect("run switchml");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("job 1 has no key") && err.contains("--allow-keyless"),
+        "{err}"
+    );
+    // Said explicitly, the job is served.
+    let p = Proc::start(&["switch", "--bind", "127.0.0.1:0", "--job", "1:2:64:none"]);
+    p.expect_line("listening on", Duration::from_secs(20));
 }
 
 fn run(args: &[&str]) -> (Option<i32>, String, String) {
@@ -283,6 +310,7 @@ fn doctor_adds_up_the_counters_of_every_shard() {
         "127.0.0.1:0",
         "--job",
         "5:2:32",
+        "--allow-keyless",
         "--threads",
         "3",
     ];
@@ -714,7 +742,7 @@ fn workers_sum_through_a_parent_and_two_child_switch_processes() {
     ]);
     let line = parent.expect_line("listening on", Duration::from_secs(20));
     let up = line.split_whitespace().nth(2).expect("address").to_string();
-    parent.expect_line("a parent", Duration::from_secs(5));
+    parent.expect_line("a parent", Duration::from_secs(20));
     let children: Vec<(Proc, String)> = (0..2)
         .map(|m| {
             let spec = format!(
@@ -726,7 +754,7 @@ fn workers_sum_through_a_parent_and_two_child_switch_processes() {
             let p = Proc::start(&[&args[..], &["--child-of", &spec]].concat());
             let line = p.expect_line("listening on", Duration::from_secs(20));
             let addr = line.split_whitespace().nth(2).expect("address").to_string();
-            p.expect_line("member", Duration::from_secs(5));
+            p.expect_line("member", Duration::from_secs(20));
             (p, addr)
         })
         .collect();

@@ -15,7 +15,9 @@ use crate::errors::{io_to_py, SwitchMLError};
 ///
 /// jobs: a list, each job either "ID:WORLD[:SLOTS[:KEY]]" (KEY in hex, as for
 /// `switchml switch --job`) or a tuple (id, world[, slots[, key]]); a job without a key
-/// takes `SWITCHML_JOB_KEY`, else 0. bind: "host:port" (port 0: any free port).
+/// takes `SWITCHML_JOB_KEY`, else none: served so only on a loopback `bind` (the default;
+/// only this host can reach it), refused on any other address unless its key is `none`
+/// ("ID:WORLD:SLOTS:none", or 0 in a tuple), as `switchml switch` refuses it. bind: "host:port" (port 0: any free port).
 /// drop_rate: the probability of losing each datagram, each way (seeded by seed).
 /// pipeline: "reference" (the core's switch) or "p4-model" (the Rust twin of the P4
 /// programs). Use as a context manager, or call stop().
@@ -56,6 +58,9 @@ fn counters_dict<'py>(py: Python<'py>, c: &DaemonCounters) -> PyResult<Bound<'py
     d.set_item("oversized", c.oversized)?;
     d.set_item("bad_source", c.bad_source)?;
     d.set_item("expired_runs", c.expired_runs)?;
+    d.set_item("throttled", c.throttled)?;
+    d.set_item("replies_limited", c.replies_limited)?;
+    d.set_item("status_off", c.status_off)?;
     d.set_item("drops", c.total_drops())?;
     let jobs = PyDict::new(py);
     for j in &c.jobs {
@@ -90,6 +95,9 @@ impl Switch {
         config.drop_rate = drop_rate;
         config.seed = seed;
         config.pipeline = pipeline.parse().map_err(PyValueError::new_err)?;
+        // A keyless job on loopback is reachable from this host only: the in-process
+        // switch of a test or a notebook. Anywhere else a stranger could join it.
+        config.allow_keyless = bind.ip().is_loopback();
         let switch = RunningSwitch::start(&config).map_err(io_to_py)?;
         Ok(Switch {
             address: switch.addr().to_string(),
@@ -128,7 +136,8 @@ impl Switch {
     }
 
     /// Return the counters (at most 50 ms old): received, sent, send_failures,
-    /// injected_losses, oversized, bad_source, expired_runs, drops, per-job counters under
+    /// injected_losses, oversized, bad_source, expired_runs, throttled, replies_limited,
+    /// status_off, drops, per-job counters under
     /// "jobs", and the switch's own counters as text under "switch".
     fn counters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());

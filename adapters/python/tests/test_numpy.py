@@ -113,9 +113,10 @@ def test_missing_setting_is_named(monkeypatch):
 
 
 def test_a_rank_that_never_joins_is_named(switch):
+    # 2 s: long enough for the switch's answer to come back on a busy machine.
     with pytest.raises(switchml.StreamError, match="ranks 1 never joined"):
         switchml.Communicator(rank=0, world_size=2, switch=switch.address, job=1,
-                              join_timeout_ms=300)
+                              join_timeout_ms=2000)
 
 
 def test_a_rank_that_never_contributes_is_named_with_the_slot(switch):
@@ -125,7 +126,9 @@ def test_a_rank_that_never_contributes_is_named_with_the_slot(switch):
                 comm.allreduce(np.ones(10, dtype=np.float32))
         return True
 
-    run_ranks(2, body, switch=switch.address, job=1, rto_ms=2, retries=3)
+    # Patient enough that the Probe's answer comes back on a busy machine (with 2 ms and 3
+    # retries the stall could be reported before it, as "the switch does not answer").
+    run_ranks(2, body, switch=switch.address, job=1, rto_ms=50, retries=4)
 
 
 def test_a_stopped_and_restarted_switch_is_reported():

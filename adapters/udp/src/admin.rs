@@ -1,7 +1,8 @@
 //! The switch daemon's admin socket: add, remove and list jobs on a running daemon.
 //!
-//! A Unix stream socket on the switch's host (`switchml switch --admin PATH`), created with
-//! mode 0600: the file system's permissions are the credential. Why not a network message:
+//! A Unix stream socket on the switch's host (`switchml switch --admin PATH`), mode 0600
+//! from the moment it appears at PATH (`bind_private`): the file system's permissions are
+//! the credential. Why not a network message:
 //! it would need a second secret to distribute and would let anyone who reaches the switch
 //! try it (protocol.md §4.1); an operator elsewhere runs `switchml job` over ssh.
 //!
@@ -29,7 +30,7 @@ use crate::daemon::JobSpec;
 pub enum AdminRequest {
     /// Register a job.
     Add(JobSpec),
-    /// End a job's run (Abort `Shutdown`) and unregister it.
+    /// End a job's run (Abort `JobRemoved`) and unregister it.
     Remove(u16),
     /// Describe the jobs.
     List,
@@ -89,8 +90,7 @@ impl AdminSocket {
             }
             std::fs::remove_file(path)?;
         }
-        let listener = UnixListener::bind(path)?;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+        let listener = bind_private(path, |_| {})?;
         listener.set_nonblocking(true)?;
         Ok(AdminSocket {
             listener,
@@ -114,6 +114,47 @@ impl AdminSocket {
             }
         }
     }
+}
+
+/// Bind a listener at `path` that nobody but its owner could ever connect to. Binding at
+/// `path` and chmod-ing after left a window in which the socket had the process umask's
+/// mode (0755 or 0777 under a lax umask), and anyone who connected then kept the connection.
+/// So bind inside a fresh directory only the owner can enter (a directory's search
+/// permission guards what is in it), set the socket's mode there, then rename it into
+/// place: `path` appears already 0600. No `umask(2)` (process-wide, racing other threads'
+/// file creation), no `unsafe`. `bound` runs between the bind and the rename (tests).
+fn bind_private(path: &Path, bound: impl FnOnce(&Path)) -> io::Result<UnixListener> {
+    use std::os::unix::fs::DirBuilderExt;
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let name = path.file_name().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{}: not a file name", path.display()),
+        )
+    })?;
+    // Beside the target, so that the rename stays on one file system.
+    let private = parent.join(format!(
+        ".{}.{}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    std::fs::DirBuilder::new().mode(0o700).create(&private)?;
+    let staged = private.join("admin.sock");
+    let bound_there = (|| {
+        // The umask can only have narrowed 0700; make it exactly that before using it.
+        std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700))?;
+        let listener = UnixListener::bind(&staged)?;
+        std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(0o600))?;
+        bound(&staged);
+        std::fs::rename(&staged, path)?;
+        Ok(listener)
+    })();
+    let _ = std::fs::remove_file(&staged);
+    let _ = std::fs::remove_dir(&private);
+    bound_there
 }
 
 fn serve_client(
@@ -169,6 +210,32 @@ pub fn request(path: &Path, request: &str, timeout: Duration) -> Result<String, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_socket_is_private_before_it_is_at_its_path() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = std::env::temp_dir().join(format!("switchml-admin-mode-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("admin.sock");
+        let mut seen = None;
+        let listener = bind_private(&path, |staged| {
+            // Bound, not yet published: nothing at `path`, and the socket sits, mode 0600,
+            // in a directory only its owner may enter.
+            let dir = std::fs::metadata(staged.parent().unwrap()).unwrap();
+            let sock = std::fs::symlink_metadata(staged).unwrap();
+            seen = Some((path.exists(), dir.mode() & 0o777, sock.mode() & 0o777));
+        })
+        .unwrap();
+        assert_eq!(seen, Some((false, 0o700, 0o600)));
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        assert_eq!(meta.mode() & 0o777, 0o600);
+        // The renamed socket still takes connections, and the staging directory is gone.
+        assert!(UnixStream::connect(&path).is_ok());
+        drop(listener);
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        assert_eq!(left.len(), 1, "only the socket: {left:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn requests_parse_or_say_what_is_wrong() {

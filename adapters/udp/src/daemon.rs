@@ -34,6 +34,7 @@ use crate::offload::Offload;
 use crate::shards::{ask_peers, AdminRole};
 use crate::socket::{size_buffer, wait_readable, Buffer};
 use crate::source::is_bad_source;
+use crate::source_limit::{SourceLimit, SourceLimits};
 use crate::traffic::{DaemonCounters, JobTraffic};
 use crate::tree::{ChildSpec, ParentWatch};
 
@@ -46,7 +47,8 @@ const SEND_ENTRIES: usize = 256;
 /// Socket buffer the daemon asks for, each way.
 const SOCKET_BUFFER: usize = 8 << 20;
 
-/// A job to set up at start: `ID:WORLD[:SLOTS[:KEY]]` on the command line (KEY in hex).
+/// A job to set up at start: `ID:WORLD[:SLOTS[:KEY]]` on the command line (KEY in hex, or
+/// `none` for a job anyone who reaches the switch may join).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JobSpec {
     /// The job id.
@@ -55,7 +57,8 @@ pub struct JobSpec {
     pub world: u16,
     /// The number of slots (every rank's `lanes × window` must fit).
     pub slots: u16,
-    /// The job's credential (protocol.md §4.1); `None`: take `SWITCHML_JOB_KEY`, else 0.
+    /// The job's credential (protocol.md §4.1); `None`: take `SWITCHML_JOB_KEY`, and
+    /// without it the job is refused; `Some(0)` (`none`): no key, said explicitly.
     pub key: Option<u64>,
 }
 
@@ -83,9 +86,19 @@ impl FromStr for JobSpec {
                     DEFAULT_JOB_SLOTS
                 },
                 key: match fields.get(3) {
-                    Some(k) => {
-                        Some(parse_key(k).map_err(|e| format!("job {s:?}: key {k:?}: {e}"))?)
-                    }
+                    Some(k) if k.trim() == "none" => Some(0),
+                    Some(k) => match parse_key(k) {
+                        // On the wire 0 means no key; an operator says that as `none`,
+                        // never with a key that looks like one.
+                        Ok(0) => {
+                            return Err(format!(
+                                "job {s:?}: a key of 0 is no key: write `none` to serve the \
+                                 job without one"
+                            ))
+                        }
+                        Ok(k) => Some(k),
+                        Err(e) => return Err(format!("job {s:?}: key {k:?}: {e}")),
+                    },
                     None => None,
                 },
             }),
@@ -101,6 +114,15 @@ pub fn parse_key(s: &str) -> Result<u64, String> {
         return Err("expected 1 to 16 hex digits".into());
     }
     u64::from_str_radix(hex, 16).map_err(|e| e.to_string())
+}
+
+/// The error for a job that has no key and was not said to need none.
+fn keyless_refused(id: u16) -> String {
+    format!(
+        "job {id} has no key: anyone who reaches the switch could join it. Give it one \
+         (ID:WORLD:SLOTS:KEY, or SWITCHML_JOB_KEY), or say so explicitly: key `none` \
+         (ID:WORLD:SLOTS:none) or `switchml switch --allow-keyless`"
+    )
 }
 
 /// The software switch's endpoint over switch `G`, addresses being socket addresses.
@@ -126,6 +148,16 @@ pub struct Daemon<G> {
     admin: AdminRole,
     /// The parents of child jobs, watched for silence (protocol.md §7).
     watches: Vec<ParentWatch>,
+    /// Whether a job whose spec gives no key, with no `SWITCHML_JOB_KEY`, is served
+    /// without one (`--allow-keyless`) rather than refused.
+    allow_keyless: bool,
+    /// Whether Status is answered (`--status off`: dropped unanswered).
+    answer_status: bool,
+    /// Per source: datagrams that failed authentication (then the source is dropped
+    /// unread for a while).
+    junk: SourceLimit,
+    /// Per destination: answers that needed no session.
+    replies: SourceLimit,
 }
 
 /// Where a job sits in a tree of switches (protocol.md §7).
@@ -183,6 +215,7 @@ impl<G: ControlPlane> Daemon<G> {
         let mut send = SendBatch::new(RECV_BATCH, out_len, SEND_ENTRIES);
         send.set_gso(offload.gso);
         let counters = DaemonCounters::default();
+        let limits = SourceLimits::default();
         Ok(Daemon {
             socket,
             endpoint,
@@ -203,11 +236,33 @@ impl<G: ControlPlane> Daemon<G> {
             log: DaemonLog::new(),
             admin,
             watches: Vec::new(),
+            allow_keyless: false,
+            answer_status: true,
+            junk: SourceLimit::new(limits.junk_burst, limits.junk_rate),
+            replies: SourceLimit::new(limits.reply_burst, limits.reply_rate),
         })
     }
 
+    /// Answer Status messages, or (`false`) drop them unanswered, counted as `status_off`.
+    pub(crate) fn answer_status(&mut self, on: bool) {
+        self.answer_status = on;
+    }
+
+    /// Limit what each source costs and gets as `limits` says (`source_limit`).
+    pub(crate) fn limit_sources(&mut self, limits: SourceLimits) {
+        self.junk = SourceLimit::new(limits.junk_burst, limits.junk_rate);
+        self.replies = SourceLimit::new(limits.reply_burst, limits.reply_rate);
+    }
+
+    /// Serve jobs that come with no key and no `SWITCHML_JOB_KEY` (with a warning) instead
+    /// of refusing them.
+    pub(crate) fn allow_keyless(&mut self, allow: bool) {
+        self.allow_keyless = allow;
+    }
+
     /// Register a job on the first free range of the pool that fits it; its key is the
-    /// spec's, else `SWITCHML_JOB_KEY`, else 0 (with a warning: anyone may then join it).
+    /// spec's, else `SWITCHML_JOB_KEY`. A job left without one is refused unless the spec
+    /// says `none` or the daemon allows keyless jobs (then with a warning: anyone may join).
     pub fn add_job(&mut self, spec: &JobSpec) -> Result<JobConfig, String> {
         self.add_job_at(spec, JobPlace::Flat)
     }
@@ -222,6 +277,9 @@ impl<G: ControlPlane> Daemon<G> {
             Some(k) => k,
             None => crate::running_switch::key_from_env()?,
         };
+        if key == 0 && spec.key.is_none() && !self.allow_keyless {
+            return Err(keyless_refused(spec.id));
+        }
         let first_shard = self.endpoint.shard().index() == 0;
         if key == 0 && first_shard {
             log::warn!(
@@ -307,12 +365,13 @@ impl<G: ControlPlane> Daemon<G> {
         Ok(config)
     }
 
-    /// End job `id`'s run (its ranks get Abort `Shutdown`) and unregister it.
+    /// End job `id`'s run (its ranks get Abort `JobRemoved`: the switch itself goes on) and
+    /// unregister it.
     pub fn remove_job(&mut self, id: u16) -> Result<(), String> {
         if self.endpoint.switch().job_snapshot(id).is_none() {
             return Err(format!("no job {id}"));
         }
-        self.tell(|e, out| e.shutdown_run(id, out))
+        self.tell(|e, out| e.shutdown_run(id, wire::AbortReason::JobRemoved, out))
             .map_err(|e| format!("job {id}: telling its ranks: {e}"))?;
         self.endpoint
             .remove_job(id)
@@ -517,6 +576,9 @@ impl<G: ControlPlane> Daemon<G> {
             send,
             log,
             watches,
+            answer_status,
+            junk,
+            replies,
             ..
         } = self;
         let Some(d) = recv.get(i) else {
@@ -540,10 +602,20 @@ impl<G: ControlPlane> Daemon<G> {
             endpoint.count_drop(reason);
             return Ok(());
         };
+        // A parent switch's datagrams are never limited: a child's job depends on them, and
+        // after a run ends it may rightly send many that no longer authenticate.
+        let from_parent = watches.iter().any(|w| w.parent == from);
+        if !from_parent && !junk.allows(&from, now) {
+            counters.throttled += 1;
+            return Ok(());
+        }
         let bytes = d.bytes;
-        let job = wire::peek(bytes)
-            .ok()
-            .and_then(|(_, id, _)| counters.jobs.iter().position(|j| j.job == id));
+        let peeked = wire::peek(bytes).ok();
+        if !*answer_status && peeked.is_some_and(|(t, _, _)| t == wire::MessageType::Status) {
+            counters.status_off += 1;
+            return Ok(());
+        }
+        let job = peeked.and_then(|(_, id, _)| counters.jobs.iter().position(|j| j.job == id));
         if let Some(j) = job {
             counters.jobs[j].received += 1;
         }
@@ -556,7 +628,32 @@ impl<G: ControlPlane> Daemon<G> {
         let Some((b, out)) = send.buffer() else {
             return Ok(());
         };
+        let bad_sessions = endpoint
+            .switch()
+            .switch_counters()
+            .drops(DropReason::BadSession);
         let t = endpoint.handle(now, from, bytes, out);
+        let reply = match t {
+            Transmit::Reply { len } => out.get(..len),
+            _ => None,
+        };
+        let failed = job.is_none()
+            || endpoint
+                .switch()
+                .switch_counters()
+                .drops(DropReason::BadSession)
+                > bad_sessions
+            || reply.is_some_and(refuses_a_stranger);
+        if failed && !from_parent {
+            junk.take(&from, now);
+        }
+        if !from_parent && reply.is_some_and(needs_no_session) && !replies.take(&from, now) {
+            // Whatever the source claims to be, it gets no more than its share (a parent
+            // switch, whose datagrams the watch below must see, is exempt).
+            counters.replies_limited += 1;
+            send.unuse_last();
+            return Ok(());
+        }
         // A parent's Result names the parent's job; what it causes is the child job's.
         let answered = match t {
             Transmit::Lanes { job, .. } => counters.jobs.iter().position(|j| j.job == job),
@@ -594,6 +691,35 @@ impl<G: ControlPlane> Daemon<G> {
         output.route(endpoint, &t, b, &from)?;
         output.owed_up(endpoint)
     }
+}
+
+/// Return whether `reply` is an answer the switch gives without any credential: anything
+/// but a Result, JoinReply or ProbeReply (which answer a session or a key the switch
+/// checked) — a StatusReply, an Abort refusing a Join or a Probe, and any later such type.
+/// These go to whatever source a datagram claims, so they are limited per destination.
+fn needs_no_session(reply: &[u8]) -> bool {
+    !matches!(
+        wire::peek(reply),
+        Ok((
+            wire::MessageType::Result
+                | wire::MessageType::JoinReply
+                | wire::MessageType::ProbeReply,
+            _,
+            _
+        ))
+    )
+}
+
+/// Return whether `reply` refuses a datagram for a missing credential: an Abort naming an
+/// unknown job, a wrong key, or a session that is not the run's.
+fn refuses_a_stranger(reply: &[u8]) -> bool {
+    let Ok(a) = AbortPacket::new_checked(reply).and_then(|p| AbortRepr::parse(&p)) else {
+        return false;
+    };
+    matches!(
+        a.reason,
+        wire::AbortReason::UnknownJob | wire::AbortReason::BadKey | wire::AbortReason::SessionEnded
+    )
 }
 
 /// The source address of what the daemon sends of its own accord.
@@ -737,5 +863,10 @@ mod tests {
         assert!("3:4:64:xyz".parse::<JobSpec>().is_err());
         assert!("3:4:64:12345678901234567".parse::<JobSpec>().is_err());
         assert!("3".parse::<JobSpec>().is_err());
+        // No key is said as `none`, never as a key of 0.
+        let j: JobSpec = "3:4:64:none".parse().unwrap();
+        assert_eq!(j.key, Some(0));
+        let e = "3:4:64:0".parse::<JobSpec>().unwrap_err();
+        assert!(e.contains("write `none`"), "{e}");
     }
 }

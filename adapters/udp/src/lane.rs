@@ -135,7 +135,10 @@ impl Lane {
                     Err(TryRecvError::Disconnected) => {
                         // The communicator is gone. Work still in flight would leave the
                         // peers waiting out their stall detection; tell the job instead.
-                        let idle = self.worker.is_idle();
+                        // A part still in the backlog is work the peers wait for as much
+                        // as one in flight: a lane that had not yet taken it when the
+                        // communicator went must not leave as if done.
+                        let idle = self.worker.is_idle() && backlog.is_empty();
                         if !idle {
                             self.worker.abort();
                             self.transmit(&mut send, clock.now());

@@ -74,6 +74,7 @@ mod shards;
 mod sockaddr;
 mod socket;
 mod source;
+mod source_limit;
 mod traffic;
 mod tree;
 
@@ -89,6 +90,7 @@ pub use part::Element;
 pub use running_switch::{fresh_key, RunningSwitch, SwitchConfig, SwitchPipeline};
 pub use settings::Settings;
 pub use shards::default_shards;
+pub use source_limit::SourceLimits;
 pub use switchml_core::quant::{ElementType, Op};
 pub use traffic::{DaemonCounters, JobTraffic};
 pub use tree::{ChildSpec, PARENT_SILENCE};

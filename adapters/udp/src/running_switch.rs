@@ -115,6 +115,17 @@ pub struct SwitchConfig {
     pub parent_jobs: Vec<u16>,
     /// The jobs (of `jobs`) whose sums go up to a parent switch (protocol.md §7).
     pub child_jobs: Vec<ChildSpec>,
+    /// Serve a job that has no key (none in its spec, no `SWITCHML_JOB_KEY`) instead of
+    /// refusing it: anyone who reaches the switch may then join it. A spec's key `none`
+    /// says the same for one job.
+    pub allow_keyless: bool,
+    /// Answer Status messages (`--status on`, the default). Off, the daemon drops them
+    /// before the switch sees them (counted as `status_off`): Status asks no key.
+    pub answer_status: bool,
+    /// What one source address may cost the daemon and get from it without a credential
+    /// (`source_limit`): answers needing no session per destination, and datagrams
+    /// failing authentication per source before the rest are dropped unread.
+    pub source_limits: crate::SourceLimits,
 }
 
 impl SwitchConfig {
@@ -132,6 +143,9 @@ impl SwitchConfig {
             shards: 1,
             parent_jobs: Vec::new(),
             child_jobs: Vec::new(),
+            allow_keyless: false,
+            answer_status: true,
+            source_limits: crate::SourceLimits::default(),
         }
     }
 
@@ -176,7 +190,8 @@ impl SwitchConfig {
 /// (evaluation, checkpoints), short enough that a crashed job's state does not linger.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(3600);
 
-/// The key of a job that `--job` gives none for: `SWITCHML_JOB_KEY` (hex), else 0.
+/// The key of a job that `--job` gives none for: `SWITCHML_JOB_KEY` (hex), else 0 (no key,
+/// which the daemon refuses unless told `--allow-keyless`).
 pub fn key_from_env() -> Result<u64, String> {
     match std::env::var("SWITCHML_JOB_KEY") {
         Ok(k) => crate::daemon::parse_key(&k).map_err(|e| format!("SWITCHML_JOB_KEY: {e}")),
@@ -212,11 +227,17 @@ impl RunningSwitch {
         let addr = sockets[0].local_addr()?;
         let epoch = fresh_epoch();
         let stop = Arc::new(AtomicBool::new(false));
-        // Every shard holds the same jobs: take the environment's key once.
+        // Every shard holds the same jobs: take the environment's key once. Without one
+        // the key stays unsaid (`None`), which the daemon refuses unless allowed: `Some(0)`
+        // is an operator's explicit `none`.
         let mut config = config.clone();
+        let env_key = match config.jobs.iter().any(|j| j.key.is_none()) {
+            true => key_from_env().map_err(io::Error::other)?,
+            false => 0,
+        };
         for job in &mut config.jobs {
-            if job.key.is_none() {
-                job.key = Some(key_from_env().map_err(io::Error::other)?);
+            if job.key.is_none() && env_key != 0 {
+                job.key = Some(env_key);
             }
         }
         let admin = config.admin.as_deref().map(AdminSocket::bind).transpose()?;
@@ -408,6 +429,9 @@ fn serve_with<G: ControlPlane>(
         Ok(d) => d,
         Err(e) => return fail(e),
     };
+    daemon.allow_keyless(config.allow_keyless);
+    daemon.answer_status(config.answer_status);
+    daemon.limit_sources(config.source_limits);
     for job in &config.jobs {
         if let Err(e) = daemon.add_job_at(job, config.place(job.id)) {
             return fail(io::Error::new(io::ErrorKind::InvalidInput, e));

@@ -60,6 +60,14 @@ pub struct DaemonCounters {
     pub redirected: u64,
     /// Joins and Statuses answered with a Cookie (protocol.md §4.2), before the switch.
     pub cookies: u64,
+    /// Datagrams dropped on receive, unread, because their source had sent more that
+    /// failed authentication than its bucket allows (`source_limit`).
+    pub throttled: u64,
+    /// Answers that needed no session (Status replies, refusals) not sent because their
+    /// destination had had its share (`source_limit`).
+    pub replies_limited: u64,
+    /// Status messages dropped unanswered because the daemon runs with `--status off`.
+    pub status_off: u64,
     /// CPU time (user + system) of the daemon's threads, one per shard.
     pub cpu: std::time::Duration,
     /// The switch's counters: drops by reason (these two classes included), verdicts.
@@ -93,6 +101,9 @@ impl DaemonCounters {
             expired_runs,
             redirected,
             cookies,
+            throttled,
+            replies_limited,
+            status_off,
             cpu,
             switch,
             jobs,
@@ -108,6 +119,9 @@ impl DaemonCounters {
         self.expired_runs += expired_runs;
         self.redirected += redirected;
         self.cookies += cookies;
+        self.throttled += throttled;
+        self.replies_limited += replies_limited;
+        self.status_off += status_off;
         self.switch += switch;
         for j in jobs {
             match self.jobs.iter_mut().find(|m| m.job == j.job) {

@@ -7,6 +7,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
 use common::*;
+use switchml_core::wire::AbortReason;
+use switchml_core::worker::WorkerError;
 use switchml_udp::admin_request as request;
 use switchml_udp::{CommConfig, Communicator, Op, RunningSwitch, SwitchConfig};
 
@@ -33,8 +35,18 @@ fn jobs_come_and_go_on_a_running_switch(pipeline: SwitchPipeline) {
     assert_eq!(ask("list"), Ok("ok 0 jobs".into()));
     let added = ask("add 5:2:32:ab5c").unwrap();
     assert!(added.contains("job 5: 2 ranks, slots 0..32"), "{added}");
-    assert!(ask("add 5:2:16").unwrap_err().contains("already exists"));
-    assert!(ask("add 6:2:32").unwrap_err().contains("no free range"));
+    assert!(ask("add 5:2:16:1").unwrap_err().contains("already exists"));
+    assert!(ask("add 6:2:32:1").unwrap_err().contains("no free range"));
+    // Before: a job added without a key was served, to anyone, with only a log line. Now
+    // it is refused unless the operator says `none`.
+    let keyless = ask("add 7:2:8").unwrap_err();
+    assert!(
+        keyless.contains("job 7 has no key") && keyless.contains("`none`"),
+        "{keyless}"
+    );
+    assert!(ask("add 7:2:8:0").unwrap_err().contains("write `none`"));
+    assert!(ask("add 7:2:8:none").unwrap().contains("job 7: 2 ranks"));
+    assert_eq!(ask("remove 7"), Ok("ok job 7 removed".into()));
     assert!(ask("frobnicate").unwrap_err().contains("unknown request"));
 
     let world = 2;
@@ -73,7 +85,7 @@ fn jobs_come_and_go_on_a_running_switch(pipeline: SwitchPipeline) {
         "{gone}"
     );
     // Its slots are free again.
-    assert!(ask("add 6:2:48").unwrap().contains("slots 0..48"));
+    assert!(ask("add 6:2:48:6").unwrap().contains("slots 0..48"));
     drop(sw);
     assert!(!path.exists(), "the daemon removes its socket");
     let _ = std::fs::remove_dir(&dir);
@@ -88,7 +100,7 @@ fn removing_a_running_job_tells_its_ranks(pipeline: SwitchPipeline) {
     let path = dir.join("admin.sock");
     let sw = switch_with(pipeline, &path);
     // One lane: once `list` shows rank 0 joined, every lane of it is in the run, so the
-    // Shutdown reaches it before a Join resend could meet the job already gone (UnknownJob).
+    // JobRemoved reaches it before a Join resend could meet the job already gone (UnknownJob).
     let slow = CommConfig {
         lanes: 1,
         retries: 1000,
@@ -97,7 +109,7 @@ fn removing_a_running_job_tells_its_ranks(pipeline: SwitchPipeline) {
     };
     // Rank 0 joins and waits for rank 1, who never comes; the operator removes the job.
     let waiting = std::thread::spawn(move || Communicator::connect(&slow).err());
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while !request(&path, "list", Duration::from_secs(5))
         .unwrap()
         .contains("1 joined")
@@ -109,10 +121,41 @@ fn removing_a_running_job_tells_its_ranks(pipeline: SwitchPipeline) {
         request(&path, "remove 3", Duration::from_secs(5)),
         Ok("ok job 3 removed".into())
     );
+    // Before: its ranks were told "the switch is shutting down" (Abort Shutdown), which it
+    // was not. Now Abort JobRemoved (16, detail 0).
     let e = waiting.join().unwrap().expect("rank 0 fails");
-    assert!(e.to_string().contains("shutting down"), "{e}");
+    let removed = matches!(&e, switchml_udp::Error::Worker { error, .. }
+        if **error == WorkerError::Refused { reason: AbortReason::JobRemoved, detail: 0 });
+    assert!(removed, "{e:?}");
+    assert!(e.to_string().contains("the job was removed"), "{e}");
     drop(sw);
     let _ = std::fs::remove_dir(&dir);
+}
+
+/// A switch started with a job that has no key, none said: refused, naming the way out;
+/// with `allow_keyless` it serves it.
+fn a_keyless_job_is_refused_unless_said(pipeline: SwitchPipeline) {
+    // The key would come from SWITCHML_JOB_KEY; the test process does not set it.
+    assert!(std::env::var_os("SWITCHML_JOB_KEY").is_none());
+    let spec = format!("{JOB}:2:32").parse().unwrap();
+    let config = SwitchConfig {
+        pipeline,
+        ..SwitchConfig::new("127.0.0.1:0".parse().unwrap(), vec![spec])
+    };
+    let e = RunningSwitch::start(&config)
+        .err()
+        .expect("a keyless job is refused")
+        .to_string();
+    assert!(
+        e.contains("has no key") && e.contains("--allow-keyless"),
+        "{e}"
+    );
+    let sw = RunningSwitch::start(&SwitchConfig {
+        allow_keyless: true,
+        ..config
+    })
+    .expect("allowed explicitly");
+    drop(sw);
 }
 
 fn switch_with(pipeline: SwitchPipeline, admin: &std::path::Path) -> RunningSwitch {
@@ -126,6 +169,7 @@ fn switch_with(pipeline: SwitchPipeline, admin: &std::path::Path) -> RunningSwit
 }
 
 on_both_pipelines!(
+    a_keyless_job_is_refused_unless_said,
     jobs_come_and_go_on_a_running_switch,
     removing_a_running_job_tells_its_ranks
 );

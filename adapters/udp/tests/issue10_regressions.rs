@@ -137,7 +137,7 @@ fn defect2_a_strangers_join_then_abort_for_rank_0_do_not_end_a_running_job(
         for session in [0, 0x5712_A45E, 1, u32::MAX] {
             a.send(&abort(&t, 0, session), Via::Socket(0));
         }
-        a.collect(Duration::from_secs(5));
+        a.collect(Duration::from_secs(30), &sw);
         (a.tally, settle(&sw))
     });
     all_ok(outcomes);
@@ -193,7 +193,7 @@ fn defect4_strangers_joins_before_the_ranks_arrive_do_not_lock_the_job(pipeline:
         }
     };
     strangers_joins(&mut a);
-    a.collect(Duration::from_secs(5));
+    a.collect(Duration::from_secs(30), &sw);
     let before = status(sw.addr(), JOB);
     assert!(!before.run_open() && before.nobody_joined(), "{before:?}");
     assert_eq!(
@@ -208,7 +208,7 @@ fn defect4_strangers_joins_before_the_ranks_arrive_do_not_lock_the_job(pipeline:
                 strangers_joins(&mut a);
                 a.pace();
             }
-            a.collect(Duration::from_secs(5));
+            a.collect(Duration::from_secs(30), &sw);
         });
         let outcomes = per_rank(
             t.world,
@@ -220,11 +220,19 @@ fn defect4_strangers_joins_before_the_ranks_arrive_do_not_lock_the_job(pipeline:
     });
     all_ok(flat(outcomes));
     assert_eq!(a.tally.refusals(AbortReason::BadKey), a.tally.sent);
-    assert_eq!(a.tally.got_refusals, a.tally.refusals);
+    // Every refusal came back or was held back by the per-destination limit; a Join the
+    // per-source junk limit dropped unread was refused by nobody.
+    let c = settle(&sw);
+    a.read_answers();
+    assert!(a.tally.check_answers(&c) <= c.throttled, "{c:?}");
     let after = status(sw.addr(), JOB);
     // The ranks' Leaves that came after their run ended are refused too: not counted here.
     assert_eq!(after.counters.runs, 1, "{after:?}");
-    assert_eq!(after.refused_joins(), a.tally.sent, "{after:?}");
+    assert_eq!(
+        after.refused_joins() + c.throttled,
+        a.tally.sent,
+        "{after:?}"
+    );
 }
 
 fn defect5_a_flood_of_huge_joins_gets_the_cheap_refusal_and_the_job_completes(
@@ -265,21 +273,25 @@ fn defect5_a_flood_of_huge_joins_gets_the_cheap_refusal_and_the_job_completes(
     };
     let mut a = stranger(sw.addr(), &[t], 5);
     flood(&mut a, 5_000);
-    a.collect(Duration::from_secs(5));
+    a.collect(Duration::from_secs(30), &sw);
     let before = status(sw.addr(), JOB);
     assert!(!before.run_open() && before.nobody_joined(), "{before:?}");
     let (outcomes, ()) = around(&spec, sw.addr(), || flood(&mut a, 5_000));
     all_ok(outcomes);
-    a.collect(Duration::from_secs(5));
+    a.collect(Duration::from_secs(30), &sw);
     assert_eq!(a.tally.sent, 10_000);
     assert_eq!(a.tally.refusals(AbortReason::BadKey), 10_000);
-    assert_eq!(
-        a.tally.got_refusals, a.tally.refusals,
-        "every Join answered once"
-    );
+    // Every Join answered once, or its answer held back by the per-destination limit (or
+    // the Join dropped unread by the per-source junk limit).
+    let c = settle(&sw);
+    a.read_answers();
+    assert!(a.tally.check_answers(&c) <= c.throttled, "{c:?}");
     assert!(a.tally.strange.is_empty(), "{:?}", a.tally.strange);
     let after = status(sw.addr(), JOB);
-    assert_eq!((after.counters.runs, after.refused_joins()), (1, 10_000));
+    assert_eq!(
+        (after.counters.runs, after.refused_joins() + c.throttled),
+        (1, 10_000)
+    );
 }
 
 /// A Contribution that would add `1_000_000` to each of 64 values of rank `rank`'s use
@@ -393,8 +405,10 @@ fn long_stall(spec: &JobSpec, rank: u16, addr: SocketAddr) -> CommConfig {
     }
 }
 
-/// How long a worker may take to hear an Abort: far less than its stall detection.
-const TOLD_WITHIN: Duration = Duration::from_secs(10);
+/// How long a test waits for a worker to hear an Abort: far less than its stall detection
+/// (~1,000 s, [`long_stall`]), so only an Abort ends it in time, and far more than a busy
+/// machine needs to pass one on.
+const TOLD_WITHIN: Duration = Duration::from_secs(60);
 
 /// Return whether `e` is the switch's Abort `reason` with `detail`.
 fn refused(e: &Error, reason: AbortReason, detail: u16) -> bool {
@@ -519,10 +533,13 @@ fn two_jobs_under_attack_each_with_its_own_key_both_sum_exactly(pipeline: Switch
                 for session in [0, round as u32, 0x5712_A45E] {
                     a.send(&abort(&b, 0, session), Via::Socket(round));
                 }
-                a.run(Budget {
-                    packets: a.tally.sent + 100,
-                    time: Duration::from_secs(1),
-                });
+                a.run(
+                    Budget {
+                        packets: a.tally.sent + 100,
+                        time: Duration::from_secs(1),
+                    },
+                    &sw,
+                );
             }
             a.tally
         });
@@ -539,11 +556,10 @@ fn two_jobs_under_attack_each_with_its_own_key_both_sum_exactly(pipeline: Switch
         tally.refusals(AbortReason::BadKey) >= 50,
         "job 3's key opened job 4"
     );
-    assert_eq!(tally.got_refusals, tally.refusals);
-    assert!(tally.strange.is_empty(), "{:?}", tally.strange);
+    assert!(tally.check_answers(&c) <= c.throttled, "{c:?}");
     for t in &targets {
         let job = c.job(t.job).unwrap().switch;
-        assert_eq!(job.unauthorized, tally.unauthorized(t.job), "job {}", t.job);
+        tally.check_unauthorized(t.job, job.unauthorized, c.throttled, 0);
         assert_eq!(
             (job.aborts, job.runs, job.rejected),
             (0, 1, 0),

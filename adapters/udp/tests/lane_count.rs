@@ -20,10 +20,9 @@ use common::*;
 use switchml_core::worker::WorkerError;
 use switchml_udp::{CommConfig, Communicator, Error, ShapeSetting};
 
-/// How long the first rank waits for the second, which never comes in.
-const FIRST_WAITS: Duration = Duration::from_secs(1);
-/// Far less than the second rank's own join timeout: it is told, it does not time out.
-const TOLD_WITHIN: Duration = Duration::from_secs(5);
+/// How long the first rank waits for the second, which never comes in: long enough that
+/// the second's Join reaches the run while it is open, even on a busy machine.
+const FIRST_WAITS: Duration = Duration::from_secs(3);
 
 fn with_lanes(rank: u16, lanes: u16, join_timeout: Duration, c: &CommConfig) -> CommConfig {
     CommConfig {
@@ -56,10 +55,10 @@ fn second_rank_is_refused(
             );
             std::thread::sleep(Duration::from_millis(5));
         }
-        let started = Instant::now();
+        // Its own join timeout is 30 s: an `Error::Shape` can only be the switch's answer,
+        // so the error itself shows it was told, not timed out.
         let config = with_lanes(second, second_lanes, Duration::from_secs(30), &base);
         let outcome = Communicator::connect(&config);
-        let took = started.elapsed();
         let Err(e) = outcome else {
             panic!(
                 "{pipeline}: rank {second} with {second_lanes} lanes joined a run of {first_lanes}"
@@ -78,10 +77,6 @@ fn second_rank_is_refused(
         let text = e.to_string();
         let fix = format!("set SWITCHML_LANES={first_lanes}");
         assert!(text.contains(&fix), "{pipeline}: {text}");
-        assert!(
-            took < TOLD_WITHIN,
-            "{pipeline}: refused only after {took:?}"
-        );
         let joined = status(sw.addr(), JOB).joined;
         assert_eq!(
             joined,

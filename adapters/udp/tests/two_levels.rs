@@ -159,10 +159,13 @@ impl Tree {
     }
 }
 
-/// Return `sw`'s counters once it has published what it did so far (every 50 ms).
-fn published(sw: &RunningSwitch) -> switchml_udp::DaemonCounters {
-    std::thread::sleep(Duration::from_millis(150));
-    sw.counters()
+/// Return `sw`'s counters once they satisfy `done` ([`counters_when`]: a fixed sleep raced
+/// a busy machine).
+fn published(
+    sw: &RunningSwitch,
+    done: impl Fn(&switchml_udp::DaemonCounters) -> bool,
+) -> switchml_udp::DaemonCounters {
+    counters_when(sw, done)
 }
 
 /// Every rank all-reduces an int32 and an f32 tensor through `tree`; check the sums.
@@ -207,11 +210,16 @@ fn all_reduce(tree: &Tree, len: usize) {
         }
     }
     // Every sum went through the parent: it completed uses, each child sent up.
-    let p = published(&tree.parent);
+    let p = published(&tree.parent, |p| {
+        p.job(PARENT_JOB).is_some_and(|j| j.switch.completions > 0)
+    });
     let completions = p.job(PARENT_JOB).unwrap().switch.completions;
     assert!(completions > 0, "the parent completed nothing");
     for (m, c) in tree.children.iter().enumerate() {
-        let c = published(c);
+        let c = published(c, |c| {
+            c.job(JOB)
+                .is_some_and(|j| j.upward >= completions && j.from_parent > 0)
+        });
         let job = c.job(JOB).unwrap();
         assert!(
             job.upward >= completions,
@@ -274,7 +282,9 @@ fn a_child_whose_parent_is_silent_fails_its_ranks_in_bounded_time() {
         },
         |_| (),
     );
-    assert!(started.elapsed() < Duration::from_secs(20), "it hung");
+    // Only a hang guard, far above the 2 s join timeout that bounds it (a busy machine
+    // stretches that, but not thirtyfold).
+    assert!(started.elapsed() < Duration::from_secs(60), "it hung");
     for (rank, o) in outcomes.into_iter().enumerate() {
         // A join timeout, or the Abort of the rank that timed out first.
         let e = o.expect_err("no rank may join without the parent");
@@ -300,9 +310,9 @@ fn a_parent_that_refuses_a_child_fails_its_ranks_naming_it_at_once() {
         ..PLAIN
     };
     let child1 = child(parent.addr(), 1, 2, 2, wrong_key);
-    let started = Instant::now();
     let outcomes = per_rank(2, |r| config(2 + r, 4, child1.addr()), |_| ());
-    assert!(started.elapsed() < Duration::from_secs(5), "it hung");
+    // At once, not at the timeout: a timed-out rank's error names no child switch, so the
+    // text proves it (an elapsed-time bound would be the scheduler's to break).
     for (rank, o) in outcomes.into_iter().enumerate() {
         let e = o
             .expect_err("no rank may join through a refused child")
@@ -380,8 +390,9 @@ fn a_rank_that_gives_up_under_one_child_fails_the_ranks_under_the_other(shards: 
         ranks.into_iter().map(|h| h.join().unwrap()).collect()
     });
     for (rank, (took, text)) in outcomes.iter().enumerate().skip(1) {
+        // Told, not timed out: with 400 retries the stall detection would name no one
+        // for over 15 s and say something else; the text is the proof, not the time.
         eprintln!("rank {rank} failed after {took:?}: {text}");
-        assert!(*took < Duration::from_secs(3), "rank {rank} took {took:?}");
         let named = if rank < 2 {
             "rank 0 gave up"
         } else {
@@ -389,7 +400,10 @@ fn a_rank_that_gives_up_under_one_child_fails_the_ranks_under_the_other(shards: 
         };
         assert!(text.contains(named), "rank {rank}: {text}");
     }
-    let p = published(&tree.parent);
+    let p = published(&tree.parent, |p| {
+        p.job(PARENT_JOB)
+            .is_some_and(|j| j.switch.aborts >= shards as u64)
+    });
     assert_eq!(p.job(PARENT_JOB).unwrap().switch.aborts, shards as u64);
 }
 

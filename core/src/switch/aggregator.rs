@@ -11,6 +11,7 @@
 //! [`Endpoint`]: super::Endpoint
 
 use super::{Counters, DropReason, JobConfig, JobCounters, JobError, Switch, Tier, Verdict};
+use crate::wire::AbortReason;
 
 /// Anything that aggregates like the reference switch: the switch itself, the P4 model.
 pub trait Aggregator {
@@ -87,7 +88,7 @@ pub trait ControlPlane: Aggregator {
 
     /// End job `id`'s run because the switch stops: write the Abort `Shutdown` its ranks get
     /// into `out` and return the multicast verdict, or `None` if the job has no run.
-    fn shutdown_run(&mut self, id: u16, out: &mut [u8]) -> Option<Verdict>;
+    fn shutdown_run(&mut self, id: u16, reason: AbortReason, out: &mut [u8]) -> Option<Verdict>;
 
     /// Write the Abort a child's job owes its parent since the last call (its run ended,
     /// protocol.md §7) into `out` and return [`Verdict::Up`]; `None` if none is owed. A
@@ -157,8 +158,8 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> ControlPlane
         Switch::end_run(self, id)
     }
 
-    fn shutdown_run(&mut self, id: u16, out: &mut [u8]) -> Option<Verdict> {
-        Switch::shutdown_run(self, id, out)
+    fn shutdown_run(&mut self, id: u16, reason: AbortReason, out: &mut [u8]) -> Option<Verdict> {
+        Switch::shutdown_run(self, id, reason, out)
     }
 
     fn poll_up(&mut self, out: &mut [u8]) -> Option<Verdict> {

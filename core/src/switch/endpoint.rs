@@ -564,18 +564,24 @@ where
     pub fn shutdown(&mut self, out: &mut [u8]) -> Option<Transmit> {
         let ids = self.routes.iter().flatten().map(|r| r.id);
         for id in ids.collect::<heapless::Vec<u16, JOBS>>() {
-            if let Some(t) = self.shutdown_run(id, out) {
+            if let Some(t) = self.shutdown_run(id, crate::wire::AbortReason::Shutdown, out) {
                 return Some(t);
             }
         }
         None
     }
 
-    /// End job `id`'s run, if it has one: write the Abort `Shutdown` its lanes get into
-    /// `out` and return it (before removing a job, or when stopping).
-    pub fn shutdown_run(&mut self, id: u16, out: &mut [u8]) -> Option<Transmit> {
+    /// End job `id`'s run, if it has one: write the Abort its lanes get for `reason`
+    /// (`JobRemoved` before removing a job, `Shutdown` when stopping) into `out` and return
+    /// it.
+    pub fn shutdown_run(
+        &mut self,
+        id: u16,
+        reason: crate::wire::AbortReason,
+        out: &mut [u8],
+    ) -> Option<Transmit> {
         let session = self.session(id);
-        match self.switch.shutdown_run(id, out)? {
+        match self.switch.shutdown_run(id, reason, out)? {
             Verdict::Multicast { job, len } => Some(Transmit::Lanes {
                 job,
                 session,

@@ -331,17 +331,22 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
         }
     }
 
-    /// End job `id`'s run because the switch stops: write the Abort `Shutdown` its ranks
-    /// get into `out` and return the multicast verdict, or `None` if the job has no run. A
-    /// child's job then owes its parent an Abort too ([`Switch::poll_up`]).
-    pub fn shutdown_run(&mut self, id: u16, out: &mut [u8]) -> Option<Verdict> {
+    /// End job `id`'s run from the control plane: write the Abort its ranks get, for
+    /// `reason` (`Shutdown`: the switch stops; `JobRemoved`: the job is being removed) with
+    /// detail 0, into `out` and return the multicast verdict, or `None` if the job has no
+    /// run. A child's job then owes its parent an Abort too ([`Switch::poll_up`]).
+    pub fn shutdown_run(
+        &mut self,
+        id: u16,
+        reason: AbortReason,
+        out: &mut [u8],
+    ) -> Option<Verdict> {
         let epoch = self.epoch;
         let job = self.jobs.find(id).and_then(|i| self.jobs.get_mut(i))?;
         if !job.run.is_open() {
             return None;
         }
         let session = job.run.session;
-        let reason = AbortReason::Shutdown;
         let len = control::emit_abort(id, RANK_ALL, reason, 0, epoch, session, out)?;
         self.up = job.abort_up(reason).or(self.up);
         job.run.end();

@@ -32,6 +32,11 @@ pub(crate) struct Run<const WORDS: usize> {
     /// joined (0: not yet), and whether the parent said every member joined it.
     pub(crate) parent: u32,
     pub(crate) parent_complete: bool,
+    /// A child's job: the session of the last parent run an ended run of it had joined
+    /// (0: none), kept across runs. The Abort a child sends up when its run ends comes
+    /// back from the parent with that session: that echo is a duplicate, while an Abort
+    /// naming the child's member in any other session is forged (protocol.md §7).
+    pub(crate) echo: u32,
 }
 
 /// What a Join does to the run (after its key and fields passed the checks).
@@ -71,7 +76,16 @@ impl<const WORDS: usize> Run<WORDS> {
         nonces: [[0; 64]; WORDS],
         parent: 0,
         parent_complete: false,
+        echo: 0,
     };
+
+    /// Return the echo session a run ending now leaves (its parent run's, if it had one).
+    fn echo_after(&self) -> u32 {
+        match self.parent {
+            0 => self.echo,
+            parent => parent,
+        }
+    }
 
     /// Return whether a run is open.
     pub(crate) fn is_open(&self) -> bool {
@@ -115,6 +129,7 @@ impl<const WORDS: usize> Run<WORDS> {
                 lane_slots: shape.lane_slots,
                 count: shape.count,
                 lanes: shape.lanes,
+                echo: self.echo_after(),
                 ..Run::NONE
             };
         }
@@ -149,7 +164,10 @@ impl<const WORDS: usize> Run<WORDS> {
 
     /// End the run.
     pub(crate) fn end(&mut self) {
-        *self = Run::NONE;
+        *self = Run {
+            echo: self.echo_after(),
+            ..Run::NONE
+        };
     }
 }
 

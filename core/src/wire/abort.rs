@@ -72,6 +72,9 @@ pub enum AbortReason {
     /// 15: the job's parent switch ended the run (protocol.md §7; detail: the child switch,
     /// as a member of the parent's job, whose failure or refusal ended it, or `0xFFFF`).
     ParentFailed,
+    /// 16: the operator removed the job from the switch while it had a run (protocol.md
+    /// §4.1, "Adding and removing jobs"; detail 0). The switch goes on serving other jobs.
+    JobRemoved,
     /// A reason this version does not know.
     Unknown(u8),
 }
@@ -94,6 +97,7 @@ impl From<u8> for AbortReason {
             13 => AbortReason::WrongShard,
             14 => AbortReason::LaneCountMismatch,
             15 => AbortReason::ParentFailed,
+            16 => AbortReason::JobRemoved,
             other => AbortReason::Unknown(other),
         }
     }
@@ -117,6 +121,7 @@ impl From<AbortReason> for u8 {
             AbortReason::WrongShard => 13,
             AbortReason::LaneCountMismatch => 14,
             AbortReason::ParentFailed => 15,
+            AbortReason::JobRemoved => 16,
             AbortReason::Unknown(other) => other,
         }
     }
@@ -156,6 +161,7 @@ impl core::fmt::Display for AbortReason {
                 f.write_str("the number of lanes differs from the one the job's ranks use")
             }
             AbortReason::ParentFailed => f.write_str("the job's parent switch ended the run"),
+            AbortReason::JobRemoved => f.write_str("the job was removed from the switch"),
             AbortReason::Unknown(b) => write!(f, "unknown abort reason {b:#04x}"),
         }
     }
@@ -341,6 +347,8 @@ mod tests {
         assert_eq!(AbortReason::from(13), AbortReason::WrongShard);
         assert_eq!(AbortReason::from(14), AbortReason::LaneCountMismatch);
         assert_eq!(AbortReason::from(15), AbortReason::ParentFailed);
+        assert_eq!(AbortReason::from(16), AbortReason::JobRemoved);
+        assert_eq!(u8::from(AbortReason::JobRemoved), 16);
         assert_eq!(AbortReason::from(99), AbortReason::Unknown(99));
     }
 

@@ -612,3 +612,36 @@ fn a_joining_worker_takes_only_answers_to_its_own_join() {
         );
     }
 }
+
+/// A tensor queued long before its first round goes out (a host that scanned it first, or
+/// a lane that was off the CPU) times that round from when it is sent, never from when it
+/// was queued: a timer started at submission would have expired the whole window at once
+/// on a lossless network. The adapter's `timing` test used to count resends on loopback for
+/// this, which a busy scheduler can change; here the clock is the test's.
+#[test]
+fn the_first_rounds_timers_start_when_it_is_sent_not_when_it_was_queued() {
+    let mut pool = [Slot::<8, 1>::IDLE; 4];
+    let mut s = job_3(&mut pool);
+    let mut w = TestWorker::new(config()).unwrap();
+    join_both(&mut w, &mut s);
+    let mut data = [0; 8];
+    w.submit(ms(0), &mut data[..], Op::Sum).unwrap();
+    // Queued at 0, sent at 100 (a hundred timeouts later).
+    let sent = exchange(&mut w, &mut s, ms(100));
+    assert!(sent.is_empty(), "rank 1 has not contributed");
+    assert_eq!(
+        w.poll_timeout(),
+        Some(ms(101)),
+        "one timeout after the send"
+    );
+    // Nothing is due at the send itself, nor just before the timeout.
+    w.handle_timeout(ms(100));
+    assert!(exchange(&mut w, &mut s, ms(100)).is_empty());
+    let st = w.stats();
+    assert_eq!((st.retransmissions, st.probes), (0, 0), "{st:?}");
+    // The timeout does act (a Probe for each slot first, §6.1): the check above could fail.
+    w.handle_timeout(ms(101));
+    let _ = exchange(&mut w, &mut s, ms(101));
+    let st = w.stats();
+    assert!(st.retransmissions + st.probes > 0, "{st:?}");
+}

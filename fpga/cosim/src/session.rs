@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use switchml_core::switch::{DropReason, JobConfig, JobCounters, Slot, Switch, Verdict};
+use switchml_core::wire::AbortReason;
 
 use crate::{JOBS, SLOTS};
 
@@ -258,7 +259,9 @@ impl<const K: usize> Session<K> {
     /// host multicasts the Abort `Shutdown`; no data-path output).
     pub fn end_run(&mut self, id: u16, shutdown: bool) {
         if shutdown {
-            let _ = self.reference.shutdown_run(id, &mut self.out);
+            let _ = self
+                .reference
+                .shutdown_run(id, AbortReason::Shutdown, &mut self.out);
         } else {
             self.reference.end_run(id);
         }

@@ -30,6 +30,7 @@ use crate::control_plane::ControlError;
 use crate::pipeline::{Config, Pipeline, Verdict};
 use crate::udp_sender::SwitchAddr;
 use crate::{MAX_COUNT, OUT_LEN};
+use switchml_core::wire::AbortReason;
 
 /// Map a model verdict to the reference switch's.
 pub fn to_core(v: Verdict) -> CoreVerdict {
@@ -134,8 +135,13 @@ impl ControlPlane for Pipeline {
         Pipeline::end_run(self, id)
     }
 
-    fn shutdown_run(&mut self, id: u16, out: &mut [u8]) -> Option<CoreVerdict> {
-        Pipeline::shutdown_run(self, id, out).map(to_core)
+    fn shutdown_run(
+        &mut self,
+        id: u16,
+        reason: AbortReason,
+        out: &mut [u8],
+    ) -> Option<CoreVerdict> {
+        Pipeline::shutdown_run(self, id, reason, out).map(to_core)
     }
 
     fn poll_up(&mut self, out: &mut [u8]) -> Option<CoreVerdict> {

@@ -250,13 +250,17 @@ impl Pipeline {
     /// controller writes the session half of register `session` (its count of runs stays)
     /// and sends the Abort through the CPU port; a child's job then owes its parent an
     /// Abort too ([`Pipeline::poll_up`]), which the controller sends the same way.
-    pub fn shutdown_run(&mut self, id: u16, out: &mut [u8]) -> Option<Verdict> {
+    pub fn shutdown_run(
+        &mut self,
+        id: u16,
+        reason: AbortReason,
+        out: &mut [u8],
+    ) -> Option<Verdict> {
         let entry = self.classifier.job(id)?;
         let session = self.run_tracker.session(entry.index);
         if session == 0 || out.len() < switchml_core::wire::abort::LEN {
             return None;
         }
-        let reason = AbortReason::Shutdown;
         let len = self
             .reply_builder
             .abort(out, id, RANK_ALL, reason, 0, session);

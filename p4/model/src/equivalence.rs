@@ -17,6 +17,7 @@ use switchml_core::ranks::RankSet;
 use switchml_core::switch::{
     Counters, JobConfig, JobCounters, JobError, Slot, Switch, Tier, Verdict as CoreVerdict,
 };
+use switchml_core::wire::AbortReason;
 use switchml_tests::checks::model::{self, ControlOp, ModelStep};
 use switchml_tests::checks::switch;
 
@@ -327,9 +328,11 @@ impl<'a, const K: usize> Pair<'a, K> {
     pub fn shutdown_run(&mut self, id: u16) -> Result<(), Mismatch> {
         let m = self
             .model
-            .shutdown_run(id, &mut self.model_out)
+            .shutdown_run(id, AbortReason::Shutdown, &mut self.model_out)
             .map(to_core);
-        let r = self.reference.shutdown_run(id, &mut self.reference_out);
+        let r = self
+            .reference
+            .shutdown_run(id, AbortReason::Shutdown, &mut self.reference_out);
         let differs = |model, reference| Mismatch::Shutdown {
             job: id,
             packet: self.fed,

@@ -182,6 +182,12 @@ pub struct RunTracker {
     left: Register<u64>,
     parent: Register<u32>,
     parent_complete: Register<bool>,
+    /// The parent run's session an ended run of the child had taken (0: none), kept: the
+    /// child's own Abort comes back from the parent with it (an echo, a duplicate); an
+    /// Abort naming the child's member in any other session is forged (the reference's
+    /// `Run::echo`). Model only: the P4 programs count every such Abort as a duplicate
+    /// (p4/README.md).
+    parent_echo: Register<u32>,
 }
 
 /// Whether a message carrying `session` belongs to the run whose session is `held`.
@@ -206,6 +212,7 @@ impl RunTracker {
             left: Register::new("left", jobs, 0),
             parent: Register::new("parent", jobs, 0),
             parent_complete: Register::new("parent_complete", jobs, false),
+            parent_echo: Register::new("parent_echo", jobs, 0),
         }
     }
 
@@ -225,6 +232,11 @@ impl RunTracker {
                 *cell = 0;
             }
             parent
+        })?;
+        self.parent_echo.execute(pass, j, |cell| {
+            if ends && parent != 0 {
+                *cell = parent;
+            }
         })?;
         self.parent_complete.execute(pass, j, |cell| {
             if ends {
@@ -259,9 +271,15 @@ impl RunTracker {
     /// An Abort of the parent's job at child job table entry `index` (protocol.md §7):
     /// return the child run's session if it names the parent run the child took, or,
     /// while the parent has not said `COMPLETE`, the child's own run (the nonce of its
-    /// Join up); 0 if neither. The run ends in a second pass ([`RunTracker::end`]): whether
+    /// Join up); 0 if neither, with whether `session` is the echo one
+    /// (register `parent_echo`). The run ends in a second pass ([`RunTracker::end`]): whether
     /// it does is known only here, after the `session` stage.
-    pub fn parent_abort(&mut self, pass: &Pass, index: u16, session: u32) -> Result<u32, Hazard> {
+    pub fn parent_abort(
+        &mut self,
+        pass: &Pass,
+        index: u16,
+        session: u32,
+    ) -> Result<(u32, bool), Hazard> {
         let j = usize::from(index);
         let held = self.session.execute(pass, j, |cell| cell.session)?;
         let own_run = held != 0 && session == held;
@@ -270,11 +288,17 @@ impl RunTracker {
             // While the parent has not said COMPLETE, it reads as of the run taken.
             parent = session;
         }
-        Ok(if parent != 0 && parent == session {
-            held
-        } else {
-            0
-        })
+        let echo = self
+            .parent_echo
+            .execute(pass, j, |cell| *cell != 0 && session == *cell)?;
+        Ok((
+            if parent != 0 && parent == session {
+                held
+            } else {
+                0
+            },
+            echo,
+        ))
     }
 
     /// A Leave of the rank whose bit is `bit` (`None`: the worker table does not know it).
@@ -377,11 +401,17 @@ impl RunTracker {
             }
             *cell &= !mask;
         })?;
-        let session_up = self.parent.execute(pass, j, |cell| {
+        let (old_up, session_up) = self.parent.execute(pass, j, |cell| {
+            let old = *cell;
             if opened {
                 *cell = 0;
             }
-            *cell
+            (old, *cell)
+        })?;
+        self.parent_echo.execute(pass, j, |cell| {
+            if opened && old_up != 0 {
+                *cell = old_up;
+            }
         })?;
         let complete = self.parent_complete.execute(pass, j, |cell| {
             if opened {
@@ -541,6 +571,9 @@ impl RunTracker {
         self.session.write(j, RunCell { session: 0, runs });
         self.parent.write(j, 0);
         self.parent_complete.write(j, false);
+        if parent != 0 {
+            self.parent_echo.write(j, parent);
+        }
         parent
     }
 
@@ -554,6 +587,7 @@ impl RunTracker {
         self.left.write(j, 0);
         self.parent.write(j, 0);
         self.parent_complete.write(j, false);
+        self.parent_echo.write(j, 0);
         for rank in 0..MAX_WORLD {
             self.nonce.write(nonce_cell(index, rank), 0);
         }

@@ -161,21 +161,33 @@ impl Attacker {
         }
     }
 
-    /// Wait (at most `limit`) until every answer owed to it has come back.
-    pub fn collect(&mut self, limit: Duration) {
+    /// Wait (at most `limit`) until every answer owed to it has come back, or may have been
+    /// held back by the daemon's per-source limits: `limited` reads a bound on those (the
+    /// daemon's `replies_limited` plus `throttled`, whose datagrams were never answered).
+    /// A bound may end the wait early: read again once the switch has settled.
+    pub fn collect_with(&mut self, limit: Duration, limited: impl Fn() -> u64) {
         let deadline = Instant::now() + limit;
         loop {
             self.read_answers();
-            if self.tally.answered() >= self.tally.owed || Instant::now() >= deadline {
+            if self.tally.answered() + limited() >= self.tally.owed || Instant::now() >= deadline {
                 return;
             }
             std::thread::sleep(Duration::from_millis(2));
         }
     }
 
-    /// Wait (at most 2 s) while the switch's socket buffer holds more than its share.
+    /// [`Attacker::collect_with`] the switch at `sw`.
+    pub fn collect(&mut self, limit: Duration, sw: &switchml_udp::RunningSwitch) {
+        self.collect_with(limit, || {
+            let c = sw.counters();
+            c.replies_limited + c.throttled
+        });
+    }
+
+    /// Wait (at most 10 s: a busy machine may keep the daemon off the CPU a while) while the
+    /// switch's socket buffer holds more than its share.
     pub fn pace(&mut self) {
-        let deadline = Instant::now() + Duration::from_secs(2);
+        let deadline = Instant::now() + Duration::from_secs(10);
         while socket_at(self.to).is_some_and(|s| s.queued > self.backlog)
             && Instant::now() < deadline
         {
@@ -185,8 +197,8 @@ impl Attacker {
     }
 
     /// Throw forgeries of every kind until `budget` is spent, pacing (see
-    /// [`Attacker::pace`]); then collect the answers. Return how long it ran.
-    pub fn run(&mut self, budget: Budget) -> Duration {
+    /// [`Attacker::pace`]); then collect the answers from `sw`. Return how long it ran.
+    pub fn run(&mut self, budget: Budget, sw: &switchml_udp::RunningSwitch) -> Duration {
         let start = Instant::now();
         let mut burst = 0;
         while self.tally.sent < budget.packets && start.elapsed() < budget.time {
@@ -199,7 +211,7 @@ impl Attacker {
             }
         }
         let ran = start.elapsed();
-        self.collect(Duration::from_secs(5));
+        self.collect(Duration::from_secs(30), sw);
         ran
     }
 }

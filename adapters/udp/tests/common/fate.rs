@@ -168,4 +168,83 @@ impl Tally {
     pub fn unauthorized(&self, job: u16) -> u64 {
         self.unauthorized.get(&job).copied().unwrap_or(0)
     }
+
+    /// Check the answers that came back against the daemon's counters `c`: nothing strange,
+    /// no kind more often than owed, and every answer the switch decided on either came
+    /// back or was held back by the daemon's per-destination limit (`replies_limited`;
+    /// `adapters/udp/src/source_limit.rs`). Answers to strangers are limited, so that a
+    /// forged source gets no more than a small share; what is not sent is counted.
+    /// Return how many answers were never decided (their datagrams throttled unread).
+    pub fn check_answers(&self, c: &switchml_udp::DaemonCounters) -> u64 {
+        assert!(
+            self.strange.is_empty(),
+            "answers no attacker may get: {:?}",
+            self.strange
+        );
+        for (reason, got) in &self.got_refusals {
+            let owed = self.refusals.get(reason).copied().unwrap_or(0);
+            assert!(*got <= owed, "refusals {reason}: {got} back, {owed} owed");
+        }
+        assert!(self.got_statuses <= self.statuses, "{self:?}");
+        let decided = self.answered() + c.replies_limited;
+        assert!(
+            decided <= self.answers(),
+            "{decided} answers of {}",
+            self.answers()
+        );
+        self.answers() - decided
+    }
+
+    /// Check job `job`'s `unauthorized` counter against the tally: each forgery counted,
+    /// unless the per-source junk limit dropped it unread (`throttled`), and at most `extra`
+    /// more of the job's own ranks' (Leaves after their run ended).
+    pub fn check_unauthorized(&self, job: u16, counted: u64, throttled: u64, extra: u64) {
+        let forged = self.unauthorized(job);
+        assert!(
+            counted <= forged + extra && counted + throttled >= forged,
+            "job {job}: {counted} unauthorized of {forged} forged, {throttled} throttled"
+        );
+    }
+
+    /// Check the switch's drop classes against the tally where the daemon's per-source
+    /// junk limit may have dropped hostile datagrams unread (`c.throttled`): each class
+    /// holds at most what the spec puts there (plus, for a class the job's own ranks
+    /// reach, at most their `extra`), and what the classes and the answers miss together is
+    /// exactly what was throttled, give or take the ranks' share of their classes.
+    pub fn check_drops(
+        &self,
+        c: &switchml_udp::DaemonCounters,
+        ranks: &[(DropReason, u64)],
+        never_decided: u64,
+    ) {
+        // Everything reached the switch but what the daemon's limits dropped unread and
+        // the Joins its endpoint answered with a Cookie (§4.2: the ranks' own).
+        assert_eq!(
+            c.received,
+            c.switch.received + c.throttled + c.status_off + c.cookies,
+            "{c:?}"
+        );
+        let (mut missing, mut slack) = (never_decided, 0);
+        for r in DropReason::ALL {
+            let (got, want) = (c.switch.drops(r), self.drops[class(r)]);
+            let extra = ranks.iter().find(|(k, _)| *k == r).map(|(_, e)| *e);
+            match extra {
+                Some(u64::MAX) => continue,
+                Some(e) => slack += e,
+                None => {}
+            }
+            assert!(
+                got <= want + extra.unwrap_or(0),
+                "drop class {}: {got}, at most {want} forged",
+                r.name()
+            );
+            missing += want.saturating_sub(got);
+        }
+        assert!(
+            (missing..=missing + slack).contains(&c.throttled),
+            "throttled {} of the {missing} (up to {}) hostile datagrams not counted",
+            c.throttled,
+            missing + slack
+        );
+    }
 }

@@ -209,6 +209,20 @@ pub fn sum_bound(world: u16, max_abs: f64, exact: f64) -> f64 {
     n * 2f64.powf(e + p - 31.0) + exact.abs() * 2f64.powi(-23) + 1e-30
 }
 
+/// Return `sw`'s counters once they satisfy `done`, or after 30 s the last ones published.
+/// A daemon publishes every 50 ms when it gets the CPU; a fixed sleep races a busy
+/// machine, so wait for what the caller knows must come (what it then asserts), bounded.
+pub fn counters_when(sw: &RunningSwitch, done: impl Fn(&DaemonCounters) -> bool) -> DaemonCounters {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let c = sw.counters();
+        if done(&c) || Instant::now() >= deadline {
+            return c;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Wait until the switch's published counters stop changing (nothing arrived for three
 /// publications in a row; at most 10 s) and return them.
 pub fn settle(sw: &RunningSwitch) -> DaemonCounters {

@@ -254,10 +254,34 @@ fn shutdown_tells_every_run_and_ends_it() {
     let mut pool = pool();
     let mut s = switch(&mut pool);
     let mut out = [0u8; OUT];
-    let Some(Verdict::Multicast { job: 7, len }) = s.shutdown_run(7, &mut out) else {
+    let Some(Verdict::Multicast { job: 7, len }) =
+        s.shutdown_run(7, AbortReason::Shutdown, &mut out)
+    else {
         panic!()
     };
     let a = AbortRepr::parse(&AbortPacket::new_unchecked(&out[..len])).unwrap();
     assert_eq!((a.reason, a.session), (AbortReason::Shutdown, SESSION));
-    assert_eq!(s.shutdown_run(7, &mut out), None, "no run left");
+    assert_eq!(
+        s.shutdown_run(7, AbortReason::Shutdown, &mut out),
+        None,
+        "no run left"
+    );
+}
+
+#[test]
+fn removing_a_job_tells_its_run_job_removed_not_shutdown() {
+    let mut pool = pool();
+    let mut s = switch(&mut pool);
+    let mut out = [0u8; OUT];
+    let Some(Verdict::Multicast { job: 7, len }) =
+        s.shutdown_run(7, AbortReason::JobRemoved, &mut out)
+    else {
+        panic!()
+    };
+    let a = AbortRepr::parse(&AbortPacket::new_unchecked(&out[..len])).unwrap();
+    assert_eq!(
+        (a.reason, a.detail, a.rank, a.session),
+        (AbortReason::JobRemoved, 0, RANK_ALL, SESSION)
+    );
+    assert_eq!(u8::from(a.reason), 16);
 }

@@ -29,7 +29,7 @@ impl<const WORDS: usize> Job<WORDS> {
         let link = self.parent()?;
         let detail = match reason {
             AbortReason::RankRestarted => link.member,
-            AbortReason::Shutdown => 0,
+            AbortReason::Shutdown | AbortReason::JobRemoved => 0,
             _ => NONE,
         };
         (self.run.parent != 0).then_some(AbortRepr {
@@ -76,8 +76,10 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
         let to_our_join = run.is_open() && !run.parent_complete && a.session == run.session;
         if !(of_our_run || to_our_join) {
             // This child's own Abort, which the parent passed on to every member, back
-            // after its run ended here (or one of a run before): expected, not a forgery.
-            if a.rank == link.member {
+            // after its run ended here: expected, not a forgery. It carries the parent
+            // run's session this child sent it with; one naming this child's member with
+            // any other session used to count here too, hiding forgeries as duplicates.
+            if a.rank == link.member && a.session != 0 && a.session == run.echo {
                 job.counters.duplicates += 1;
                 return Verdict::Drop(DropReason::Duplicate);
             }

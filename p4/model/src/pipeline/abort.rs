@@ -57,11 +57,11 @@ impl UpAbort {
     }
 
     /// Return the Abort: from the member, epoch 0, detail the member for a restart, 0 for
-    /// `Shutdown`, else none.
+    /// `Shutdown` and `JobRemoved`, else none (as the reference's `Job::abort_up`).
     pub fn repr(&self) -> AbortRepr {
         let detail = match self.reason {
             AbortReason::RankRestarted => self.member,
-            AbortReason::Shutdown => 0,
+            AbortReason::Shutdown | AbortReason::JobRemoved => 0,
             _ => NONE,
         };
         AbortRepr {
@@ -134,14 +134,15 @@ impl Pipeline {
     ) -> Result<Verdict, Hazard> {
         let link = self.link_of(&job);
         let pass = self.clock.begin(0);
-        let session = self.run_tracker.parent_abort(&pass, job.index, a.session)?;
+        let (session, echo) = self.run_tracker.parent_abort(&pass, job.index, a.session)?;
         let Some(link) = link else {
             return Ok(Verdict::Drop(DropReason::UnexpectedType));
         };
         if session == 0 {
             // The child's own Abort, passed back to every member by the parent after its
-            // run ended here: expected, not a forgery.
-            if prefix.rank == link.member {
+            // run ended here, in the parent run's session it had taken: expected, not a
+            // forgery. From its member in any other session it is one.
+            if prefix.rank == link.member && echo {
                 self.job_counters.count(JobEvent::Duplicate, job.index);
                 return Ok(Verdict::Drop(DropReason::Duplicate));
             }

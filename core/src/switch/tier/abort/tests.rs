@@ -82,6 +82,13 @@ fn a_rank_that_gives_up_under_one_child_ends_the_run_under_every_child() {
     let v = t.send(0, &down[..len], &mut out);
     assert_eq!(v, Verdict::Drop(DropReason::Duplicate));
     assert_eq!(t.children[0].job(7).unwrap().counters().unauthorized, 0);
+    // A stranger's Abort from A's member index in any other session is no echo: before,
+    // it counted as a duplicate too, hiding it; now it is forged (unauthorized).
+    let forged = abort(9, 0, AbortReason::WorkerFailed, 0xFFFF, 0x0BAD_5E55);
+    let v = t.send(0, &forged, &mut out);
+    assert_eq!(v, Verdict::Drop(DropReason::BadSession));
+    let c = t.children[0].job(7).unwrap().counters();
+    assert_eq!((c.unauthorized, c.duplicates), (1, 1));
     assert_eq!(t.children[1].job(7).unwrap().counters().aborts, 1);
 }
 
@@ -122,15 +129,16 @@ fn only_an_abort_of_the_parents_run_or_to_the_childs_join_counts() {
     let mut t = Tree::joined(&mut pools);
     let mut out = [0u8; OUT];
     let cases = [
-        // Another parent run (B's own member's: an echo), and B's own session once B
-        // has joined the parent's run.
+        // Another parent run, also from B's own member index (B sent no Abort up with
+        // session 55: no echo, a forgery), and B's own session once B has joined the
+        // parent's run.
         (
             abort(9, 0, AbortReason::WorkerFailed, 0, 55),
             DropReason::BadSession,
         ),
         (
             abort(9, 1, AbortReason::WorkerFailed, 0, 55),
-            DropReason::Duplicate,
+            DropReason::BadSession,
         ),
         (
             abort(9, RANK_ALL, AbortReason::Shutdown, 0, session(2)),
@@ -145,6 +153,9 @@ fn only_an_abort_of_the_parents_run_or_to_the_childs_join_counts() {
     for (bytes, reason) in cases {
         assert_eq!(t.send(1, &bytes, &mut out), Verdict::Drop(reason));
     }
+    // Each forgery of the parent's session is counted where a user looks for forgeries.
+    let c = t.children[1].job(7).unwrap().counters();
+    assert_eq!((c.unauthorized, c.duplicates), (3, 0));
     assert!(t.children[1].job(7).unwrap().has_run());
     // The parent restarting member 1 (rank 0xFFFF, detail 1) names member 1.
     let restart = abort(9, RANK_ALL, AbortReason::RankRestarted, 1, 100);
@@ -188,7 +199,9 @@ fn a_restart_or_a_stop_at_a_child_goes_up_too() {
         (0, AbortReason::RankRestarted, 0)
     );
     // B stops: its ranks hear Shutdown, and its parent hears it as member 1's.
-    let Some(Verdict::Multicast { .. }) = t.children[1].shutdown_run(7, &mut out) else {
+    let Some(Verdict::Multicast { .. }) =
+        t.children[1].shutdown_run(7, AbortReason::Shutdown, &mut out)
+    else {
         panic!();
     };
     let Some(Verdict::Up { len, .. }) = t.children[1].poll_up(&mut out) else {
