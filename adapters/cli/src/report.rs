@@ -56,6 +56,8 @@ pub fn counters_json(c: &DaemonCounters) -> Value {
         "throttled": c.throttled,
         "replies_limited": c.replies_limited,
         "status_off": c.status_off,
+        "cookies": c.cookies,
+        "unknown_job": c.unknown_job,
         "total_drops": c.total_drops(),
         "drops": drops(&c.switch.dropped),
         "jobs": c.jobs.iter().map(job_json).collect::<Vec<_>>(),
@@ -79,6 +81,13 @@ pub fn counters_text(c: &DaemonCounters) -> String {
              that failed authentication), {} answers to strangers not sent; {} Status \
              unanswered (--status off)\n",
             c.throttled, c.replies_limited, c.status_off
+        );
+    }
+    if c.unknown_job > 0 || c.cookies > 0 {
+        s += &format!(
+            "  {} datagrams named a job this switch does not serve; {} Joins and Statuses \
+             answered with a Cookie\n",
+            c.unknown_job, c.cookies
         );
     }
     if c.recv_errors > 0 || c.expired_runs > 0 {

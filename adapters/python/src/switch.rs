@@ -60,6 +60,8 @@ fn counters_dict<'py>(py: Python<'py>, c: &DaemonCounters) -> PyResult<Bound<'py
     d.set_item("expired_runs", c.expired_runs)?;
     d.set_item("throttled", c.throttled)?;
     d.set_item("replies_limited", c.replies_limited)?;
+    d.set_item("cookies", c.cookies)?;
+    d.set_item("unknown_job", c.unknown_job)?;
     d.set_item("status_off", c.status_off)?;
     d.set_item("drops", c.total_drops())?;
     let jobs = PyDict::new(py);
@@ -137,7 +139,7 @@ impl Switch {
 
     /// Return the counters (at most 50 ms old): received, sent, send_failures,
     /// injected_losses, oversized, bad_source, expired_runs, throttled, replies_limited,
-    /// status_off, drops, per-job counters under
+    /// status_off, cookies, unknown_job, drops, per-job counters under
     /// "jobs", and the switch's own counters as text under "switch".
     fn counters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());

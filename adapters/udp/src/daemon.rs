@@ -616,8 +616,10 @@ impl<G: ControlPlane> Daemon<G> {
             return Ok(());
         }
         let job = peeked.and_then(|(_, id, _)| counters.jobs.iter().position(|j| j.job == id));
-        if let Some(j) = job {
-            counters.jobs[j].received += 1;
+        match job {
+            Some(j) => counters.jobs[j].received += 1,
+            None if peeked.is_some() => counters.unknown_job += 1,
+            None => {}
         }
         if send.buffer().is_none() {
             flush(send, socket, counters)?;

@@ -60,6 +60,9 @@ pub struct DaemonCounters {
     pub redirected: u64,
     /// Joins and Statuses answered with a Cookie (protocol.md §4.2), before the switch.
     pub cookies: u64,
+    /// Datagrams naming a job this switch does not serve (issue 25: a Join or Probe of
+    /// one is answered with Abort `UnknownJob`, and was counted nowhere else).
+    pub unknown_job: u64,
     /// Datagrams dropped on receive, unread, because their source had sent more that
     /// failed authentication than its bucket allows (`source_limit`).
     pub throttled: u64,
@@ -101,6 +104,7 @@ impl DaemonCounters {
             expired_runs,
             redirected,
             cookies,
+            unknown_job,
             throttled,
             replies_limited,
             status_off,
@@ -119,6 +123,7 @@ impl DaemonCounters {
         self.expired_runs += expired_runs;
         self.redirected += redirected;
         self.cookies += cookies;
+        self.unknown_job += unknown_job;
         self.throttled += throttled;
         self.replies_limited += replies_limited;
         self.status_off += status_off;

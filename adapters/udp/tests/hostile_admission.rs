@@ -229,7 +229,43 @@ fn a_captured_join_replayed_elsewhere_or_later_takes_nothing(pipeline: SwitchPip
     assert_eq!(c.job(JOB).unwrap().switch.runs, 3, "{c:?}");
 }
 
+/// Issue 25, item 5: a Join or a Probe of a job the switch does not have was answered and
+/// counted nowhere but `received`.
+fn datagrams_of_an_unknown_job_are_counted(pipeline: SwitchPipeline) {
+    let sw = switch(pipeline, WORLD, 32, 0.0, 0);
+    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let join = switchml_core::wire::JoinRepr {
+        job: JOB + 90,
+        rank: 0,
+        world: WORLD,
+        slot_lo: 0,
+        slot_count: 16,
+        count: 64,
+        lanes: 2,
+        nonce: 7,
+        cookie: 0,
+        tag: [0; 16],
+    };
+    let probe = switchml_core::wire::ProbeRepr {
+        job: JOB + 90,
+        rank: 0,
+        slot: 0,
+        ver: 0,
+        seq: 0,
+        session: 9,
+        flags: switchml_core::wire::ProbeFlags::NONE,
+    };
+    s.send_to(&bytes_of(&Message::Join(join.sign(KEY))), sw.addr())
+        .unwrap();
+    s.send_to(&bytes_of(&Message::Probe(probe)), sw.addr())
+        .unwrap();
+    let c = counters_when(&sw, |c| c.received >= 2);
+    assert_eq!(c.unknown_job, 2, "{c:?}");
+    assert_eq!(c.jobs.iter().map(|j| j.received).sum::<u64>(), 0);
+}
+
 on_both_pipelines!(
+    datagrams_of_an_unknown_job_are_counted,
     a_forged_probe_reply_to_every_lane_ends_no_rank,
     a_captured_join_replayed_elsewhere_or_later_takes_nothing,
 );
