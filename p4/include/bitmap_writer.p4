@@ -9,12 +9,13 @@
 #ifndef _SWITCHML_BITMAP_WRITER_P4_
 #define _SWITCHML_BITMAP_WRITER_P4_
 
+#ifdef SWITCHML_TIERS
 action write_bitmap(inout headers_t hdr, in bit<64> word, in bit<16> rank_lo,
                     in bit<16> len) {
-#ifdef SWITCHML_TIERS
     bit<16> lead = rank_lo >> 3;
     bit<3> shift = rank_lo[2:0];
 #else
+action write_bitmap(inout headers_t hdr, in bit<64> word, in bit<16> len) {
     bit<16> lead = 0;
     bit<3> shift = 0;
 #endif

@@ -104,7 +104,11 @@ control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
             hdr.join_reply.nonce = meta.run_session;
             hdr.join_reply.lane_slots = meta.run_lane_slots;
             hdr.join_reply.count = meta.run_count;
+#ifdef SWITCHML_TIERS
             write_bitmap(hdr, meta.joined, meta.rank_lo, bitmap_len);
+#else
+            write_bitmap(hdr, meta.joined, bitmap_len);
+#endif
             meta.reply_len = 32 + bitmap_len;
         } else if (meta.message == MSG_JOIN) {
             // Every answer to a Join names its nonce: only the process that sent it takes it.
@@ -129,7 +133,11 @@ control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
             hdr.join_reply.nonce = nonce;
             hdr.join_reply.lane_slots = lane_slots;
             hdr.join_reply.count = count;
+#ifdef SWITCHML_TIERS
             write_bitmap(hdr, meta.joined, meta.rank_lo, bitmap_len);
+#else
+            write_bitmap(hdr, meta.joined, bitmap_len);
+#endif
             meta.reply_len = 32 + bitmap_len;
         } else if (meta.message == MSG_PROBE) {
             hdr.probe_reply.setValid();
@@ -157,7 +165,11 @@ control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
             hdr.probe_reply.epoch = meta.epoch;
             hdr.probe_reply.world = meta.wire_world;
             hdr.probe_reply.bitmap_len = bitmap_len;
+#ifdef SWITCHML_TIERS
             write_bitmap(hdr, meta.seen_word, meta.rank_lo, bitmap_len);
+#else
+            write_bitmap(hdr, meta.seen_word, bitmap_len);
+#endif
             meta.reply_len = 28 + bitmap_len;
         } else if (meta.message == MSG_ABORT) {
             meta.reply_len = 20;                   // passed on unchanged

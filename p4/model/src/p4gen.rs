@@ -107,15 +107,21 @@ pub fn bitmap_writer() -> String {
     );
     let _ = writeln!(s, "#ifndef _SWITCHML_BITMAP_WRITER_P4_");
     let _ = writeln!(s, "#define _SWITCHML_BITMAP_WRITER_P4_\n");
+    // The flat build's action takes no rank_lo (always 0 there): p4test warned of an
+    // unused parameter (issue 31).
+    let _ = writeln!(s, "#ifdef SWITCHML_TIERS");
     let _ = writeln!(
         s,
         "action write_bitmap(inout headers_t hdr, in bit<64> word, in bit<16> rank_lo,\n\
          \x20                   in bit<16> len) {{"
     );
-    let _ = writeln!(s, "#ifdef SWITCHML_TIERS");
     let _ = writeln!(s, "    bit<16> lead = rank_lo >> 3;");
     let _ = writeln!(s, "    bit<3> shift = rank_lo[2:0];");
     let _ = writeln!(s, "#else");
+    let _ = writeln!(
+        s,
+        "action write_bitmap(inout headers_t hdr, in bit<64> word, in bit<16> len) {{"
+    );
     let _ = writeln!(s, "    bit<16> lead = 0;");
     let _ = writeln!(s, "    bit<3> shift = 0;");
     let _ = writeln!(s, "#endif");
