@@ -165,3 +165,49 @@ impl crate::proto::session::session_server::Session for std::sync::Arc<Controlle
         }))
     }
 }
+
+/// Serve `controller` on `listener` from a new thread with a current-thread tokio runtime;
+/// return the thread and the sender that stops it (gracefully: open calls finish first).
+pub fn spawn(
+    listener: std::net::TcpListener,
+    controller: std::sync::Arc<Controller>,
+) -> std::io::Result<(
+    std::thread::JoinHandle<()>,
+    tokio::sync::oneshot::Sender<()>,
+)> {
+    use crate::proto::session::session_server::SessionServer;
+    use crate::proto::sync::sync_server::SyncServer;
+    listener.set_nonblocking(true)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (shutdown, on_shutdown) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::Builder::new()
+        .name("p4app-control".into())
+        .spawn(move || {
+            runtime.block_on(async move {
+                let listener = match tokio::net::TcpListener::from_std(listener) {
+                    Ok(l) => l,
+                    Err(e) => return log::error!("p4app control plane: {e}"),
+                };
+                let served = tonic::transport::Server::builder()
+                    .add_service(SyncServer::new(controller.clone()))
+                    .add_service(SessionServer::new(controller))
+                    .serve_with_incoming_shutdown(
+                        tonic::transport::server::TcpIncoming::from(listener),
+                        async {
+                            let _ = on_shutdown.await;
+                        },
+                    )
+                    .await;
+                if let Err(e) = served {
+                    log::error!("p4app control plane: {e}");
+                }
+            })
+        })?;
+    Ok((thread, shutdown))
+}
+
+#[cfg(test)]
+#[path = "control_tests.rs"]
+mod tests;

@@ -251,3 +251,7 @@ pub fn run(
         }
     }
 }
+
+#[cfg(test)]
+#[path = "dataplane_tests.rs"]
+mod tests;

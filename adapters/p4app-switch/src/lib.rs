@@ -99,43 +99,12 @@ impl RunningP4appSwitch {
         let socket = raw::RawSocket::open(&config.iface, Duration::from_millis(50))?;
         let mac = socket.mac();
         let listener = std::net::TcpListener::bind(config.control)?;
-        listener.set_nonblocking(true)?;
         let control = listener.local_addr()?;
         let (tx, rx) = mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(Mutex::new(Stats::default()));
         let controller = Arc::new(control::Controller::new(tx, mac, config.ip));
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        let (shutdown, on_shutdown) = tokio::sync::oneshot::channel::<()>();
-        let control_thread = std::thread::Builder::new()
-            .name("p4app-control".into())
-            .spawn(move || {
-                runtime.block_on(async move {
-                    let listener = match tokio::net::TcpListener::from_std(listener) {
-                        Ok(l) => l,
-                        Err(e) => return log::error!("p4app control plane: {e}"),
-                    };
-                    let served = tonic::transport::Server::builder()
-                        .add_service(proto::sync::sync_server::SyncServer::new(
-                            controller.clone(),
-                        ))
-                        .add_service(proto::session::session_server::SessionServer::new(
-                            controller,
-                        ))
-                        .serve_with_incoming_shutdown(
-                            tonic::transport::server::TcpIncoming::from(listener),
-                            async {
-                                let _ = on_shutdown.await;
-                            },
-                        )
-                        .await;
-                    if let Err(e) = served {
-                        log::error!("p4app control plane: {e}");
-                    }
-                })
-            })?;
+        let (control_thread, shutdown) = control::spawn(listener, controller)?;
         let (ip, slots) = (config.ip, config.slots);
         let (s, st) = (stop.clone(), stats.clone());
         let data_thread = std::thread::Builder::new()
