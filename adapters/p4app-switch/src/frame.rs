@@ -166,8 +166,8 @@ pub fn arp_reply(out: &mut [u8], mac: [u8; 6], ip: Ipv4Addr, peer: Peer) -> Opti
 
 /// Write the Ethernet, IPv4 and UDP headers of a reply of `payload_len` bytes from the
 /// switch (`mac`, `ip`, UDP port `src_port`) to `peer`'s UDP port `dst_port` into the first
-/// [`REPLY_HEADERS_LEN`] bytes of `out`: TTL 64, id 0, a valid IPv4 checksum, UDP
-/// checksum 0. Returns the frame length, or `None` if `out` is too short.
+/// [`REPLY_HEADERS_LEN`] bytes of `out`: TTL 64, id 0, no flags, a valid IPv4 checksum,
+/// UDP checksum 0, as the original program's replies. Returns the frame length, or `None` if `out` is too short.
 pub fn write_reply_headers(
     out: &mut [u8],
     (mac, ip, src_port): ([u8; 6], Ipv4Addr, u16),
@@ -192,7 +192,10 @@ pub fn write_reply_headers(
     let mut frame = EthernetFrame::new_unchecked(&mut *out);
     eth.emit(&mut frame);
     let mut packet = Ipv4Packet::new_unchecked(frame.payload_mut());
-    ipv4.emit(&mut packet, &ChecksumCapabilities::default());
+    ipv4.emit(&mut packet, &ChecksumCapabilities::ignored());
+    // The original's replies do not set DF (smoltcp's emit does); the checksum follows.
+    packet.set_dont_frag(false);
+    packet.fill_checksum();
     let mut udp = UdpPacket::new_unchecked(packet.payload_mut());
     udp.set_src_port(src_port);
     udp.set_dst_port(dst_port);
