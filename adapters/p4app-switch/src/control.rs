@@ -167,7 +167,7 @@ impl crate::proto::session::session_server::Session for std::sync::Arc<Controlle
 }
 
 /// Serve `controller` on `listener` from a new thread with a current-thread tokio runtime;
-/// return the thread and the sender that stops it (gracefully: open calls finish first).
+/// return the thread and the sender that stops it, dropping open connections and calls.
 pub fn spawn(
     listener: std::net::TcpListener,
     controller: std::sync::Arc<Controller>,
@@ -190,20 +190,19 @@ pub fn spawn(
                     Ok(l) => l,
                     Err(e) => return log::error!("p4app control plane: {e}"),
                 };
-                let served = tonic::transport::Server::builder()
-                    .add_service(SyncServer::new(controller.clone()))
-                    .add_service(SessionServer::new(controller))
-                    .serve_with_incoming_shutdown(
-                        tonic::transport::server::TcpIncoming::from(listener),
-                        async {
-                            let _ = on_shutdown.await;
-                        },
-                    )
-                    .await;
-                if let Err(e) = served {
-                    log::error!("p4app control plane: {e}");
-                }
-            })
+                let server = tokio::spawn(
+                    tonic::transport::Server::builder()
+                        .add_service(SyncServer::new(controller.clone()))
+                        .add_service(SessionServer::new(controller))
+                        .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener)),
+                );
+                let _ = on_shutdown.await;
+                // Not a graceful shutdown: a client keeps its channel open for its whole
+                // run, and waiting for it would keep the switch from stopping.
+                server.abort();
+            });
+            // Dropping the runtime drops every connection and every call still waiting.
+            drop(runtime);
         })?;
     Ok((thread, shutdown))
 }

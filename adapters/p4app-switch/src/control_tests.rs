@@ -87,3 +87,34 @@ fn macs_travel_as_48_bit_integers() {
     assert_eq!(mac_to_u64([2, 0, 0, 0, 0, 0xfe]), 0x0200_0000_00fe);
     assert_eq!(mac_from_u64(0xffff_0200_0000_00fe), [2, 0, 0, 0, 0, 0xfe]);
 }
+
+/// The original client keeps its channel open, and may wait in a barrier: neither holds up
+/// the switch's stop.
+#[test]
+fn an_open_channel_and_a_waiting_call_do_not_hold_up_the_stop() {
+    let (tx, _rx) = mpsc::channel();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (thread, shutdown) = spawn(listener, Arc::new(Controller::new(tx, MAC, IP))).unwrap();
+    let mut idle = ControlClient::connect(addr).unwrap();
+    idle.barrier(1).unwrap();
+    let waiting = std::thread::spawn(move || {
+        let mut c = ControlClient::connect(addr).unwrap();
+        c.barrier(2).is_err()
+    });
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let _ = shutdown.send(());
+    let (done_tx, done_rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        thread.join().unwrap();
+        let _ = done_tx.send(());
+    });
+    assert!(
+        done_rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .is_ok(),
+        "the control plane did not stop"
+    );
+    assert!(waiting.join().unwrap(), "the waiting call should fail");
+    drop(idle);
+}
