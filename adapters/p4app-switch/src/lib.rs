@@ -13,7 +13,9 @@
 //!   multicast, a counter for every frame not answered; one thread, no async runtime;
 //! - [`control`] and [`client`]: the original controller's gRPC services
 //!   (`Sync.Broadcast`, `Sync.Barrier`, `Session.UdpSession`, port 50099) and a client;
-//! - [`RunningP4appSwitch`]: the two threads, started and stopped together.
+//! - [`RunningP4appSwitch`]: the two threads, started and stopped together;
+//! - [`worker`]: one of our ranks over a kernel UDP socket, for this switch or a Tofino
+//!   that runs the original program.
 //!
 //! **Why tonic.** The client speaks gRPC over HTTP/2, so the choice is between tonic (the
 //! maintained gRPC stack of the tokio project, on hyper and h2; prost for the messages) and
@@ -33,6 +35,7 @@ pub mod dataplane;
 pub mod frame;
 pub mod proto;
 pub mod raw;
+pub mod worker;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -43,6 +46,7 @@ use std::time::Duration;
 pub use client::ControlClient;
 pub use dataplane::{FrameCounters, Stats};
 pub use frame::Peer;
+pub use worker::{DialectError, DialectSetup, UdpDialectWorker};
 
 /// The port of the original controller.
 pub const CONTROL_PORT: u16 = 50099;

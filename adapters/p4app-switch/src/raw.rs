@@ -77,20 +77,7 @@ impl RawSocket {
             )
         })?;
 
-        // SAFETY: `ifreq` is a C struct of integers and a union of them: all-zero is valid.
-        let mut req: libc::ifreq = unsafe { zeroed() };
-        for (d, s) in req.ifr_name.iter_mut().zip(name.as_bytes()) {
-            *d = *s as libc::c_char;
-        }
-        // SAFETY: SIOCGIFHWADDR reads the name from and writes the address into the live
-        // `ifreq` we pass, and nothing more.
-        check(unsafe { libc::ioctl(fd.as_raw_fd(), libc::SIOCGIFHWADDR, &mut req) })?;
-        // SAFETY: SIOCGIFHWADDR succeeded, so the union holds `ifru_hwaddr`.
-        let hw = unsafe { req.ifr_ifru.ifru_hwaddr };
-        let mut mac = [0u8; 6];
-        for (d, s) in mac.iter_mut().zip(hw.sa_data) {
-            *d = s as u8;
-        }
+        let mac = hardware_address(fd.as_raw_fd(), name.as_bytes())?;
         Ok(RawSocket { fd, mac })
     }
 
@@ -140,4 +127,73 @@ impl RawSocket {
         }
         Ok(())
     }
+}
+
+/// Return the MAC of the interface that holds `ip` (an address of this host's own stack),
+/// as a worker tells it to the controller. Needs no privilege.
+pub fn interface_mac(ip: std::net::Ipv4Addr) -> io::Result<[u8; 6]> {
+    let name = interface_of(ip)?;
+    let probe = std::net::UdpSocket::bind("0.0.0.0:0")?;
+    let len = name.iter().position(|c| *c == 0).unwrap_or(name.len());
+    let bytes: Vec<u8> = name[..len].iter().map(|c| *c as u8).collect();
+    hardware_address(probe.as_raw_fd(), &bytes)
+}
+
+/// The MAC of interface `name` (without its NUL), asked through any socket `fd` of the
+/// interface's namespace.
+fn hardware_address(fd: libc::c_int, name: &[u8]) -> io::Result<[u8; 6]> {
+    // SAFETY: `ifreq` is a C struct of integers and a union of them: all-zero is valid.
+    let mut req: libc::ifreq = unsafe { zeroed() };
+    for (d, s) in req.ifr_name.iter_mut().zip(name).take(libc::IFNAMSIZ - 1) {
+        *d = *s as libc::c_char;
+    }
+    // SAFETY: SIOCGIFHWADDR reads the name from and writes the address into the live
+    // `ifreq` we pass, and nothing more.
+    check(unsafe { libc::ioctl(fd, libc::SIOCGIFHWADDR, &mut req) })?;
+    // SAFETY: SIOCGIFHWADDR succeeded, so the union holds `ifru_hwaddr`.
+    let hw = unsafe { req.ifr_ifru.ifru_hwaddr };
+    let mut mac = [0u8; 6];
+    for (d, s) in mac.iter_mut().zip(hw.sa_data) {
+        *d = s as u8;
+    }
+    Ok(mac)
+}
+
+/// The name (NUL-padded) of the interface that holds `ip`.
+fn interface_of(ip: std::net::Ipv4Addr) -> io::Result<[libc::c_char; libc::IFNAMSIZ]> {
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs writes a list head into the live pointer; freed below.
+    check(unsafe { libc::getifaddrs(&mut list) })?;
+    let mut found = None;
+    let mut at = list;
+    while !at.is_null() && found.is_none() {
+        // SAFETY: `at` is a node of the list getifaddrs made, not yet freed.
+        let node = unsafe { &*at };
+        at = node.ifa_next;
+        if node.ifa_addr.is_null() || node.ifa_name.is_null() {
+            continue;
+        }
+        // SAFETY: `ifa_addr` is non-null and points at a sockaddr of the list.
+        if libc::c_int::from(unsafe { (*node.ifa_addr).sa_family }) != libc::AF_INET {
+            continue;
+        }
+        // SAFETY: an AF_INET `ifa_addr` is a `sockaddr_in`.
+        let sin = unsafe { &*(node.ifa_addr as *const libc::sockaddr_in) };
+        if u32::from_be(sin.sin_addr.s_addr) != u32::from(ip) {
+            continue;
+        }
+        // SAFETY: `ifa_name` is a NUL-terminated string of the list.
+        let name = unsafe { std::ffi::CStr::from_ptr(node.ifa_name) };
+        let mut out = [0 as libc::c_char; libc::IFNAMSIZ];
+        for (d, s) in out
+            .iter_mut()
+            .zip(name.to_bytes().iter().take(libc::IFNAMSIZ - 1))
+        {
+            *d = *s as libc::c_char;
+        }
+        found = Some(out);
+    }
+    // SAFETY: `list` came from getifaddrs and is freed once; no node is used after.
+    unsafe { libc::freeifaddrs(list) };
+    found.ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no interface holds {ip}")))
 }

@@ -1,6 +1,6 @@
 //! End to end in network namespaces (root only): `P` workers, each in a namespace of its
 //! own behind a macvlan on one veth into the switch's namespace, drive the core's
-//! `P4appWorker` over kernel UDP sockets (valid checksums) against `RunningP4appSwitch` on
+//! `P4appWorker` (through `UdpDialectWorker`, which fails a job after a minute) over kernel UDP sockets (valid checksums) against `RunningP4appSwitch` on
 //! raw frames, after the gRPC calls in the original client's order.
 //!
 //! ```text
@@ -16,19 +16,17 @@ use std::fs::File;
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use switchml_core::p4app::{P4appConfig, P4appEvent, P4appSize, P4appTensor, P4appWorker};
-use switchml_core::time::Instant as CoreInstant;
-use switchml_p4app_switch::proto::PacketSize;
+use switchml_core::p4app::{P4appSize, P4appTensor};
 use switchml_p4app_switch::raw::RawSocket;
-use switchml_p4app_switch::{ControlClient, P4appSwitchConfig, Peer, RunningP4appSwitch};
+use switchml_p4app_switch::{
+    DialectSetup, P4appSwitchConfig, Peer, RunningP4appSwitch, UdpDialectWorker,
+};
 
 const SWITCH_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 254);
 const CONTROL_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 253);
 const INTRUDER: u8 = 99;
-/// Every job must finish within this, or the test fails (never hangs).
-const JOB_LIMIT: Duration = Duration::from_secs(60);
 
 fn peer(i: u8) -> Peer {
     Peer {
@@ -194,7 +192,8 @@ fn input(rank: usize, job: usize, n: usize) -> (Vec<i32>, Vec<f32>) {
     (ints, floats)
 }
 
-/// Worker `rank` of `workers`: join through the control plane, then run `jobs` jobs.
+/// Worker `rank` of `workers`: join through the control plane (its MAC found from its
+/// interface), then run `jobs` jobs.
 fn worker(
     rank: u8,
     workers: u8,
@@ -202,68 +201,30 @@ fn worker(
     jobs: &[(Kind, usize)],
     junk: bool,
 ) -> Vec<(Vec<i32>, Vec<f32>)> {
-    let me = peer(rank + 1);
     let control = SocketAddr::from((CONTROL_IP, switchml_p4app_switch::CONTROL_PORT));
-    let mut client = ControlClient::connect(control).expect("connect to the controller");
-    let mtu = match size {
-        P4appSize::Elements256 => PacketSize::Mtu1024,
-        _ => PacketSize::Mtu256,
-    };
-    let switch = client
-        .join(7, u32::from(rank), u32::from(workers), me, mtu)
-        .expect("join");
-    assert_eq!(switch.ip, SWITCH_IP);
-    drop(client);
+    let mut setup = DialectSetup::new(control, u16::from(rank), u16::from(workers));
+    setup.size = size;
+    setup.session_id = 7;
+    let mut w = UdpDialectWorker::join(&setup).expect("join");
+    assert_eq!(w.me(), peer(rank + 1));
+    assert_eq!(w.switch().ip, SWITCH_IP);
     if junk {
         // From a registered (MAC, IP): a wrong length and a size the program drops.
-        let s = UdpSocket::bind((me.ip, 4001)).unwrap();
+        let s = UdpSocket::bind((w.me().ip, 4001)).unwrap();
         s.send_to(&[0x11; 100], (SWITCH_IP, 48864)).unwrap();
         let mut bad = vec![0u8; 266];
         bad[0] = 0x10; // size code 0
         s.send_to(&bad, (SWITCH_IP, 48864)).unwrap();
     }
-    let sock = UdpSocket::bind((me.ip, 4000)).unwrap();
-    sock.connect((SWITCH_IP, 48864)).unwrap();
-    let origin = Instant::now();
-    let now = || CoreInstant::from_micros(origin.elapsed().as_micros() as u64);
-    let (mut next_job, mut shift) = (0, 0);
-    let mut config = P4appConfig::new(u16::from(workers));
-    config.size = size;
     let mut out = Vec::new();
-    let (mut tx, mut rx) = (vec![0u8; 2048], vec![0u8; 2048]);
     for (j, &(kind, n)) in jobs.iter().enumerate() {
         let (mut ints, mut floats) = input(usize::from(rank), j, n);
-        {
-            let mut w = P4appWorker::<8>::resume(config, next_job, shift).unwrap();
-            let tensor = match kind {
-                Kind::I32 => P4appTensor::I32(&mut ints),
-                Kind::F32 => P4appTensor::F32(&mut floats),
-            };
-            w.submit(tensor).unwrap();
-            let start = Instant::now();
-            loop {
-                while let Some(len) = w.poll_transmit(now(), &mut tx) {
-                    let _ = sock.send(&tx[..len]);
-                }
-                if let Some(P4appEvent::Done { .. }) = w.poll_event() {
-                    break;
-                }
-                assert!(start.elapsed() < JOB_LIMIT, "rank {rank}: job {j} stalled");
-                let wait = w
-                    .poll_timeout()
-                    .map(|t| t.saturating_duration_since(now()).total_micros())
-                    .unwrap_or(50_000)
-                    .clamp(500, 50_000);
-                sock.set_read_timeout(Some(Duration::from_micros(wait)))
-                    .unwrap();
-                if let Ok(len) = sock.recv(&mut rx) {
-                    w.handle_packet(now(), &rx[..len]);
-                }
-                w.handle_timeout(now());
-            }
-            next_job = w.next_job();
-            shift = w.shift();
-        }
+        let tensor = match kind {
+            Kind::I32 => P4appTensor::I32(&mut ints),
+            Kind::F32 => P4appTensor::F32(&mut floats),
+        };
+        w.allreduce(tensor)
+            .unwrap_or_else(|e| panic!("rank {rank}: job {j}: {e}"));
         out.push((ints, floats));
     }
     out
