@@ -172,6 +172,25 @@ fn in_ns<T: Send + 'static>(
     })
 }
 
+/// Run `f(rank)` for ranks `0..p`, each on a thread in its worker's namespace; return the
+/// results in rank order.
+fn on_workers<T: Send + 'static>(
+    t: &Topology,
+    p: u8,
+    f: impl Fn(u8) -> T + Send + Clone + 'static,
+) -> Vec<T> {
+    let handles: Vec<_> = (0..p)
+        .map(|r| {
+            let f = f.clone();
+            in_ns(&t.ns(&format!("w{}", r + 1)), move || f(r))
+        })
+        .collect();
+    handles
+        .into_iter()
+        .map(|h| h.join().expect("worker"))
+        .collect()
+}
+
 #[derive(Clone, Copy, Debug)]
 enum Kind {
     I32,
@@ -309,17 +328,7 @@ fn scenario(tag: &str, p: u8, size: P4appSize, loss: u32) {
             .join()
             .unwrap();
     }
-    let handles: Vec<_> = (0..p)
-        .map(|r| {
-            in_ns(&t.ns(&format!("w{}", r + 1)), move || {
-                worker(r, p, size, &jobs, junk && r == 0)
-            })
-        })
-        .collect();
-    let results: Vec<_> = handles
-        .into_iter()
-        .map(|h| h.join().expect("worker"))
-        .collect();
+    let results = on_workers(&t, p, move |r| worker(r, p, size, &jobs, junk && r == 0));
     let stats = sw.stop();
     eprintln!("{tag}: {stats:?}");
     check(usize::from(p), &jobs, &results);
@@ -364,4 +373,53 @@ fn two_workers_with_one_percent_loss() {
 #[test]
 fn four_workers_with_one_percent_loss() {
     scenario("d", 4, P4appSize::Elements64, 1);
+}
+
+/// Our `Communicator` with `dialect = p4app` (what `SWITCHML_DIALECT=p4app` sets): the
+/// controller's address as its switch, int32, float32, f16 (through f32) and an average.
+#[test]
+fn the_communicator_speaks_the_dialect() {
+    use switchml_udp::{f16, CommConfig, Communicator, Dialect, Op};
+    let p = 3u8;
+    let Some(t) = topology("e", p, 0) else {
+        return;
+    };
+    let sw = in_ns(&t.ns("switch"), || {
+        RunningP4appSwitch::start(&P4appSwitchConfig::new("s0", SWITCH_IP))
+    })
+    .join()
+    .unwrap()
+    .expect("start the switch");
+    let n = 1000;
+    let results = on_workers(&t, p, move |r| {
+        let control = SocketAddr::from((CONTROL_IP, switchml_p4app_switch::CONTROL_PORT));
+        let config = CommConfig {
+            dialect: Dialect::P4app,
+            count: 64,
+            ..CommConfig::new(u16::from(r), u16::from(p), control, 0)
+        };
+        let comm = Communicator::connect(&config).expect("connect");
+        let (mut ints, floats) = input(usize::from(r), 0, n);
+        comm.allreduce(&mut ints, Op::Sum).expect("int32");
+        let floats = comm
+            .allreduce_async(floats, Op::Sum)
+            .wait()
+            .expect("float32");
+        let mut halves: Vec<f16> = (0..n).map(|j| f16::from_f32((j % 17) as f32)).collect();
+        comm.allreduce(&mut halves, Op::Average).expect("f16");
+        (ints, floats, halves)
+    });
+    let stats = sw.stop();
+    let as_jobs: Vec<_> = results
+        .iter()
+        .map(|(i, f, _)| vec![(i.clone(), f.clone())])
+        .collect();
+    check(usize::from(p), &[(Kind::I32, n)], &as_jobs);
+    check(usize::from(p), &[(Kind::F32, n)], &as_jobs);
+    for (_, _, halves) in &results {
+        for (j, h) in halves.iter().enumerate() {
+            assert_eq!(h.to_f32(), (j % 17) as f32, "f16 average, element {j}");
+        }
+    }
+    assert_eq!(stats.registered, u16::from(p));
 }
