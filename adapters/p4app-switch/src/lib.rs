@@ -23,8 +23,9 @@
 //! tonic is pure Rust, maintained and builds without a C++ toolchain. It brings tokio, but
 //! only on the control-plane thread: the data plane never waits on it. Without protoc, the
 //! messages are `#[derive(prost::Message)]` structs ([`proto`]) and the services are
-//! described in `build.rs` with `tonic_build::manual`. Cost measured on a clean release
-//! build: see `docs/p4app.md`.
+//! described in `build.rs` with `tonic_build::manual`. Measured on a clean release build
+//! (2 shared cores): 93 crates in 79 s against 32 crates in 14 s for the crate's other
+//! dependencies alone, so gRPC costs 61 crates and about a minute (`docs/p4app.md`).
 //!
 //! What it does not do: RDMA (`Session.RdmaSession` is answered "unimplemented"), more than
 //! one session at a time (the header cannot tell two apart), one interface per worker.
