@@ -434,6 +434,10 @@ fn main() {
             if let (p4app_cmd::Dialect::P4app, Some(iface), Some(ip)) = (dialect, &iface, ip) {
                 break 'arm p4app_cmd::switch(iface, ip, control, report_every, json);
             }
+            if iface.is_some() || ip.is_some() {
+                eprintln!("error: --iface and --ip are for --dialect p4app");
+                break 'arm 2;
+            }
             let tree = !parent_jobs.is_empty() || !child_jobs.is_empty();
             let parents = parent_jobs.iter().map(|j| j.id).collect();
             jobs.extend(parent_jobs);
