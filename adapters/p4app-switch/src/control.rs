@@ -18,8 +18,8 @@ use crate::proto::{
 
 /// Rounds of `n` calls: each call waits until the `n`th arrives, then all return the value
 /// the round kept. Reused round after round, as the original's are. A call whose client
-/// went away still counts in its round, as in the original (the client treats any error
-/// as fatal, so a session with a lost call starts again from rank 0's `UdpSession`).
+/// went away still counts in its round (nothing can tell it from a slow one), so after a
+/// client died inside a call, restart the switch before the next session.
 #[derive(Debug)]
 struct Rounds {
     state: Mutex<(u32, u64, u64)>,
