@@ -16,6 +16,7 @@ mod inputs;
 mod local_switch;
 mod logger;
 mod output;
+mod p4app_cmd;
 mod report;
 mod run;
 mod signal;
@@ -79,7 +80,7 @@ enum Command {
         /// credential in hex, else SWITCHML_JOB_KEY, which its workers must set too; a job
         /// with neither is refused unless KEY is `none` or --allow-keyless is given);
         /// repeat for several.
-        #[arg(long = "job", required_unless_present_any = ["admin", "parent_jobs"])]
+        #[arg(long = "job", required_unless_present_any = ["admin", "parent_jobs", "iface"])]
         jobs: Vec<JobSpec>,
         /// A parent's job of two-level aggregation (docs/protocol.md §7),
         /// `ID:CHILDREN[:SLOTS[:KEY]]`: its ranks are the child switches (each a
@@ -136,6 +137,20 @@ enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// The protocol served: `switchml` (ours, docs/protocol.md) or `p4app` (the original
+        /// SwitchML's client, on raw Ethernet frames of --iface; docs/p4app.md).
+        #[arg(long, value_enum, default_value_t = p4app_cmd::Dialect::Switchml)]
+        dialect: p4app_cmd::Dialect,
+        /// --dialect p4app: the interface whose frames the switch takes (root or CAP_NET_RAW).
+        #[arg(long, required_if_eq("dialect", "p4app"))]
+        iface: Option<String>,
+        /// --dialect p4app: the switch's IPv4 address, which it answers ARP for; not an
+        /// address of this host's own stack.
+        #[arg(long, required_if_eq("dialect", "p4app"))]
+        ip: Option<std::net::Ipv4Addr>,
+        /// --dialect p4app: where the gRPC control plane (Sync, Session) listens.
+        #[arg(long, default_value = "0.0.0.0:50099")]
+        control: std::net::SocketAddr,
     },
     /// Run one worker (rank) of a job: all-reduce generated tensors and verify them.
     ///
@@ -425,7 +440,18 @@ fn main() {
             json,
             allow_keyless,
             status,
-        } => {
+            dialect,
+            iface,
+            ip,
+            control,
+        } => 'arm: {
+            if let (p4app_cmd::Dialect::P4app, Some(iface), Some(ip)) = (dialect, &iface, ip) {
+                break 'arm p4app_cmd::switch(iface, ip, control, report_every, json);
+            }
+            if iface.is_some() || ip.is_some() {
+                eprintln!("error: --iface and --ip are for --dialect p4app");
+                break 'arm 2;
+            }
             let tree = !parent_jobs.is_empty() || !child_jobs.is_empty();
             let parents = parent_jobs.iter().map(|j| j.id).collect();
             jobs.extend(parent_jobs);

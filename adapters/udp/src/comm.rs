@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use switchml_core::quant::Op;
 use switchml_core::worker::{Stats, WorkerError};
 
-use crate::config::CommConfig;
+use crate::config::{CommConfig, Dialect};
 use crate::error::{Error, ShapeSetting};
 use crate::fallback::{falls_back, Fallback, FallbackStats};
 use crate::lane::{Command, Lane, Report, Shared, Timing, BATCH};
@@ -41,6 +41,9 @@ pub struct Communicator {
     exponents: Arc<ExponentPool>,
     /// The host ring to fall back to, if configured (`crate::fallback`).
     fallback: Option<Arc<Fallback>>,
+    /// The p4app dialect's link, in place of the lanes (`crate::dialect`).
+    #[cfg(feature = "p4app")]
+    dialect: Option<crate::dialect::DialectLink>,
 }
 
 struct LaneHandle {
@@ -66,6 +69,9 @@ impl Communicator {
     /// Start the lanes and join the job; return when every lane has joined.
     pub fn connect(config: &CommConfig) -> Result<Communicator, Error> {
         config.validate()?;
+        if config.dialect == Dialect::P4app {
+            return Self::connect_p4app(config);
+        }
         let fallback = Fallback::open(config)?;
         let (reports_tx, reports) = mpsc::channel();
         let mut lanes = Vec::with_capacity(usize::from(config.lanes));
@@ -81,6 +87,8 @@ impl Communicator {
             epoch: 0,
             exponents: Arc::default(),
             fallback,
+            #[cfg(feature = "p4app")]
+            dialect: None,
         };
         match (comm.await_joins(&reports), &comm.fallback) {
             (Ok(epoch), _) => comm.epoch = epoch,
@@ -88,6 +96,26 @@ impl Communicator {
             (Err(e), _) => return Err(e),
         }
         Ok(comm)
+    }
+
+    /// Join through the original controller at `config.switch` (the p4app dialect).
+    #[cfg(feature = "p4app")]
+    fn connect_p4app(config: &CommConfig) -> Result<Communicator, Error> {
+        Ok(Communicator {
+            config: config.clone(),
+            lanes: Vec::new(),
+            epoch: 0,
+            exponents: Arc::default(),
+            fallback: None,
+            dialect: Some(crate::dialect::DialectLink::join(config)?),
+        })
+    }
+
+    #[cfg(not(feature = "p4app"))]
+    fn connect_p4app(_: &CommConfig) -> Result<Communicator, Error> {
+        Err(Error::Config(
+            "dialect p4app: this build lacks switchml-udp's `p4app` feature".into(),
+        ))
     }
 
     /// [`Communicator::connect`] with [`CommConfig::from_env`].
@@ -224,6 +252,10 @@ impl Communicator {
     /// elements zeroed, say) or have every rank skip the tensor; the caller's contract is
     /// that every rank submits the same tensors in the same order.
     pub fn allreduce<T: Element>(&self, data: &mut [T], op: Op) -> Result<(), Error> {
+        #[cfg(feature = "p4app")]
+        if let Some(d) = &self.dialect {
+            return d.allreduce(data, op);
+        }
         let layout = self.config.layout();
         let exponents = scan(data, layout, &self.exponents)?;
         match &self.fallback {
@@ -255,6 +287,20 @@ impl Communicator {
     /// tensor with a NaN or an infinity is refused as by [`Communicator::allreduce`]: the
     /// handle is finished at once, with [`Error::NonFinite`].
     pub fn allreduce_async<T: Element>(&self, mut data: Vec<T>, op: Op) -> Pending<T> {
+        #[cfg(feature = "p4app")]
+        if let Some(d) = &self.dialect {
+            // The dialect's link reduces on the caller's thread: the handle is finished.
+            let outcome = d.allreduce(&mut data, op);
+            let owner: Option<Box<dyn std::any::Any + Send>> = Some(Box::new(data));
+            return Pending {
+                submission: match outcome {
+                    Ok(()) => Submission::new(0, owner),
+                    Err(e) => Submission::refused(e, owner),
+                },
+                ticket: None,
+                _element: PhantomData,
+            };
+        }
         let layout = self.config.layout();
         let exponents = match scan(&mut data, layout, &self.exponents) {
             Ok(exponents) => exponents,

@@ -63,6 +63,36 @@ pub struct CommConfig {
     /// How long the fallback waits for a peer at any step before it fails, naming the
     /// peer (`SWITCHML_FALLBACK_TIMEOUT_MS`, `fallback_timeout_ms`).
     pub fallback_timeout: Duration,
+    /// The protocol spoken (`SWITCHML_DIALECT`, `dialect`): ours, or `p4app`, the original
+    /// SwitchML's (docs/p4app.md). With `p4app`, `switch` is the original controller's gRPC
+    /// address (port 50099), `count` is 64 or 256, and lanes, window, key and fallback do
+    /// not apply: the worker joins in the original client's order and sends the dialect's
+    /// frames from UDP port 4000 to the switch the controller names.
+    pub dialect: Dialect,
+}
+
+/// The protocol a communicator speaks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Dialect {
+    /// Ours (docs/protocol.md).
+    #[default]
+    Switchml,
+    /// The original SwitchML's (docs/protocol.md §8); needs the `p4app` feature.
+    P4app,
+}
+
+impl std::str::FromStr for Dialect {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Dialect, Error> {
+        match s.trim() {
+            "switchml" => Ok(Dialect::Switchml),
+            "p4app" => Ok(Dialect::P4app),
+            other => Err(Error::Config(format!(
+                "dialect {other:?} is neither \"switchml\" nor \"p4app\""
+            ))),
+        }
+    }
 }
 
 /// Default lanes per worker: two I/O threads keep a second core busy without crowding a
@@ -109,6 +139,7 @@ impl CommConfig {
             key: 0,
             fallback: None,
             fallback_timeout: DEFAULT_FALLBACK_TIMEOUT,
+            dialect: Dialect::Switchml,
         }
     }
 
@@ -176,6 +207,12 @@ impl CommConfig {
             || self.fallback_timeout.is_zero()
         {
             return bad("timeouts must be non-zero and max_rto ≥ rto".into());
+        }
+        if self.dialect == Dialect::P4app && !matches!(self.count, 64 | 256) {
+            return bad(format!(
+                "count {} is not 64 or 256, the p4app dialect's sizes",
+                self.count
+            ));
         }
         if self.coalesce > self.rto / 2 {
             return bad(format!(

@@ -57,6 +57,8 @@ mod comm;
 pub mod config;
 mod daemon;
 mod daemon_log;
+#[cfg(feature = "p4app")]
+mod dialect;
 mod error;
 mod fallback;
 mod lane;
@@ -80,7 +82,7 @@ mod tree;
 
 pub use admin::request as admin_request;
 pub use comm::{Communicator, Pending};
-pub use config::CommConfig;
+pub use config::{CommConfig, Dialect};
 pub use daemon::{parse_key, JobSpec, DEFAULT_JOB_SLOTS};
 pub use error::{Error, ShapeSetting};
 pub use fallback::FallbackStats;

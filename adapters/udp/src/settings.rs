@@ -19,7 +19,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use switchml_core::wire::SWITCH_PORT;
 
-use crate::config::{resolve, CommConfig};
+use crate::config::{resolve, CommConfig, Dialect};
 use crate::error::Error;
 
 /// One source's settings; `None` leaves a setting to the sources below it.
@@ -57,6 +57,8 @@ pub struct Settings {
     pub fallback: Option<String>,
     /// The fallback's wait for a peer (`SWITCHML_FALLBACK_TIMEOUT_MS`, `fallback_timeout_ms`).
     pub fallback_timeout: Option<Duration>,
+    /// The protocol, `switchml` or `p4app` (`SWITCHML_DIALECT`, `dialect`).
+    pub dialect: Option<Dialect>,
     /// Which setting the switch address came from, for error messages.
     switch_source: Option<&'static str>,
 }
@@ -80,6 +82,7 @@ struct ConfigFile {
     key: Option<String>,
     fallback_addr: Option<String>,
     fallback_timeout_ms: Option<u64>,
+    dialect: Option<String>,
 }
 
 impl Settings {
@@ -134,6 +137,7 @@ impl Settings {
             coalesce: long("SWITCHML_COALESCE_US")?.map(Duration::from_micros),
             fallback: var("SWITCHML_FALLBACK_ADDR"),
             fallback_timeout: long("SWITCHML_FALLBACK_TIMEOUT_MS")?.map(Duration::from_millis),
+            dialect: var("SWITCHML_DIALECT").map(|d| d.parse()).transpose()?,
             switch_source,
         })
     }
@@ -141,7 +145,7 @@ impl Settings {
     /// Read a TOML file's settings: `rank`, `world_size`, `switch` ("host:port"), `job`,
     /// `key` (hex), `lanes`, `window`, `count`, `rto_ms`, `max_rto_ms`, `retries`,
     /// `join_timeout_ms`, `coalesce_us`, `fallback_addr` ("host:port"),
-    /// `fallback_timeout_ms`; any other key is an error.
+    /// `fallback_timeout_ms`, `dialect` ("switchml" or "p4app"); any other key is an error.
     pub fn from_file(path: &Path) -> Result<Settings, Error> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| Error::Config(format!("cannot read {}: {e}", path.display())))?;
@@ -172,6 +176,7 @@ impl Settings {
             coalesce: file.coalesce_us.map(Duration::from_micros),
             fallback: file.fallback_addr,
             fallback_timeout: file.fallback_timeout_ms.map(Duration::from_millis),
+            dialect: file.dialect.map(|d| d.parse()).transpose()?,
         })
     }
 
@@ -215,6 +220,7 @@ impl Settings {
             coalesce: self.coalesce.or(lower.coalesce),
             fallback: self.fallback.or(lower.fallback),
             fallback_timeout: self.fallback_timeout.or(lower.fallback_timeout),
+            dialect: self.dialect.or(lower.dialect),
             switch_source,
         }
     }
@@ -262,6 +268,7 @@ impl Settings {
             coalesce: self.coalesce.unwrap_or(c.coalesce),
             key: self.key.unwrap_or(c.key),
             fallback_timeout: self.fallback_timeout.unwrap_or(c.fallback_timeout),
+            dialect: self.dialect.unwrap_or(c.dialect),
             ..c
         }
     }
@@ -422,5 +429,24 @@ mod tests {
             u32::from(crate::daemon::DEFAULT_JOB_SLOTS),
             "a default worker fits a default job"
         );
+    }
+
+    #[test]
+    fn the_dialect_is_ours_unless_set_to_p4app_which_takes_64_or_256_values() {
+        let base = [
+            ("RANK", "0"),
+            ("WORLD_SIZE", "2"),
+            ("SWITCHML_SWITCH", "127.0.0.1:50099"),
+        ];
+        let config = |extra: &[(&str, &str)]| {
+            let mut all = base.to_vec();
+            all.extend_from_slice(extra);
+            Settings::from_vars(vars(&all)).and_then(|s| s.config())
+        };
+        assert_eq!(config(&[]).unwrap().dialect, Dialect::Switchml);
+        let p4app = config(&[("SWITCHML_DIALECT", "p4app"), ("SWITCHML_COUNT", "64")]);
+        assert_eq!(p4app.unwrap().dialect, Dialect::P4app);
+        assert!(config(&[("SWITCHML_DIALECT", "p4app"), ("SWITCHML_COUNT", "100")]).is_err());
+        assert!(config(&[("SWITCHML_DIALECT", "tofino")]).is_err());
     }
 }
