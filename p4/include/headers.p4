@@ -407,6 +407,7 @@ struct metadata_t {
     bit<4>  up_bridged;                        // TNA: the mirrored packet has a bridge header
     bit<10> up_mirror;                         // TNA: the mirror session (the parent's port)
     bit<1>  abort_own_run;                     // TNA: a parent's Abort names the child's run
+    bit<32> echo_session;                      // TNA: the session `parent` forgot (keep_echo)
     @field_list(1) bit<16> reply_len;
     // the switch_config table
     @field_list(2) bit<48> switch_mac;

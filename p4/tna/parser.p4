@@ -126,6 +126,7 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
         meta.up_bridged = 0;
         meta.up_mirror = 0;
         meta.abort_own_run = 0;
+        meta.echo_session = 0;
         meta.reply_len = 0;
         meta.switch_mac = 0;
         meta.switch_ip = 0;

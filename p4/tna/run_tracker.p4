@@ -25,10 +25,15 @@
 // decides on both words, more than the two comparisons of one Tofino 1 stateful ALU, so the
 // session is taken first and the COMPLETE marked a stage later. `reset_parent` returns the
 // session it forgets: a child whose run a worker's Abort or a restart ends owes that parent
-// run an Abort (meta.up_reason), which leaves as an ingress mirror (switchml.p4). Only the
-// tiered build (SWITCHML_TIERS, switchml.p4) has the registers; in the flat build
-// `parent_read` stays 0, every job is flat, and no parent's message gets here (the ingress
-// drops it as UnexpectedType).
+// run an Abort (meta.up_reason), which leaves as an ingress mirror (switchml.p4). A third,
+// `parent_echo` (the reference's `Run::echo`), keeps that session after the run: wherever
+// `parent` is forgotten (a run that ends, a Join that opens the next), `keep_echo` writes the
+// session it held, if any (meta.echo_session, `parent`'s answer, so a stage later). The
+// child's own Abort up comes back down from the parent in that session, a duplicate; a
+// parent's Abort from this child's member in any other session is forged (`check_echo`):
+// unauthorized, BadSession. Only the tiered build (SWITCHML_TIERS, switchml.p4) has the
+// registers; in the flat build `parent_read` and `echo` stay 0, every job is flat, and no
+// parent's message gets here (the ingress drops it as UnexpectedType).
 //
 // Every RegisterAction here compares at most twice, masks with no PHV field and has one
 // output source (model/tests/tofino_rules.rs checks it), and reads only whole metadata or
@@ -126,6 +131,7 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
 #ifdef SWITCHML_TIERS
     Register<bit<32>, bit<16>>(MAX_JOBS) parent;
     Register<bit<32>, bit<16>>(MAX_JOBS) parent_complete;
+    Register<bit<32>, bit<16>>(MAX_JOBS) parent_echo;
 
     // A run ends: forget the parent's run; return its session (the Abort up names it).
     RegisterAction<bit<32>, bit<16>, bit<32>>(parent) reset_parent = {
@@ -141,9 +147,11 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
         }
     };
 
-    // A Join: forget the parent's run with a run that opens.
+    // A Join: forget the parent's run with a run that opens; return the session held
+    // before (`keep_echo` keeps it).
     RegisterAction<bit<32>, bit<16>, bit<32>>(parent) join_parent = {
-        void apply(inout bit<32> value) {
+        void apply(inout bit<32> value, out bit<32> rv) {
+            rv = value;
             if (meta.run_opened == 1) {
                 value = 0;
             }
@@ -180,6 +188,25 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
             rv = value;
             if (meta.parent_mark == 1) {
                 value = 1;
+            }
+        }
+    };
+
+    // `parent` was forgotten: keep the session it held (meta.echo_session), if any.
+    RegisterAction<bit<32>, bit<16>, bit<32>>(parent_echo) keep_echo = {
+        void apply(inout bit<32> value) {
+            if (meta.echo_session != 0) {
+                value = meta.echo_session;
+            }
+        }
+    };
+
+    // A parent's Abort: whether its session is the one kept (the child's own Abort back).
+    RegisterAction<bit<32>, bit<16>, bit<32>>(parent_echo) check_echo = {
+        void apply(inout bit<32> value, out bit<32> rv) {
+            rv = 0;
+            if (value != 0 && value == meta.p_session) {
+                rv = 1;
             }
         }
     };
@@ -427,6 +454,7 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
         }
 
         bit<32> parent_read = 0;
+        bit<32> echo = 0;                       // a parent's Abort in the session kept
         bit<2> taken = PARENT_BAD_SESSION;
 #ifdef SWITCHML_TIERS
         if (meta.message == MSG_JOIN_REPLY && meta.pass == 0) {
@@ -474,7 +502,9 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
                 }
             }
         } else if (parent_mode == 1) {
-            parent_read = reset_parent.execute(j);
+            meta.echo_session = reset_parent.execute(j);
+            parent_read = meta.echo_session;
+            keep_echo.execute(j);
             reset_complete.execute(j);
         } else if (parent_mode == 2) {
             parent_read = read_parent.execute(j);
@@ -486,8 +516,15 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
                     parent_read = meta.p_session;
                 }
             }
+            if (meta.message == MSG_PARENT_ABORT) {
+                echo = check_echo.execute(j);
+            }
         } else if (parent_mode == 3) {
-            join_parent.execute(j);
+            bit<32> old_up = join_parent.execute(j);
+            if (meta.run_opened == 1) {
+                meta.echo_session = old_up;
+            }
+            keep_echo.execute(j);
             if (meta.run_opened == 1) {
                 reset_complete.execute(j);
             } else {
@@ -533,9 +570,14 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
         } else if (meta.message == MSG_PARENT_ABORT) {
             // Of the parent run taken, or (read_complete) of the child's own run.
             if (parent_ok == 0) {
-                // The child's own Abort, passed back by the parent, is expected.
-                meta.drop_reason = (hdr.prefix.rank == meta.parent_member)
-                    ? DROP_DUPLICATE : DROP_BAD_SESSION;
+                // The child's own Abort, passed back by the parent in the parent run's
+                // session its last ended run had taken (`parent_echo`), is expected; from
+                // its member in any other session it is forged.
+                bit<1> echoed = 0;
+                if (hdr.prefix.rank == meta.parent_member) {
+                    echoed = echo[0:0];
+                }
+                meta.drop_reason = (echoed == 1) ? DROP_DUPLICATE : DROP_BAD_SESSION;
             } else if (parent_rejects == 1) {
                 meta.drop_reason = meta.parent_reject;
             } else {

@@ -31,10 +31,16 @@
 //   parent_result.p4 (meta.parent_reject) come after the session check. An Abort of the
 //   parent's job (MSG_PARENT_ABORT) is taken with the parent run's session or, while
 //   `parent` says no COMPLETE, the child's own (else Duplicate if it names this child's
-//   member, its own Abort back, or BadSession), and ends the child's run in a second pass
-//   (Abort ParentFailed to its ranks). A worker's Abort or a restart that ends a child's
-//   run holding a parent session sets meta.up_reason/up_session: the Abort it owes its
-//   parent, a clone rewritten in the egress.
+//   member in the session `parent_echo` kept, its own Abort back, or BadSession), and
+//   ends the child's run in a second pass (Abort ParentFailed to its ranks). A worker's
+//   Abort or a restart that ends a child's run holding a parent session sets
+//   meta.up_reason/up_session: the Abort it owes its parent, a clone rewritten in the
+//   egress.
+// - Register `parent_echo` (the reference's `Run::echo`) keeps the parent session `parent`
+//   held wherever `parent` is forgotten (a run that ends, a Join that opens the next), if
+//   it held one: the child's own Abort up comes back from the parent in that session, a
+//   duplicate; a parent's Abort from this child's member in any other session is forged
+//   (unauthorized, BadSession).
 // The second pass (meta.pass != 0) only ends the run, if no one ended it in between.
 // Each register is read and written at most once per pass.
 #ifndef _SWITCHML_RUN_TRACKER_P4_
@@ -48,6 +54,7 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
     register<bit<64>>(MAX_JOBS) joined;
     register<bit<64>>(MAX_JOBS) left;
     register<bit<64>>(MAX_JOBS) parent;
+    register<bit<32>>(MAX_JOBS) parent_echo;
 
     apply {
         bit<32> j = (bit<32>)meta.job_index;
@@ -64,6 +71,9 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
             if (held == meta.run_session) {
                 session.write(j, ended);
                 parent.write(j, 0);
+                if (parent_held != 0) {
+                    parent_echo.write(j, parent_held);
+                }
                 // A child's run that a restart ends ends the whole job's: it owes its
                 // parent an Abort (§7), sent as a clone (switchml.p4).
                 if (meta.message == MSG_JOIN && meta.tier == TIER_CHILD && parent_held != 0) {
@@ -136,6 +146,9 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
             if (meta.run_opened == 1) {
                 up = 0;
                 parent.write(j, 0);
+                if (parent_held != 0) {
+                    parent_echo.write(j, parent_held);
+                }
             }
             meta.parent_session = up[31:0];
             meta.parent_complete = up[32:32];
@@ -183,10 +196,15 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
                 ? 1w1 : 1w0;
             bit<1> to_our_join = (held != 0 && up[32:32] == 0 && meta.p_session == held)
                 ? 1w1 : 1w0;
+            bit<32> echo;
+            parent_echo.read(echo, j);
             if (of_our_run == 0 && to_our_join == 0) {
-                // The child's own Abort, passed back by the parent, is expected.
-                meta.drop_reason = (hdr.prefix.rank == meta.parent_member)
-                    ? DROP_DUPLICATE : DROP_BAD_SESSION;
+                // The child's own Abort, passed back by the parent in the parent run's
+                // session its last ended run had taken (`parent_echo`), is expected; from
+                // its member in any other session it is forged.
+                bit<1> echoed = (hdr.prefix.rank == meta.parent_member && echo != 0
+                    && meta.p_session == echo) ? 1w1 : 1w0;
+                meta.drop_reason = (echoed == 1) ? DROP_DUPLICATE : DROP_BAD_SESSION;
             } else if (meta.parent_reject != DROP_NONE) {
                 meta.drop_reason = meta.parent_reject;
             } else {
@@ -231,6 +249,9 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
                 } else if (meta.message == MSG_ABORT) {
                     session.write(j, ended);
                     parent.write(j, 0);
+                    if (parent_held != 0) {
+                        parent_echo.write(j, parent_held);
+                    }
                     // A child's run that ends ends the whole job's: it owes its parent an
                     // Abort (§7), sent as a clone (switchml.p4).
                     if (meta.tier == TIER_CHILD && parent_held != 0) {

@@ -24,6 +24,11 @@
 //!   `tna/run_tracker.p4`: a parent's JoinReply decides on both words, more than the two
 //!   comparisons of one Tofino 1 stateful ALU, so it takes the session at `parent` and
 //!   marks the `COMPLETE` a stage later.
+//! - `parent_echo`: at a child, the parent run's session `parent` held when it was last
+//!   forgotten (a run that ends, a Join that opens the next; the reference's `Run::echo`),
+//!   a stage after `parent` (its answer): the child's own Abort up comes back down from the
+//!   parent in that session, a duplicate; a parent's Abort from the child's member in any
+//!   other session is forged. TNA: `keep_echo` writes it, `check_echo` compares.
 //!
 //! A run is opened by a Join finding `session` zero, and ended by writing it zero: a
 //! worker's Abort, the control plane ([`Pipeline::shutdown_run`]), a new process of a rank
@@ -171,7 +176,7 @@ pub enum ParentReply {
 }
 
 /// The run tracker: registers `session`, `shape`, `lanes`, `nonce`, `joined`, `left`,
-/// `parent`, `parent_complete`.
+/// `parent`, `parent_complete`, `parent_echo`.
 #[derive(Debug, Clone)]
 pub struct RunTracker {
     session: Register<RunCell>,
@@ -185,8 +190,7 @@ pub struct RunTracker {
     /// The parent run's session an ended run of the child had taken (0: none), kept: the
     /// child's own Abort comes back from the parent with it (an echo, a duplicate); an
     /// Abort naming the child's member in any other session is forged (the reference's
-    /// `Run::echo`). Model only: the P4 programs count every such Abort as a duplicate
-    /// (p4/README.md).
+    /// `Run::echo`; TNA `keep_echo` and `check_echo`).
     parent_echo: Register<u32>,
 }
 
@@ -223,8 +227,9 @@ impl RunTracker {
             .execute(pass, j, |cell| admits(cell.session, session))
     }
 
-    /// `reset_parent` and `reset_complete` where a run `ends`: forget the parent's run;
-    /// return the session it had taken (0: none, or the run did not end).
+    /// `reset_parent`, `keep_echo` and `reset_complete` where a run `ends`: forget the
+    /// parent's run, keeping its session in `parent_echo`; return the session it had taken
+    /// (0: none, or the run did not end).
     fn reset_parent(&mut self, pass: &Pass, j: usize, ends: bool) -> Result<u32, Hazard> {
         let parent = self.parent.execute(pass, j, |cell| {
             let parent = *cell;

@@ -389,10 +389,10 @@ fn the_tier_paths_are_wired_on_both_targets() {
 
 /// Aborts across two levels (protocol.md §7) on both targets: an Abort of a child's
 /// parent's job is the parent's (`MSG_PARENT_ABORT`, from table `child_job`), checked at
-/// `parent` and ended in a second pass as `ParentFailed` to the child's ranks, and counted;
-/// a child's run ended by a worker's Abort or a restart sends a second packet up, a clone
-/// (v1model) or an ingress mirror (TNA) that the egress rewrites into the Abort up. The
-/// tiered build.
+/// `parent` and ended in a second pass as `ParentFailed` to the child's ranks, and counted
+/// (a duplicate only from the child's member in the session `parent_echo` kept); a child's
+/// run ended by a worker's Abort or a restart sends a second packet up, a clone (v1model)
+/// or an ingress mirror (TNA) that the egress rewrites into the Abort up. The tiered build.
 #[test]
 fn aborts_cross_the_levels_on_both_targets() {
     let read = |path: &str| read_built(path, true);
@@ -413,7 +413,8 @@ fn aborts_cross_the_levels_on_both_targets() {
             "ABORT_PARENT_FAILED",
             "meta.up_reason = ABORT_WORKER_FAILED;",
             "meta.up_reason = ABORT_RANK_RESTARTED;",
-            "DROP_DUPLICATE : DROP_BAD_SESSION",
+            "(echoed == 1) ? DROP_DUPLICATE : DROP_BAD_SESSION;",
+            "parent_echo",
         ] {
             assert!(run.contains(word), "{t}/run_tracker.p4: {word}");
         }
@@ -432,14 +433,49 @@ fn aborts_cross_the_levels_on_both_targets() {
     assert!(parser.contains("0xF: parse_up_mirror;"));
 }
 
+/// Issue 25 item 5: a child keeps the parent run's session that `parent` held in
+/// `parent_echo` wherever it forgets it (a run that ends, a Join that opens the next), as
+/// the model's `RunTracker` and the reference's `Run::echo` do, and a parent's Abort from
+/// its member counts as a duplicate only in that session. Both targets, the tiered build.
+#[test]
+fn a_child_keeps_the_parent_session_it_forgets_on_both_targets() {
+    // Each `(what forgets parent, what keeps its session)` pair, within a few lines.
+    let kept = |text: &str, forget: &str, keep: &str| {
+        let places: Vec<usize> = text.match_indices(forget).map(|(at, _)| at).collect();
+        assert!(!places.is_empty(), "{forget}");
+        for at in places {
+            let next = &text[at..(at + 240).min(text.len())];
+            assert!(next.contains(keep), "{forget} without {keep}");
+        }
+    };
+    let tna = p4_rules::code(&read_built("tna/run_tracker.p4", true));
+    kept(&tna, "= reset_parent.execute(j);", "keep_echo.execute(j);");
+    kept(&tna, "= join_parent.execute(j);", "keep_echo.execute(j);");
+    assert_eq!(tna.matches("check_echo.execute(j)").count(), 1);
+    let v1 = p4_rules::code(&read_built("v1model/run_tracker.p4", true));
+    kept(
+        &v1,
+        "parent.write(j, 0);",
+        "parent_echo.write(j, parent_held);",
+    );
+    assert_eq!(v1.matches("parent_echo.read(").count(), 1);
+    for (t, text) in [("tna", &tna), ("v1model", &v1)] {
+        assert!(
+            text.contains("(echoed == 1) ? DROP_DUPLICATE : DROP_BAD_SESSION;"),
+            "{t}"
+        );
+    }
+}
+
 /// What only two levels need (protocol.md §7), by the construct that declares it: a table,
 /// a register, a header stack or instance, a control's use.
-const TIER_ONLY: [&str; 16] = [
+const TIER_ONLY: [&str; 17] = [
     ") aborts_up;",
     "table child_job",
     "table parent_link",
     ") relay;",
     ") parent;",
+    ") parent_echo;",
     "bitmap_in",
     "hdr.bitmap_lead",
     "hdr.bitmap_tail",
