@@ -30,7 +30,9 @@ set -euo pipefail
 
 here="$(cd "${BASH_SOURCE[0]%/*}" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-ns="switchml-replay"
+# One namespace per run (its pid in the name): two replays at once on one machine must not
+# tear down each other's veths.
+ns="switchml-replay-$$"
 ports=4
 # The v1model program's CPU_PORT (p4/v1model/switchml.p4): the controller's port, a veth
 # pair hcpu <-> scpu, where replay.py plays the controller with the model's frames.

@@ -295,7 +295,7 @@ def namespaces_work():
     """Root, the tools replay.sh needs besides BMv2, and permission to make a namespace."""
     if os.geteuid() != 0 or not all(shutil.which(t) for t in ("ip", "cargo")):
         return False
-    probe = "switchml-replay-probe"
+    probe = f"switchml-replay-probe-{os.getpid()}"
     made = subprocess.run(["ip", "netns", "add", probe], capture_output=True).returncode == 0
     if made:
         subprocess.run(["ip", "netns", "del", probe], capture_output=True)
