@@ -83,11 +83,16 @@ pub fn counters_text(c: &DaemonCounters) -> String {
             c.throttled, c.replies_limited, c.status_off
         );
     }
-    if c.unknown_job > 0 || c.cookies > 0 {
+    if c.cookies > 0 {
         s += &format!(
-            "  {} datagrams named a job this switch does not serve; {} Joins and Statuses \
-             answered with a Cookie\n",
-            c.unknown_job, c.cookies
+            "  {} Joins and Statuses answered with a Cookie (protocol.md §4.2)\n",
+            c.cookies
+        );
+    }
+    if c.unknown_job > 0 {
+        s += &format!(
+            "  {} datagrams named a job this switch does not serve\n",
+            c.unknown_job
         );
     }
     if c.recv_errors > 0 || c.expired_runs > 0 {
