@@ -7,10 +7,14 @@
 //! - the parser never panics, and what it accepts re-emits to the same bytes;
 //! - the switch never panics, and its counters add up to the packets it took;
 //! - a reply names the request's slot, set and size, and a unicast goes to its sender;
-//! - no set completes early: each completion of a (slot, set) needs `workers` new
-//!   contributions to it (a retransmission never counts twice);
+//! - a (slot, set) completes exactly when the original program's countdown says (a new
+//!   contribution to an idle counter sets it to `workers − 1`, any other decrements it; the
+//!   one that takes it from 1 to 0 is the last; a retransmission never counts): with
+//!   conforming senders, after `workers` new contributions. A sender that skips ahead to a
+//!   use of the other set clears its bit here and can make a use complete with fewer — the
+//!   original does the same (protocol.md §8), and the fuzzer found it;
 //! - a completion's values are the wrapping sum of the new contributions since the set's
-//!   previous completion (every rank's bit cleared means a fresh use).
+//!   bitmap was last empty (a new use overwrites).
 
 use switchml_core::p4app::packet::HEADER_LEN;
 use switchml_core::p4app::{
@@ -35,6 +39,8 @@ pub fn check_p4app(mut data: &[u8]) {
     assert_eq!(accepted, workers <= 96);
     // Per (slot, set): new contributions since the last completion, their sum, completions.
     let mut fresh = [[(0u64, 0i32); 2]; SLOTS + 1];
+    // Per (slot, set): the original's countdown (0: idle).
+    let mut countdown = [[0u16; 2]; SLOTS + 1];
     let mut seen = [[[false; 96]; 2]; SLOTS + 1];
     let mut taken = 0u64;
     let mut out = vec![0u8; HEADER_LEN + 1024];
@@ -101,7 +107,16 @@ pub fn check_p4app(mut data: &[u8]) {
             continue;
         }
         let value = P4appPacket::new_unchecked(&bytes[..]).values()[0].get();
+        let mut last = false;
         if !seen[s][x][r] {
+            let c = &mut countdown[s][x];
+            if *c == 0 {
+                *c = workers.saturating_sub(1);
+                last = workers == 1;
+            } else {
+                *c -= 1;
+                last = *c == 0;
+            }
             let fresh_use = seen[s][x].iter().all(|b| !b);
             seen[s][x][r] = true;
             seen[s][1 - x][r] = false;
@@ -112,9 +127,13 @@ pub fn check_p4app(mut data: &[u8]) {
                 (f.0 + 1, f.1.wrapping_add(value))
             };
         }
+        assert_eq!(
+            matches!(verdict, P4appVerdict::Multicast { .. }),
+            last,
+            "a completion the countdown does not make, or none where it does"
+        );
         if let P4appVerdict::Multicast { len } = verdict {
             let f = fresh[s][x];
-            assert!(f.0 >= u64::from(workers), "set completed early");
             let sum = P4appPacket::new_unchecked(&out[..len]).values()[0].get();
             assert_eq!(sum, f.1);
             fresh[s][x].0 = 0;
@@ -170,6 +189,16 @@ mod tests {
                 check_p4app(&i);
             }
         }
+    }
+
+    /// The fuzzer's find (fuzz/regressions/p4app): a rank that skips ahead to the other set
+    /// clears its bit, and the countdown completes the use with fewer contributions than
+    /// ranks — as the original program does; the check once called it "completed early".
+    #[test]
+    fn a_rank_that_skips_ahead_completes_a_use_as_the_original_does() {
+        check_p4app(include_bytes!(
+            "../../fuzz/regressions/p4app/a-rank-that-skips-ahead-completes-a-use-early"
+        ));
     }
 
     /// Two ranks complete slot 0 set 0, then rank 0 retransmits: one completion, one unicast.
