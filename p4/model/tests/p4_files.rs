@@ -8,10 +8,11 @@ use std::path::PathBuf;
 use switchml_p4model::p4gen;
 
 mod p4_rules;
+// The P4 text reader tofino_rules.rs uses; this file needs its preprocessor only.
+#[allow(dead_code)]
+mod p4text;
 
-fn p4_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+use p4text::{p4_dir, preprocess};
 
 /// Every control of the programs: each is declared for both targets, in
 /// `p4/<target>/<control>.p4` or, when the two targets share it, in `p4/include/<control>.p4`,
@@ -93,41 +94,6 @@ fn every_control_exists_for_both_targets_and_has_a_rust_twin() {
 
 /// The macro that turns the TNA program's two-level aggregation on (p4/tna/switchml.p4).
 const TIERS: &str = "SWITCHML_TIERS";
-
-/// What the C preprocessor leaves of `text` with the macros `defined`, which the file's own
-/// `#define`s extend: the lines outside a dropped `#ifdef`/`#ifndef`/`#else` branch, without
-/// those directives and `#define`; `#include` lines stay. Panics on an unbalanced branch.
-fn preprocess(text: &str, defined: &mut Vec<String>) -> String {
-    let mut out = String::new();
-    // Per open branch: whether its lines are kept.
-    let mut open: Vec<bool> = Vec::new();
-    let mut parents: Vec<bool> = Vec::new();
-    for line in text.lines() {
-        let active = open.last().copied().unwrap_or(true);
-        let directive = line.trim_start();
-        let name = |d: &str| d.split_whitespace().nth(1).unwrap_or_default().to_string();
-        if directive.starts_with("#ifdef ") || directive.starts_with("#ifndef ") {
-            let is_defined = defined.contains(&name(directive));
-            parents.push(active);
-            open.push(active && (is_defined == directive.starts_with("#ifdef ")));
-        } else if directive.starts_with("#else") {
-            let taken = open.pop().expect("#else without #if");
-            open.push(*parents.last().unwrap() && !taken);
-        } else if directive.starts_with("#endif") {
-            open.pop().expect("#endif without #if");
-            parents.pop();
-        } else if directive.starts_with("#if ") || directive.starts_with("#elif") {
-            panic!("preprocess knows only #ifdef/#ifndef/#else/#endif: {line}");
-        } else if active && directive.starts_with("#define ") {
-            defined.push(name(directive));
-        } else if active {
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-    assert!(open.is_empty(), "an #ifdef without #endif");
-    out
-}
 
 /// The text of `p4/<path>`, preprocessed alone with `TIERS` defined or not.
 fn read_built(path: &str, tiers: bool) -> String {

@@ -1,6 +1,5 @@
-//! Reading P4 text without a compiler, for `tofino_rules.rs`: the C preprocessor's
-//! `#ifdef` branches (a copy of `p4_files.rs`'s evaluator, which that file keeps for its
-//! own checks), comments, balanced brackets, header sizes, struct fields, parser states and
+//! Reading P4 text without a compiler, for `tofino_rules.rs` and `p4_files.rs`: the C
+//! preprocessor's `#ifdef` branches, comments, balanced brackets, header sizes, struct fields, parser states and
 //! the `if` statements of control bodies. Enough of P4_16 for this project's programs, not
 //! a parser of the language: the checks that use it also run on small planted snippets.
 
