@@ -4,7 +4,8 @@
 //! These are what turn the original's silent hangs into named errors: a worker learns at
 //! join time that its key, job, rank, world size or slot range is wrong, and a stalled worker
 //! learns which ranks never contributed. They also admit the job's ranks: a Join must carry
-//! the job's key, and every later message the session of the run it joined (§4.1).
+//! a tag made with the job's key (§4.2), and every later message the session of the run it
+//! joined (§4.1).
 
 use super::pool::SlotVersion;
 use super::run::{JoinStep, LaneShape};
@@ -19,7 +20,8 @@ use crate::wire::{
 
 /// The largest message the switch writes, given the largest Result.
 pub(crate) const fn max_reply_len(result_len: usize) -> usize {
-    // The StatusReply is the largest control message (JoinReply: 28, ProbeReply: 24).
+    // The StatusReply is the largest control message (JoinReply: 32, ProbeReply: 28, each
+    // with its bitmap).
     let control = crate::wire::status_reply::HEADER_LEN + MAX_BITMAP_LEN;
     if result_len > control {
         result_len

@@ -53,7 +53,7 @@ pub enum AbortReason {
     Shutdown,
     /// 7: a worker gave up (detail: the rank it waited for, or `0xFFFF`).
     WorkerFailed,
-    /// 8: the Join's key is not the job's (detail 0).
+    /// 8: the Join's tag was not made with the job's key (detail 0).
     BadKey,
     /// 9: a rank of the running job joined again as a new process (detail: the rank).
     RankRestarted,
