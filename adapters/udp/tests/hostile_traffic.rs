@@ -222,8 +222,8 @@ fn an_off_path_attacker_changes_no_result_and_every_datagram_is_accounted_for(
     println!("predicted drops: {:?}", named(&tally.drops));
     println!("switch drops:    {:?}", named(&c.switch.dropped));
     println!(
-        "predicted refusals {:?}, statuses {}",
-        tally.refusals, tally.statuses
+        "predicted refusals {:?}, StatusReplies back {}",
+        tally.refusals, tally.got_statuses
     );
     let (mut sent, mut rounds) = (BTreeMap::new(), BTreeMap::new());
     for (o, job) in outcomes.into_iter().zip(job_of) {
@@ -281,9 +281,6 @@ fn every_forgery_has_a_fate_and_the_mix_covers_every_kind_of_drop_and_answer() {
     ] {
         assert!(tally.refusals(r) > 0, "no forgery is refused with {r}");
     }
-    // A Status without the key is answered by nothing (protocol.md §3.7, §4.2): the
-    // replies that came back are compared with this prediction.
-    assert_eq!(tally.statuses, 0);
     assert!(targets.iter().all(|t| tally.unauthorized(t.job) > 0));
 }
 

@@ -34,8 +34,6 @@ pub enum Fate {
     Dropped(DropReason),
     /// Answered to its source with an Abort of this reason.
     Refused(AbortReason),
-    /// Answered to its source with a StatusReply.
-    Status,
 }
 
 /// Return the fate of `bytes` sent to a switch serving `targets` by a sender without any
@@ -104,15 +102,13 @@ pub struct Tally {
     pub drops: [u64; DROP_CLASSES],
     /// Aborts the switch must have answered, by reason code.
     pub refusals: BTreeMap<u8, u64>,
-    /// StatusReplies the switch must have answered.
-    pub statuses: u64,
     /// Per job: messages the switch must have refused for a wrong key or session.
     pub unauthorized: BTreeMap<u16, u64>,
     /// Answers owed to the attacker's own sockets (not to port 0 or a spoofed source).
     pub owed: u64,
     /// Aborts that came back, by reason code.
     pub got_refusals: BTreeMap<u8, u64>,
-    /// StatusReplies that came back.
+    /// StatusReplies that came back: a forger is owed none (protocol.md §3.7, §4.2).
     pub got_statuses: u64,
     /// Anything else that came back (a JoinReply, a Result…): must stay empty.
     pub strange: Vec<String>,
@@ -125,7 +121,6 @@ impl Tally {
         match fate {
             Fate::Dropped(r) => self.drops[class(r)] += 1,
             Fate::Refused(r) => *self.refusals.entry(r.into()).or_default() += 1,
-            Fate::Status => self.statuses += 1,
         }
         if let Some(job) = job {
             *self.unauthorized.entry(job).or_default() += 1;
@@ -161,7 +156,7 @@ impl Tally {
 
     /// Return the answers the switch must have sent (to us or elsewhere).
     pub fn answers(&self) -> u64 {
-        self.refusals.values().sum::<u64>() + self.statuses
+        self.refusals.values().sum::<u64>()
     }
 
     /// Return job `job`'s unauthorized messages.
@@ -185,7 +180,7 @@ impl Tally {
             let owed = self.refusals.get(reason).copied().unwrap_or(0);
             assert!(*got <= owed, "refusals {reason}: {got} back, {owed} owed");
         }
-        assert!(self.got_statuses <= self.statuses, "{self:?}");
+        assert_eq!(self.got_statuses, 0, "a StatusReply to a forger: {self:?}");
         let decided = self.answered() + c.replies_limited;
         assert!(
             decided <= self.answers(),
