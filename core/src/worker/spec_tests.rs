@@ -305,3 +305,64 @@ fn session_ended_with_another_epoch_is_a_restart_and_with_the_same_a_refusal() {
         assert_eq!(w.failure(), Some(&want), "{reason:?} in epoch {epoch:#x}");
     }
 }
+
+/// §3.6: a `WrongShard` answers a Join, never a run. A copy of it that arrives after the
+/// lane joined its shard (a Join resent to the old port, or the network's duplicate) is
+/// stale. It names the lane's nonce, which is also the run's session when this process
+/// opened the job's first run (`nonce + 0`), so it used to pass as an Abort of the run and
+/// end a running lane. So did a late copy of any other refusal only a Join draws.
+#[test]
+fn a_wrong_shard_that_arrives_after_the_lane_joined_is_stale() {
+    let mut pool = [Slot::<8, 1>::IDLE; 4];
+    let mut s = job_3(&mut pool);
+    let mut w = TestWorker::new(lane_1()).unwrap();
+    let nonce = w.config().nonce;
+    let wrong_shard = abort(AbortReason::WrongShard, 2, 1, nonce);
+    assert_eq!(sent(&mut w, ms(0)).len(), 1, "the first Join, to port P");
+    w.handle_packet(ms(1), &wrong_shard);
+    assert!(matches!(
+        w.poll_event(),
+        Some(Event::Redirected { shard: 1, .. })
+    ));
+    // At its shard (the test's switch) this lane opens the run: its session is its nonce.
+    for answer in exchange(&mut w, &mut s, ms(1)) {
+        w.handle_packet(ms(1), &answer);
+    }
+    let mut out = [0u8; 512];
+    let mut b = [0u8; 44];
+    JoinRepr {
+        job: 3,
+        rank: 1,
+        world: 2,
+        slot_lo: 2,
+        slot_count: 2,
+        count: 2,
+        lanes: 2,
+        nonce: RANK1_NONCE,
+        cookie: 0,
+        tag: [0; 16],
+    }
+    .sign(0)
+    .emit(&mut JoinPacket::new_unchecked(&mut b[..]));
+    let Verdict::Multicast { len, .. } = s.process(&b, &mut out) else {
+        panic!("rank 1's Join did not complete the run")
+    };
+    w.handle_packet(ms(2), &out[..len]);
+    assert!(w.is_running());
+    assert_eq!(s.job(3).unwrap().session(), nonce);
+    // The copy of the redirect, late; likewise a late copy of any refusal only a Join
+    // draws.
+    w.handle_packet(ms(3), &wrong_shard);
+    w.handle_packet(ms(3), &abort(AbortReason::LaneMismatch, 4, 1, nonce));
+    assert_eq!(w.failure(), None);
+    assert!(w.is_running());
+    // An Abort of the run still ends it.
+    w.handle_packet(ms(4), &abort(AbortReason::Shutdown, 0, 1, nonce));
+    assert!(matches!(
+        w.failure(),
+        Some(WorkerError::Refused {
+            reason: AbortReason::Shutdown,
+            ..
+        })
+    ));
+}
