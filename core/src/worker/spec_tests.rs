@@ -8,7 +8,7 @@
 
 extern crate std;
 
-use super::tests::{config, exchange, job_3, join_both, ms, TestWorker, RANK1_NONCE};
+use super::tests::{config, exchange, job_3, join_both, ms, rank1_join, TestWorker, RANK1_NONCE};
 use super::*;
 use crate::switch::{Slot, Verdict};
 use crate::wire::{AbortPacket, AbortReason, AbortRepr, JoinPacket, JoinRepr, Message};
@@ -329,22 +329,7 @@ fn a_wrong_shard_that_arrives_after_the_lane_joined_is_stale() {
         w.handle_packet(ms(1), &answer);
     }
     let mut out = [0u8; 512];
-    let mut b = [0u8; 44];
-    JoinRepr {
-        job: 3,
-        rank: 1,
-        world: 2,
-        slot_lo: 2,
-        slot_count: 2,
-        count: 2,
-        lanes: 2,
-        nonce: RANK1_NONCE,
-        cookie: 0,
-        tag: [0; 16],
-    }
-    .sign(0)
-    .emit(&mut JoinPacket::new_unchecked(&mut b[..]));
-    let Verdict::Multicast { len, .. } = s.process(&b, &mut out) else {
+    let Verdict::Multicast { len, .. } = s.process(&rank1_join(w.config()), &mut out) else {
         panic!("rank 1's Join did not complete the run")
     };
     w.handle_packet(ms(2), &out[..len]);
