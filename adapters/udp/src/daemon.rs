@@ -107,11 +107,14 @@ impl FromStr for JobSpec {
     }
 }
 
-/// Parse a job key: up to 16 hex digits, an optional `0x` in front.
+/// Parse a job key: 1 to 16 hex digits, one optional `0x` in front, white space around
+/// ignored (protocol.md §4.1, "The key's text form").
 pub fn parse_key(s: &str) -> Result<u64, String> {
-    let hex = s.trim().trim_start_matches("0x");
-    if hex.is_empty() || hex.len() > 16 {
-        return Err("expected 1 to 16 hex digits".into());
+    let text = s.trim();
+    let hex = text.strip_prefix("0x").unwrap_or(text);
+    // `from_str_radix` alone would take a sign (`+ab`).
+    if hex.is_empty() || hex.len() > 16 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err("expected 1 to 16 hex digits, with an optional 0x in front".into());
     }
     u64::from_str_radix(hex, 16).map_err(|e| e.to_string())
 }
