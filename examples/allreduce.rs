@@ -2,7 +2,8 @@
 //!
 //! `cargo run -p switchml-examples --example allreduce`
 
-use switchml_udp::{CommConfig, Communicator, JobSpec, Op, RunningSwitch, SwitchConfig};
+use switchml_switchd::{JobSpec, RunningSwitch, SwitchConfig};
+use switchml_worker::{CommConfig, Communicator, Op};
 
 pub fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Job 1: two ranks, 256 slots, and a key that only its ranks know.

@@ -9,20 +9,18 @@ use std::time::Duration;
 
 use switchml_core::switch::DropReason;
 
-use switchml_udp::{
-    admin_request, bf16, fresh_key, CommConfig, Communicator, JobSpec, Op, RunningSwitch,
-    SwitchConfig,
-};
+use switchml_switchd::{admin_request, fresh_key, JobSpec, RunningSwitch, SwitchConfig};
+use switchml_worker::{bf16, CommConfig, Communicator, Op};
 
 /// Run `world` ranks of job `job` (key `key`) at `switch`, each all-reducing what `input`
 /// gives it; return rank 0's result.
-fn ranks<T: switchml_udp::Element>(
+fn ranks<T: switchml_worker::Element>(
     switch: std::net::SocketAddr,
     job: u16,
     key: u64,
     world: u16,
     input: impl Fn(u16) -> Vec<T> + Sync,
-) -> Result<Vec<T>, switchml_udp::Error> {
+) -> Result<Vec<T>, switchml_worker::Error> {
     let results: Vec<_> = std::thread::scope(|s| {
         let threads: Vec<_> = (0..world)
             .map(|rank| {

@@ -13,10 +13,10 @@ use std::io::Write;
 use std::path::Path;
 
 use serde_json::json;
-use switchml_udp::{CommConfig, Communicator};
+use switchml_worker::{CommConfig, Communicator};
 
 use crate::run::{run_rank, Input, Workload};
-use crate::{JoinArgs, Tuning};
+use crate::tuning::{JoinArgs, Tuning};
 
 /// Build the configuration: flags, over the environment, over the TOML file (`--config`,
 /// else `SWITCHML_CONFIG`), over the library's defaults.

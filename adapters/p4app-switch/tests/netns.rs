@@ -379,7 +379,7 @@ fn four_workers_with_one_percent_loss() {
 /// controller's address as its switch, int32, float32, f16 (through f32) and an average.
 #[test]
 fn the_communicator_speaks_the_dialect() {
-    use switchml_udp::{f16, CommConfig, Communicator, Dialect, Op};
+    use switchml_worker::{f16, CommConfig, Communicator, Dialect, Op};
     let p = 3u8;
     let Some(t) = topology("e", p, 0) else {
         return;

@@ -1,7 +1,7 @@
 //! `Communicator`: a worker's connection to a job at the switch, configured from keyword
 //! arguments over the environment (`RANK`, `WORLD_SIZE`, `SWITCHML_SWITCH` or
 //! `MASTER_ADDR`, `SWITCHML_JOB`, `SWITCHML_JOB_KEY`, ...) over a TOML file over the
-//! defaults: `switchml_udp::Settings`'s order, unchanged.
+//! defaults: `switchml_worker::Settings`'s order, unchanged.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -10,12 +10,12 @@ use std::time::Duration;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use switchml_udp::{Communicator as UdpCommunicator, Settings};
+use switchml_worker::{Communicator as UdpCommunicator, Settings};
 
 use crate::errors::{to_py, SwitchMLError};
 use crate::tensor::{self, parse_op, Dtype, Handle};
 
-/// A worker's connection to a job at the switch (the Rust `switchml_udp::Communicator`).
+/// A worker's connection to a job at the switch (the Rust `switchml_worker::Communicator`).
 ///
 /// Every keyword left out comes from the environment, else from the TOML file
 /// `config_file` (or `SWITCHML_CONFIG`), else from the defaults: rank (`RANK`),

@@ -17,7 +17,7 @@ use half::{bf16, f16};
 use pyo3::buffer::{Element as BufferElement, PyBuffer};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use switchml_udp::{Communicator, Element, Op, Pending};
+use switchml_worker::{Communicator, Element, Op, Pending};
 
 use crate::errors::to_py;
 
