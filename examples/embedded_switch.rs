@@ -28,10 +28,9 @@ fn ranks<T: switchml_worker::Element>(
                 s.spawn(move || {
                     // A launcher would set RANK, WORLD_SIZE, SWITCHML_SWITCH, SWITCHML_JOB and
                     // SWITCHML_JOB_KEY, and each rank would call `Communicator::from_env()`.
-                    let config = CommConfig {
-                        key,
-                        ..CommConfig::new(rank, world, switch, job)
-                    };
+                    let config = CommConfig::builder(rank, world, switch, job)
+                        .key(key)
+                        .build();
                     let comm = Communicator::connect(&config)?;
                     comm.allreduce_async(input(rank), Op::Sum).wait()
                 })

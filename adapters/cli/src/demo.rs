@@ -96,14 +96,15 @@ pub fn run_local(
             .map(|rank| {
                 let (barrier, progress, switches) = (&barrier, progress, &switches);
                 s.spawn(move || {
-                    let config = CommConfig {
-                        rank,
-                        world: workers,
-                        switch: switches.addr(rank),
-                        job: JOB,
-                        key,
-                        ..tuned.clone()
-                    };
+                    let config = tuned
+                        .clone()
+                        .into_builder()
+                        .rank(rank)
+                        .world(workers)
+                        .switch(switches.addr(rank))
+                        .job(JOB)
+                        .key(key)
+                        .build();
                     let input = Input::new(w, rank, workers);
                     let comm = Communicator::connect(&config).map_err(|e| e.to_string())?;
                     let verify = w.verify && rank == 0;

@@ -31,6 +31,7 @@ use switchml_switchd::{JobSpec, SwitchConfig, SwitchPipeline};
 
 use crate::run::{Dtype, Workload};
 use crate::tuning::{JoinArgs, Tuning};
+use switchml_worker::Settings;
 
 #[derive(Parser)]
 #[command(
@@ -46,7 +47,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run a switch and N workers on this machine and all-reduce, verified.
-    #[command(after_long_help = SETTINGS_HELP)]
+    #[command(after_long_help = settings_help())]
     Demo {
         /// Workers (ranks).
         #[arg(long, default_value_t = 4)]
@@ -208,7 +209,7 @@ enum Command {
         bmv2_cli: Option<String>,
     },
     /// Loopback throughput for 2 and 4 workers, 1M to 64M elements, against Gloo.
-    #[command(after_long_help = SETTINGS_HELP)]
+    #[command(after_long_help = settings_help())]
     Bench {
         /// Worker counts, comma-separated.
         #[arg(long, default_value = "2,4", value_delimiter = ',')]
@@ -240,23 +241,51 @@ enum Command {
     },
 }
 
-/// Which source of a setting wins, for `--help`.
-const SETTINGS_HELP: &str = "\
-Settings: arguments > environment > TOML file > defaults. A flag left out sets nothing;
-then the environment (RANK, WORLD_SIZE, SWITCHML_SWITCH or MASTER_ADDR with SWITCHML_PORT,
-SWITCHML_JOB, SWITCHML_JOB_KEY, SWITCHML_LANES, SWITCHML_WINDOW, SWITCHML_COUNT,
-SWITCHML_RTO_MS, SWITCHML_MAX_RTO_MS, SWITCHML_RETRIES, SWITCHML_JOIN_TIMEOUT_MS,
-SWITCHML_COALESCE_US, SWITCHML_FALLBACK_ADDR, SWITCHML_FALLBACK_TIMEOUT_MS), then the TOML
-file that --config or SWITCHML_CONFIG names (keys rank, world_size, switch, job, key,
-lanes, window, count, rto_ms, max_rto_ms, retries, join_timeout_ms, coalesce_us,
-fallback_addr, fallback_timeout_ms), then the library's defaults
-(switchml_worker::CommConfig). Every rank of a job must end up with the same lanes, window
-and count. With a fallback address, rank 0 listens there and the ranks fall back to a TCP
-ring all-reduce among themselves if the switch cannot serve the job (the report says so).";
+/// Which source of a setting wins, for `--help`: the names come from the library's one
+/// list of settings (`switchml_worker::Settings::NAMES`).
+fn settings_help() -> String {
+    let variables: Vec<String> = Settings::NAMES
+        .iter()
+        .map(|&n| match n {
+            "switch" => "SWITCHML_SWITCH or MASTER_ADDR with SWITCHML_PORT".to_string(),
+            _ => Settings::variable(n),
+        })
+        .collect();
+    let help = format!(
+        "Settings: arguments > environment > TOML file > defaults. A flag left out sets \
+         nothing; then the environment ({}), then the TOML file that --config or \
+         SWITCHML_CONFIG names (keys {}), then the library's defaults \
+         (switchml_worker::CommConfig). Every rank of a job must end up with the same lanes, \
+         window and count. With a fallback address, rank 0 listens there and the ranks fall \
+         back to a TCP ring all-reduce among themselves if the switch cannot serve the job \
+         (the report says so).",
+        variables.join(", "),
+        Settings::NAMES.join(", "),
+    );
+    textwrap(&help, 90)
+}
+
+/// Break `text` into lines of at most `width` characters, at spaces.
+fn textwrap(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = 0;
+    for word in text.split_whitespace() {
+        if line > 0 && line + 1 + word.len() > width {
+            out.push('\n');
+            line = 0;
+        } else if line > 0 {
+            out.push(' ');
+            line += 1;
+        }
+        out.push_str(word);
+        line += word.len();
+    }
+    out
+}
 
 /// `switchml worker --help`'s closing text: where settings come from, and the data.
 fn worker_help() -> String {
-    format!("{SETTINGS_HELP}\n\n{}", inputs::DATA_HELP)
+    format!("{}\n\n{}", settings_help(), inputs::DATA_HELP)
 }
 
 /// What to all-reduce.
@@ -488,7 +517,14 @@ mod tests {
             format!("SWITCHML_RTO_MS; default: {}]", c.rto.as_millis()),
             format!("default: the larger of {} and 40", c.max_rto.as_millis()),
             format!("SWITCHML_RETRIES; default: {}]", c.retries),
-            format!("in ms; default: {}]", c.join_timeout.as_secs()),
+            format!(
+                "SWITCHML_JOIN_TIMEOUT_MS; default: {}]",
+                c.join_timeout.as_millis()
+            ),
+            format!(
+                "SWITCHML_FALLBACK_TIMEOUT_MS; default: {}]",
+                c.fallback_timeout.as_millis()
+            ),
             format!("SWITCHML_COALESCE_US; default: {}]", c.coalesce.as_micros()),
         ] {
             assert!(help.contains(&quoted), "--help lacks {quoted:?}: {help}");

@@ -5,7 +5,6 @@
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -93,13 +92,13 @@ impl Communicator {
         args.lanes = lanes;
         args.window = window;
         args.count = count;
-        args.rto = rto_ms.map(Duration::from_millis);
-        args.max_rto = max_rto_ms.map(Duration::from_millis);
+        args.rto_ms = rto_ms;
+        args.max_rto_ms = max_rto_ms;
         args.retries = retries;
-        args.join_timeout = join_timeout_ms.map(Duration::from_millis);
-        args.coalesce = coalesce_us.map(Duration::from_micros);
-        args.fallback = fallback_addr;
-        args.fallback_timeout = fallback_timeout_ms.map(Duration::from_millis);
+        args.join_timeout_ms = join_timeout_ms;
+        args.coalesce_us = coalesce_us;
+        args.fallback_addr = fallback_addr;
+        args.fallback_timeout_ms = fallback_timeout_ms;
         let config = args
             .layered(config_file.as_deref(), |name| std::env::var(name).ok())
             .and_then(|s| s.config())

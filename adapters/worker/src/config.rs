@@ -18,8 +18,11 @@ use switchml_udp::clock::{to_core, to_std};
 
 use crate::error::Error;
 
-/// Everything a communicator needs.
+/// Everything a communicator needs. Made by [`CommConfig::new`] (the defaults) or
+/// [`CommConfig::builder`], or from [`Settings`](crate::Settings); it may grow fields, so
+/// code outside this crate builds it through those, never as a struct literal.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CommConfig {
     /// This worker's rank, `0..world`.
     pub rank: u16,
@@ -223,7 +226,82 @@ impl CommConfig {
     }
 }
 
+/// Builds a [`CommConfig`] from [`CommConfig::new`]'s defaults, one setting at a time:
+/// `CommConfig::builder(rank, world, switch, job).key(k).lanes(4).build()`. Nothing is
+/// checked until [`CommConfig::validate`] (which `Communicator::connect` calls).
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct CommConfigBuilder(CommConfig);
+
+/// A setter of the builder per field it sets.
+macro_rules! setters {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty,)*) => {
+        impl CommConfigBuilder {
+            $($(#[$doc])* pub fn $name(mut self, value: $ty) -> Self {
+                self.0.$name = value;
+                self
+            })*
+        }
+    };
+}
+
+setters! {
+    /// Set this worker's rank.
+    rank: u16,
+    /// Set the number of ranks.
+    world: u16,
+    /// Set the switch's address.
+    switch: SocketAddr,
+    /// Set the job id.
+    job: u16,
+    /// Set the number of lanes (I/O threads).
+    lanes: u16,
+    /// Set the slots per lane.
+    window: u16,
+    /// Set the values per packet.
+    count: u16,
+    /// Set the first retransmission timeout.
+    rto: Duration,
+    /// Set the largest retransmission timeout.
+    max_rto: Duration,
+    /// Set the timeouts of one use before giving up.
+    retries: u16,
+    /// Set how long to wait for every rank to join.
+    join_timeout: Duration,
+    /// Set the receive coalescing.
+    coalesce: Duration,
+    /// Set the job's key.
+    key: u64,
+    /// Set how long the fallback waits for a peer.
+    fallback_timeout: Duration,
+    /// Set the protocol spoken.
+    dialect: Dialect,
+}
+
+impl CommConfigBuilder {
+    /// Set where rank 0 listens for the fallback rendezvous (`None`: no fallback).
+    pub fn fallback(mut self, at: impl Into<Option<SocketAddr>>) -> Self {
+        self.0.fallback = at.into();
+        self
+    }
+
+    /// Return the configuration.
+    #[must_use]
+    pub fn build(self) -> CommConfig {
+        self.0
+    }
+}
+
 impl CommConfig {
+    /// Start a configuration from the defaults of [`CommConfig::new`].
+    pub fn builder(rank: u16, world: u16, switch: SocketAddr, job: u16) -> CommConfigBuilder {
+        CommConfigBuilder(CommConfig::new(rank, world, switch, job))
+    }
+
+    /// Start a configuration from this one.
+    pub fn into_builder(self) -> CommConfigBuilder {
+        CommConfigBuilder(self)
+    }
     /// Return what the fallback ring needs of this configuration.
     pub(crate) fn ring(&self) -> switchml_ring::RingConfig {
         switchml_ring::RingConfig {

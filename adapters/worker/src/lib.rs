@@ -24,7 +24,7 @@
 //! let job = JobSpec { id: 1, world: 2, slots: 256, key: Some(0x5EC2E7) };
 //! let switch = RunningSwitch::start(&SwitchConfig::new("127.0.0.1:0".parse()?, vec![job]))?;
 //! let rank = |r: u16| {
-//!     let config = CommConfig { key: 0x5EC2E7, ..CommConfig::new(r, 2, switch.addr(), 1) };
+//!     let config = CommConfig::builder(r, 2, switch.addr(), 1).key(0x5EC2E7).build();
 //!     let comm = Communicator::connect(&config).expect("every rank joins");
 //!     let mut x = vec![1.0 + f32::from(r); 1000];
 //!     comm.allreduce(&mut x, Op::Sum).map(|()| x)
@@ -56,7 +56,7 @@ mod part;
 mod settings;
 
 pub use comm::{Communicator, Pending};
-pub use config::{CommConfig, Dialect};
+pub use config::{CommConfig, CommConfigBuilder, Dialect};
 pub use error::{Error, ShapeSetting};
 pub use fallback::FallbackStats;
 pub use half::{bf16, f16};

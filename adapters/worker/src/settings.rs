@@ -1,183 +1,189 @@
 //! Where a [`CommConfig`] comes from: up to three sources of settings, each of which may
 //! leave any setting out, layered in one fixed order.
 //!
-//! 1. **arguments** (what a program or the `switchml` flags set: [`Settings`] built in code);
+//! 1. **arguments** (what a program, the `switchml` flags or Python's keyword arguments set:
+//!    [`Settings`] built in code);
 //! 2. **the environment**: `RANK`, `WORLD_SIZE`, `SWITCHML_SWITCH` (else `MASTER_ADDR` with
-//!    `SWITCHML_PORT`), `SWITCHML_JOB`, `SWITCHML_JOB_KEY`, and a `SWITCHML_<NAME>` twin of
-//!    every tuning key of the file (`SWITCHML_LANES`, `SWITCHML_RTO_MS`,
-//!    `SWITCHML_FALLBACK_ADDR`, ...);
-//! 3. **a TOML file**, named by the arguments or else by `SWITCHML_CONFIG`: the keys of
-//!    [`Settings`] (`rank`, `world_size`, `switch`, `job`, `key`, `lanes`, ...);
+//!    `SWITCHML_PORT`), `SWITCHML_JOB_KEY`, and `SWITCHML_<NAME>` for every other setting
+//!    (`SWITCHML_JOB`, `SWITCHML_LANES`, `SWITCHML_RTO_MS`, `SWITCHML_FALLBACK_ADDR`, ...);
+//! 3. **a TOML file**, named by the arguments or else by `SWITCHML_CONFIG`: the names of
+//!    [`Settings`]' fields (`rank`, `world_size`, `switch`, `job`, `key`, `lanes`, ...);
 //! 4. **the defaults** of [`CommConfig::new`].
 //!
 //! A setting takes the value of the first source that has it. So a launcher's environment
 //! overrides a shared file, and a flag overrides both; a flag nobody gave changes nothing.
+//!
+//! Every knob is listed once, as a field of [`Settings`] (the `settings!` list below): its
+//! name is the file's key and Python's keyword, its environment variable follows from it
+//! ([`Settings::variable`]), and with the `clap` feature the struct is the `switchml`
+//! command's flags (`#[command(flatten)]`). The defaults are [`CommConfig::new`]'s.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use serde::de::{self, Deserializer, IntoDeserializer};
 use serde::Deserialize;
 use switchml_core::wire::SWITCH_PORT;
 
 use crate::config::{resolve, CommConfig, Dialect};
 use crate::error::Error;
 
-/// One source's settings; `None` leaves a setting to the sources below it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Settings {
-    /// This worker's rank (`RANK`, `rank`).
-    pub rank: Option<u16>,
-    /// The number of ranks (`WORLD_SIZE`, `world_size`).
-    pub world_size: Option<u16>,
-    /// The switch, `host:port` (`SWITCHML_SWITCH` or `MASTER_ADDR`, `switch`).
-    pub switch: Option<String>,
-    /// The job id (`SWITCHML_JOB`, `job`).
-    pub job: Option<u16>,
-    /// The job's key (`SWITCHML_JOB_KEY` and `key`, in hex).
-    pub key: Option<u64>,
-    /// I/O threads per worker (`SWITCHML_LANES`, `lanes`).
-    pub lanes: Option<u16>,
-    /// Slots per lane (`SWITCHML_WINDOW`, `window`).
-    pub window: Option<u16>,
-    /// Values per packet (`SWITCHML_COUNT`, `count`).
-    pub count: Option<u16>,
-    /// First retransmission timeout (`SWITCHML_RTO_MS`, `rto_ms`).
-    pub rto: Option<Duration>,
-    /// Largest retransmission timeout (`SWITCHML_MAX_RTO_MS`, `max_rto_ms`).
-    pub max_rto: Option<Duration>,
-    /// Timeouts of one use before giving up (`SWITCHML_RETRIES`, `retries`).
-    pub retries: Option<u16>,
-    /// How long to wait for every rank (`SWITCHML_JOIN_TIMEOUT_MS`, `join_timeout_ms`).
-    pub join_timeout: Option<Duration>,
-    /// Receive coalescing (`SWITCHML_COALESCE_US`, `coalesce_us`).
-    pub coalesce: Option<Duration>,
-    /// Rank 0's fallback rendezvous, `host:port` (`SWITCHML_FALLBACK_ADDR`,
-    /// `fallback_addr`); unset, no fallback.
-    pub fallback: Option<String>,
-    /// The fallback's wait for a peer (`SWITCHML_FALLBACK_TIMEOUT_MS`, `fallback_timeout_ms`).
-    pub fallback_timeout: Option<Duration>,
-    /// The protocol, `switchml` or `p4app` (`SWITCHML_DIALECT`, `dialect`).
-    pub dialect: Option<Dialect>,
-    /// Which setting the switch address came from, for error messages.
-    switch_source: Option<&'static str>,
+/// Define [`Settings`] from one list of fields: each becomes an `Option` field, and the
+/// list also gives [`Settings::NAMES`] and [`Settings::or`].
+macro_rules! settings {
+    ($($(#[$attr:meta])* $name:ident: $ty:ty,)*) => {
+        /// One source's settings; `None` leaves a setting to the sources below it. Every
+        /// knob of a communicator, once: the field's name is its key in the TOML file and
+        /// its keyword in Python, [`Settings::variable`] its environment variable, and
+        /// `--name` (with dashes) its `switchml` flag (feature `clap`).
+        #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+        #[cfg_attr(feature = "clap", derive(clap::Args))]
+        #[serde(deny_unknown_fields)]
+        #[non_exhaustive]
+        pub struct Settings {
+            $($(#[$attr])* pub $name: Option<$ty>,)*
+            /// Which setting the switch address came from, for error messages.
+            #[serde(skip)]
+            #[cfg_attr(feature = "clap", arg(skip))]
+            switch_source: Option<&'static str>,
+        }
+
+        impl Settings {
+            /// The settings' names, in order: the file's keys and Python's keywords.
+            pub const NAMES: &'static [&'static str] = &[$(stringify!($name)),*];
+
+            /// Return these settings, with each one left out taken from `lower`.
+            pub fn or(self, lower: Settings) -> Settings {
+                let switch_source = match self.switch {
+                    Some(_) => self.switch_source.or(Some("switch")),
+                    None => lower.switch_source,
+                };
+                Settings {
+                    $($name: self.$name.or(lower.$name),)*
+                    switch_source,
+                }
+            }
+        }
+    };
 }
 
-/// The TOML file as written; every key optional.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ConfigFile {
-    rank: Option<u16>,
-    world_size: Option<u16>,
-    switch: Option<String>,
-    job: Option<u16>,
-    lanes: Option<u16>,
-    window: Option<u16>,
-    count: Option<u16>,
-    rto_ms: Option<u64>,
-    max_rto_ms: Option<u64>,
-    retries: Option<u16>,
-    join_timeout_ms: Option<u64>,
-    coalesce_us: Option<u64>,
-    key: Option<String>,
-    fallback_addr: Option<String>,
-    fallback_timeout_ms: Option<u64>,
-    dialect: Option<String>,
+settings! {
+    /// This worker's rank, 0..world_size [env: RANK].
+    #[cfg_attr(feature = "clap", arg(long))]
+    rank: u16,
+    /// The number of ranks [env: WORLD_SIZE].
+    #[cfg_attr(feature = "clap", arg(long = "world", visible_alias = "world-size"))]
+    world_size: u16,
+    /// The switch, host:port [env: SWITCHML_SWITCH, else MASTER_ADDR with SWITCHML_PORT].
+    #[cfg_attr(feature = "clap", arg(long))]
+    switch: String,
+    /// The job id [env: SWITCHML_JOB; default: 0].
+    #[cfg_attr(feature = "clap", arg(long))]
+    job: u16,
+    /// The job's key, 1 to 16 hex digits [env: SWITCHML_JOB_KEY; default: 0, no key]. No
+    /// flag: a command line is visible to every user of the host.
+    #[serde(default, deserialize_with = "key_text")]
+    #[cfg_attr(feature = "clap", arg(skip))]
+    key: u64,
+    /// I/O threads (lanes) per worker [env: SWITCHML_LANES; default: 2].
+    #[cfg_attr(feature = "clap", arg(long))]
+    lanes: u16,
+    /// Slots per lane, i.e. packets in flight per lane [env: SWITCHML_WINDOW; default: 128].
+    #[cfg_attr(feature = "clap", arg(long))]
+    window: u16,
+    /// Values per packet [env: SWITCHML_COUNT; default: 256, which fits a 1500-byte MTU;
+    /// loopback and jumbo frames can take 1024].
+    #[cfg_attr(feature = "clap", arg(long))]
+    count: u16,
+    /// First retransmission timeout, ms [env: SWITCHML_RTO_MS; default: 20].
+    #[cfg_attr(feature = "clap", arg(long))]
+    rto_ms: u64,
+    /// Largest retransmission timeout, ms [env: SWITCHML_MAX_RTO_MS; default: the larger
+    /// of 200 and 40 × the first].
+    #[cfg_attr(feature = "clap", arg(long))]
+    max_rto_ms: u64,
+    /// Timeouts of one use before a worker probes and gives up [env: SWITCHML_RETRIES;
+    /// default: 30].
+    #[cfg_attr(feature = "clap", arg(long))]
+    retries: u16,
+    /// How long to wait for every rank to join, ms [env: SWITCHML_JOIN_TIMEOUT_MS;
+    /// default: 30000].
+    #[cfg_attr(feature = "clap", arg(long))]
+    join_timeout_ms: u64,
+    /// Microseconds a lane lets datagrams gather after one wakes it (0: read at once); a
+    /// few hundred cut a lane's CPU time on a shaped link. At most half the RTO
+    /// [env: SWITCHML_COALESCE_US; default: 0].
+    #[cfg_attr(feature = "clap", arg(long))]
+    coalesce_us: u64,
+    /// Where rank 0 listens for the fallback ring's rendezvous, host:port
+    /// [env: SWITCHML_FALLBACK_ADDR; default: none, no fallback: a switch failure is an
+    /// error].
+    #[cfg_attr(feature = "clap", arg(long))]
+    fallback_addr: String,
+    /// How long the fallback waits for a peer at any step, ms
+    /// [env: SWITCHML_FALLBACK_TIMEOUT_MS; default: 120000].
+    #[cfg_attr(feature = "clap", arg(long))]
+    fallback_timeout_ms: u64,
+    /// The protocol, switchml or p4app (the original SwitchML's) [env: SWITCHML_DIALECT;
+    /// default: switchml].
+    #[serde(default, deserialize_with = "dialect_text")]
+    #[cfg_attr(feature = "clap", arg(long))]
+    dialect: Dialect,
 }
 
 impl Settings {
+    /// Return the environment variable of setting `name` ([`Settings::NAMES`]):
+    /// `SWITCHML_<NAME>`, but for a launcher's `RANK` and `WORLD_SIZE` and the job key's
+    /// `SWITCHML_JOB_KEY`. (The switch also comes from `MASTER_ADDR`, see the module doc.)
+    pub fn variable(name: &str) -> String {
+        match name {
+            "rank" => "RANK".into(),
+            "world_size" => "WORLD_SIZE".into(),
+            "key" => "SWITCHML_JOB_KEY".into(),
+            _ => format!("SWITCHML_{}", name.to_ascii_uppercase()),
+        }
+    }
+
     /// Read the environment's settings over `var` (tests pass a map; see the module doc for
     /// the names). `SWITCHML_CONFIG` is not read here: [`Settings::layered`] does that.
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Settings, Error> {
-        let number = |name: &str| -> Result<Option<u16>, Error> {
-            var(name)
-                .map(|v| {
-                    v.trim().parse().map_err(|_| {
-                        Error::Config(format!("{name}={v:?} is not a number in 0..=65535"))
-                    })
-                })
-                .transpose()
-        };
-        let long = |name: &str| -> Result<Option<u64>, Error> {
-            var(name)
-                .map(|v| {
-                    v.trim()
-                        .parse()
-                        .map_err(|_| Error::Config(format!("{name}={v:?} is not a number")))
-                })
-                .transpose()
-        };
-        let (switch, switch_source) = match (var("SWITCHML_SWITCH"), var("MASTER_ADDR")) {
-            (Some(s), _) => (Some(s), Some("SWITCHML_SWITCH")),
-            (None, Some(host)) => {
-                let port = number("SWITCHML_PORT")?.unwrap_or(SWITCH_PORT);
-                (Some(format!("{host}:{port}")), Some("MASTER_ADDR"))
-            }
-            (None, None) => (None, None),
-        };
-        let key = var("SWITCHML_JOB_KEY")
-            .map(|k| {
-                switchml_core::auth::parse_key(&k)
-                    .map_err(|e| Error::Config(format!("SWITCHML_JOB_KEY: {e}")))
-            })
-            .transpose()?;
-        Ok(Settings {
-            rank: number("RANK")?,
-            world_size: number("WORLD_SIZE")?,
-            switch,
-            job: number("SWITCHML_JOB")?,
-            key,
-            lanes: number("SWITCHML_LANES")?,
-            window: number("SWITCHML_WINDOW")?,
-            count: number("SWITCHML_COUNT")?,
-            rto: long("SWITCHML_RTO_MS")?.map(Duration::from_millis),
-            max_rto: long("SWITCHML_MAX_RTO_MS")?.map(Duration::from_millis),
-            retries: number("SWITCHML_RETRIES")?,
-            join_timeout: long("SWITCHML_JOIN_TIMEOUT_MS")?.map(Duration::from_millis),
-            coalesce: long("SWITCHML_COALESCE_US")?.map(Duration::from_micros),
-            fallback: var("SWITCHML_FALLBACK_ADDR"),
-            fallback_timeout: long("SWITCHML_FALLBACK_TIMEOUT_MS")?.map(Duration::from_millis),
-            dialect: var("SWITCHML_DIALECT").map(|d| d.parse()).transpose()?,
-            switch_source,
-        })
+        let mut settings = Settings::default();
+        for &name in Settings::NAMES {
+            let variable = Settings::variable(name);
+            let Some(text) = var(&variable) else {
+                continue;
+            };
+            let one =
+                Settings::deserialize(de::value::MapDeserializer::<_, de::value::Error>::new(
+                    std::iter::once((name, Text(&text))),
+                ))
+                .map_err(|e| Error::Config(format!("{variable}={text:?}: {e}")))?;
+            settings = settings.or(one);
+        }
+        settings.switch_source = settings.switch.as_ref().map(|_| "SWITCHML_SWITCH");
+        if let (None, Some(host)) = (&settings.switch, var("MASTER_ADDR")) {
+            let port = match var("SWITCHML_PORT") {
+                Some(p) => p.trim().parse().map_err(|_| {
+                    Error::Config(format!("SWITCHML_PORT={p:?} is not a number in 0..=65535"))
+                })?,
+                None => SWITCH_PORT,
+            };
+            settings.switch = Some(format!("{host}:{port}"));
+            settings.switch_source = Some("MASTER_ADDR");
+        }
+        Ok(settings)
     }
 
-    /// Read a TOML file's settings: `rank`, `world_size`, `switch` ("host:port"), `job`,
-    /// `key` (hex), `lanes`, `window`, `count`, `rto_ms`, `max_rto_ms`, `retries`,
-    /// `join_timeout_ms`, `coalesce_us`, `fallback_addr` ("host:port"),
-    /// `fallback_timeout_ms`, `dialect` ("switchml" or "p4app"); any other key is an error.
+    /// Read a TOML file's settings: the keys are [`Settings::NAMES`] (`key` in hex,
+    /// `switch` and `fallback_addr` as "host:port", `dialect` "switchml" or "p4app"); any
+    /// other key is an error.
     pub fn from_file(path: &Path) -> Result<Settings, Error> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| Error::Config(format!("cannot read {}: {e}", path.display())))?;
-        let file: ConfigFile =
+        let mut file: Settings =
             toml::from_str(&text).map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
-        let key = file
-            .key
-            .as_deref()
-            .map(|k| {
-                switchml_core::auth::parse_key(k)
-                    .map_err(|e| Error::Config(format!("{}: key {k:?}: {e}", path.display())))
-            })
-            .transpose()?;
-        Ok(Settings {
-            rank: file.rank,
-            world_size: file.world_size,
-            switch_source: file.switch.as_ref().map(|_| "switch (config file)"),
-            switch: file.switch,
-            job: file.job,
-            key,
-            lanes: file.lanes,
-            window: file.window,
-            count: file.count,
-            rto: file.rto_ms.map(Duration::from_millis),
-            max_rto: file.max_rto_ms.map(Duration::from_millis),
-            retries: file.retries,
-            join_timeout: file.join_timeout_ms.map(Duration::from_millis),
-            coalesce: file.coalesce_us.map(Duration::from_micros),
-            fallback: file.fallback_addr,
-            fallback_timeout: file.fallback_timeout_ms.map(Duration::from_millis),
-            dialect: file.dialect.map(|d| d.parse()).transpose()?,
-        })
+        file.switch_source = file.switch.as_ref().map(|_| "switch (config file)");
+        Ok(file)
     }
 
     /// Layer the sources: `self` (the arguments) over the environment read through `var`,
@@ -198,33 +204,6 @@ impl Settings {
         Ok(self.or(env).or(file))
     }
 
-    /// Return these settings, with each one left out taken from `lower`.
-    pub fn or(self, lower: Settings) -> Settings {
-        let (switch, switch_source) = match self.switch {
-            Some(s) => (Some(s), self.switch_source.or(Some("switch"))),
-            None => (lower.switch, lower.switch_source),
-        };
-        Settings {
-            rank: self.rank.or(lower.rank),
-            world_size: self.world_size.or(lower.world_size),
-            switch,
-            job: self.job.or(lower.job),
-            key: self.key.or(lower.key),
-            lanes: self.lanes.or(lower.lanes),
-            window: self.window.or(lower.window),
-            count: self.count.or(lower.count),
-            rto: self.rto.or(lower.rto),
-            max_rto: self.max_rto.or(lower.max_rto),
-            retries: self.retries.or(lower.retries),
-            join_timeout: self.join_timeout.or(lower.join_timeout),
-            coalesce: self.coalesce.or(lower.coalesce),
-            fallback: self.fallback.or(lower.fallback),
-            fallback_timeout: self.fallback_timeout.or(lower.fallback_timeout),
-            dialect: self.dialect.or(lower.dialect),
-            switch_source,
-        }
-    }
-
     /// Return a full configuration: `rank`, `world_size` and `switch` must be set; the
     /// rest falls back to the defaults of [`CommConfig::new`] (job 0, key 0).
     pub fn config(&self) -> Result<CommConfig, Error> {
@@ -240,7 +219,7 @@ impl Settings {
             }
         };
         let mut config = self.tune(CommConfig::new(rank, world, switch, self.job.unwrap_or(0)));
-        if let Some(at) = &self.fallback {
+        if let Some(at) = &self.fallback_addr {
             config.fallback = Some(resolve(
                 "fallback address (SWITCHML_FALLBACK_ADDR, fallback_addr)",
                 at,
@@ -251,26 +230,89 @@ impl Settings {
     }
 
     /// Return `c` with the tuning settings (lanes, window, count, timeouts, retries,
-    /// coalescing) and the key applied where set; rank, world, switch and job stay `c`'s.
+    /// coalescing), the key and the dialect applied where set; rank, world, switch, job and
+    /// the fallback address stay `c`'s.
     ///
-    /// A `max_rto` that no source sets is the larger of `c`'s and 40 × `rto`, so that a
-    /// longer first timeout still has room to back off.
+    /// A `max_rto_ms` that no source sets is the larger of `c`'s and 40 × `rto_ms`, so
+    /// that a longer first timeout still has room to back off.
     pub fn tune(&self, c: CommConfig) -> CommConfig {
-        let rto = self.rto.unwrap_or(c.rto);
+        let ms = Duration::from_millis;
+        let rto = self.rto_ms.map_or(c.rto, ms);
         CommConfig {
             lanes: self.lanes.unwrap_or(c.lanes),
             window: self.window.unwrap_or(c.window),
             count: self.count.unwrap_or(c.count),
             rto,
-            max_rto: self.max_rto.unwrap_or(c.max_rto.max(rto * 40)),
+            max_rto: self.max_rto_ms.map_or(c.max_rto.max(rto * 40), ms),
             retries: self.retries.unwrap_or(c.retries),
-            join_timeout: self.join_timeout.unwrap_or(c.join_timeout),
-            coalesce: self.coalesce.unwrap_or(c.coalesce),
+            join_timeout: self.join_timeout_ms.map_or(c.join_timeout, ms),
+            coalesce: self.coalesce_us.map_or(c.coalesce, Duration::from_micros),
             key: self.key.unwrap_or(c.key),
-            fallback_timeout: self.fallback_timeout.unwrap_or(c.fallback_timeout),
+            fallback_timeout: self.fallback_timeout_ms.map_or(c.fallback_timeout, ms),
             dialect: self.dialect.unwrap_or(c.dialect),
             ..c
         }
+    }
+}
+
+/// A key's text (1 to 16 hex digits, an optional `0x`), in the file or the environment.
+fn key_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let text = String::deserialize(d)?;
+    switchml_core::auth::parse_key(&text)
+        .map(Some)
+        .map_err(|e| de::Error::custom(format!("key {text:?}: {e}")))
+}
+
+/// A dialect's name, in the file or the environment.
+fn dialect_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Dialect>, D::Error> {
+    let text = String::deserialize(d)?;
+    text.parse().map(Some).map_err(de::Error::custom)
+}
+
+/// One environment variable's text, read as the type of its setting.
+struct Text<'a>(&'a str);
+
+impl<'de> IntoDeserializer<'de, de::value::Error> for Text<'_> {
+    type Deserializer = Self;
+
+    fn into_deserializer(self) -> Self {
+        self
+    }
+}
+
+impl<'de> Deserializer<'de> for Text<'_> {
+    type Error = de::value::Error;
+
+    fn deserialize_any<V: de::Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
+        v.visit_str(self.0)
+    }
+
+    fn deserialize_option<V: de::Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
+        v.visit_some(self)
+    }
+
+    fn deserialize_u16<V: de::Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
+        let n = self
+            .0
+            .trim()
+            .parse()
+            .map_err(|_| <Self::Error as de::Error>::custom("not a number in 0..=65535"))?;
+        v.visit_u16(n)
+    }
+
+    fn deserialize_u64<V: de::Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
+        let n = self
+            .0
+            .trim()
+            .parse()
+            .map_err(|_| <Self::Error as de::Error>::custom("not a number"))?;
+        v.visit_u64(n)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u32 u128 f32 f64 char str string bytes byte_buf unit
+        unit_struct newtype_struct seq tuple tuple_struct map struct enum identifier
+        ignored_any
     }
 }
 
@@ -290,8 +332,7 @@ impl CommConfig {
     }
 
     /// Read a TOML file alone (no environment): `rank`, `world_size` and `switch`
-    /// ("host:port") are required; `job`, `key` (hex), `lanes`, `window`, `count`,
-    /// `rto_ms`, `max_rto_ms`, `retries`, `join_timeout_ms` and `coalesce_us` are optional.
+    /// ("host:port") are required, the other [`Settings::NAMES`] optional.
     pub fn from_file(path: &Path) -> Result<CommConfig, Error> {
         let file = Settings::from_file(path)?;
         let missing =
@@ -396,13 +437,62 @@ mod tests {
             ("SWITCHML_COALESCE_US", "8"),
         ]))
         .unwrap();
-        let ms = Duration::from_millis;
         assert_eq!((s.lanes, s.window, s.count), (Some(1), Some(2), Some(3)));
-        assert_eq!((s.rto, s.max_rto), (Some(ms(4)), Some(ms(5))));
-        assert_eq!((s.retries, s.join_timeout), (Some(6), Some(ms(7))));
-        assert_eq!(s.coalesce, Some(Duration::from_micros(8)));
+        assert_eq!((s.rto_ms, s.max_rto_ms), (Some(4), Some(5)));
+        assert_eq!((s.retries, s.join_timeout_ms), (Some(6), Some(7)));
+        assert_eq!(s.coalesce_us, Some(8));
         let e = Settings::from_vars(vars(&[("SWITCHML_RTO_MS", "soon")])).unwrap_err();
         assert!(e.to_string().contains("SWITCHML_RTO_MS=\"soon\""), "{e}");
+    }
+
+    /// Each setting is one field: the file's key is its name, and its variable reads the
+    /// same value; a key the list lacks is refused.
+    #[test]
+    fn every_setting_is_a_file_key_and_a_variable_with_the_same_meaning() {
+        let value = |name: &str| match name {
+            "switch" | "fallback_addr" => "127.0.0.1:9",
+            "key" => "bee",
+            "dialect" => "p4app",
+            "rank" => "0",
+            _ => "7",
+        };
+        let toml: String = Settings::NAMES
+            .iter()
+            .map(|&n| match n {
+                "switch" | "fallback_addr" | "key" | "dialect" => {
+                    format!("{n} = \"{}\"\n", value(n))
+                }
+                _ => format!("{n} = {}\n", value(n)),
+            })
+            .collect();
+        let (dir, path) = file("every-key", &toml);
+        let from_file = Settings::from_file(&path).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let env: Vec<(String, &str)> = Settings::NAMES
+            .iter()
+            .map(|&n| (Settings::variable(n), value(n)))
+            .collect();
+        let from_env =
+            Settings::from_vars(|v| env.iter().find(|(k, _)| k == v).map(|(_, t)| t.to_string()))
+                .unwrap();
+        assert_eq!(from_env.key, Some(0xBEE));
+        assert_eq!(from_env.dialect, Some(Dialect::P4app));
+        assert_eq!(from_env.join_timeout_ms, Some(7));
+        // Equal but for where the switch came from, which only error messages say.
+        assert_eq!(
+            Settings {
+                switch_source: None,
+                ..from_file
+            },
+            Settings {
+                switch_source: None,
+                ..from_env
+            }
+        );
+        let (dir, path) = file("unknown-key", "lanes = 2\nlane = 3\n");
+        let e = Settings::from_file(&path).unwrap_err();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(e.to_string().contains("lane"), "{e}");
     }
 
     #[test]
@@ -437,7 +527,7 @@ mod tests {
     fn a_longer_first_timeout_brings_a_longer_largest_one_unless_that_is_set() {
         let base = CommConfig::new(0, 1, "127.0.0.1:1".parse().unwrap(), 0);
         let rto = |ms| Settings {
-            rto: Some(Duration::from_millis(ms)),
+            rto_ms: Some(ms),
             ..Settings::default()
         };
         assert_eq!(rto(2).tune(base.clone()).max_rto, base.max_rto);
@@ -446,7 +536,7 @@ mod tests {
             Duration::from_millis(1200)
         );
         let both = Settings {
-            max_rto: Some(Duration::from_millis(90)),
+            max_rto_ms: Some(90),
             ..rto(30)
         };
         assert_eq!(both.tune(base).max_rto, Duration::from_millis(90));

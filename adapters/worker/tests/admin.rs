@@ -11,7 +11,7 @@ use switchml_core::wire::AbortReason;
 use switchml_core::worker::WorkerError;
 use switchml_switchd::admin_request as request;
 use switchml_switchd::{RunningSwitch, SwitchConfig};
-use switchml_worker::{CommConfig, Communicator, Op};
+use switchml_worker::{Communicator, Op};
 
 fn jobs_come_and_go_on_a_running_switch(pipeline: SwitchPipeline) {
     let dir =
@@ -51,15 +51,14 @@ fn jobs_come_and_go_on_a_running_switch(pipeline: SwitchPipeline) {
     assert!(ask("frobnicate").unwrap_err().contains("unknown request"));
 
     let world = 2;
-    let config = |r| CommConfig {
-        key: 0xAB5C,
-        lanes: 1,
-        ..config(r, world, sw.addr())
+    let config = |r| {
+        config(r, world, sw.addr())
+            .into_builder()
+            .key(0xAB5C)
+            .lanes(1)
+            .build()
     };
-    let job5 = |r| CommConfig {
-        job: 5,
-        ..config(r)
-    };
+    let job5 = |r| config(r).into_builder().job(5).build();
     let outcomes = per_rank(world, job5, |c| {
         let mut x = ints(c.rank(), world, 3000, 5);
         c.allreduce(&mut x, Op::Sum).map(|()| x)
@@ -102,12 +101,12 @@ fn removing_a_running_job_tells_its_ranks(pipeline: SwitchPipeline) {
     let sw = switch_with(pipeline, &path);
     // One lane: once `list` shows rank 0 joined, every lane of it is in the run, so the
     // JobRemoved reaches it before a Join resend could meet the job already gone (UnknownJob).
-    let slow = CommConfig {
-        lanes: 1,
-        retries: 1000,
-        join_timeout: Duration::from_secs(60),
-        ..config(0, 2, sw.addr())
-    };
+    let slow = config(0, 2, sw.addr())
+        .into_builder()
+        .lanes(1)
+        .retries(1000)
+        .join_timeout(Duration::from_secs(60))
+        .build();
     // Rank 0 joins and waits for rank 1, who never comes; the operator removes the job.
     let waiting = std::thread::spawn(move || Communicator::connect(&slow).err());
     let deadline = std::time::Instant::now() + Duration::from_secs(30);

@@ -22,12 +22,12 @@ fn free_tcp() -> SocketAddr {
 
 /// [`config`] with the fallback on at `at`, timeouts short enough for a test.
 fn with_fallback(rank: u16, world: u16, switch: SocketAddr, at: SocketAddr) -> CommConfig {
-    CommConfig {
-        fallback: Some(at),
-        fallback_timeout: Duration::from_secs(5),
-        join_timeout: Duration::from_secs(2),
-        ..config(rank, world, switch)
-    }
+    config(rank, world, switch)
+        .into_builder()
+        .fallback(at)
+        .fallback_timeout(Duration::from_secs(5))
+        .join_timeout(Duration::from_secs(2))
+        .build()
 }
 
 /// What one rank reduced: each tensor's i32 and f32 results, and its stats.
@@ -255,9 +255,11 @@ fn a_ring_peer_that_is_gone_or_silent_is_named() {
         ..job_spec(2, 256)
     };
     let sw = switch_serving(SwitchPipeline::Reference, &[other]);
-    let quick = |r, at| CommConfig {
-        fallback_timeout: Duration::from_millis(800),
-        ..with_fallback(r, 2, sw.addr(), at)
+    let quick = |r, at| {
+        with_fallback(r, 2, sw.addr(), at)
+            .into_builder()
+            .fallback_timeout(Duration::from_millis(800))
+            .build()
     };
     // Rank 1 never starts: rank 0's rendezvous names it.
     let e = Communicator::connect(&quick(0, free_tcp()))
@@ -375,9 +377,11 @@ fn a_tensor_one_rank_finished_through_the_switch_is_adopted_by_the_others() {
     let (tx, stopper) = stop_on_signal(sw);
     let runs = per_rank(
         world,
-        |r| CommConfig {
-            switch: if r == 1 { relay.addr } else { addr },
-            ..with_fallback(r, world, addr, at)
+        |r| {
+            with_fallback(r, world, addr, at)
+                .into_builder()
+                .switch(if r == 1 { relay.addr } else { addr })
+                .build()
         },
         |c| {
             let mut out = Vec::new();

@@ -56,12 +56,12 @@ fn free_tcp() -> SocketAddr {
 }
 
 fn with_fallback(rank: u16, sw: &RunningSwitch, at: SocketAddr, timeout: Duration) -> CommConfig {
-    CommConfig {
-        fallback: Some(at),
-        fallback_timeout: timeout,
-        join_timeout: Duration::from_secs(2),
-        ..config(rank, WORLD, sw.addr())
-    }
+    config(rank, WORLD, sw.addr())
+        .into_builder()
+        .fallback(at)
+        .fallback_timeout(timeout)
+        .join_timeout(Duration::from_secs(2))
+        .build()
 }
 
 type Outcome = Result<(Vec<Vec<i32>>, FallbackStats), Error>;
@@ -429,10 +429,12 @@ fn a_tampered_table_is_rejected_and_no_rank_returns_a_sum() {
         }
     });
     let rank0 = start_rank(with_fallback(0, &sw, at, BRIEF));
-    let rank1 = start_rank(CommConfig {
-        fallback: Some(via),
-        ..with_fallback(1, &sw, at, BRIEF)
-    });
+    let rank1 = start_rank(
+        with_fallback(1, &sw, at, BRIEF)
+            .into_builder()
+            .fallback(via)
+            .build(),
+    );
     let e1 = rank1
         .join()
         .unwrap()
@@ -458,10 +460,12 @@ fn a_recorded_rendezvous_replayed_later_does_not_take_the_ranks_place() {
     let via = front.local_addr().unwrap();
     let recorded = relay(front, at, |_, _| {});
     let rank0 = start_rank(with_fallback(0, &sw, at, PATIENT));
-    let rank1 = start_rank(CommConfig {
-        fallback: Some(via),
-        ..with_fallback(1, &sw, at, PATIENT)
-    });
+    let rank1 = start_rank(
+        with_fallback(1, &sw, at, PATIENT)
+            .into_builder()
+            .fallback(via)
+            .build(),
+    );
     exact(vec![rank0, rank1]);
     let recorded = recorded.lock().unwrap().clone();
     assert!(!recorded.is_empty(), "the relay saw rank 1's rendezvous");

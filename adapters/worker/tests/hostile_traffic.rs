@@ -61,11 +61,11 @@ fn jobs() -> [JobSpec; 2] {
 
 /// A rank of `job` that waits out a busy machine: stall detection after ~20 s, not ~1 s.
 fn patient(job: &JobSpec, rank: u16, switch: SocketAddr) -> CommConfig {
-    CommConfig {
-        max_rto: Duration::from_millis(200),
-        retries: 100,
-        ..job_config(job, rank, switch)
-    }
+    job_config(job, rank, switch)
+        .into_builder()
+        .max_rto(Duration::from_millis(200))
+        .retries(100)
+        .build()
 }
 
 fn bits(x: &[f32]) -> Vec<u32> {

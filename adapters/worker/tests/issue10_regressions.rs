@@ -397,13 +397,13 @@ fn defect6_spoofed_contributions_before_and_while_ranks_join_are_never_summed(
 /// takes about 1,000 s (1,000 resends, up to 1 s apart), so only an Abort can end an
 /// all-reduce within seconds.
 fn long_stall(spec: &JobSpec, rank: u16, addr: SocketAddr) -> CommConfig {
-    CommConfig {
-        rto: Duration::from_millis(20),
-        max_rto: Duration::from_secs(1),
-        retries: 1000,
-        join_timeout: Duration::from_secs(20),
-        ..job_config(spec, rank, addr)
-    }
+    job_config(spec, rank, addr)
+        .into_builder()
+        .rto(Duration::from_millis(20))
+        .max_rto(Duration::from_secs(1))
+        .retries(1000)
+        .join_timeout(Duration::from_secs(20))
+        .build()
 }
 
 /// How long a test waits for a worker to hear an Abort: far less than its stall detection

@@ -25,11 +25,11 @@ use switchml_worker::{CommConfig, Communicator, Error, ShapeSetting};
 const FIRST_WAITS: Duration = Duration::from_secs(3);
 
 fn with_lanes(rank: u16, lanes: u16, join_timeout: Duration, c: &CommConfig) -> CommConfig {
-    CommConfig {
-        lanes,
-        join_timeout,
-        ..job_config(&job_spec(2, 32), rank, c.switch)
-    }
+    job_config(&job_spec(2, 32), rank, c.switch)
+        .into_builder()
+        .lanes(lanes)
+        .join_timeout(join_timeout)
+        .build()
 }
 
 /// Rank `first` (with `first_lanes` lanes) joins, then rank `1 - first` (with

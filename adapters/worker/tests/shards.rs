@@ -25,10 +25,10 @@ fn sharded(pipeline: SwitchPipeline, shards: usize, world: u16, drop_rate: f64) 
 
 /// Rank `rank` with `lanes` lanes of 16 slots.
 fn lanes_config(rank: u16, world: u16, lanes: u16, sw: &RunningSwitch) -> CommConfig {
-    CommConfig {
-        lanes,
-        ..config(rank, world, sw.addr())
-    }
+    config(rank, world, sw.addr())
+        .into_builder()
+        .lanes(lanes)
+        .build()
 }
 
 fn exact_with_loss(pipeline: SwitchPipeline) {

@@ -15,7 +15,7 @@ mod common;
 use common::*;
 use std::time::Duration;
 
-use switchml_worker::{CommConfig, Op};
+use switchml_worker::Op;
 
 #[test]
 fn every_lane_reports_its_round_trip_and_timeout_within_bounds() {
@@ -26,10 +26,12 @@ fn every_lane_reports_its_round_trip_and_timeout_within_bounds() {
         world,
         // A floor far above a loopback round trip: a use resent is no sample (Karn), and
         // with the common 3 ms floor a busy machine could leave a lane none.
-        |rank| CommConfig {
-            rto: Duration::from_millis(100),
-            max_rto: Duration::from_secs(2),
-            ..config(rank, world, addr)
+        |rank| {
+            config(rank, world, addr)
+                .into_builder()
+                .rto(Duration::from_millis(100))
+                .max_rto(Duration::from_secs(2))
+                .build()
         },
         |comm| {
             let before = comm.timing();

@@ -277,9 +277,11 @@ fn a_child_whose_parent_is_silent_fails_its_ranks_in_bounded_time() {
     let started = Instant::now();
     let outcomes = per_rank(
         2,
-        |r| switchml_worker::CommConfig {
-            join_timeout: Duration::from_secs(2),
-            ..config(r, 4, sw.addr())
+        |r| {
+            config(r, 4, sw.addr())
+                .into_builder()
+                .join_timeout(Duration::from_secs(2))
+                .build()
         },
         |_| (),
     );
@@ -357,10 +359,7 @@ fn a_rank_that_gives_up_under_one_child_fails_the_ranks_under_the_other(shards: 
     let tree = Tree::sharded(2, 2, (0.0, 0.0), shards);
     let world = tree.world();
     let gone = Barrier::new(usize::from(world));
-    let config = |r| switchml_worker::CommConfig {
-        retries: 400,
-        ..tree.config(r)
-    };
+    let config = |r| tree.config(r).into_builder().retries(400).build();
     let outcomes: Vec<(Duration, String)> = std::thread::scope(|s| {
         let ranks: Vec<_> = (0..world)
             .map(|r| {

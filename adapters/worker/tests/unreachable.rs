@@ -10,7 +10,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use common::*;
-use switchml_worker::{CommConfig, Communicator, Error};
+use switchml_worker::{Communicator, Error};
 
 #[test]
 fn joining_where_nothing_listens_fails_fast_naming_the_address() {
@@ -19,10 +19,10 @@ fn joining_where_nothing_listens_fails_fast_naming_the_address() {
         .unwrap()
         .local_addr()
         .unwrap();
-    let config = CommConfig {
-        join_timeout: Duration::from_secs(60),
-        ..config(0, 2, addr)
-    };
+    let config = config(0, 2, addr)
+        .into_builder()
+        .join_timeout(Duration::from_secs(60))
+        .build();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(Communicator::connect(&config).map(|_| ()));

@@ -105,26 +105,25 @@ pub fn target(job: &JobSpec) -> fate::Target {
 
 /// [`config`] for rank `rank` of `job`.
 pub fn job_config(job: &JobSpec, rank: u16, switch: SocketAddr) -> CommConfig {
-    CommConfig {
-        job: job.id,
-        key: job.key.unwrap_or(0),
-        ..config(rank, job.world, switch)
-    }
+    config(rank, job.world, switch)
+        .into_builder()
+        .job(job.id)
+        .key(job.key.unwrap_or(0))
+        .build()
 }
 
 /// A worker configuration for tests: 2 lanes × 16 slots, short timeouts.
 pub fn config(rank: u16, world: u16, switch: SocketAddr) -> CommConfig {
-    CommConfig {
-        lanes: 2,
-        window: 16,
-        count: 64,
-        rto: Duration::from_millis(3),
-        max_rto: Duration::from_millis(40),
-        retries: 25,
-        join_timeout: Duration::from_secs(10),
-        key: KEY,
-        ..CommConfig::new(rank, world, switch, JOB)
-    }
+    CommConfig::builder(rank, world, switch, JOB)
+        .lanes(2)
+        .window(16)
+        .count(64)
+        .rto(Duration::from_millis(3))
+        .max_rto(Duration::from_millis(40))
+        .retries(25)
+        .join_timeout(Duration::from_secs(10))
+        .key(KEY)
+        .build()
 }
 
 /// SplitMix64, for inputs.
