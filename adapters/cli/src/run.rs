@@ -157,7 +157,7 @@ pub fn run_rank(
     barrier: Option<&Barrier>,
     tick: &(dyn Fn(u32, Duration) + Sync),
 ) -> Result<RankRun, Error> {
-    let world = comm.world();
+    let world = comm.world_size();
     let average = w.op == Op::Average;
     let check = |c: Check| w.verify.then_some(c);
     let (timed, check, result) = match input {

@@ -217,7 +217,7 @@ impl Communicator {
     /// The number of ranks.
     #[getter]
     fn world_size(&self) -> PyResult<u16> {
-        Ok(self.get()?.world())
+        Ok(self.get()?.world_size())
     }
 
     /// Why this communicator falls back to the host ring (the switch path's error), or None.

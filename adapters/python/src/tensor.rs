@@ -187,7 +187,7 @@ trait InFlight: Send + Sync {
 
 impl<B: BufferElement + 'static, T: Element> InFlight for Flight<B, T> {
     fn is_done(&self) -> bool {
-        self.pending.test()
+        self.pending.is_finished()
     }
 
     fn finish(self: Box<Self>, py: Python<'_>) -> PyResult<()> {

@@ -5,6 +5,8 @@ use std::fmt;
 use std::io;
 use std::time::Duration;
 
+use switchml_udp::OsError;
+
 use switchml_core::quant::ElementType;
 use switchml_core::worker::TensorError;
 
@@ -19,9 +21,7 @@ pub enum Error {
         /// What was being done, e.g. "fallback ring: bind this rank's ring listener".
         what: String,
         /// The OS error.
-        kind: io::ErrorKind,
-        /// The OS error's text.
-        message: String,
+        source: OsError,
     },
     /// A wait for a peer ran out of time.
     Timeout {
@@ -45,8 +45,7 @@ impl Error {
     pub fn io(what: impl Into<String>, err: &io::Error) -> Error {
         Error::Io {
             what: what.into(),
-            kind: err.kind(),
-            message: err.to_string(),
+            source: OsError::copy_of(err),
         }
     }
 }
@@ -55,7 +54,7 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Config(m) => write!(f, "configuration: {m}"),
-            Error::Io { what, message, .. } => write!(f, "{what}: {message}"),
+            Error::Io { what, source } => write!(f, "{what}: {source}"),
             Error::Timeout { what, after } => {
                 write!(f, "timed out after {after:?} waiting for {what}")
             }
@@ -67,4 +66,11 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source.get()),
+            _ => None,
+        }
+    }
+}

@@ -13,7 +13,8 @@
 //! - [`loss`]: seeded loss injection, for tests and benchmarks;
 //! - [`clock`]: the one place where OS time becomes core time; [`cpu`]: a thread's CPU time;
 //! - [`fresh`]: fresh keys, nonces and epochs from the host;
-//! - [`log_limit`]: rate-limited log lines for the packet path.
+//! - [`log_limit`]: rate-limited log lines for the packet path;
+//! - [`OsError`]: an OS error that the adapters' error enums hold as their `source()`.
 //!
 //! What this crate does **not** do: read or write a protocol message, or decide anything.
 
@@ -26,8 +27,10 @@ pub mod fresh;
 pub mod log_limit;
 pub mod loss;
 mod offload;
+mod os_error;
 pub mod sockaddr;
 pub mod socket;
 pub mod source;
 
 pub use offload::{Offload, NO_GSO_ENV};
+pub use os_error::OsError;

@@ -191,8 +191,38 @@ impl Communicator {
     }
 
     /// Return the number of ranks.
-    pub fn world(&self) -> u16 {
+    pub fn world_size(&self) -> u16 {
         self.config.world
+    }
+
+    /// Return the number of ranks.
+    #[deprecated(since = "0.2.0", note = "use `world_size`")]
+    pub fn world(&self) -> u16 {
+        self.world_size()
+    }
+
+    /// Leave the job and stop the lanes, waiting for their threads; a lane whose thread
+    /// panicked is [`Error::LaneGone`]. Dropping a communicator does the same but cannot
+    /// say how it went.
+    pub fn close(mut self) -> Result<(), Error> {
+        self.stop_lanes()
+    }
+
+    /// Tell every lane to stop (each leaves the job), then wait for their threads.
+    fn stop_lanes(&mut self) -> Result<(), Error> {
+        for lane in &mut self.lanes {
+            lane.commands = None;
+            lane.wake.signal();
+        }
+        let mut outcome = Ok(());
+        for (i, lane) in self.lanes.iter_mut().enumerate() {
+            if let Some(t) = lane.thread.take() {
+                if t.join().is_err() && outcome.is_ok() {
+                    outcome = Err(Error::LaneGone { lane: i });
+                }
+            }
+        }
+        outcome
     }
 
     /// Return the switch's epoch at join time.
@@ -376,22 +406,21 @@ impl Communicator {
 
 impl Drop for Communicator {
     fn drop(&mut self) {
-        for lane in &mut self.lanes {
-            lane.commands = None;
-            lane.wake.signal();
-        }
-        for lane in &mut self.lanes {
-            if let Some(t) = lane.thread.take() {
-                let _ = t.join();
-            }
-        }
+        // `close` reports how the lanes ended; a drop has no one to tell.
+        let _ = self.stop_lanes();
     }
 }
 
 impl<T: Element> Pending<T> {
     /// Return whether the all-reduce has finished (successfully or not).
-    pub fn test(&self) -> bool {
+    pub fn is_finished(&self) -> bool {
         self.submission.is_done()
+    }
+
+    /// Return whether the all-reduce has finished (successfully or not).
+    #[deprecated(since = "0.2.0", note = "use `is_finished`")]
+    pub fn test(&self) -> bool {
+        self.is_finished()
     }
 
     /// Wait for the result. Bounded by the lanes' own failure detection (see

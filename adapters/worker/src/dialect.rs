@@ -26,8 +26,7 @@ fn error(e: DialectError, limit: std::time::Duration) -> Error {
     match e {
         DialectError::Io(e) => Error::Io {
             what: "the p4app dialect's socket".into(),
-            kind: e.kind(),
-            message: e.to_string(),
+            source: e.into(),
         },
         DialectError::Stalled => Error::Timeout {
             what: "a p4app all-reduce".into(),

@@ -1,11 +1,15 @@
-//! The adapter's errors. Each says what is missing or wrong: the rank and lane, the slot,
-//! the setting, the address. Stream failures carry the core's [`WorkerError`], whose
-//! message names the missing ranks or the stalled slot.
+//! The worker library's errors. Each says what is missing or wrong: the rank and lane, the
+//! slot, the setting, the address. Stream failures carry the core's [`WorkerError`], whose
+//! message names the missing ranks or the stalled slot, and socket failures the OS error:
+//! both are the error's [`source`](std::error::Error::source). The enum may grow
+//! variants (`#[non_exhaustive]`): match the ones you handle and keep a catch-all.
 
 use std::fmt;
 use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
+
+use switchml_udp::OsError;
 
 use switchml_core::quant::{ElementType, NonFinite};
 use switchml_core::wire::AbortReason;
@@ -13,6 +17,7 @@ use switchml_core::worker::{SubmitErrorKind, TensorError, WorkerError};
 
 /// Why a communicator call failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Error {
     /// A setting is missing or invalid; the message names it.
     Config(String),
@@ -21,9 +26,7 @@ pub enum Error {
         /// What was being done, e.g. "bind 0.0.0.0:0".
         what: String,
         /// The OS error.
-        kind: io::ErrorKind,
-        /// The OS error's text.
-        message: String,
+        source: OsError,
     },
     /// Nothing listens at the switch's address: while joining, the network refused the
     /// lane's Joins (ICMP port unreachable). A switch that is there but never answers ends
@@ -91,6 +94,7 @@ pub enum Error {
 
 /// The settings that make up the lane shape every rank of a job must share (protocol.md §6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ShapeSetting {
     /// The number of lanes (`SWITCHML_LANES`, `lanes`).
     Lanes,
@@ -145,8 +149,7 @@ impl Error {
     pub fn io(what: impl Into<String>, err: &io::Error) -> Error {
         Error::Io {
             what: what.into(),
-            kind: err.kind(),
-            message: err.to_string(),
+            source: OsError::copy_of(err),
         }
     }
 }
@@ -155,13 +158,9 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Config(m) => write!(f, "configuration: {m}"),
-            Error::Io {
-                what,
-                kind,
-                message,
-            } => {
-                write!(f, "{what}: {message}")?;
-                if *kind == io::ErrorKind::ConnectionRefused {
+            Error::Io { what, source } => {
+                write!(f, "{what}: {source}")?;
+                if source.kind() == io::ErrorKind::ConnectionRefused {
                     f.write_str(" (nothing listens at the switch address)")?;
                 }
                 Ok(())
@@ -201,7 +200,15 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source.get()),
+            Error::Worker { error, .. } => Some(error.as_ref()),
+            _ => None,
+        }
+    }
+}
 
 /// The ring's errors are the communicator's of the same names.
 impl From<switchml_ring::Error> for Error {
@@ -209,19 +216,38 @@ impl From<switchml_ring::Error> for Error {
         use switchml_ring::Error as Ring;
         match e {
             Ring::Config(m) => Error::Config(m),
-            Ring::Io {
-                what,
-                kind,
-                message,
-            } => Error::Io {
-                what,
-                kind,
-                message,
-            },
+            Ring::Io { what, source } => Error::Io { what, source },
             Ring::Timeout { what, after } => Error::Timeout { what, after },
             Ring::Overflow { index, element } => Error::Overflow { index, element },
             // The ring's error is non-exhaustive; a new kind reads as what it says.
             other => Error::Config(other.to_string()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn a_socket_or_stream_failure_keeps_its_cause_as_the_source() {
+        let os = io::Error::new(io::ErrorKind::ConnectionRefused, "refused");
+        let e = Error::io("lane 0: send", &os);
+        let source = e.source().expect("the OS error");
+        let io = source.downcast_ref::<io::Error>().expect("an io::Error");
+        assert_eq!(io.kind(), io::ErrorKind::ConnectionRefused);
+        assert_eq!(e.clone(), e, "still Clone and Eq");
+        let stream = Error::Worker {
+            rank: 1,
+            lane: 0,
+            error: Box::new(WorkerError::Cancelled),
+        };
+        let source = stream.source().expect("the core's error");
+        assert_eq!(
+            source.downcast_ref::<WorkerError>(),
+            Some(&WorkerError::Cancelled)
+        );
+        assert!(Error::LaneGone { lane: 0 }.source().is_none());
     }
 }

@@ -394,7 +394,7 @@ mod tests {
         if let Elements::F32(x) = parts[1].elements() {
             x[0] = 5.0;
         }
-        assert_eq!(s.wait(Some(Duration::from_millis(1))), None);
+        assert!(s.wait(Some(Duration::from_millis(1))).is_none());
         parts[0].set_outcome(Ok(()));
         parts[2].set_outcome(Err(Error::LaneGone { lane: 2 }));
         drop(parts);

@@ -41,7 +41,7 @@ fn reduce(
     len: usize,
     signal: Option<(u64, mpsc::Sender<()>)>,
 ) -> Result<Run, Error> {
-    let (rank, world) = (comm.rank(), comm.world());
+    let (rank, world) = (comm.rank(), comm.world_size());
     let (mut ints_out, mut floats_out) = (Vec::new(), Vec::new());
     for t in 0..tensors {
         let mut i = ints(rank, world, len, t);

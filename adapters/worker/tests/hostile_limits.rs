@@ -151,9 +151,9 @@ fn a_source_flooding_one_job_is_dropped_unread_and_the_other_job_sums_exactly(
                 |r| job_config(&other, r, addr),
                 |comm| -> Result<(), String> {
                     for round in 0..20 {
-                        let mut x = ints(comm.rank(), comm.world(), 2000, round);
+                        let mut x = ints(comm.rank(), comm.world_size(), 2000, round);
                         comm.allreduce(&mut x, Op::Sum).map_err(|e| e.to_string())?;
-                        if x != int_sum(comm.world(), 2000, round) {
+                        if x != int_sum(comm.world_size(), 2000, round) {
                             return Err(format!("round {round}: wrong sum"));
                         }
                     }
@@ -243,7 +243,7 @@ fn slowdown_of_a_job_while_another_is_flooded() {
                 |comm| {
                     let started = Instant::now();
                     for round in 0..1000 {
-                        let mut x = ints(comm.rank(), comm.world(), 20_000, round);
+                        let mut x = ints(comm.rank(), comm.world_size(), 20_000, round);
                         comm.allreduce(&mut x, Op::Sum).unwrap();
                     }
                     started.elapsed()

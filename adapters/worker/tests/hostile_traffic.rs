@@ -82,14 +82,16 @@ fn clean_f32(pipeline: SwitchPipeline, jobs: &[JobSpec]) -> BTreeMap<u16, Vec<Ve
         for set in 0..SETS {
             let mut f = floats(comm.rank(), FLOATS, set);
             comm.allreduce(&mut f, Op::Sum).map_err(|e| e.to_string())?;
-            let inputs: Vec<Vec<f32>> = (0..comm.world()).map(|q| floats(q, FLOATS, set)).collect();
+            let inputs: Vec<Vec<f32>> = (0..comm.world_size())
+                .map(|q| floats(q, FLOATS, set))
+                .collect();
             let exact = f64_sum(&inputs);
             let max = inputs
                 .iter()
                 .flatten()
                 .fold(0f64, |m, v| m.max(f64::from(v.abs())));
             for (i, (got, want)) in f.iter().zip(&exact).enumerate() {
-                let bound = sum_bound(comm.world(), max, *want);
+                let bound = sum_bound(comm.world_size(), max, *want);
                 if (f64::from(*got) - want).abs() > bound {
                     return Err(format!(
                         "set {set} element {i}: {got} is not within {bound} of {want}"
@@ -154,7 +156,7 @@ fn an_off_path_attacker_changes_no_result_and_every_datagram_is_accounted_for(
     let attacking = AtomicBool::new(true);
     let hold = Hold::default();
     let body = |comm: &Communicator| -> Result<Done, String> {
-        let (r, world) = (comm.rank(), comm.world());
+        let (r, world) = (comm.rank(), comm.world_size());
         let clean = &clean[&comm.config().job];
         let fail = |what: &str, round: u64| {
             format!("job {} rank {r} round {round}: {what}", comm.config().job)

@@ -30,7 +30,7 @@ const LEN: usize = 3000;
 
 /// All-reduce round `round`'s int32 input and check the exact sum.
 fn exact(comm: &Communicator, round: u64) -> Result<(), String> {
-    let (r, world) = (comm.rank(), comm.world());
+    let (r, world) = (comm.rank(), comm.world_size());
     let mut x = ints(r, world, LEN, round);
     comm.allreduce(&mut x, Op::Sum)
         .map_err(|e| format!("rank {r} round {round}: {e}"))?;
@@ -419,7 +419,7 @@ fn refused(e: &Error, reason: AbortReason, detail: u16) -> bool {
 
 /// Start an all-reduce that cannot finish: a peer never submits, or has gone.
 fn stuck(comm: &Communicator) -> Pending<i32> {
-    comm.allreduce_async(ints(comm.rank(), comm.world(), LEN, 99), Op::Sum)
+    comm.allreduce_async(ints(comm.rank(), comm.world_size(), LEN, 99), Op::Sum)
 }
 
 /// Return the error `stuck` ended with, or say that none came within [`TOLD_WITHIN`].
@@ -507,13 +507,13 @@ fn two_jobs_under_attack_each_with_its_own_key_both_sum_exactly(pipeline: Switch
         (0..4).try_for_each(|round| exact(comm, round))?;
         let mut f = floats(comm.rank(), 1000, 7);
         comm.allreduce(&mut f, Op::Sum).map_err(|e| e.to_string())?;
-        let inputs: Vec<Vec<f32>> = (0..comm.world()).map(|q| floats(q, 1000, 7)).collect();
+        let inputs: Vec<Vec<f32>> = (0..comm.world_size()).map(|q| floats(q, 1000, 7)).collect();
         let max = inputs
             .iter()
             .flatten()
             .fold(0f64, |m, v| m.max(f64::from(v.abs())));
         for (got, want) in f.iter().zip(f64_sum(&inputs)) {
-            if (f64::from(*got) - want).abs() > sum_bound(comm.world(), max, want) {
+            if (f64::from(*got) - want).abs() > sum_bound(comm.world_size(), max, want) {
                 return Err(format!(
                     "job {}: f32 {got} far from {want}",
                     comm.config().job
