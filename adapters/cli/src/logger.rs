@@ -2,7 +2,7 @@
 //!
 //! `RUST_LOG` takes comma-separated directives as `env_logger` does: a level
 //! (`error`, `warn`, `info`, `debug`, `trace`, `off`) sets the default; `target=level` sets
-//! it for a module path and everything under it (`switchml_udp::daemon=debug`); a bare
+//! it for a module path and everything under it (`switchml_switchd::daemon=debug`); a bare
 //! target turns everything on for it. The most specific target wins. Unset or empty, only
 //! warnings and errors print: the program stays quiet unless something is wrong.
 
@@ -124,33 +124,33 @@ mod tests {
     #[test]
     fn quiet_by_default() {
         let f = parse("");
-        assert_eq!(f.level("switchml_udp::daemon"), LevelFilter::Warn);
+        assert_eq!(f.level("switchml_switchd::daemon"), LevelFilter::Warn);
         assert_eq!(f.max(), LevelFilter::Warn);
     }
 
     #[test]
     fn a_level_sets_the_default_and_targets_refine_it() {
-        let f = parse("info, switchml_udp=debug,switchml_udp::daemon_log=off");
+        let f = parse("info, switchml_switchd=debug,switchml_switchd::daemon_log=off");
         assert_eq!(f.level("switchml"), LevelFilter::Info);
-        assert_eq!(f.level("switchml_udp"), LevelFilter::Debug);
-        assert_eq!(f.level("switchml_udp::batch"), LevelFilter::Debug);
-        assert_eq!(f.level("switchml_udp::daemon_log"), LevelFilter::Off);
+        assert_eq!(f.level("switchml_switchd"), LevelFilter::Debug);
+        assert_eq!(f.level("switchml_switchd::batch"), LevelFilter::Debug);
+        assert_eq!(f.level("switchml_switchd::daemon_log"), LevelFilter::Off);
         // A prefix of a name is not a parent module.
-        assert_eq!(f.level("switchml_udpx"), LevelFilter::Info);
+        assert_eq!(f.level("switchml_switchdx"), LevelFilter::Info);
         assert_eq!(f.max(), LevelFilter::Debug);
     }
 
     #[test]
     fn a_bare_target_turns_everything_on_for_it() {
-        let f = parse("switchml_udp");
-        assert_eq!(f.level("switchml_udp::daemon"), LevelFilter::Trace);
+        let f = parse("switchml_switchd");
+        assert_eq!(f.level("switchml_switchd::daemon"), LevelFilter::Trace);
         assert_eq!(f.level("clap"), LevelFilter::Warn);
     }
 
     #[test]
     fn unreadable_directives_are_reported_and_skipped() {
-        let (f, bad) = Filter::parse("debug,switchml_udp=loud,=info");
-        assert_eq!(bad, ["switchml_udp=loud", "=info"]);
-        assert_eq!(f.level("switchml_udp"), LevelFilter::Debug);
+        let (f, bad) = Filter::parse("debug,switchml_switchd=loud,=info");
+        assert_eq!(bad, ["switchml_switchd=loud", "=info"]);
+        assert_eq!(f.level("switchml_switchd"), LevelFilter::Debug);
     }
 }

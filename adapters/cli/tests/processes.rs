@@ -428,14 +428,14 @@ fn lanes_are_quiet_by_default_and_log_their_joins_when_asked() {
     };
     let quiet = demo(None);
     assert!(quiet.trim().is_empty(), "{quiet}");
-    let told = demo(Some("switchml_udp=info"));
+    let told = demo(Some("switchml_worker=info"));
     for rank in 0..2 {
         for lane in 0..2 {
             let line = format!("job 1 rank {rank} lane {lane}: joined");
             assert!(told.contains(&line), "no {line:?} in {told}");
         }
     }
-    let debug = demo(Some("switchml_udp::lane_log=debug"));
+    let debug = demo(Some("switchml_worker::lane_log=debug"));
     assert!(debug.contains("lane 1: left after 1 tensors"), "{debug}");
 }
 
