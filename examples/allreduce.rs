@@ -2,7 +2,8 @@
 //!
 //! `cargo run -p switchml-examples --example allreduce`
 
-use switchml_udp::{CommConfig, Communicator, JobSpec, Op, RunningSwitch, SwitchConfig};
+use switchml_switchd::{JobSpec, RunningSwitch, SwitchConfig};
+use switchml_worker::{CommConfig, Communicator, Op};
 
 pub fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Job 1: two ranks, 256 slots, and a key that only its ranks know.
@@ -14,10 +15,9 @@ pub fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let switch = RunningSwitch::start(&SwitchConfig::new("127.0.0.1:0".parse()?, vec![job]))?;
     let rank = |r: u16| {
-        let config = CommConfig {
-            key: 0x5EC2E7,
-            ..CommConfig::new(r, 2, switch.addr(), 1)
-        };
+        let config = CommConfig::builder(r, 2, switch.addr(), 1)
+            .key(0x5EC2E7)
+            .build();
         let comm = Communicator::connect(&config)?;
         let mut x: Vec<f32> = (0..100_000)
             .map(|i| (i % 7) as f32 * (f32::from(r) + 1.0))

@@ -9,20 +9,18 @@ use std::time::Duration;
 
 use switchml_core::switch::DropReason;
 
-use switchml_udp::{
-    admin_request, bf16, fresh_key, CommConfig, Communicator, JobSpec, Op, RunningSwitch,
-    SwitchConfig,
-};
+use switchml_switchd::{admin_request, fresh_key, JobSpec, RunningSwitch, SwitchConfig};
+use switchml_worker::{bf16, CommConfig, Communicator, Op};
 
 /// Run `world` ranks of job `job` (key `key`) at `switch`, each all-reducing what `input`
 /// gives it; return rank 0's result.
-fn ranks<T: switchml_udp::Element>(
+fn ranks<T: switchml_worker::Element>(
     switch: std::net::SocketAddr,
     job: u16,
     key: u64,
     world: u16,
     input: impl Fn(u16) -> Vec<T> + Sync,
-) -> Result<Vec<T>, switchml_udp::Error> {
+) -> Result<Vec<T>, switchml_worker::Error> {
     let results: Vec<_> = std::thread::scope(|s| {
         let threads: Vec<_> = (0..world)
             .map(|rank| {
@@ -30,10 +28,9 @@ fn ranks<T: switchml_udp::Element>(
                 s.spawn(move || {
                     // A launcher would set RANK, WORLD_SIZE, SWITCHML_SWITCH, SWITCHML_JOB and
                     // SWITCHML_JOB_KEY, and each rank would call `Communicator::from_env()`.
-                    let config = CommConfig {
-                        key,
-                        ..CommConfig::new(rank, world, switch, job)
-                    };
+                    let config = CommConfig::builder(rank, world, switch, job)
+                        .key(key)
+                        .build();
                     let comm = Communicator::connect(&config)?;
                     comm.allreduce_async(input(rank), Op::Sum).wait()
                 })

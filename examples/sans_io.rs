@@ -1,7 +1,7 @@
 //! The protocol core driven by hand: two core `Worker`s (one lane each) and the core's
 //! reference `Switch` exchanging bytes in a loop. No sockets, threads or clocks: the loop
 //! carries every datagram at once and moves time straight to the next timer, which is all
-//! an adapter does (`switchml-udp` does it with UDP sockets, a thread per lane and the OS
+//! an adapter does (`switchml-worker` does it with UDP sockets, a thread per lane and the OS
 //! clock). protocol.md §7 describes the worker's loop, §4 the switch's decisions.
 //!
 //! `cargo run -p switchml-examples --example sans_io`

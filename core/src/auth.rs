@@ -203,6 +203,41 @@ impl CookieJar {
     }
 }
 
+/// Parse a job key's text form: 1 to 16 hex digits, one optional `0x` in front, blanks
+/// around ignored (protocol.md §4.1). The one parser of the switch's `--job`, `SWITCHML_JOB_KEY`, the worker's
+/// settings and the Python package.
+pub fn parse_key(text: &str) -> Result<u64, KeyTextError> {
+    let text = text.trim();
+    // One `0x` at most; and `from_str_radix` alone would take a sign (`+ab`).
+    let hex = text.strip_prefix("0x").unwrap_or(text);
+    if hex.is_empty() || hex.len() > 16 {
+        return Err(KeyTextError::Length);
+    }
+    if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(KeyTextError::Digit);
+    }
+    u64::from_str_radix(hex, 16).map_err(|_| KeyTextError::Digit)
+}
+
+/// Why a key's text is not one ([`parse_key`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum KeyTextError {
+    /// Fewer than 1 or more than 16 hex digits.
+    Length,
+    /// A character that is not a hex digit.
+    Digit,
+}
+
+impl core::fmt::Display for KeyTextError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            KeyTextError::Length => "expected 1 to 16 hex digits",
+            KeyTextError::Digit => "invalid digit found in string",
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,5 +4,5 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    switchml_p4model::equivalence::check_switch_sequence(data);
+    switchml_p4model_harness::equivalence::check_switch_sequence(data);
 });

@@ -4,7 +4,7 @@
 usage: replay.py EXPECTED HOST_IF...   (run inside the replay namespace, as root)
        replay.py --cli-log LOG        (did simple_switch_CLI complain while loading a bed?)
 
-EXPECTED is written by `cargo run -p switchml-p4model --bin expected` (the wire vectors) or
+EXPECTED is written by `cargo run -p switchml-p4model-harness --bin expected` (the wire vectors) or
 `expected --scenarios DIR` (one file per switch scenario):
     [name]
     in <port> <hex frame>

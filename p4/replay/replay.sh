@@ -97,7 +97,7 @@ if ! "${compile[@]}" > "$logs/compile.log" 2>&1 || [[ ! -s $json ]]; then
 fi
 
 echo "== expected frames and tables from the model"
-model=(cargo run -q --manifest-path "$root/Cargo.toml" -p switchml-p4model --bin expected --)
+model=(cargo run -q --manifest-path "$root/Cargo.toml" -p switchml-p4model-harness --bin expected --)
 "${model[@]}" > "$logs/wire.expected" || fail 2 "the model's expected binary failed"
 "${model[@]}" --cli > "$logs/wire.commands" || fail 2 "the model's expected binary failed"
 if ! diff -q "$logs/wire.commands" "$here/commands.txt" >/dev/null; then

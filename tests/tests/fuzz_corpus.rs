@@ -9,7 +9,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use switchml_p4model::equivalence;
+use switchml_p4model_harness::equivalence;
 use switchml_tests::checks::worker::WorkerOp;
 use switchml_tests::checks::{quant, seeds, switch, wire, worker};
 

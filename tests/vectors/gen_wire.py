@@ -687,6 +687,14 @@ invalid(
     "truncated",
     contribution[:23],
 )
+_, priming_b = data("contribution", 7, 0, 0, 0, 0x00, 0, 133, 1, [])
+invalid(
+    "contribution_priming_20_bytes",
+    "A priming Contribution (count 0) cut to 20 bytes: the session is part of every data"
+    " header, so a priming chunk is 24 bytes",
+    "truncated",
+    priming_b[:20],
+)
 invalid(
     "contribution_values_truncated",
     "A Contribution that declares 2 values and carries 1",

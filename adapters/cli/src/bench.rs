@@ -17,7 +17,7 @@ use crate::demo::run_local;
 use crate::local_switch::Setup;
 use crate::report::si;
 use crate::run::{Dtype, Workload};
-use crate::Tuning;
+use crate::tuning::Tuning;
 
 const GLOO_SCRIPT: &str = include_str!("../gloo_bench.py");
 const PLOT_SCRIPT: &str = include_str!("../bench_plot.py");
@@ -99,7 +99,7 @@ pub fn bench(o: &Options, tuning: &Tuning) -> i32 {
                 elements: n,
                 iterations,
                 dtype: Dtype::F32,
-                op: switchml_udp::Op::Sum,
+                op: switchml_worker::Op::Sum,
                 seed: 1,
                 verify: false,
             };

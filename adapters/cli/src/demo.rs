@@ -6,12 +6,13 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
-use switchml_udp::{CommConfig, Communicator, JobSpec, Op};
+use switchml_switchd::JobSpec;
+use switchml_worker::{CommConfig, Communicator, Op};
 
 use crate::local_switch::{LocalSwitches, Setup};
 use crate::report::{counters_json, counters_text, si};
 use crate::run::{run_rank, Dtype, Input, RankRun, Values, Workload};
-use crate::Tuning;
+use crate::tuning::Tuning;
 
 /// The job id the demo and bench use.
 pub const JOB: u16 = 1;
@@ -51,7 +52,7 @@ pub struct LocalRun {
     /// Why not, if not.
     pub problem: Option<String>,
     /// The switch's final counters.
-    pub counters: switchml_udp::DaemonCounters,
+    pub counters: switchml_switchd::DaemonCounters,
 }
 
 impl LocalRun {
@@ -78,7 +79,7 @@ pub fn run_local(
     progress: &ProgressBar,
 ) -> Result<LocalRun, String> {
     // A fresh key per run: only this process's ranks can join its switch.
-    let key = switchml_udp::fresh_key();
+    let key = switchml_switchd::fresh_key();
     let slots = u16::try_from(tuned.slots())
         .map_err(|_| format!("{} slots are more than a job can have", tuned.slots()))?;
     let cpu_before = crate::run::cpu_time();
@@ -95,14 +96,15 @@ pub fn run_local(
             .map(|rank| {
                 let (barrier, progress, switches) = (&barrier, progress, &switches);
                 s.spawn(move || {
-                    let config = CommConfig {
-                        rank,
-                        world: workers,
-                        switch: switches.addr(rank),
-                        job: JOB,
-                        key,
-                        ..tuned.clone()
-                    };
+                    let config = tuned
+                        .clone()
+                        .into_builder()
+                        .rank(rank)
+                        .world(workers)
+                        .switch(switches.addr(rank))
+                        .job(JOB)
+                        .key(key)
+                        .build();
                     let input = Input::new(w, rank, workers);
                     let comm = Communicator::connect(&config).map_err(|e| e.to_string())?;
                     let verify = w.verify && rank == 0;

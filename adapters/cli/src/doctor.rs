@@ -68,7 +68,7 @@ pub fn doctor(
     json_out: bool,
     bmv2_cli: Option<&str>,
 ) -> i32 {
-    let addr = match switchml_udp::config::resolve("--switch", switch) {
+    let addr = match switchml_worker::config::resolve("--switch", switch) {
         Ok(a) => a,
         Err(e) => return report_error(json_out, &e.to_string()),
     };

@@ -4,7 +4,7 @@
 
 use std::net::SocketAddr;
 
-use switchml_udp::{ChildSpec, DaemonCounters, JobSpec, RunningSwitch, SwitchConfig};
+use switchml_switchd::{ChildSpec, DaemonCounters, JobSpec, RunningSwitch, SwitchConfig};
 
 /// The parent's job id in a two-level run.
 const PARENT_JOB: u16 = 2;
@@ -54,7 +54,7 @@ impl LocalSwitches {
         if children > world {
             return Err(format!("{children} child switches for {world} ranks"));
         }
-        let parent_key = switchml_udp::fresh_key();
+        let parent_key = switchml_switchd::fresh_key();
         let parent_job = JobSpec {
             id: PARENT_JOB,
             world: children,

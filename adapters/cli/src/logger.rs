@@ -1,5 +1,5 @@
 //! The `switchml` program's logger: `env_logger`, one line per record on stderr, filtered
-//! by `RUST_LOG` (`info`, `switchml_udp=debug`, `switchml::packet=trace` for a packet
+//! by `RUST_LOG` (`info`, `switchml_switchd=debug`, `switchml::packet=trace` for a packet
 //! trace, ...). Unset or empty, only warnings and errors print: the program stays quiet
 //! unless something is wrong.
 

@@ -21,15 +21,17 @@ mod report;
 mod run;
 mod signal;
 mod switch_cmd;
+mod tuning;
 mod worker_cmd;
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use switchml_udp::{CommConfig, JobSpec, Settings, SwitchConfig, SwitchPipeline};
+use switchml_switchd::{JobSpec, SwitchConfig, SwitchPipeline};
 
 use crate::run::{Dtype, Workload};
+use crate::tuning::{JoinArgs, Tuning};
+use switchml_worker::Settings;
 
 #[derive(Parser)]
 #[command(
@@ -45,7 +47,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run a switch and N workers on this machine and all-reduce, verified.
-    #[command(after_long_help = SETTINGS_HELP)]
+    #[command(after_long_help = settings_help())]
     Demo {
         /// Workers (ranks).
         #[arg(long, default_value_t = 4)]
@@ -95,7 +97,7 @@ enum Command {
         /// children). With --threads N, the parent needs N too: shard i of the child goes
         /// up to shard i of the parent, at the parent's port plus i.
         #[arg(long = "child-of")]
-        child_jobs: Vec<switchml_udp::ChildSpec>,
+        child_jobs: Vec<switchml_switchd::ChildSpec>,
         /// Release a job's run after this many seconds without a packet from its ranks.
         #[arg(long, default_value_t = 3600)]
         idle_timeout: u64,
@@ -113,6 +115,10 @@ enum Command {
         /// address either way).
         #[arg(long, default_value = "on", value_parser = ["on", "off"])]
         status: String,
+        /// Serve every counter (the ones `--json` prints) for Prometheus at
+        /// `http://ADDR/metrics`, e.g. `--metrics 127.0.0.1:9464`. Off by default.
+        #[arg(long, value_name = "ADDR")]
+        metrics: Option<std::net::SocketAddr>,
         /// Pool slots for jobs added through --admin, beyond the --job ones.
         #[arg(long, default_value_t = 1024)]
         spare_slots: usize,
@@ -207,7 +213,7 @@ enum Command {
         bmv2_cli: Option<String>,
     },
     /// Loopback throughput for 2 and 4 workers, 1M to 64M elements, against Gloo.
-    #[command(after_long_help = SETTINGS_HELP)]
+    #[command(after_long_help = settings_help())]
     Bench {
         /// Worker counts, comma-separated.
         #[arg(long, default_value = "2,4", value_delimiter = ',')]
@@ -239,49 +245,51 @@ enum Command {
     },
 }
 
-/// Which source of a setting wins, for `--help`.
-const SETTINGS_HELP: &str = "\
-Settings: arguments > environment > TOML file > defaults. A flag left out sets nothing;
-then the environment (RANK, WORLD_SIZE, SWITCHML_SWITCH or MASTER_ADDR with SWITCHML_PORT,
-SWITCHML_JOB, SWITCHML_JOB_KEY, SWITCHML_LANES, SWITCHML_WINDOW, SWITCHML_COUNT,
-SWITCHML_RTO_MS, SWITCHML_MAX_RTO_MS, SWITCHML_RETRIES, SWITCHML_JOIN_TIMEOUT_MS,
-SWITCHML_COALESCE_US, SWITCHML_FALLBACK_ADDR, SWITCHML_FALLBACK_TIMEOUT_MS), then the TOML
-file that --config or SWITCHML_CONFIG names (keys rank, world_size, switch, job, key,
-lanes, window, count, rto_ms, max_rto_ms, retries, join_timeout_ms, coalesce_us,
-fallback_addr, fallback_timeout_ms), then the library's defaults
-(switchml_udp::CommConfig). Every rank of a job must end up with the same lanes, window
-and count. With a fallback address, rank 0 listens there and the ranks fall back to a TCP
-ring all-reduce among themselves if the switch cannot serve the job (the report says so).";
+/// Which source of a setting wins, for `--help`: the names come from the library's one
+/// list of settings (`switchml_worker::Settings::NAMES`).
+fn settings_help() -> String {
+    let variables: Vec<String> = Settings::NAMES
+        .iter()
+        .map(|&n| match n {
+            "switch" => "SWITCHML_SWITCH or MASTER_ADDR with SWITCHML_PORT".to_string(),
+            _ => Settings::variable(n),
+        })
+        .collect();
+    let help = format!(
+        "Settings: arguments > environment > TOML file > defaults. A flag left out sets \
+         nothing; then the environment ({}), then the TOML file that --config or \
+         SWITCHML_CONFIG names (keys {}), then the library's defaults \
+         (switchml_worker::CommConfig). Every rank of a job must end up with the same lanes, \
+         window and count. With a fallback address, rank 0 listens there and the ranks fall \
+         back to a TCP ring all-reduce among themselves if the switch cannot serve the job \
+         (the report says so).",
+        variables.join(", "),
+        Settings::NAMES.join(", "),
+    );
+    textwrap(&help, 90)
+}
+
+/// Break `text` into lines of at most `width` characters, at spaces.
+fn textwrap(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = 0;
+    for word in text.split_whitespace() {
+        if line > 0 && line + 1 + word.len() > width {
+            out.push('\n');
+            line = 0;
+        } else if line > 0 {
+            out.push(' ');
+            line += 1;
+        }
+        out.push_str(word);
+        line += word.len();
+    }
+    out
+}
 
 /// `switchml worker --help`'s closing text: where settings come from, and the data.
 fn worker_help() -> String {
-    format!("{SETTINGS_HELP}\n\n{}", inputs::DATA_HELP)
-}
-
-/// Where a worker joins: flags, a TOML file, or the environment (RANK, WORLD_SIZE, ...).
-#[derive(Args, Debug, Clone)]
-struct JoinArgs {
-    /// The switch, host:port (else SWITCHML_SWITCH or MASTER_ADDR, else the file).
-    #[arg(long)]
-    switch: Option<String>,
-    /// The job id (else SWITCHML_JOB, else the file, else 0).
-    #[arg(long)]
-    job: Option<u16>,
-    /// This worker's rank (else RANK, else the file).
-    #[arg(long)]
-    rank: Option<u16>,
-    /// The number of ranks (else WORLD_SIZE, else the file).
-    #[arg(long)]
-    world: Option<u16>,
-    /// A TOML file of settings, below flags and environment (else SWITCHML_CONFIG; keys as
-    /// in `switchml_udp::Settings::from_file`).
-    #[arg(long)]
-    config: Option<PathBuf>,
-    /// Where rank 0 listens for the fallback ring's rendezvous, host:port (else
-    /// SWITCHML_FALLBACK_ADDR, else the file; unset: no fallback, a switch failure is an
-    /// error).
-    #[arg(long)]
-    fallback_addr: Option<String>,
+    format!("{}\n\n{}", settings_help(), inputs::DATA_HELP)
 }
 
 /// What to all-reduce.
@@ -317,72 +325,6 @@ impl WorkArgs {
     }
 }
 
-/// How the workers' lanes are set up; every rank must use the same lanes, window and count.
-///
-/// A flag left out is not set: the value then comes from the environment, else the TOML
-/// file, else the library's default (`switchml_udp::Settings`).
-#[derive(Args, Debug, Clone, Copy, Default)]
-pub struct Tuning {
-    /// I/O threads (lanes) per worker [env: SWITCHML_LANES; default: 2].
-    #[arg(long)]
-    pub lanes: Option<u16>,
-    /// Slots per lane, i.e. packets in flight per lane [env: SWITCHML_WINDOW; default: 128].
-    #[arg(long)]
-    pub window: Option<u16>,
-    /// Values per packet [env: SWITCHML_COUNT; default: 256, which fits a 1500-byte MTU;
-    /// loopback and jumbo frames can take 1024].
-    #[arg(long)]
-    pub count: Option<u16>,
-    /// First retransmission timeout, ms [env: SWITCHML_RTO_MS; default: 20].
-    #[arg(long)]
-    pub rto_ms: Option<u64>,
-    /// Largest retransmission timeout, ms [env: SWITCHML_MAX_RTO_MS; default: the larger
-    /// of 200 and 40 × the first].
-    #[arg(long)]
-    pub max_rto_ms: Option<u64>,
-    /// Timeouts of one use before a worker probes and gives up [env: SWITCHML_RETRIES;
-    /// default: 30].
-    #[arg(long)]
-    pub retries: Option<u16>,
-    /// Seconds to wait for every rank to join [env: SWITCHML_JOIN_TIMEOUT_MS, in ms;
-    /// default: 30].
-    #[arg(long)]
-    pub join_timeout: Option<u64>,
-    /// Microseconds a lane lets datagrams gather after one wakes it (0: read at once); a
-    /// few hundred cut a lane's CPU time on a shaped link. At most half the RTO
-    /// [env: SWITCHML_COALESCE_US; default: 0].
-    #[arg(long)]
-    pub coalesce_us: Option<u64>,
-}
-
-impl Tuning {
-    /// The flags given, as the top layer of settings.
-    pub fn settings(&self) -> Settings {
-        let mut s = Settings::default();
-        s.lanes = self.lanes;
-        s.window = self.window;
-        s.count = self.count;
-        s.rto = self.rto_ms.map(|ms| Duration::from_millis(ms.max(1)));
-        s.max_rto = self.max_rto_ms.map(|ms| Duration::from_millis(ms.max(1)));
-        s.retries = self.retries;
-        s.join_timeout = self.join_timeout.map(|t| Duration::from_secs(t.max(1)));
-        s.coalesce = self.coalesce_us.map(Duration::from_micros);
-        s
-    }
-
-    /// Apply these flags over the environment (`SWITCHML_*`, and the file
-    /// `SWITCHML_CONFIG` names) to `c`, which keeps its rank, world, switch and job.
-    pub fn apply(&self, c: CommConfig) -> Result<CommConfig, String> {
-        let layered = self
-            .settings()
-            .layered(None, |name| std::env::var(name).ok())
-            .map_err(|e| e.to_string())?;
-        let c = layered.tune(c);
-        c.validate().map_err(|e| e.to_string())?;
-        Ok(c)
-    }
-}
-
 /// Parse `16M`, `1k`, `1000`.
 fn parse_count(s: &str) -> Result<usize, String> {
     let s = s.trim();
@@ -413,7 +355,7 @@ fn main() {
             json,
         } => {
             let shards = threads.unwrap_or_else(|| match children {
-                0 => switchml_udp::default_shards(),
+                0 => switchml_switchd::default_shards(),
                 _ => 1,
             });
             let w = work.workload(elements);
@@ -440,6 +382,7 @@ fn main() {
             json,
             allow_keyless,
             status,
+            metrics,
             dialect,
             iface,
             ip,
@@ -458,7 +401,7 @@ fn main() {
             let config = SwitchConfig {
                 shards: threads.unwrap_or_else(|| match tree {
                     true => 1,
-                    false => switchml_udp::default_shards(),
+                    false => switchml_switchd::default_shards(),
                 }),
                 drop_rate,
                 seed,
@@ -470,15 +413,21 @@ fn main() {
                 child_jobs,
                 allow_keyless,
                 answer_status: status == "on",
+                metrics,
                 ..SwitchConfig::new(bind, jobs)
             };
             switch_cmd::switch(config, report_every, json)
         }
         Command::Job { admin, request } => {
             let request = request.join(" ");
-            match switchml_udp::admin_request(&admin, &request, std::time::Duration::from_secs(5)) {
+            match switchml_switchd::admin_request(
+                &admin,
+                &request,
+                std::time::Duration::from_secs(5),
+            ) {
                 Ok(reply) => {
-                    println!("{}", reply.strip_prefix("ok ").unwrap_or(&reply));
+                    let reply = reply.strip_prefix("ok\n").unwrap_or(&reply);
+                    println!("{}", reply.strip_prefix("ok ").unwrap_or(reply));
                     0
                 }
                 Err(e) => {
@@ -507,7 +456,7 @@ fn main() {
             probes,
             json,
             bmv2_cli,
-        } => match doctor_key() {
+        } => match switchml_switchd::key_from_env() {
             Ok(key) => doctor::doctor(&switch, job, key, probes, json, bmv2_cli.as_deref()),
             Err(e) => {
                 eprintln!("switchml doctor: {e}");
@@ -531,7 +480,7 @@ fn main() {
                 sizes,
                 iterations,
                 gloo: (!no_gloo).then(|| python.clone()),
-                shards: threads.unwrap_or_else(switchml_udp::default_shards),
+                shards: threads.unwrap_or_else(switchml_switchd::default_shards),
                 plot,
                 python,
                 json,
@@ -542,17 +491,10 @@ fn main() {
     std::process::exit(code);
 }
 
-/// The job's key for `doctor`'s Status (protocol.md §3.7): `SWITCHML_JOB_KEY`, else 0.
-fn doctor_key() -> Result<u64, String> {
-    match std::env::var("SWITCHML_JOB_KEY") {
-        Ok(k) => switchml_udp::parse_key(&k).map_err(|e| format!("SWITCHML_JOB_KEY: {e}")),
-        Err(_) => Ok(0),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use switchml_worker::{CommConfig, Settings};
 
     #[test]
     fn counts_take_suffixes() {
@@ -566,7 +508,7 @@ mod tests {
     #[test]
     fn help_quotes_the_library_defaults_and_flags_left_out_set_nothing() {
         use clap::CommandFactory;
-        use switchml_udp::config::{DEFAULT_COUNT, DEFAULT_LANES, DEFAULT_WINDOW};
+        use switchml_worker::config::{DEFAULT_COUNT, DEFAULT_LANES, DEFAULT_WINDOW};
         let c = CommConfig::new(0, 1, "127.0.0.1:1".parse().unwrap(), 0);
         let mut cmd = Cli::command();
         let help = cmd
@@ -582,7 +524,14 @@ mod tests {
             format!("SWITCHML_RTO_MS; default: {}]", c.rto.as_millis()),
             format!("default: the larger of {} and 40", c.max_rto.as_millis()),
             format!("SWITCHML_RETRIES; default: {}]", c.retries),
-            format!("in ms; default: {}]", c.join_timeout.as_secs()),
+            format!(
+                "SWITCHML_JOIN_TIMEOUT_MS; default: {}]",
+                c.join_timeout.as_millis()
+            ),
+            format!(
+                "SWITCHML_FALLBACK_TIMEOUT_MS; default: {}]",
+                c.fallback_timeout.as_millis()
+            ),
             format!("SWITCHML_COALESCE_US; default: {}]", c.coalesce.as_micros()),
         ] {
             assert!(help.contains(&quoted), "--help lacks {quoted:?}: {help}");

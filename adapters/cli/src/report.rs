@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 use switchml_core::switch::DropReason;
 use switchml_core::wire::DROP_CLASSES;
-use switchml_udp::{DaemonCounters, JobTraffic};
+use switchml_switchd::{DaemonCounters, JobTraffic};
 
 /// Drop counters by reason name, only the non-zero ones.
 pub fn drops(dropped: &[u64; DROP_CLASSES]) -> Value {

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use half::{bf16, f16};
 use switchml_core::worker::Stats;
-use switchml_udp::{Communicator, Element, Error, Op, Timing};
+use switchml_worker::{Communicator, Element, Error, Op, Timing};
 
 use crate::inputs::{
     bf16_input, check_bf16, check_f16, check_f32, check_i32, f16_input, f32_input, i32_input, Check,
@@ -157,7 +157,7 @@ pub fn run_rank(
     barrier: Option<&Barrier>,
     tick: &(dyn Fn(u32, Duration) + Sync),
 ) -> Result<RankRun, Error> {
-    let world = comm.world();
+    let world = comm.world_size();
     let average = w.op == Op::Average;
     let check = |c: Check| w.verify.then_some(c);
     let (timed, check, result) = match input {

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use switchml_udp::{RunningSwitch, SwitchConfig};
+use switchml_switchd::{RunningSwitch, SwitchConfig};
 
 use crate::report::{counters_json, counters_text};
 

@@ -13,21 +13,17 @@ use std::io::Write;
 use std::path::Path;
 
 use serde_json::json;
-use switchml_udp::{CommConfig, Communicator};
+use switchml_worker::{CommConfig, Communicator};
 
 use crate::run::{run_rank, Input, Workload};
-use crate::{JoinArgs, Tuning};
+use crate::tuning::{JoinArgs, Tuning};
 
 /// Build the configuration: flags, over the environment, over the TOML file (`--config`,
 /// else `SWITCHML_CONFIG`), over the library's defaults.
 fn config(join: &JoinArgs, tuning: &Tuning) -> Result<CommConfig, String> {
-    let mut args = tuning.settings();
-    args.rank = join.rank;
-    args.world_size = join.world;
-    args.switch = join.switch.clone();
-    args.job = join.job;
-    args.fallback = join.fallback_addr.clone();
-    args.layered(join.config.as_deref(), |name| std::env::var(name).ok())
+    tuning
+        .settings()
+        .layered(join.config.as_deref(), |name| std::env::var(name).ok())
         .and_then(|s| s.config())
         .map_err(|e| e.to_string())
 }

@@ -379,7 +379,7 @@ fn four_workers_with_one_percent_loss() {
 /// controller's address as its switch, int32, float32, f16 (through f32) and an average.
 #[test]
 fn the_communicator_speaks_the_dialect() {
-    use switchml_udp::{f16, CommConfig, Communicator, Dialect, Op};
+    use switchml_worker::{f16, CommConfig, Communicator, Dialect, Op};
     let p = 3u8;
     let Some(t) = topology("e", p, 0) else {
         return;
@@ -393,11 +393,10 @@ fn the_communicator_speaks_the_dialect() {
     let n = 1000;
     let results = on_workers(&t, p, move |r| {
         let control = SocketAddr::from((CONTROL_IP, switchml_p4app_switch::CONTROL_PORT));
-        let config = CommConfig {
-            dialect: Dialect::P4app,
-            count: 64,
-            ..CommConfig::new(u16::from(r), u16::from(p), control, 0)
-        };
+        let config = CommConfig::builder(u16::from(r), u16::from(p), control, 0)
+            .dialect(Dialect::P4app)
+            .count(64)
+            .build();
         let comm = Communicator::connect(&config).expect("connect");
         let (mut ints, floats) = input(usize::from(r), 0, n);
         comm.allreduce(&mut ints, Op::Sum).expect("int32");

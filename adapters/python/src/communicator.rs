@@ -1,21 +1,20 @@
 //! `Communicator`: a worker's connection to a job at the switch, configured from keyword
 //! arguments over the environment (`RANK`, `WORLD_SIZE`, `SWITCHML_SWITCH` or
 //! `MASTER_ADDR`, `SWITCHML_JOB`, `SWITCHML_JOB_KEY`, ...) over a TOML file over the
-//! defaults: `switchml_udp::Settings`'s order, unchanged.
+//! defaults: `switchml_worker::Settings`'s order, unchanged.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use switchml_udp::{Communicator as UdpCommunicator, Settings};
+use switchml_worker::{Communicator as UdpCommunicator, Settings};
 
 use crate::errors::{to_py, SwitchMLError};
 use crate::tensor::{self, parse_op, Dtype, Handle};
 
-/// A worker's connection to a job at the switch (the Rust `switchml_udp::Communicator`).
+/// A worker's connection to a job at the switch (the Rust `switchml_worker::Communicator`).
 ///
 /// Every keyword left out comes from the environment, else from the TOML file
 /// `config_file` (or `SWITCHML_CONFIG`), else from the defaults: rank (`RANK`),
@@ -93,13 +92,13 @@ impl Communicator {
         args.lanes = lanes;
         args.window = window;
         args.count = count;
-        args.rto = rto_ms.map(Duration::from_millis);
-        args.max_rto = max_rto_ms.map(Duration::from_millis);
+        args.rto_ms = rto_ms;
+        args.max_rto_ms = max_rto_ms;
         args.retries = retries;
-        args.join_timeout = join_timeout_ms.map(Duration::from_millis);
-        args.coalesce = coalesce_us.map(Duration::from_micros);
-        args.fallback = fallback_addr;
-        args.fallback_timeout = fallback_timeout_ms.map(Duration::from_millis);
+        args.join_timeout_ms = join_timeout_ms;
+        args.coalesce_us = coalesce_us;
+        args.fallback_addr = fallback_addr;
+        args.fallback_timeout_ms = fallback_timeout_ms;
         let config = args
             .layered(config_file.as_deref(), |name| std::env::var(name).ok())
             .and_then(|s| s.config())
@@ -218,7 +217,7 @@ impl Communicator {
     /// The number of ranks.
     #[getter]
     fn world_size(&self) -> PyResult<u16> {
-        Ok(self.get()?.world())
+        Ok(self.get()?.world_size())
     }
 
     /// Why this communicator falls back to the host ring (the switch path's error), or None.

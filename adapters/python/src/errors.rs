@@ -5,7 +5,7 @@
 use pyo3::create_exception;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::PyErr;
-use switchml_udp::Error;
+use switchml_worker::Error;
 
 create_exception!(
     switchml,

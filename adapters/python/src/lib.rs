@@ -1,6 +1,6 @@
 //! The Python binding of switchml-rs: the `switchml._switchml` extension module.
 //!
-//! A thin layer over `switchml_udp` and nothing of the protocol: [`Communicator`] wraps
+//! A thin layer over `switchml_worker` and `switchml_switchd`, and nothing of the protocol: [`Communicator`] wraps
 //! the UDP communicator (settings, blocking and asynchronous all-reduce over Python
 //! buffers, counters), [`Switch`] the in-process software switch, and `errors` turns the
 //! Rust errors into Python exceptions with the same words. The GIL is released around
@@ -21,7 +21,7 @@ use tensor::Handle;
 /// Return a fresh random job key (64 bits from the OS), as a switch and its workers share.
 #[pyfunction]
 fn fresh_key() -> u64 {
-    switchml_udp::fresh_key()
+    switchml_switchd::fresh_key()
 }
 
 /// The compiled core of the `switchml` package; import `switchml` instead.

@@ -1,5 +1,5 @@
 //! `Switch`: the software switch daemon on a thread of this process
-//! (`switchml_udp::RunningSwitch`), for tests and single-host training. Across hosts, run
+//! (`switchml_switchd::RunningSwitch`), for tests and single-host training. Across hosts, run
 //! the `switchml switch` command instead: it is the same daemon.
 
 use std::sync::Mutex;
@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
-use switchml_udp::{DaemonCounters, JobSpec, RunningSwitch, SwitchConfig, DEFAULT_JOB_SLOTS};
+use switchml_switchd::{DaemonCounters, JobSpec, RunningSwitch, SwitchConfig, DEFAULT_JOB_SLOTS};
 
 use crate::errors::{io_to_py, SwitchMLError};
 

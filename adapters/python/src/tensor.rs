@@ -17,7 +17,7 @@ use half::{bf16, f16};
 use pyo3::buffer::{Element as BufferElement, PyBuffer};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use switchml_udp::{Communicator, Element, Op, Pending};
+use switchml_worker::{Communicator, Element, Op, Pending};
 
 use crate::errors::to_py;
 
@@ -187,7 +187,7 @@ trait InFlight: Send + Sync {
 
 impl<B: BufferElement + 'static, T: Element> InFlight for Flight<B, T> {
     fn is_done(&self) -> bool {
-        self.pending.test()
+        self.pending.is_finished()
     }
 
     fn finish(self: Box<Self>, py: Python<'_>) -> PyResult<()> {

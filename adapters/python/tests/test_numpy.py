@@ -132,7 +132,7 @@ def test_a_rank_that_never_contributes_is_named_with_the_slot(switch):
 
 
 def test_a_stopped_and_restarted_switch_is_reported():
-    """As adapters/udp/tests/restart.rs: the stopping switch tells its runs."""
+    """As adapters/worker/tests/restart.rs: the stopping switch tells its runs."""
     ready, go, outcome = threading.Barrier(3), threading.Event(), {}
 
     def body(comm):

@@ -12,28 +12,16 @@
 //! the receivers' CPU per datagram. `cargo bench -p switchml-udp --bench replication`
 //! (env `REPL_N`, `REPL_P`, `REPL_ROUNDS`).
 
-#[allow(dead_code)]
-#[path = "../src/batch.rs"]
-mod batch;
-#[allow(dead_code)]
-#[path = "../src/offload.rs"]
-mod offload;
-#[allow(dead_code, unused_imports)]
-#[path = "../src/sockaddr.rs"]
-mod sockaddr;
-#[allow(dead_code, unused_imports)]
-#[path = "../src/socket.rs"]
-mod socket;
-
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use batch::{RecvBatch, SendBatch};
-use offload::Offload;
-use socket::{size_buffer, wait_readable, Buffer};
+use switchml_udp::batch::{RecvBatch, SendBatch};
+use switchml_udp::sockaddr;
+use switchml_udp::socket::{size_buffer, wait_readable, Buffer};
+use switchml_udp::Offload;
 
 const SIZE: usize = 1076;
 const WINDOW: usize = 1024;

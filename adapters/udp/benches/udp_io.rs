@@ -11,19 +11,6 @@
 //!
 //! `cargo bench -p switchml-udp --bench udp_io` (env `UDP_IO_N`, `UDP_IO_ROUNDS`).
 
-#[allow(dead_code)]
-#[path = "../src/batch.rs"]
-mod batch;
-#[allow(dead_code)]
-#[path = "../src/offload.rs"]
-mod offload;
-#[allow(dead_code, unused_imports)]
-#[path = "../src/sockaddr.rs"]
-mod sockaddr;
-#[allow(dead_code, unused_imports)]
-#[path = "../src/socket.rs"]
-mod socket;
-
 use std::io::IoSliceMut;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
@@ -31,9 +18,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use batch::{RecvBatch, SendBatch};
-use offload::Offload;
-use socket::{size_buffer, wait_readable, wait_writable, Buffer};
+use switchml_udp::batch::{RecvBatch, SendBatch};
+use switchml_udp::socket::{size_buffer, wait_readable, wait_writable, Buffer};
+use switchml_udp::Offload;
 
 const SIZE: usize = 1076;
 const WINDOW: usize = 2048;

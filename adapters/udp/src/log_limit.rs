@@ -1,20 +1,20 @@
 //! Log lines on the packet path, rate-limited: a [`LogLimit`] lets at most a few lines of
 //! one kind through per second, and the next line that gets through says how many were
-//! left out. The daemon ([`daemon_log`](crate::daemon_log)) and the worker's lanes
-//! ([`lane_log`](crate::lane_log)) keep one per kind of problem; their counters still count
+//! left out. The switch daemon's log and the worker's lanes' log keep one per kind of
+//! problem; their counters still count
 //! every one. The limiter takes the time as an argument, so tests drive its clock.
 
 use std::fmt;
 use std::time::{Duration, Instant};
 
 /// Lines of each kind of problem per [`WINDOW`].
-pub(crate) const BURST: u32 = 5;
+pub const BURST: u32 = 5;
 /// The window of [`BURST`].
-pub(crate) const WINDOW: Duration = Duration::from_secs(1);
+pub const WINDOW: Duration = Duration::from_secs(1);
 
 /// At most `burst` lines per `window`, counting the ones it holds back.
 #[derive(Debug, Clone)]
-pub(crate) struct LogLimit {
+pub struct LogLimit {
     burst: u32,
     window: Duration,
     window_start: Option<Instant>,
@@ -24,7 +24,7 @@ pub(crate) struct LogLimit {
 
 impl LogLimit {
     /// Allow `burst` lines in each `window`.
-    pub(crate) const fn new(burst: u32, window: Duration) -> LogLimit {
+    pub const fn new(burst: u32, window: Duration) -> LogLimit {
         LogLimit {
             burst,
             window,
@@ -36,7 +36,7 @@ impl LogLimit {
 
     /// Account for one problem at `now`. Return `Some(n)` if it may be logged, `n` being
     /// how many were held back since the last line, or `None` if it must not be.
-    pub(crate) fn check(&mut self, now: Instant) -> Option<u64> {
+    pub fn check(&mut self, now: Instant) -> Option<u64> {
         let fresh = self
             .window_start
             .is_none_or(|start| now.saturating_duration_since(start) >= self.window);
@@ -55,7 +55,7 @@ impl LogLimit {
 }
 
 /// Prints nothing, or how many similar lines were held back.
-pub(crate) struct Suppressed(pub(crate) u64);
+pub struct Suppressed(pub u64);
 
 impl fmt::Display for Suppressed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -66,9 +66,10 @@ impl fmt::Display for Suppressed {
     }
 }
 
-/// Check `limit` now, and only when lines of `level` are on (it reads the clock).
-pub(crate) fn check(limit: &mut LogLimit, level: log::Level) -> Option<u64> {
-    if log::log_enabled!(level) {
+/// Check `limit` now, and only when lines of `level` are on for `target`, the module that
+/// logs them (`module_path!()`); it reads the clock.
+pub fn check(limit: &mut LogLimit, level: log::Level, target: &str) -> Option<u64> {
+    if log::log_enabled!(target: target, level) {
         limit.check(Instant::now())
     } else {
         None

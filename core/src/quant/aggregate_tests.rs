@@ -324,3 +324,56 @@ fn subnormal_only_blocks_sum_closely() {
     }
     assert_eq!(y[3].to_bits(), 0);
 }
+
+/// `n` blocks of `len` values where rank `big` holds values with exponent fields up to
+/// `top` and every other rank only values 30 to 60 binades below: the chunk's `e_max`, and
+/// so the bound of every element, comes from one rank.
+fn one_rank_dominates() -> impl Strategy<Value = Vec<Vec<f32>>> {
+    (2usize..=16, 1usize..=16, 61u32..=240).prop_flat_map(|(n, len, top)| {
+        (0..n).prop_flat_map(move |big| {
+            let rank = move |r: usize| {
+                let (lo, hi) = if r == big {
+                    (top - 2, top)
+                } else {
+                    (top - 60, top - 30)
+                };
+                proptest::collection::vec(value(lo, hi), len)
+            };
+            (0..n).map(rank).collect::<Vec<_>>()
+        })
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// protocol.md §5.2, "Error bound": the absolute part of the bound is relative to
+    /// `2^e_max`, the chunk's largest magnitude over every rank, not to the element nor to
+    /// the rank's own block; the relative part to the result.
+    #[test]
+    fn the_bound_is_relative_to_the_chunk_maximum_over_every_rank(
+        b in one_rank_dominates(),
+        op in op(),
+    ) {
+        check_error_bound(&b, op)?;
+    }
+}
+
+/// The bound is not relative to the element: a value far below the chunk's largest keeps
+/// only the chunk's absolute precision (`n · 2^(e_max + p − 31)`), here 2 · 2⁻²⁹.
+#[test]
+fn a_small_value_beside_a_large_one_keeps_only_absolute_precision() {
+    let blocks = vec![vec![1.0f32, 1e-9], vec![0.0, 1e-9]];
+    let (exp_max, payload) = aggregate(&blocks);
+    assert_eq!(exponent_value(exp_max), Some(1), "1.0 < 2^1");
+    let mut y = [f32::NAN; 2];
+    Unscale::new(2, exp_max, Op::Sum).dequantize_f32(&payload, &mut y);
+    assert_eq!(y[0], 1.0);
+    let (exact, err) = (2e-9f64, (f64::from(y[1]) - 2e-9f64).abs());
+    let unit = 2f64.powi(1 + 1 - 31);
+    assert!(err <= 2.0 * unit, "{err:e}");
+    assert!(
+        err > 2f64.powi(-24) * exact,
+        "{err:e}: within f32 precision of the element itself"
+    );
+}

@@ -64,7 +64,8 @@ impl JobConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct JobCounters {
-    /// Contributions added into a slot.
+    /// Contributions added into a slot (not duplicates, stale, rejected or answered
+    /// resends).
     pub contributions: u64,
     /// Uses completed (results multicast).
     pub completions: u64,
@@ -75,15 +76,16 @@ pub struct JobCounters {
     pub duplicates: u64,
     /// Contributions for a use older than the one held, dropped.
     pub stale: u64,
-    /// Other contributions of this job dropped (bad rank, slot, count, version).
+    /// Other contributions of this job's run dropped (bad rank, slot, count, slot version).
     pub rejected: u64,
-    /// Joins answered.
+    /// Joins answered with a JoinReply (or sent up, at a child); refusals are not counted.
     pub joins: u64,
-    /// Probes answered.
+    /// Probes answered; a refused one is not (another session's counts as `unauthorized`).
     pub probes: u64,
-    /// Aborts passed on to the job.
+    /// Runs ended by an Abort multicast to the ranks: a worker's passed on, a
+    /// `RankRestarted`, a parent's at a child. Not `Shutdown` or `JobRemoved`.
     pub aborts: u64,
-    /// Uses that ended with an int32 overflow.
+    /// Uses that ended with an int32 overflow: one per use, however many values overflowed.
     pub overflows: u64,
     /// Runs (sessions) opened.
     pub runs: u64,

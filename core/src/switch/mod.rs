@@ -98,7 +98,8 @@ pub enum DropReason {
     SlotRange,
     /// More values than a slot holds.
     CountTooLarge,
-    /// `ver` is not `seq mod 2`.
+    /// A Contribution's slot version `ver` is not `seq mod 2`. Not the protocol version
+    /// (byte 0): a datagram of another protocol version is [`DropReason::Malformed`].
     BadVersion,
     /// A contribution for a use older than the one the slot holds.
     Stale,

@@ -11,6 +11,7 @@
 
 use super::*;
 
+mod counters;
 mod runs;
 use crate::wire::{
     AbortPacket, AbortReason, AbortRepr, JoinFlags, JoinPacket, JoinRepr, Message, ProbePacket,

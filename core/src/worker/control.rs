@@ -215,7 +215,14 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
 
     pub(super) fn on_abort(&mut self, a: &AbortRepr) {
         let me = self.config.rank;
-        if a.reason == AbortReason::WrongShard && self.phase == Phase::Joining {
+        if self.phase != Phase::Joining && refuses_a_join_only(a.reason) {
+            // It answers a Join, never a run: once joined, a copy is stale (§3.6), even
+            // though it names the nonce, which is the session of a run this process opened
+            // first (`nonce + 0`, §4.1).
+            self.stats.ignored += 1;
+            return;
+        }
+        if a.reason == AbortReason::WrongShard {
             self.redirect(a.detail);
             return;
         }
@@ -285,4 +292,19 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         repr.emit(&mut LeavePacket::new_unchecked(buf.get_mut(..len)?));
         Some(len)
     }
+}
+
+/// Whether only a Join draws an Abort for `reason` (§3.6, §4): a Probe's refusals
+/// (`UnknownJob`, `SessionEnded`, `UnknownRank`, `SlotRange`) and a run's end are not.
+fn refuses_a_join_only(reason: AbortReason) -> bool {
+    matches!(
+        reason,
+        AbortReason::WrongShard
+            | AbortReason::WorldMismatch
+            | AbortReason::CountTooLarge
+            | AbortReason::BadKey
+            | AbortReason::LaneMismatch
+            | AbortReason::ChunkMismatch
+            | AbortReason::LaneCountMismatch
+    )
 }

@@ -697,6 +697,8 @@ mod overflow_tests;
 #[cfg(test)]
 mod recovery_tests;
 #[cfg(test)]
+mod spec_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod unreachable_tests;

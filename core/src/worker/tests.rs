@@ -87,16 +87,16 @@ pub(super) fn job_3(pool: &mut [Slot<8, 1>]) -> Switch<'_, 8, 1, 1> {
     s
 }
 
-pub(super) fn join_both(w: &mut TestWorker<'_>, s: &mut Switch<'_, 8, 1, 1>) {
-    let mut out = [0u8; 512];
+/// Rank 1's Join, in the lane shape of `c`.
+pub(super) fn rank1_join(c: &Config) -> [u8; 44] {
     let join = crate::wire::JoinRepr {
         job: 3,
         rank: 1,
         world: 2,
-        slot_lo: w.config().slot_lo,
-        slot_count: w.config().window,
-        count: w.config().count,
-        lanes: w.config().lanes,
+        slot_lo: c.slot_lo,
+        slot_count: c.window,
+        count: c.count,
+        lanes: c.lanes,
         nonce: RANK1_NONCE,
         cookie: 0,
         tag: [0; 16],
@@ -104,7 +104,12 @@ pub(super) fn join_both(w: &mut TestWorker<'_>, s: &mut Switch<'_, 8, 1, 1>) {
     .sign(0);
     let mut b = [0u8; 44];
     join.emit(&mut crate::wire::JoinPacket::new_unchecked(&mut b[..]));
-    let _ = s.process(&b, &mut out);
+    b
+}
+
+pub(super) fn join_both(w: &mut TestWorker<'_>, s: &mut Switch<'_, 8, 1, 1>) {
+    let mut out = [0u8; 512];
+    let _ = s.process(&rank1_join(w.config()), &mut out);
     for a in exchange(w, s, ms(0)) {
         w.handle_packet(ms(0), &a);
     }

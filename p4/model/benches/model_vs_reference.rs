@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use switchml_core::switch::{JobConfig, Verdict};
 use switchml_core::wire::{DataKind, DataPacket, DataRepr, Flags, JoinPacket, JoinRepr};
-use switchml_p4model::equivalence::{RefSlot, Reference};
 use switchml_p4model::{Pipeline, OUT_LEN};
+use switchml_p4model_harness::equivalence::{RefSlot, Reference};
 
 const WORLD: u16 = 4;
 const SLOTS: u16 = 64;

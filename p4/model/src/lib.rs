@@ -32,8 +32,10 @@
 //! switch's controller on the CPU port, which checks what a pipeline cannot (a Join's
 //! HMAC tag, protocol.md §4.2): [`controller`], which `process_datagram` runs in the same
 //! call. The control plane is in [`control_plane`].
-//! [`equivalence`] feeds one packet sequence to the model and the reference and says where
-//! they differ; the tests and the `model_vs_reference` fuzz target use it.
+//! The test harness (`p4/model/harness`, crate `switchml-p4model-harness`, a
+//! dev-dependency only) feeds one packet sequence to the model and the reference and says
+//! where they differ, and builds the BMv2 replay beds; so nothing of the tests is in this
+//! library, nor in what links it.
 //!
 //! What the model does **not** show: timing, the interleaving of other packets between a
 //! packet's passes (the model runs them back to back), and whether the P4 compiles. The
@@ -49,7 +51,6 @@ pub mod control_plane;
 pub mod controller;
 pub mod count_checker;
 pub mod drop_counters;
-pub mod equivalence;
 pub mod exponents;
 pub mod headers;
 pub mod job_counters;
@@ -69,7 +70,6 @@ pub mod replication;
 pub mod reply_builder;
 pub mod run_tracker;
 pub mod status_handler;
-pub mod testbed;
 pub mod tier_selector;
 pub mod udp_sender;
 pub mod use_checker;

@@ -19,7 +19,7 @@ use switchml_core::wire::{
     JoinRepr, LeavePacket, LeaveRepr, Message, ProbePacket, ProbeRepr, StatusCounters, StatusFlags,
     StatusPacket, StatusReplyPacket, StatusReplyRepr, StatusRepr,
 };
-use switchml_p4model::equivalence::{self, Mismatch, Pair, RefSlot, Setup};
+use switchml_p4model_harness::equivalence::{self, Mismatch, Pair, RefSlot, Setup};
 use switchml_tests::sim::Rng;
 
 /// Job ids the sequences use: three registered, one foreign.

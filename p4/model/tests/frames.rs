@@ -5,7 +5,8 @@
 use proptest::prelude::*;
 use switchml_p4model::headers::TRANSPORT_LEN;
 use switchml_p4model::udp_sender::ipv4_checksum;
-use switchml_p4model::{testbed, Verdict, FRAME_OUT_LEN};
+use switchml_p4model::{Verdict, FRAME_OUT_LEN};
+use switchml_p4model_harness::testbed;
 use switchml_tests::vectors::{load, WIRE};
 
 proptest! {

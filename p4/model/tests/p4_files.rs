@@ -244,7 +244,7 @@ fn both_join_handlers_look_the_lane_up_in_lane_alignment() {
             assert!(text.contains(line), "{t}/join_handler.p4: {line}");
         }
     }
-    let commands = switchml_p4model::testbed::cli_commands();
+    let commands = switchml_p4model_harness::testbed::cli_commands();
     assert!(commands.contains("table_add lane_alignment lane_aligned 8 16 => 2\n"));
 }
 

@@ -10,9 +10,10 @@
 
 use switchml_core::switch::Verdict as CoreVerdict;
 use switchml_p4model::aggregator::to_core;
-use switchml_p4model::equivalence::{RefSlot, Reference};
 use switchml_p4model::headers::{CPU_PORT, TRANSPORT_LEN};
-use switchml_p4model::{testbed, Config, Pipeline, SwitchAddr, Verdict, FRAME_OUT_LEN, OUT_LEN};
+use switchml_p4model::{Config, Pipeline, SwitchAddr, Verdict, FRAME_OUT_LEN, OUT_LEN};
+use switchml_p4model_harness::equivalence::{RefSlot, Reference};
+use switchml_p4model_harness::testbed;
 use switchml_tests::scenarios::{
     load, Outcome, Scenario, LARGE_MAX_COUNT, MAX_COUNT, POOL, SWITCH,
 };

@@ -22,7 +22,7 @@ use switchml_core::wire::{
     JoinPacket, JoinReplyPacket, JoinReplyRepr, JoinRepr, LeavePacket, LeaveRepr, ProbePacket,
     ProbeRepr, StatusPacket, StatusRepr, RANK_ALL,
 };
-use switchml_p4model::equivalence::{Mismatch, Pair, RefSlot, Reference, Setup};
+use switchml_p4model_harness::equivalence::{Mismatch, Pair, RefSlot, Reference, Setup};
 
 /// The child's job, its key, its slots.
 const CHILD: u16 = 7;

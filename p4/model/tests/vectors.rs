@@ -7,9 +7,10 @@
 
 use switchml_core::switch::DropReason;
 use switchml_core::wire::{DataPacket, JoinPacket, JoinRepr};
-use switchml_p4model::equivalence::{Pair, RefSlot, Setup};
 use switchml_p4model::headers::TRANSPORT_LEN;
-use switchml_p4model::{testbed, Pipeline, Verdict, MAX_COUNT, OUT_LEN};
+use switchml_p4model::{Pipeline, Verdict, MAX_COUNT, OUT_LEN};
+use switchml_p4model_harness::equivalence::{Pair, RefSlot, Setup};
+use switchml_p4model_harness::testbed;
 use switchml_tests::vectors::{load, Vector, WIRE};
 
 fn vectors() -> Vec<Vector> {

@@ -9,9 +9,10 @@
 //! The switches are set up alike: the jobs of [`switch::JOBS`] in a pool of [`SLOTS`] slots,
 //! announcing [`switch::EPOCH`].
 //!
-//! This crate cannot name the model: `switchml-p4model` depends on it (for the golden vector
-//! loader). So the comparison is an argument, and the fuzz target and the corpus replay
-//! (`tests/tests/fuzz_corpus.rs`) both call `switchml_p4model::equivalence::check_switch_sequence`,
+//! This crate cannot name the model's harness: `switchml-p4model-harness` depends on it (for
+//! the golden vector loader). So the comparison is an argument, and the fuzz target and the
+//! corpus replay (`tests/tests/fuzz_corpus.rs`) both call
+//! `switchml_p4model_harness::equivalence::check_switch_sequence`,
 //! which does the comparing. The reference holds [`switch::K`] values a slot and the model
 //! takes counts up to as many, so counts one above (`CountTooLarge`) come often.
 //!

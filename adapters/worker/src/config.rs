@@ -1,0 +1,447 @@
+//! What a communicator is: [`CommConfig`], its defaults, and the checks of its settings
+//! against each other. Where the settings come from (arguments, the environment a launcher
+//! sets, a TOML file) and which wins is [`Settings`](crate::Settings)'s business.
+//!
+//! Every rank of a job must use the same `lanes`, `window` and `count`: they fix which
+//! slots each part of a tensor travels on (protocol.md §6). The switch agrees them at Join
+//! (§4.1): a rank whose values are not its run's fails to connect with [`Error::Shape`],
+//! which names the job's value. The defaults are defined here once, and the `switchml`
+//! command uses them too, so ranks that set nothing agree.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+use switchml_core::time::Duration as CoreDuration;
+use switchml_core::worker::{Config as LaneConfig, LaneLayout};
+
+use switchml_udp::clock::{to_core, to_std};
+
+use crate::error::Error;
+
+/// Everything a communicator needs. Made by [`CommConfig::new`] (the defaults) or
+/// [`CommConfig::builder`], or from [`Settings`](crate::Settings); it may grow fields, so
+/// code outside this crate builds it through those, never as a struct literal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CommConfig {
+    /// This worker's rank, `0..world`.
+    pub rank: u16,
+    /// The number of ranks.
+    pub world: u16,
+    /// The switch's UDP address.
+    pub switch: SocketAddr,
+    /// The job id registered at the switch.
+    pub job: u16,
+    /// I/O threads, each with its own socket and slot range.
+    pub lanes: u16,
+    /// Slots per lane; the job needs `lanes × window` slots at the switch.
+    pub window: u16,
+    /// Values per packet (`k`); the default, 256, keeps a datagram under a 1500-byte MTU
+    /// ([`DEFAULT_COUNT`]).
+    pub count: u16,
+    /// First retransmission timeout.
+    pub rto: Duration,
+    /// Largest retransmission timeout.
+    pub max_rto: Duration,
+    /// Timeouts of one use (each a Probe or a resend) before the lane probes the switch
+    /// for the ranks it waits on and gives up.
+    pub retries: u16,
+    /// How long to wait for every rank to join.
+    pub join_timeout: Duration,
+    /// How long a lane lets datagrams gather after the first one wakes it, before reading
+    /// them in one batch (zero: at once). On a link that delivers results one by one (a
+    /// shaped link) a lane otherwise wakes for every one or two; a few hundred
+    /// microseconds cut its wake-ups, and its CPU time, several-fold at the cost of that
+    /// much more round trip. At most half of `rto`.
+    pub coalesce: Duration,
+    /// The job's credential (protocol.md §4.1): `SWITCHML_JOB_KEY` (hex) or `key` in the
+    /// file; the switch's `--job ID:WORLD:SLOTS:KEY` must say the same.
+    pub key: u64,
+    /// Where rank 0 listens for the fallback rendezvous (`SWITCHML_FALLBACK_ADDR`,
+    /// `fallback_addr`); `None`, the default, turns the fallback off. With it, the ranks
+    /// meet there when they connect, and if the switch cannot serve the job they
+    /// all-reduce over a TCP ring among themselves instead, loudly (`crate::fallback`).
+    pub fallback: Option<SocketAddr>,
+    /// How long the fallback waits for a peer at any step before it fails, naming the
+    /// peer (`SWITCHML_FALLBACK_TIMEOUT_MS`, `fallback_timeout_ms`).
+    pub fallback_timeout: Duration,
+    /// The protocol spoken (`SWITCHML_DIALECT`, `dialect`): ours, or `p4app`, the original
+    /// SwitchML's (docs/p4app.md). With `p4app`, `switch` is the original controller's gRPC
+    /// address (port 50099), `count` is 64 or 256, and lanes, window, key and fallback do
+    /// not apply: the worker joins in the original client's order and sends the dialect's
+    /// frames from UDP port 4000 to the switch the controller names.
+    pub dialect: Dialect,
+}
+
+/// The protocol a communicator speaks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Dialect {
+    /// Ours (docs/protocol.md).
+    #[default]
+    Switchml,
+    /// The original SwitchML's (docs/protocol.md §8); needs the `p4app` feature.
+    P4app,
+}
+
+impl std::str::FromStr for Dialect {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Dialect, Error> {
+        match s.trim() {
+            "switchml" => Ok(Dialect::Switchml),
+            "p4app" => Ok(Dialect::P4app),
+            other => Err(Error::Config(format!(
+                "dialect {other:?} is neither \"switchml\" nor \"p4app\""
+            ))),
+        }
+    }
+}
+
+/// Default lanes per worker: two I/O threads keep a second core busy without crowding a
+/// small host.
+pub const DEFAULT_LANES: u16 = 2;
+/// Default slots per lane: 2 × 128 = 256 slots, the switch's default per job
+/// (`JobSpec`'s `DEFAULT_JOB_SLOTS`).
+pub const DEFAULT_WINDOW: u16 = 128;
+/// Default values per packet. A Contribution is a 24-byte header and 4 bytes per value;
+/// with IP and UDP's 28 bytes, `count` ≤ 362 fits a 1500-byte MTU. 256 is the largest
+/// power of two that does (1,076 bytes on the wire), so the defaults work across hosts
+/// on an ordinary Ethernet; loopback and jumbo frames can take 1024 or more.
+pub const DEFAULT_COUNT: u16 = 256;
+/// Default first retransmission timeout, the floor under the measured one: 20 ms. Lanes,
+/// switch shards and the application share the host's cores, and a lane whose peers wait
+/// for a core sees round trips stretch by milliseconds; below that floor it resends on a
+/// lossless network. Measured on a 16-core host, loopback, 64 MiB, P = 8 and 16 with 8
+/// shards × 8 lanes: 12,000–118,000 resends a run at 5 ms, none at 20 ms, the same time
+/// (docs/benchmarks.md). Lower it (`SWITCHML_RTO_MS`) where losses are real and hosts idle.
+pub const DEFAULT_RTO: Duration = Duration::from_millis(20);
+/// Default fallback timeout: 120 s, time for a slow rank to reach the same tensor.
+pub const DEFAULT_FALLBACK_TIMEOUT: Duration = Duration::from_secs(120);
+/// The IPv4 and UDP headers in front of every datagram.
+pub const IP_UDP_HEADERS: usize = 28;
+
+impl CommConfig {
+    /// A configuration with the defaults: 2 lanes × 128 slots, 256 values per packet,
+    /// 20 ms first timeout ([`DEFAULT_RTO`]) doubling to 200 ms, 30 resends, 30 s to join.
+    pub fn new(rank: u16, world: u16, switch: SocketAddr, job: u16) -> CommConfig {
+        let core = LaneConfig::new(job, rank, world);
+        CommConfig {
+            rank,
+            world,
+            switch,
+            job,
+            lanes: DEFAULT_LANES,
+            window: DEFAULT_WINDOW,
+            count: DEFAULT_COUNT,
+            rto: DEFAULT_RTO,
+            max_rto: to_std(core.max_rto),
+            retries: core.retries,
+            join_timeout: to_std(core.join_timeout),
+            coalesce: Duration::ZERO,
+            key: 0,
+            fallback: None,
+            fallback_timeout: DEFAULT_FALLBACK_TIMEOUT,
+            dialect: Dialect::Switchml,
+        }
+    }
+
+    /// Check the settings against each other.
+    pub fn validate(&self) -> Result<(), Error> {
+        let bad = |m: String| Err(Error::Config(m));
+        if self.world == 0 || self.rank >= self.world {
+            return bad(format!("rank {} is not in 0..{}", self.rank, self.world));
+        }
+        if self.lanes == 0 || self.window == 0 {
+            return bad("lanes and window must be at least 1".into());
+        }
+        if u32::from(self.lanes) * u32::from(self.window) > 65_536 {
+            return bad(format!(
+                "lanes × window = {} slots is more than 65536",
+                self.slots()
+            ));
+        }
+        if usize::from(self.window) > crate::lane::MAX_WINDOW {
+            return bad(format!(
+                "window {} is above {}",
+                self.window,
+                crate::lane::MAX_WINDOW
+            ));
+        }
+        if self.count == 0 || self.count > switchml_core::wire::data::MAX_COUNT {
+            return bad(format!("count {} is not in 1..=16371", self.count));
+        }
+        if self.rto.is_zero()
+            || self.max_rto < self.rto
+            || self.join_timeout.is_zero()
+            || self.fallback_timeout.is_zero()
+        {
+            return bad("timeouts must be non-zero and max_rto ≥ rto".into());
+        }
+        if self.dialect == Dialect::P4app && !matches!(self.count, 64 | 256) {
+            return bad(format!(
+                "count {} is not 64 or 256, the p4app dialect's sizes",
+                self.count
+            ));
+        }
+        if self.coalesce > self.rto / 2 {
+            return bad(format!(
+                "coalesce {:?} is more than half of rto {:?}",
+                self.coalesce, self.rto
+            ));
+        }
+        Ok(())
+    }
+
+    /// Return the number of job slots this configuration drives.
+    pub fn slots(&self) -> u32 {
+        self.layout().job_slots()
+    }
+
+    /// Return the lane layout (protocol.md §6) every rank of the job must share.
+    pub fn layout(&self) -> LaneLayout {
+        LaneLayout {
+            lanes: self.lanes,
+            lane_slots: self.window,
+            count: self.count,
+        }
+    }
+
+    /// Return the core configuration of lane `lane` of the worker process `nonce`.
+    pub fn lane(&self, lane: u16, nonce: u32) -> LaneConfig {
+        LaneConfig {
+            key: self.key,
+            nonce,
+            // `validate` bounds lanes × window by the 16-bit slot space.
+            slot_lo: self.layout().slot_lo(lane).unwrap_or(0),
+            window: self.window,
+            count: self.count,
+            lanes: self.lanes,
+            rto: to_core(self.rto),
+            max_rto: to_core(self.max_rto),
+            retries: self.retries,
+            join_interval: CoreDuration::from_millis(100).min(to_core(self.join_timeout)),
+            join_timeout: to_core(self.join_timeout),
+            ..LaneConfig::new(self.job, self.rank, self.world)
+        }
+    }
+}
+
+/// Builds a [`CommConfig`] from [`CommConfig::new`]'s defaults, one setting at a time:
+/// `CommConfig::builder(rank, world, switch, job).key(k).lanes(4).build()`. Nothing is
+/// checked until [`CommConfig::validate`] (which `Communicator::connect` calls).
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct CommConfigBuilder(CommConfig);
+
+/// A setter of the builder per field it sets.
+macro_rules! setters {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty,)*) => {
+        impl CommConfigBuilder {
+            $($(#[$doc])* pub fn $name(mut self, value: $ty) -> Self {
+                self.0.$name = value;
+                self
+            })*
+        }
+    };
+}
+
+setters! {
+    /// Set this worker's rank.
+    rank: u16,
+    /// Set the number of ranks.
+    world: u16,
+    /// Set the switch's address.
+    switch: SocketAddr,
+    /// Set the job id.
+    job: u16,
+    /// Set the number of lanes (I/O threads).
+    lanes: u16,
+    /// Set the slots per lane.
+    window: u16,
+    /// Set the values per packet.
+    count: u16,
+    /// Set the first retransmission timeout.
+    rto: Duration,
+    /// Set the largest retransmission timeout.
+    max_rto: Duration,
+    /// Set the timeouts of one use before giving up.
+    retries: u16,
+    /// Set how long to wait for every rank to join.
+    join_timeout: Duration,
+    /// Set the receive coalescing.
+    coalesce: Duration,
+    /// Set the job's key.
+    key: u64,
+    /// Set how long the fallback waits for a peer.
+    fallback_timeout: Duration,
+    /// Set the protocol spoken.
+    dialect: Dialect,
+}
+
+impl CommConfigBuilder {
+    /// Set where rank 0 listens for the fallback rendezvous (`None`: no fallback).
+    pub fn fallback(mut self, at: impl Into<Option<SocketAddr>>) -> Self {
+        self.0.fallback = at.into();
+        self
+    }
+
+    /// Return the configuration.
+    #[must_use]
+    pub fn build(self) -> CommConfig {
+        self.0
+    }
+}
+
+impl CommConfig {
+    /// Start a configuration from the defaults of [`CommConfig::new`].
+    pub fn builder(rank: u16, world: u16, switch: SocketAddr, job: u16) -> CommConfigBuilder {
+        CommConfigBuilder(CommConfig::new(rank, world, switch, job))
+    }
+
+    /// Start a configuration from this one.
+    pub fn into_builder(self) -> CommConfigBuilder {
+        CommConfigBuilder(self)
+    }
+    /// Return what the fallback ring needs of this configuration.
+    pub(crate) fn ring(&self) -> switchml_ring::RingConfig {
+        switchml_ring::RingConfig {
+            rank: self.rank,
+            world: self.world,
+            job: self.job,
+            key: self.key,
+            timeout: self.fallback_timeout,
+        }
+    }
+}
+
+/// Resolve `host:port`, naming the setting it came from when it fails.
+pub fn resolve(setting: &str, text: &str) -> Result<SocketAddr, Error> {
+    text.to_socket_addrs()
+        .map_err(|e| Error::Config(format!("{setting}={text:?}: {e}")))?
+        .next()
+        .ok_or_else(|| Error::Config(format!("{setting}={text:?} resolves to no address")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    #[test]
+    fn environment_with_master_addr_fallback() {
+        let c = CommConfig::from_vars(vars(&[
+            ("RANK", "1"),
+            ("WORLD_SIZE", "4"),
+            ("MASTER_ADDR", "127.0.0.1"),
+            ("SWITCHML_JOB", "9"),
+        ]))
+        .unwrap();
+        assert_eq!((c.rank, c.world, c.job), (1, 4, 9));
+        assert_eq!(c.switch, "127.0.0.1:48864".parse().unwrap());
+        let c = CommConfig::from_vars(vars(&[
+            ("RANK", "0"),
+            ("WORLD_SIZE", "2"),
+            ("SWITCHML_SWITCH", "127.0.0.1:5000"),
+            ("MASTER_ADDR", "10.0.0.1"),
+        ]))
+        .unwrap();
+        assert_eq!(c.switch.port(), 5000);
+    }
+
+    #[test]
+    fn missing_and_bad_variables_are_named() {
+        let e = CommConfig::from_vars(vars(&[("WORLD_SIZE", "2")])).unwrap_err();
+        assert_eq!(e.to_string(), "configuration: RANK is not set");
+        let e = CommConfig::from_vars(vars(&[("RANK", "x"), ("WORLD_SIZE", "2")])).unwrap_err();
+        assert!(e.to_string().contains("RANK=\"x\""), "{e}");
+        let e = CommConfig::from_vars(vars(&[("RANK", "0"), ("WORLD_SIZE", "2")])).unwrap_err();
+        assert!(e.to_string().contains("SWITCHML_SWITCH"), "{e}");
+        let e = CommConfig::from_vars(vars(&[
+            ("RANK", "2"),
+            ("WORLD_SIZE", "2"),
+            ("SWITCHML_SWITCH", "127.0.0.1:1"),
+        ]))
+        .unwrap_err();
+        assert!(e.to_string().contains("rank 2 is not in 0..2"), "{e}");
+    }
+
+    #[test]
+    fn the_job_key_comes_from_the_environment_or_the_file_and_must_be_hex() {
+        let base = [
+            ("RANK", "0"),
+            ("WORLD_SIZE", "2"),
+            ("SWITCHML_SWITCH", "127.0.0.1:1"),
+        ];
+        let with = |key: &str| {
+            let mut v = base.to_vec();
+            v.push(("SWITCHML_JOB_KEY", key));
+            CommConfig::from_vars(vars(&v))
+        };
+        assert_eq!(CommConfig::from_vars(vars(&base)).unwrap().key, 0);
+        assert_eq!(with("0x00c0ffee").unwrap().key, 0xC0FFEE);
+        let e = with("not-hex").unwrap_err();
+        assert!(e.to_string().contains("SWITCHML_JOB_KEY"), "{e}");
+        let dir = std::env::temp_dir().join(format!("switchml-key-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("worker.toml");
+        let file = "rank = 0\nworld_size = 2\nswitch = \"127.0.0.1:1\"\n";
+        std::fs::write(&path, format!("{file}key = \"beef\"\n")).unwrap();
+        assert_eq!(CommConfig::from_file(&path).unwrap().key, 0xBEEF);
+        std::fs::write(&path, format!("{file}key = \"xyz\"\n")).unwrap();
+        let e = CommConfig::from_file(&path).unwrap_err();
+        assert!(e.to_string().contains("key \"xyz\""), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn coalescing_may_not_eat_the_timeout() {
+        let mut c = CommConfig::new(0, 2, "127.0.0.1:1".parse().unwrap(), 0);
+        assert_eq!(c.coalesce, Duration::ZERO, "off unless asked for");
+        c.rto = Duration::from_millis(4);
+        c.coalesce = Duration::from_millis(2);
+        assert!(c.validate().is_ok());
+        c.coalesce = Duration::from_micros(2001);
+        let e = c.validate().unwrap_err();
+        assert!(e.to_string().contains("half of rto"), "{e}");
+    }
+
+    #[test]
+    fn toml_file_and_lane_slot_ranges() {
+        let dir = std::env::temp_dir().join(format!("switchml-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("worker.toml");
+        std::fs::write(
+            &path,
+            "rank = 3\nworld_size = 4\nswitch = \"127.0.0.1:7000\"\njob = 2\nlanes = 3\nwindow = 16\nrto_ms = 2\ncoalesce_us = 400\n",
+        )
+        .unwrap();
+        let c = CommConfig::from_file(&path).unwrap();
+        assert_eq!(
+            (c.rank, c.world, c.job, c.lanes, c.window),
+            (3, 4, 2, 3, 16)
+        );
+        assert_eq!(c.rto, Duration::from_millis(2));
+        assert_eq!(c.coalesce, Duration::from_micros(400));
+        assert_eq!(c.lane(2, 1).slot_lo, 32);
+        assert_eq!(c.slots(), 48);
+        std::fs::write(
+            &path,
+            "rank = 0\nworld_size = 1\nswitch = \"127.0.0.1:1\"\nbogus = 1\n",
+        )
+        .unwrap();
+        let e = CommConfig::from_file(&path).unwrap_err();
+        assert!(e.to_string().contains("bogus"), "{e}");
+        std::fs::write(&path, "rank = 0\nswitch = \"127.0.0.1:1\"\n").unwrap();
+        let e = CommConfig::from_file(&path).unwrap_err();
+        assert!(e.to_string().contains("`world_size` is missing"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
