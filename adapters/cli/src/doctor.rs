@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use switchml_core::ranks::WorldSet;
+use switchml_core::switch::JobCounters;
 use switchml_core::wire::{
     probe, status, AbortReason, Message, ProbeFlags, ProbePacket, ProbeRepr, StatusFlags,
     StatusPacket, StatusRepr,
@@ -311,19 +312,8 @@ fn counter_list(c: &switchml_core::wire::StatusCounters) -> Vec<(&'static str, u
     let mut list = vec![
         ("switch_received", c.received),
         ("switch_dropped", c.dropped),
-        ("contributions", c.contributions),
-        ("completions", c.completions),
-        ("retransmit_replies", c.retransmit_replies),
-        ("duplicates", c.duplicates),
-        ("stale", c.stale),
-        ("rejected", c.rejected),
-        ("joins", c.joins),
-        ("probes", c.probes),
-        ("aborts", c.aborts),
-        ("overflows", c.overflows),
-        ("runs", c.runs),
-        ("unauthorized", c.unauthorized),
     ];
+    list.extend(JobCounters::from(c).named());
     // Every drop class the switch counts, its adapter's included (bad sources, oversized).
     let classes = switchml_core::switch::DropReason::ALL.iter().zip(c.drops);
     list.extend(classes.map(|(r, n)| (r.name(), n)));
@@ -530,28 +520,18 @@ mod bmv2 {
     use std::io::Write;
     use std::process::{Command, Stdio};
 
-    use switchml_core::switch::DropReason;
+    use switchml_core::switch::{DropReason, JobCounters};
     use switchml_core::wire::StatusCounters;
 
     /// The switch-wide counter of datagrams received (one cell).
     pub const RECEIVED: &str = "received";
     /// The switch-wide drops, one cell per class of `DropReason::ALL`.
     pub const DROPS: &str = "drops";
-    /// The per-job counters, in StatusReply order (`job_counters.p4`).
-    pub const JOB_COUNTERS: [&str; 12] = [
-        "job_contributions",
-        "job_completions",
-        "job_retransmit_replies",
-        "job_duplicates",
-        "job_stale",
-        "job_rejected",
-        "job_joins",
-        "job_probes",
-        "job_aborts",
-        "job_overflows",
-        "job_runs",
-        "job_unauthorized",
-    ];
+    /// The per-job counter arrays of `job_counters.p4`: `job_` and the name in
+    /// [`JobCounters::NAMES`].
+    fn job_counter(name: &str) -> String {
+        format!("job_{name}")
+    }
     /// `set_job`'s parameter that is the job table entry (`classifier.p4`: world, slot_lo,
     /// slot_count, group, job_index, …).
     pub const JOB_INDEX_PARAM: usize = 4;
@@ -659,7 +639,7 @@ mod bmv2 {
         for i in 0..DropReason::ALL.len() {
             c += &format!("counter_read {DROPS} {i}\n");
         }
-        for name in JOB_COUNTERS {
+        for name in JobCounters::NAMES.map(job_counter) {
             c += &format!("counter_read {name} {index}\n");
         }
         c
@@ -680,29 +660,11 @@ mod bmv2 {
         for (i, d) in drops.iter_mut().enumerate() {
             *d = read(DROPS, i as u32)?;
         }
-        let mut job = [0u64; 12];
-        for (value, name) in job.iter_mut().zip(JOB_COUNTERS) {
-            *value = read(name, index)?;
+        let mut job = [0u64; JobCounters::COUNT];
+        for (value, name) in job.iter_mut().zip(JobCounters::NAMES) {
+            *value = read(&job_counter(name), index)?;
         }
-        let [contributions, completions, retransmit_replies, duplicates, stale, rejected, joins, probes, aborts, overflows, runs, unauthorized] =
-            job;
-        Ok(StatusCounters {
-            received: read(RECEIVED, 0)?,
-            dropped: drops.iter().sum(),
-            contributions,
-            completions,
-            retransmit_replies,
-            duplicates,
-            stale,
-            rejected,
-            joins,
-            probes,
-            aborts,
-            overflows,
-            runs,
-            unauthorized,
-            drops,
-        })
+        Ok(JobCounters::from_array(job).status(read(RECEIVED, 0)?, drops))
     }
 
     /// Read job `job`'s StatusReply counters from the switch that `cli` controls.
@@ -734,9 +696,9 @@ mod bmv2 {
                 })
             };
             assert!(declared(drop_p4, RECEIVED) && declared(drop_p4, DROPS));
-            for name in JOB_COUNTERS {
+            for name in JobCounters::NAMES.map(job_counter) {
                 assert!(
-                    declared(job_p4, name),
+                    declared(job_p4, &name),
                     "{name} is not a counter of job_counters.p4"
                 );
             }
@@ -790,7 +752,7 @@ mod bmv2 {
             for i in 0..DropReason::ALL.len() {
                 out += &format!("RuntimeCmd: drops[{i}]= (0 bytes, {i} packets)\n");
             }
-            for (n, name) in JOB_COUNTERS.iter().enumerate() {
+            for (n, name) in JobCounters::NAMES.map(job_counter).iter().enumerate() {
                 out += &format!("RuntimeCmd: {name}[2]= (0 bytes, {} packets)\n", 10 + n);
             }
             let c = counters(&reads(&out), 2).unwrap();

@@ -115,6 +115,10 @@ enum Command {
         /// address either way).
         #[arg(long, default_value = "on", value_parser = ["on", "off"])]
         status: String,
+        /// Serve every counter (the ones `--json` prints) for Prometheus at
+        /// `http://ADDR/metrics`, e.g. `--metrics 127.0.0.1:9464`. Off by default.
+        #[arg(long, value_name = "ADDR")]
+        metrics: Option<std::net::SocketAddr>,
         /// Pool slots for jobs added through --admin, beyond the --job ones.
         #[arg(long, default_value_t = 1024)]
         spare_slots: usize,
@@ -378,6 +382,7 @@ fn main() {
             json,
             allow_keyless,
             status,
+            metrics,
             dialect,
             iface,
             ip,
@@ -408,6 +413,7 @@ fn main() {
                 child_jobs,
                 allow_keyless,
                 answer_status: status == "on",
+                metrics,
                 ..SwitchConfig::new(bind, jobs)
             };
             switch_cmd::switch(config, report_every, json)
@@ -420,7 +426,8 @@ fn main() {
                 std::time::Duration::from_secs(5),
             ) {
                 Ok(reply) => {
-                    println!("{}", reply.strip_prefix("ok ").unwrap_or(&reply));
+                    let reply = reply.strip_prefix("ok\n").unwrap_or(&reply);
+                    println!("{}", reply.strip_prefix("ok ").unwrap_or(reply));
                     0
                 }
                 Err(e) => {

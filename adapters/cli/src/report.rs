@@ -18,50 +18,23 @@ pub fn drops(dropped: &[u64; DROP_CLASSES]) -> Value {
 
 /// A job's counters as JSON.
 pub fn job_json(j: &JobTraffic) -> Value {
-    let s = &j.switch;
-    json!({
-        "job": j.job,
-        "received": j.received,
-        "replies": j.replies,
-        "multicasts": j.multicasts,
-        "sent": j.sent,
-        "upward": j.upward,
-        "from_parent": j.from_parent,
-        "contributions": s.contributions,
-        "completions": s.completions,
-        "retransmit_replies": s.retransmit_replies,
-        "duplicates": s.duplicates,
-        "stale": s.stale,
-        "rejected": s.rejected,
-        "joins": s.joins,
-        "probes": s.probes,
-        "aborts": s.aborts,
-        "overflows": s.overflows,
-        "runs": s.runs,
-        "unauthorized": s.unauthorized,
-    })
+    let mut map = serde_json::Map::new();
+    for (name, value) in j.named() {
+        map.insert(name.to_string(), json!(value));
+    }
+    Value::Object(map)
 }
 
 /// The daemon's counters as JSON.
 pub fn counters_json(c: &DaemonCounters) -> Value {
-    json!({
-        "received": c.received,
-        "sent": c.sent,
-        "send_failures": c.send_failures,
-        "bad_source": c.bad_source,
-        "recv_errors": c.recv_errors,
-        "injected_losses": c.injected_losses,
-        "oversized": c.oversized,
-        "expired_runs": c.expired_runs,
-        "throttled": c.throttled,
-        "replies_limited": c.replies_limited,
-        "status_off": c.status_off,
-        "cookies": c.cookies,
-        "unknown_job": c.unknown_job,
-        "total_drops": c.total_drops(),
-        "drops": drops(&c.switch.dropped),
-        "jobs": c.jobs.iter().map(job_json).collect::<Vec<_>>(),
-    })
+    let mut map = serde_json::Map::new();
+    for (name, value) in c.named() {
+        map.insert(name.to_string(), json!(value));
+    }
+    map.insert("total_drops".into(), json!(c.total_drops()));
+    map.insert("drops".into(), drops(&c.switch.dropped));
+    map.insert("jobs".into(), c.jobs.iter().map(job_json).collect());
+    Value::Object(map)
 }
 
 /// The daemon's counters for a person.

@@ -412,6 +412,31 @@ fn demo_verifies_f16_and_bf16_sums_and_averages() {
     }
 }
 
+/// A packet trace (issue 26, item 6): `RUST_LOG=switchml::packet=trace` prints every
+/// datagram a lane or the switch sends or receives as its message's `Display`.
+#[test]
+fn a_packet_trace_shows_each_datagram_as_its_message() {
+    let out = Command::new(BIN)
+        .args(["demo", "--workers", "2", "--elements", "300", "--json"])
+        .env("RUST_LOG", "switchml::packet=trace")
+        .output()
+        .expect("run switchml");
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for line in [
+        "job 1 rank 0 lane 0 → switch: Join job 1 rank 0 world 2",
+        "job 1 rank 1 lane 1 ← switch: JoinReply job 1",
+        "→ switch: Contribution job 1 rank 1",
+        "switch → job 1's lanes: Result job 1",
+    ] {
+        assert!(err.contains(line), "no {line:?} in the trace:\n{err}");
+    }
+    // Nothing else is on at that setting.
+    assert!(err
+        .lines()
+        .all(|l| l.starts_with("[TRACE switchml::packet]")));
+}
+
 /// The lanes log through `log`: nothing by default, their joins when asked.
 #[test]
 fn lanes_are_quiet_by_default_and_log_their_joins_when_asked() {

@@ -12,6 +12,7 @@
 //! add ID:WORLD[:SLOTS[:KEY]]   →  ok job ID: WORLD ranks, slots LO..HI   | error: …
 //! remove ID                    →  ok job ID removed                      | error: …
 //! list                         →  ok N jobs; then one line per job
+//! stats                        →  ok; then every counter, as the metrics endpoint shows them
 //! ```
 //!
 //! The daemon checks for requests between batches of datagrams (at most every 100 ms); a
@@ -34,6 +35,8 @@ pub enum AdminRequest {
     Remove(u16),
     /// Describe the jobs.
     List,
+    /// Every counter the daemon keeps, in the metrics endpoint's text format.
+    Stats,
 }
 
 impl std::str::FromStr for AdminRequest {
@@ -48,9 +51,10 @@ impl std::str::FromStr for AdminRequest {
                     .map_err(|_| format!("remove: {id:?} is not a job id"))?,
             ),
             (Some("list"), None) => return Ok(AdminRequest::List),
+            (Some("stats"), None) => return Ok(AdminRequest::Stats),
             _ => {
                 return Err(format!(
-                    "unknown request {line:?}: expected `add ID:WORLD[:SLOTS[:KEY]]`, `remove ID` or `list`"
+                    "unknown request {line:?}: expected `add ID:WORLD[:SLOTS[:KEY]]`, `remove ID`, `list` or `stats`"
                 ))
             }
         };

@@ -24,7 +24,7 @@ use std::time::Duration;
 use switchml_core::switch::{
     ControlPlane, DropReason, Endpoint, JobConfig, Route, Switch, Transmit,
 };
-use switchml_core::wire::{self, AbortPacket, AbortRepr, JoinReplyPacket};
+use switchml_core::wire::{self, AbortPacket, AbortRepr, JoinReplyPacket, Pretty, TRACE_TARGET};
 
 use switchml_udp::batch::{is_fatal, RecvBatch, SendBatch};
 use switchml_udp::clock::Clock;
@@ -347,6 +347,15 @@ impl<G: ControlPlane> Daemon<G> {
                     return;
                 };
                 admin.serve(|request| {
+                    // Counters are read from every shard's last publication, not asked.
+                    if let (Ok(AdminRequest::Stats), AdminRole::Leader { board, .. }) =
+                        (&request, &self.admin)
+                    {
+                        return format!(
+                            "ok\n{}",
+                            crate::metrics::encode(&board.total()).trim_end()
+                        );
+                    }
                     let mine = self.answer(request.clone());
                     match &self.admin {
                         AdminRole::Leader { peers, .. } => ask_peers(peers, &request, mine),
@@ -385,6 +394,12 @@ impl<G: ControlPlane> Daemon<G> {
                 Ok(()) => format!("ok job {id} removed"),
                 Err(e) => format!("error: {e}"),
             },
+            // Shard 0 answers `stats` from every shard's counters; asked directly, a shard
+            // gives its own.
+            Ok(AdminRequest::Stats) => format!(
+                "ok\n{}",
+                crate::metrics::encode(&self.counters()).trim_end()
+            ),
             Ok(AdminRequest::List) => {
                 let jobs = self.list_jobs();
                 let mut reply = format!("ok {} jobs", jobs.len());
@@ -544,6 +559,7 @@ impl<G: ControlPlane> Daemon<G> {
             return Ok(());
         }
         let bytes = d.bytes;
+        log::trace!(target: TRACE_TARGET, "{from} → switch: {}", Pretty(bytes));
         let peeked = wire::peek(bytes).ok();
         if !*answer_status && peeked.is_some_and(|(t, _, _)| t == wire::MessageType::Status) {
             counters.status_off += 1;
@@ -569,6 +585,7 @@ impl<G: ControlPlane> Daemon<G> {
             .switch_counters()
             .drops(DropReason::BadSession);
         let t = endpoint.handle(now, from, bytes, out);
+        trace_sent(&t, out, &from);
         let reply = match t {
             Transmit::Reply { len } => out.get(..len),
             _ => None,
@@ -627,6 +644,22 @@ impl<G: ControlPlane> Daemon<G> {
         output.route(endpoint, &t, b, &from)?;
         output.owed_up(endpoint)
     }
+}
+
+/// Trace what the switch sends for one datagram (`RUST_LOG=switchml::packet=trace`): once
+/// per verdict, not once per replica.
+fn trace_sent(t: &Transmit, out: &[u8], from: &SocketAddr) {
+    if !log::log_enabled!(target: TRACE_TARGET, log::Level::Trace) {
+        return;
+    }
+    let (len, to) = match *t {
+        Transmit::Nothing => return,
+        Transmit::Reply { len } => (len, from.to_string()),
+        Transmit::Lanes { up: true, len, .. } => (len, "parent".into()),
+        Transmit::Lanes { job, len, .. } => (len, format!("job {job}'s lanes")),
+    };
+    let bytes = out.get(..len).unwrap_or(&[]);
+    log::trace!(target: TRACE_TARGET, "switch → {to}: {}", Pretty(bytes));
 }
 
 /// Return whether `reply` is an answer the switch gives without any credential: anything

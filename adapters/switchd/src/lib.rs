@@ -22,6 +22,7 @@ mod admin;
 mod daemon;
 mod daemon_log;
 mod job;
+mod metrics;
 mod running_switch;
 mod shards;
 mod source_limit;
@@ -30,6 +31,7 @@ mod tree;
 
 pub use admin::request as admin_request;
 pub use job::{key_from_env, JobSpec, DEFAULT_JOB_SLOTS};
+pub use metrics::MetricsEndpoint;
 pub use running_switch::{RunningSwitch, SwitchConfig, SwitchPipeline};
 pub use shards::default_shards;
 pub use source_limit::SourceLimits;

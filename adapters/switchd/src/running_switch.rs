@@ -23,7 +23,7 @@ use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -34,8 +34,9 @@ use switchml_p4model::{Config as ModelConfig, Pipeline, SwitchAddr};
 use crate::admin::AdminSocket;
 use crate::daemon::{Daemon, JobPlace, SoftEndpoint, SoftSwitch, MAX_COUNT, MAX_JOBS, RANK_WORDS};
 use crate::job::{key_from_env, JobSpec};
+use crate::metrics::MetricsEndpoint;
 use crate::shards::{bind_shards, AdminRole};
-use crate::traffic::DaemonCounters;
+use crate::traffic::{CounterBoard, DaemonCounters};
 use crate::tree::ChildSpec;
 
 /// Which switch the daemon runs.
@@ -117,6 +118,9 @@ pub struct SwitchConfig {
     /// (`source_limit`): answers needing no session per destination, and datagrams
     /// failing authentication per source before the rest are dropped unread.
     pub source_limits: crate::SourceLimits,
+    /// Serve every counter at `http://ADDR/metrics` for Prometheus (`--metrics ADDR`);
+    /// `None`, the default: no endpoint.
+    pub metrics: Option<SocketAddr>,
 }
 
 impl SwitchConfig {
@@ -137,6 +141,7 @@ impl SwitchConfig {
             allow_keyless: false,
             answer_status: true,
             source_limits: crate::SourceLimits::default(),
+            metrics: None,
         }
     }
 
@@ -187,11 +192,12 @@ pub struct RunningSwitch {
     epoch: u32,
     stop: Arc<AtomicBool>,
     shards: Vec<ShardThread>,
+    board: CounterBoard,
+    metrics: Option<MetricsEndpoint>,
 }
 
-/// One shard's thread and the counters it publishes.
+/// One shard's thread.
 struct ShardThread {
-    counters: Arc<Mutex<DaemonCounters>>,
     thread: Option<JoinHandle<io::Result<()>>>,
 }
 
@@ -226,30 +232,27 @@ impl RunningSwitch {
         let count = sockets.len();
         let (ready_tx, ready) = mpsc::channel::<io::Result<()>>();
         let mut shards = Vec::with_capacity(count);
-        let roles = AdminRole::for_shards(count, admin);
+        let board = CounterBoard::new(count);
+        let roles = AdminRole::for_shards(count, admin, board.clone());
         for (index, (socket, role)) in sockets.into_iter().zip(roles).enumerate() {
             let shard = u16::try_from(index)
                 .ok()
                 .and_then(|i| Shard::new(i, count as u16))
                 .ok_or_else(|| io::Error::other("shard numbering"))?;
-            let counters = Arc::new(Mutex::new(DaemonCounters::default()));
             let thread = {
-                let (config, stop, counters, ready) = (
+                let (config, stop, board, ready) = (
                     config.clone(),
                     Arc::clone(&stop),
-                    Arc::clone(&counters),
+                    board.clone(),
                     ready_tx.clone(),
                 );
                 std::thread::Builder::new()
                     .name(format!("switchml-switch{index}"))
                     .spawn(move || {
-                        serve(
-                            socket, &config, epoch, shard, role, &stop, &counters, &ready,
-                        )
+                        serve(socket, &config, epoch, shard, role, &stop, &board, &ready)
                     })?
             };
             shards.push(ShardThread {
-                counters,
                 thread: Some(thread),
             });
         }
@@ -259,6 +262,8 @@ impl RunningSwitch {
             epoch,
             stop,
             shards,
+            board,
+            metrics: None,
         };
         for _ in 0..count {
             let failure = match ready.recv() {
@@ -269,12 +274,27 @@ impl RunningSwitch {
             let _ = running.shut_down();
             return Err(failure);
         }
+        if let Some(at) = config.metrics {
+            let board = running.board.clone();
+            match MetricsEndpoint::start(at, Box::new(move || board.total())) {
+                Ok(m) => running.metrics = Some(m),
+                Err(e) => {
+                    let _ = running.shut_down();
+                    return Err(e);
+                }
+            }
+        }
         Ok(running)
     }
 
     /// Return the address it listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Return where the metrics endpoint listens, if there is one.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics.as_ref().map(MetricsEndpoint::addr)
     }
 
     /// Return its epoch.
@@ -289,19 +309,12 @@ impl RunningSwitch {
 
     /// Return the counters as last published (at most 50 ms old), every shard's added up.
     pub fn counters(&self) -> DaemonCounters {
-        let mut total = DaemonCounters::default();
-        for c in self.shard_counters() {
-            total.add(&c);
-        }
-        total
+        self.board.total()
     }
 
     /// Return each shard's counters as last published (at most 50 ms old).
     pub fn shard_counters(&self) -> Vec<DaemonCounters> {
-        self.shards
-            .iter()
-            .map(|s| s.counters.lock().map(|c| c.clone()).unwrap_or_default())
-            .collect()
+        self.board.shards()
     }
 
     /// Return whether every shard's thread is still serving.
@@ -318,6 +331,7 @@ impl RunningSwitch {
     }
 
     fn shut_down(&mut self) -> io::Result<()> {
+        self.metrics = None;
         self.stop.store(true, Ordering::Relaxed);
         let mut result = Ok(());
         for (i, s) in self.shards.iter_mut().enumerate() {
@@ -351,7 +365,7 @@ fn serve(
     shard: Shard,
     admin: AdminRole,
     stop: &AtomicBool,
-    publish: &Mutex<DaemonCounters>,
+    board: &CounterBoard,
     ready: &mpsc::Sender<io::Result<()>>,
 ) -> io::Result<()> {
     let total: usize = config.jobs.iter().map(|j| usize::from(j.slots)).sum();
@@ -363,7 +377,7 @@ fn serve(
             // A lost Result comes back for a Probe, not a resend (protocol.md §6.1).
             switch.set_probe_results(true);
             let endpoint = endpoint(switch, config, shard);
-            serve_with(endpoint, socket, config, admin, stop, publish, ready)
+            serve_with(endpoint, socket, config, admin, stop, board, ready)
         }
         SwitchPipeline::P4Model => {
             let model = Pipeline::new(ModelConfig {
@@ -375,7 +389,7 @@ fn serve(
                 switch: SwitchAddr::default(),
             });
             let endpoint = endpoint(model, config, shard);
-            serve_with(endpoint, socket, config, admin, stop, publish, ready)
+            serve_with(endpoint, socket, config, admin, stop, board, ready)
         }
     }
 }
@@ -395,13 +409,14 @@ fn serve_with<G: ControlPlane>(
     config: &SwitchConfig,
     admin: AdminRole,
     stop: &AtomicBool,
-    publish: &Mutex<DaemonCounters>,
+    board: &CounterBoard,
     ready: &mpsc::Sender<io::Result<()>>,
 ) -> io::Result<()> {
     let fail = |e: io::Error| {
         let _ = ready.send(Err(e));
         Ok(())
     };
+    let index = usize::from(endpoint.shard().index());
     // Each shard loses its own datagrams.
     let seed = config
         .seed
@@ -420,6 +435,11 @@ fn serve_with<G: ControlPlane>(
         }
     }
     let _ = ready.send(Ok(()));
+    let publish = |daemon: &Daemon<G>| {
+        let mut c = daemon.counters();
+        c.cpu = switchml_udp::cpu::thread_cpu();
+        board.publish(index, c);
+    };
     let mut published = Instant::now();
     let result = loop {
         if stop.load(Ordering::Relaxed) {
@@ -431,16 +451,10 @@ fn serve_with<G: ControlPlane>(
             break Err(e);
         }
         if published.elapsed() >= PUBLISH_EVERY {
-            if let Ok(mut c) = publish.lock() {
-                *c = daemon.counters();
-                c.cpu = switchml_udp::cpu::thread_cpu();
-            }
+            publish(&daemon);
             published = Instant::now();
         }
     };
-    if let Ok(mut c) = publish.lock() {
-        *c = daemon.counters();
-        c.cpu = switchml_udp::cpu::thread_cpu();
-    }
+    publish(&daemon);
     result
 }

@@ -26,6 +26,38 @@ pub struct JobTraffic {
 }
 
 impl JobTraffic {
+    /// The daemon's own counters of a job (before the switch's), as `(name, help)`, in the
+    /// order of [`JobTraffic::named`]; names are the JSON keys and the metric names' stems.
+    pub const DAEMON_COUNTERS: [(&'static str, &'static str); 6] = [
+        ("received", "Datagrams received naming this job"),
+        ("replies", "Answers sent back to one sender"),
+        (
+            "multicasts",
+            "Multicasts: completed uses, join completion, aborts passed on",
+        ),
+        (
+            "sent",
+            "Datagrams sent to this job's lanes, replicas included, and to its parent",
+        ),
+        ("upward", "Datagrams sent up to the parent switch"),
+        ("from_parent", "Datagrams received from the parent switch"),
+    ];
+
+    /// Return every counter of the job as `(name, value)`: the daemon's
+    /// ([`JobTraffic::DAEMON_COUNTERS`]), then the switch's (`JobCounters::NAMES`).
+    pub fn named(&self) -> impl Iterator<Item = (&'static str, u64)> {
+        let own = [
+            self.received,
+            self.replies,
+            self.multicasts,
+            self.sent,
+            self.upward,
+            self.from_parent,
+        ];
+        let names = Self::DAEMON_COUNTERS.map(|(name, _)| name);
+        names.into_iter().zip(own).chain(self.switch.named())
+    }
+
     /// Count what the endpoint decided for one datagram of this job.
     pub fn count(&mut self, t: &Transmit) {
         match t {
@@ -80,6 +112,60 @@ pub struct DaemonCounters {
 }
 
 impl DaemonCounters {
+    /// The switch-wide counters of the daemon, as `(name, help)`, in the order of
+    /// [`DaemonCounters::named`]: the one list that reports, the admin socket's `stats`
+    /// and the metrics endpoint follow.
+    pub const COUNTERS: [(&'static str, &'static str); 14] = [
+        ("received", "Datagrams received"),
+        ("sent", "Datagrams sent"),
+        ("send_failures", "Datagrams the kernel refused to send"),
+        ("bad_source", "Datagrams from a source no answer can go to"),
+        (
+            "recv_errors",
+            "Receive errors that were not the socket's own",
+        ),
+        ("injected_losses", "Datagrams dropped by the loss injector"),
+        ("oversized", "Datagrams longer than any message"),
+        ("expired_runs", "Runs released after being idle"),
+        ("redirected", "Joins sent on to their lane's shard"),
+        ("cookies", "Joins and Statuses answered with a Cookie"),
+        (
+            "unknown_job",
+            "Datagrams naming a job this switch does not serve",
+        ),
+        (
+            "throttled",
+            "Datagrams dropped unread: their source failed authentication too often",
+        ),
+        (
+            "replies_limited",
+            "Answers to strangers not sent: their destination had its share",
+        ),
+        ("status_off", "Status messages unanswered (--status off)"),
+    ];
+
+    /// Return the switch-wide counters as `(name, value)`, in the order of
+    /// [`DaemonCounters::COUNTERS`] (drops by reason and per-job counters are apart).
+    pub fn named(&self) -> impl Iterator<Item = (&'static str, u64)> {
+        let values = [
+            self.received,
+            self.sent,
+            self.send_failures,
+            self.bad_source,
+            self.recv_errors,
+            self.injected_losses,
+            self.oversized,
+            self.expired_runs,
+            self.redirected,
+            self.cookies,
+            self.unknown_job,
+            self.throttled,
+            self.replies_limited,
+            self.status_off,
+        ];
+        Self::COUNTERS.map(|(name, _)| name).into_iter().zip(values)
+    }
+
     /// Return every drop the switch counted (every class, these two included).
     pub fn total_drops(&self) -> u64 {
         self.switch.total_drops()
@@ -142,5 +228,40 @@ impl DaemonCounters {
                 None => self.jobs.push(*j),
             }
         }
+    }
+}
+
+/// Where each shard publishes its counters (at most every 50 ms, off the packet path) and
+/// where the owner, the admin socket's `stats` and the metrics endpoint read them.
+#[derive(Debug, Clone)]
+pub(crate) struct CounterBoard(std::sync::Arc<[std::sync::Mutex<DaemonCounters>]>);
+
+impl CounterBoard {
+    /// A board for `shards` shards, every count zero.
+    pub(crate) fn new(shards: usize) -> CounterBoard {
+        CounterBoard((0..shards).map(|_| Default::default()).collect())
+    }
+
+    /// Publish shard `index`'s counters.
+    pub(crate) fn publish(&self, index: usize, counters: DaemonCounters) {
+        if let Some(Ok(mut c)) = self.0.get(index).map(|m| m.lock()) {
+            *c = counters;
+        }
+    }
+
+    /// Return each shard's counters as last published.
+    pub(crate) fn shards(&self) -> Vec<DaemonCounters> {
+        let read =
+            |m: &std::sync::Mutex<DaemonCounters>| m.lock().map(|c| c.clone()).unwrap_or_default();
+        self.0.iter().map(read).collect()
+    }
+
+    /// Return every shard's counters added up.
+    pub(crate) fn total(&self) -> DaemonCounters {
+        let mut total = DaemonCounters::default();
+        for c in self.shards() {
+            total.add(&c);
+        }
+        total
     }
 }

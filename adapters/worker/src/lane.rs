@@ -228,6 +228,7 @@ impl Lane {
         for i in 0..got {
             if let Some(d) = recv.get(i) {
                 if !d.truncated {
+                    self.log.packet(false, d.bytes);
                     self.worker.handle_packet(now, d.bytes);
                 }
             }
@@ -321,6 +322,7 @@ impl Lane {
             };
             match self.worker.poll_transmit(now, buf) {
                 Some(len) => {
+                    self.log.packet(true, buf.get(..len).unwrap_or(&[]));
                     send.push(i, len, None);
                 }
                 None => {

@@ -9,6 +9,7 @@
 use std::io;
 
 use switchml_core::time::{Duration, Instant};
+use switchml_core::wire::{Pretty, TRACE_TARGET};
 use switchml_core::worker::{Config, Stats};
 
 use switchml_udp::batch::Failure;
@@ -52,6 +53,20 @@ impl LaneLog {
             send: LogLimit::new(BURST, WINDOW),
             recv: LogLimit::new(BURST, WINDOW),
         }
+    }
+
+    /// A datagram sent (`sent`) or received, for a packet trace
+    /// (`RUST_LOG=switchml::packet=trace`, protocol.md's message `Display`).
+    pub(crate) fn packet(&self, sent: bool, bytes: &[u8]) {
+        let arrow = if sent { "→ switch" } else { "← switch" };
+        log::trace!(
+            target: TRACE_TARGET,
+            "job {} rank {} lane {} {arrow}: {}",
+            self.job,
+            self.rank,
+            self.lane,
+            Pretty(bytes)
+        );
     }
 
     /// Every rank joined: the run is on.

@@ -14,8 +14,8 @@ use crate::ranks::bitmap_len;
 use crate::wire::{
     AbortPacket, AbortReason, AbortRepr, DataKind, DataRepr, Flags, JoinFlags, JoinPacket,
     JoinReplyPacket, JoinReplyRepr, JoinRepr, LeavePacket, LeaveRepr, ProbeFlags, ProbePacket,
-    ProbeReplyPacket, ProbeReplyRepr, ProbeRepr, SlotState, StatusCounters, StatusFlags,
-    StatusPacket, StatusReplyPacket, StatusReplyRepr, StatusRepr, MAX_BITMAP_LEN, RANK_ALL,
+    ProbeReplyPacket, ProbeReplyRepr, ProbeRepr, SlotState, StatusFlags, StatusPacket,
+    StatusReplyPacket, StatusReplyRepr, StatusRepr, MAX_BITMAP_LEN, RANK_ALL,
 };
 
 /// The largest message the switch writes, given the largest Result.
@@ -348,24 +348,8 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
             shards: 0,
             slot_count: job.config.slot_count,
             epoch: self.epoch,
-            counters: StatusCounters {
-                // Includes this Status request.
-                received: self.counters.received,
-                dropped: self.counters.total_drops(),
-                contributions: c.contributions,
-                completions: c.completions,
-                retransmit_replies: c.retransmit_replies,
-                duplicates: c.duplicates,
-                stale: c.stale,
-                rejected: c.rejected,
-                joins: c.joins,
-                probes: c.probes,
-                aborts: c.aborts,
-                overflows: c.overflows,
-                runs: c.runs,
-                unauthorized: c.unauthorized,
-                drops: self.counters.dropped,
-            },
+            // `received` includes this Status request.
+            counters: c.status(self.counters.received, self.counters.dropped),
             joined: &bitmap[..blen],
         };
         let len = repr.buffer_len();

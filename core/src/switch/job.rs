@@ -6,6 +6,7 @@
 use super::run::Run;
 use super::tier::{ParentLink, Tier};
 use crate::ranks::{RankSet, MAX_WORLD};
+use crate::wire::{StatusCounters, DROP_CLASSES};
 
 /// What the control plane says about a job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,9 +93,30 @@ pub struct JobCounters {
     pub unauthorized: u64,
 }
 
-/// A job's counters on several switches (the shards of one, §1.1) add up.
-impl core::ops::AddAssign<&JobCounters> for JobCounters {
-    fn add_assign(&mut self, o: &JobCounters) {
+impl JobCounters {
+    /// How many counters a job has.
+    pub const COUNT: usize = 12;
+
+    /// The counters' names, in the order of [`JobCounters::to_array`]: the one list that
+    /// reports, the StatusReply (protocol.md §3.8) and metrics all follow.
+    pub const NAMES: [&'static str; Self::COUNT] = [
+        "contributions",
+        "completions",
+        "retransmit_replies",
+        "duplicates",
+        "stale",
+        "rejected",
+        "joins",
+        "probes",
+        "aborts",
+        "overflows",
+        "runs",
+        "unauthorized",
+    ];
+
+    /// Return the counters in the order of [`JobCounters::NAMES`].
+    pub const fn to_array(&self) -> [u64; Self::COUNT] {
+        // Destructured, so that a counter added to the struct and not here fails to build.
         let JobCounters {
             contributions,
             completions,
@@ -108,19 +130,80 @@ impl core::ops::AddAssign<&JobCounters> for JobCounters {
             overflows,
             runs,
             unauthorized,
-        } = *o;
-        self.contributions += contributions;
-        self.completions += completions;
-        self.retransmit_replies += retransmit_replies;
-        self.duplicates += duplicates;
-        self.stale += stale;
-        self.rejected += rejected;
-        self.joins += joins;
-        self.probes += probes;
-        self.aborts += aborts;
-        self.overflows += overflows;
-        self.runs += runs;
-        self.unauthorized += unauthorized;
+        } = *self;
+        [
+            contributions,
+            completions,
+            retransmit_replies,
+            duplicates,
+            stale,
+            rejected,
+            joins,
+            probes,
+            aborts,
+            overflows,
+            runs,
+            unauthorized,
+        ]
+    }
+
+    /// Build from counters in the order of [`JobCounters::NAMES`].
+    pub const fn from_array(a: [u64; Self::COUNT]) -> Self {
+        let [contributions, completions, retransmit_replies, duplicates, stale, rejected, joins, probes, aborts, overflows, runs, unauthorized] =
+            a;
+        JobCounters {
+            contributions,
+            completions,
+            retransmit_replies,
+            duplicates,
+            stale,
+            rejected,
+            joins,
+            probes,
+            aborts,
+            overflows,
+            runs,
+            unauthorized,
+        }
+    }
+
+    /// Return `(name, value)` for every counter, in the order of [`JobCounters::NAMES`].
+    pub fn named(&self) -> impl Iterator<Item = (&'static str, u64)> {
+        Self::NAMES.into_iter().zip(self.to_array())
+    }
+}
+
+/// The StatusReply carries a job's counters (protocol.md §3.8) between the switch-wide
+/// `received`/`dropped` and the drops by class, in the order of [`JobCounters::NAMES`].
+impl JobCounters {
+    /// Return the StatusReply counters for this job on a switch that has `received`
+    /// datagrams and dropped `drops` by class.
+    pub fn status(&self, received: u64, drops: [u64; DROP_CLASSES]) -> StatusCounters {
+        let mut a = [0u64; StatusCounters::COUNT];
+        a[0] = received;
+        a[1] = drops.iter().sum();
+        a[2..2 + Self::COUNT].copy_from_slice(&self.to_array());
+        a[2 + Self::COUNT..].copy_from_slice(&drops);
+        StatusCounters::from_array(a)
+    }
+}
+
+impl From<&StatusCounters> for JobCounters {
+    fn from(c: &StatusCounters) -> JobCounters {
+        let mut a = [0u64; Self::COUNT];
+        a.copy_from_slice(&c.to_array()[2..2 + Self::COUNT]);
+        JobCounters::from_array(a)
+    }
+}
+
+/// A job's counters on several switches (the shards of one, §1.1) add up.
+impl core::ops::AddAssign<&JobCounters> for JobCounters {
+    fn add_assign(&mut self, o: &JobCounters) {
+        let mut sum = self.to_array();
+        for (s, o) in sum.iter_mut().zip(o.to_array()) {
+            *s += o;
+        }
+        *self = JobCounters::from_array(sum);
     }
 }
 
@@ -336,5 +419,32 @@ impl<const WORDS: usize, const JOBS: usize> JobTable<WORDS, JOBS> {
     pub(crate) fn remove(&mut self, id: u16) -> Result<Job<WORDS>, JobError> {
         let i = self.find(id).ok_or(JobError::UnknownJob(id))?;
         self.entries[i].take().ok_or(JobError::UnknownJob(id))
+    }
+}
+
+#[cfg(test)]
+mod counter_tests {
+    use super::*;
+
+    #[test]
+    fn a_status_reply_carries_each_job_counter_under_its_name() {
+        let mut values = [0u64; JobCounters::COUNT];
+        for (i, v) in values.iter_mut().enumerate() {
+            *v = 100 + i as u64;
+        }
+        let job = JobCounters::from_array(values);
+        assert_eq!(job.contributions, 100);
+        assert_eq!(job.unauthorized, 111);
+        let mut drops = [0u64; DROP_CLASSES];
+        drops[3] = 7;
+        let status = job.status(42, drops);
+        assert_eq!(
+            (status.received, status.dropped, status.retransmit_replies),
+            (42, 7, 102)
+        );
+        assert_eq!((status.runs, status.drops), (110, drops));
+        assert_eq!(JobCounters::from(&status), job);
+        assert_eq!(job.named().nth(2), Some(("retransmit_replies", 102)));
+        assert_eq!(job.named().last(), Some(("unauthorized", 111)));
     }
 }
