@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use switchml_core::time::Duration as CoreDuration;
-use switchml_core::worker::{Config as LaneConfig, LaneLayout};
+use switchml_core::worker::{Config as LaneConfig, LaneLayout, NonFinitePolicy};
 
 use crate::clock::to_core;
 use crate::error::Error;
@@ -69,6 +69,22 @@ pub struct CommConfig {
     /// not apply: the worker joins in the original client's order and sends the dialect's
     /// frames from UDP port 4000 to the switch the controller names.
     pub dialect: Dialect,
+    /// What a float tensor holding a NaN or ±∞ does (`SWITCHML_NON_FINITE`, `non_finite`:
+    /// `propagate` or `error`): travel like Gloo's, every rank getting non-finite values
+    /// over the chunks that held them (the default, protocol.md §5.4), or be refused with
+    /// [`Error::NonFinite`] before anything is sent.
+    pub non_finite: NonFinitePolicy,
+}
+
+/// Parse a non-finite policy as `SWITCHML_NON_FINITE` spells it: `propagate` or `error`.
+pub fn parse_non_finite(s: &str) -> Result<NonFinitePolicy, Error> {
+    match s.trim() {
+        "propagate" => Ok(NonFinitePolicy::Propagate),
+        "error" => Ok(NonFinitePolicy::Refuse),
+        other => Err(Error::Config(format!(
+            "non-finite policy {other:?} is neither \"propagate\" nor \"error\""
+        ))),
+    }
 }
 
 /// The protocol a communicator speaks.
@@ -140,6 +156,7 @@ impl CommConfig {
             fallback: None,
             fallback_timeout: DEFAULT_FALLBACK_TIMEOUT,
             dialect: Dialect::Switchml,
+            non_finite: core.non_finite,
         }
     }
 
@@ -252,6 +269,7 @@ impl CommConfig {
             retries: self.retries,
             join_interval: CoreDuration::from_millis(100).min(to_core(self.join_timeout)),
             join_timeout: to_core(self.join_timeout),
+            non_finite: self.non_finite,
             ..LaneConfig::new(self.job, self.rank, self.world)
         }
     }

@@ -18,8 +18,9 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use switchml_core::wire::SWITCH_PORT;
+use switchml_core::worker::NonFinitePolicy;
 
-use crate::config::{resolve, CommConfig, Dialect};
+use crate::config::{parse_non_finite, resolve, CommConfig, Dialect};
 use crate::error::Error;
 
 /// One source's settings; `None` leaves a setting to the sources below it.
@@ -59,6 +60,8 @@ pub struct Settings {
     pub fallback_timeout: Option<Duration>,
     /// The protocol, `switchml` or `p4app` (`SWITCHML_DIALECT`, `dialect`).
     pub dialect: Option<Dialect>,
+    /// NaN and ±∞: `propagate` or `error` (`SWITCHML_NON_FINITE`, `non_finite`).
+    pub non_finite: Option<NonFinitePolicy>,
     /// Which setting the switch address came from, for error messages.
     switch_source: Option<&'static str>,
 }
@@ -83,6 +86,7 @@ struct ConfigFile {
     fallback_addr: Option<String>,
     fallback_timeout_ms: Option<u64>,
     dialect: Option<String>,
+    non_finite: Option<String>,
 }
 
 impl Settings {
@@ -138,6 +142,9 @@ impl Settings {
             fallback: var("SWITCHML_FALLBACK_ADDR"),
             fallback_timeout: long("SWITCHML_FALLBACK_TIMEOUT_MS")?.map(Duration::from_millis),
             dialect: var("SWITCHML_DIALECT").map(|d| d.parse()).transpose()?,
+            non_finite: var("SWITCHML_NON_FINITE")
+                .map(|v| parse_non_finite(&v))
+                .transpose()?,
             switch_source,
         })
     }
@@ -145,7 +152,8 @@ impl Settings {
     /// Read a TOML file's settings: `rank`, `world_size`, `switch` ("host:port"), `job`,
     /// `key` (hex), `lanes`, `window`, `count`, `rto_ms`, `max_rto_ms`, `retries`,
     /// `join_timeout_ms`, `coalesce_us`, `fallback_addr` ("host:port"),
-    /// `fallback_timeout_ms`, `dialect` ("switchml" or "p4app"); any other key is an error.
+    /// `fallback_timeout_ms`, `dialect` ("switchml" or "p4app"), `non_finite` ("propagate" or
+    /// "error"); any other key is an error.
     pub fn from_file(path: &Path) -> Result<Settings, Error> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| Error::Config(format!("cannot read {}: {e}", path.display())))?;
@@ -177,6 +185,7 @@ impl Settings {
             fallback: file.fallback_addr,
             fallback_timeout: file.fallback_timeout_ms.map(Duration::from_millis),
             dialect: file.dialect.map(|d| d.parse()).transpose()?,
+            non_finite: file.non_finite.map(|v| parse_non_finite(&v)).transpose()?,
         })
     }
 
@@ -221,6 +230,7 @@ impl Settings {
             fallback: self.fallback.or(lower.fallback),
             fallback_timeout: self.fallback_timeout.or(lower.fallback_timeout),
             dialect: self.dialect.or(lower.dialect),
+            non_finite: self.non_finite.or(lower.non_finite),
             switch_source,
         }
     }
@@ -269,6 +279,7 @@ impl Settings {
             key: self.key.unwrap_or(c.key),
             fallback_timeout: self.fallback_timeout.unwrap_or(c.fallback_timeout),
             dialect: self.dialect.unwrap_or(c.dialect),
+            non_finite: self.non_finite.unwrap_or(c.non_finite),
             ..c
         }
     }
@@ -396,6 +407,25 @@ mod tests {
         let bad = [base.as_slice(), &[("SWITCHML_FALLBACK_ADDR", "no-port")]].concat();
         let e = CommConfig::from_vars(vars(&bad)).unwrap_err();
         assert!(e.to_string().contains("SWITCHML_FALLBACK_ADDR"), "{e}");
+    }
+
+    #[test]
+    fn non_finite_values_propagate_unless_error_is_asked_for() {
+        let base = [
+            ("RANK", "1"),
+            ("WORLD_SIZE", "2"),
+            ("SWITCHML_SWITCH", "127.0.0.1:1"),
+        ];
+        let c = CommConfig::from_vars(vars(&base)).unwrap();
+        assert_eq!(c.non_finite, NonFinitePolicy::Propagate);
+        assert_eq!(c.lane(0, 1).non_finite, NonFinitePolicy::Propagate);
+        let refuse = [base.as_slice(), &[("SWITCHML_NON_FINITE", "error")]].concat();
+        let c = CommConfig::from_vars(vars(&refuse)).unwrap();
+        assert_eq!(c.non_finite, NonFinitePolicy::Refuse);
+        assert_eq!(c.lane(1, 1).non_finite, NonFinitePolicy::Refuse);
+        let bad = [base.as_slice(), &[("SWITCHML_NON_FINITE", "ignore")]].concat();
+        let e = CommConfig::from_vars(vars(&bad)).unwrap_err();
+        assert!(e.to_string().contains("\"propagate\" nor \"error\""), "{e}");
     }
 
     #[test]
