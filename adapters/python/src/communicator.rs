@@ -10,7 +10,7 @@ use std::time::Duration;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use switchml_udp::{Communicator as UdpCommunicator, Settings};
+use switchml_udp::{Communicator as UdpCommunicator, NonFinitePolicy, Settings};
 
 use crate::errors::{to_py, SwitchMLError};
 use crate::tensor::{self, parse_op, Dtype, Handle};
@@ -63,7 +63,7 @@ impl Communicator {
     #[pyo3(signature = (*, rank=None, world_size=None, switch=None, job=None, key=None,
         lanes=None, window=None, count=None, rto_ms=None, max_rto_ms=None, retries=None,
         join_timeout_ms=None, coalesce_us=None, fallback_addr=None, fallback_timeout_ms=None,
-        config_file=None))]
+        non_finite=None, config_file=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -82,6 +82,7 @@ impl Communicator {
         coalesce_us: Option<u64>,
         fallback_addr: Option<String>,
         fallback_timeout_ms: Option<u64>,
+        non_finite: Option<String>,
         config_file: Option<PathBuf>,
     ) -> PyResult<Communicator> {
         let mut args = Settings::default();
@@ -100,6 +101,10 @@ impl Communicator {
         args.coalesce = coalesce_us.map(Duration::from_micros);
         args.fallback = fallback_addr;
         args.fallback_timeout = fallback_timeout_ms.map(Duration::from_millis);
+        args.non_finite = non_finite
+            .map(|v| switchml_udp::parse_non_finite(&v))
+            .transpose()
+            .map_err(to_py)?;
         let config = args
             .layered(config_file.as_deref(), |name| std::env::var(name).ok())
             .and_then(|s| s.config())
@@ -206,6 +211,11 @@ impl Communicator {
         d.set_item("retries", c.retries)?;
         d.set_item("join_timeout_ms", c.join_timeout.as_millis())?;
         d.set_item("coalesce_us", c.coalesce.as_micros())?;
+        let non_finite = match c.non_finite {
+            NonFinitePolicy::Propagate => "propagate",
+            NonFinitePolicy::Refuse => "error",
+        };
+        d.set_item("non_finite", non_finite)?;
         Ok(d)
     }
 

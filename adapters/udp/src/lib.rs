@@ -82,7 +82,7 @@ mod tree;
 
 pub use admin::request as admin_request;
 pub use comm::{Communicator, Pending};
-pub use config::{CommConfig, Dialect};
+pub use config::{parse_non_finite, CommConfig, Dialect};
 pub use daemon::{parse_key, JobSpec, DEFAULT_JOB_SLOTS};
 pub use error::{Error, ShapeSetting};
 pub use fallback::FallbackStats;
@@ -94,6 +94,7 @@ pub use settings::Settings;
 pub use shards::default_shards;
 pub use source_limit::SourceLimits;
 pub use switchml_core::quant::{ElementType, Op};
+pub use switchml_core::worker::NonFinitePolicy;
 pub use traffic::{DaemonCounters, JobTraffic};
 pub use tree::{ChildSpec, PARENT_SILENCE};
 
