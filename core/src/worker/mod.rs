@@ -98,10 +98,12 @@ pub struct Config {
 pub enum NonFinitePolicy {
     /// Send it: each such value as 0 in a chunk flagged with the kinds it held, so that
     /// every rank gets the non-finite value IEEE addition gives over that chunk (what
-    /// `torch.cuda.amp.GradScaler` relies on to skip a step on every rank).
+    /// `torch.cuda.amp.GradScaler` relies on to skip a step on every rank). A float sum
+    /// of finite values beyond the type's range is ±∞ there, as IEEE addition gives it.
     #[default]
     Propagate,
-    /// Refuse it at submission with [`SubmitErrorKind::NonFinite`]; nothing is sent.
+    /// Refuse it at submission with [`SubmitErrorKind::NonFinite`]; nothing is sent. A
+    /// float sum beyond the type's range is reported as [`TensorError::Overflow`].
     Refuse,
 }
 

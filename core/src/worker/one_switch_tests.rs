@@ -30,6 +30,14 @@ pub(super) fn cfg(rank: u16, world: usize) -> Config {
 pub(super) fn setup<B: Tensor, const N: usize>(
     pool: &mut [Slot<8, 1>; 2],
 ) -> ([Worker<B, 2, 2>; N], TestSwitch<'_>) {
+    setup_with(pool, NonFinitePolicy::Propagate)
+}
+
+/// [`setup`] with workers of the `non_finite` policy.
+pub(super) fn setup_with<B: Tensor, const N: usize>(
+    pool: &mut [Slot<8, 1>; 2],
+    non_finite: NonFinitePolicy,
+) -> ([Worker<B, 2, 2>; N], TestSwitch<'_>) {
     let mut s = Switch::new(pool, 1);
     s.add_job(JobConfig {
         id: 3,
@@ -39,7 +47,11 @@ pub(super) fn setup<B: Tensor, const N: usize>(
         key: 0,
     })
     .unwrap();
-    let workers = core::array::from_fn(|r| Worker::new(cfg(r as u16, N)).unwrap());
+    let config = |r: usize| Config {
+        non_finite,
+        ..cfg(r as u16, N)
+    };
+    let workers = core::array::from_fn(|r| Worker::new(config(r)).unwrap());
     (workers, s)
 }
 

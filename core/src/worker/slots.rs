@@ -2,7 +2,7 @@
 //! moving to the next chunk (protocol.md §5.3, §6); recovering a lost use with a Probe
 //! first, so that only the rank that needs to resend does (§6.1).
 
-use super::{Phase, Probe, StallReport, Worker, WorkerError};
+use super::{NonFinitePolicy, Phase, Probe, StallReport, Worker, WorkerError};
 use crate::quant::{NonFiniteKinds, Tensor, NO_EXPONENT};
 use crate::time::{Duration, Instant};
 use crate::wire::{DataKind, DataPacket, DataRepr, Flags};
@@ -313,6 +313,10 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
                 } else {
                     elements.decode(range, world, exp, op, payload)
                 };
+                // A float sum beyond the range is ±∞ there, as IEEE addition makes it; an
+                // error only where non-finite values are (§5.2, §5.4).
+                let beyond_range =
+                    beyond_range.filter(|_| cfg.non_finite == NonFinitePolicy::Refuse);
                 e.overflow = [e.overflow, flagged, beyond_range]
                     .into_iter()
                     .flatten()
