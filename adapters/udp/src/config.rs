@@ -72,7 +72,8 @@ pub struct CommConfig {
     /// What a float tensor holding a NaN or ±∞ does (`SWITCHML_NON_FINITE`, `non_finite`:
     /// `propagate` or `error`): travel like Gloo's, every rank getting non-finite values
     /// over the chunks that held them (the default, protocol.md §5.4), or be refused with
-    /// [`Error::NonFinite`] before anything is sent.
+    /// [`Error::NonFinite`] before anything is sent. Likewise a float sum beyond the
+    /// type's range: ±∞, or [`Error::Overflow`].
     pub non_finite: NonFinitePolicy,
 }
 
