@@ -17,7 +17,8 @@
 //! - [`quant`]: block floating point. Per block a biased exponent byte; after the switch
 //!   returns the job-wide maximum, floats are scaled to int32 so that the `n`-way sum cannot
 //!   overflow, and the summed int32 are scaled back (sum or average). f32, f16, bf16 and
-//!   int32 tensors. The NaN/∞ check and every block's exponent come from one pass over a
+//!   int32 tensors. A NaN or ∞ travels as a flag of its chunk (protocol.md §5.4), or is
+//!   refused; the NaN/∞ check and every block's exponent come from one pass over a
 //!   tensor, into an exponent cache that the tensor may keep (`quant::WithExponents`).
 //! - [`switch`]: the reference aggregator: a pool of slots × 2 shadow versions, seen
 //!   bitmaps, countdowns, max exponents, a job table for several jobs at once, drop counters

@@ -194,6 +194,9 @@ module sml_decide #(
     wire [15:0] g_count   = {b2(10), b2(11)};
     wire [31:0] g_seq     = {b2(12), b2(13), b2(14), b2(15)};
     wire [7:0]  g_exp     = b2(16);
+    // A Contribution's non-finite kinds (flags bits 2-4, protocol.md §5.4), which ride to
+    // sml_aggregate in the op's Result header (byte 9) to be ORed into the use's.
+    wire [7:0]  g_kinds   = b2(9) & 8'h1C;
     wire        g_probe   = (b2(1) == 8'h12);
     wire [31:0] g_session = g_probe ? {b2(16), b2(17), b2(18), b2(19)}
                                     : {b2(20), b2(21), b2(22), b2(23)};
@@ -301,7 +304,7 @@ module sml_decide #(
         ? {OP_DISCARD, 1'b1, 1'b0, words2, addr2, job2, world2, 16'd0, probe_hdr, hlen_probe,
            1'b0, g_rank}
         : {op_kind, emit_result, emit_result, words2, addr2, job2, world2, u_count,
-           result_hdr, 6'd24, mcast, g_rank};
+           result_hdr | ({312'd0, g_kinds} << 72), 6'd24, mcast, g_rank};
 
     // ---- The job's counters: which one this packet moves (the reference's JobCounters) ----
     reg [3:0] ev_now;

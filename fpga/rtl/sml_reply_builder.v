@@ -1,6 +1,6 @@
 // sml_reply_builder: the headers of the data path's answers (combinational), as the decide
-// stage's second stage sends them: a Result (§3.1; OVERFLOW is added later by
-// sml_aggregate), a ProbeReply with the Probe's session and the seen bitmap (§3.5: 28 + 8
+// stage's second stage sends them: a Result (§3.1; OVERFLOW and the non-finite kinds are
+// added later by sml_aggregate), a ProbeReply with the Probe's session and the seen bitmap (§3.5: 28 + 8
 // bytes at 64 ranks, so a header is 40 bytes wide) and a Probe's Abort refusal (§3.6).
 // Byte 0 of a header is bits 7:0.
 `default_nettype none

@@ -197,7 +197,7 @@ header sml_bridge_h {
     bit<16> job_index;
 }
 
-// TNA only: a Contribution's or a Result's use, for its next pass over the values. 26 bytes.
+// TNA only: a Contribution's or a Result's use, for its next pass over the values. 28 bytes.
 header sml_bridge_use_h {
     bit<8>  passes;
     bit<8>  last_value_pass;
@@ -206,10 +206,10 @@ header sml_bridge_use_h {
     bit<8>  exp;
     bit<8>  blocks;
     bit<8>  parse_lanes;
-    bit<5>  pad;
-    bit<1>  overflow;
+    bit<7>  pad;
     bit<1>  last;
-    bit<1>  packet_overflow;
+    bit<8>  result_flags;
+    bit<8>  packet_flags;
     bit<16> held_count;
     bit<32> pool_slot;
     bit<32> version_index;
@@ -369,11 +369,11 @@ struct metadata_t {
     @field_list(1) bit<8>  update;
     @field_list(1) bit<8>  lanes;
     @field_list(1) bit<8>  exp;
-    @field_list(1) bit<1>  packet_overflow;
+    @field_list(1) bit<8>  packet_flags;       // the packet's own: OVERFLOW, non-finite kinds
     bit<1>  recirculated;                      // TNA: arrived with a bridge header
     bit<9>  ingress_port;                      // TNA: the port of pass 0
     bit<9>  cpu_port;                          // TNA: switch_config's (v1model: CPU_PORT)
-    @field_list(1) bit<1>  overflow;
+    @field_list(1) bit<8>  result_flags;       // the version's flags register (§5.4)
     // run_tracker.p4 (and its reads for probe_handler.p4)
     bit<1>  admitted;                          // the message's session is the run's
     bit<1>  run_open;

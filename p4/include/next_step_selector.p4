@@ -37,7 +37,10 @@ control NextStepSelector(inout headers_t hdr, inout metadata_t meta) {
             answers = 1;
         }
         bit<1> waits = 0;
-        bit<1> flagged = ((hdr.data.flags & FLAG_OVERFLOW) != 0) ? 1w1 : 1w0;
+        // The packet's own flags that reach the Result: every Contribution's non-finite
+        // kinds (protocol.md §5.4); at a parent, and from a parent's Result, OVERFLOW too.
+        bit<8> kinds = hdr.data.flags & FLAG_NON_FINITE;
+        bit<8> sticky = hdr.data.flags & FLAG_STICKY;
         if (meta.pass == 0) {
             meta.up = 0;
             if (meta.message == MSG_RESULT) {
@@ -63,7 +66,7 @@ control NextStepSelector(inout headers_t hdr, inout metadata_t meta) {
                 } else {
                     meta.outcome = OUTCOME_STORE;
                     meta.update = UPDATE_LOAD;
-                    meta.packet_overflow = flagged;
+                    meta.packet_flags = sticky;
                     answers = 1;
                 }
             } else if (meta.complete == 1 && meta.count_ok == 1) {
@@ -93,8 +96,9 @@ control NextStepSelector(inout headers_t hdr, inout metadata_t meta) {
                 meta.update = (meta.begin == 1) ? UPDATE_LOAD : UPDATE_ADD;
                 meta.last = (meta.remaining == 0) ? 1w1 : 1w0;
                 answers = meta.last;
+                meta.packet_flags = kinds;
                 if (meta.tier == TIER_PARENT) {
-                    meta.packet_overflow = flagged;
+                    meta.packet_flags = sticky;
                 }
                 if (meta.tier == TIER_CHILD) {
                     meta.up = meta.last;

@@ -17,7 +17,7 @@ control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
             // A child's use goes up: member parent_member of the parent's job and run.
             hdr.prefix.job = meta.parent_job;
             hdr.prefix.rank = meta.parent_member;
-            hdr.data.flags = (meta.overflow == 1) ? FLAG_OVERFLOW : 8w0;
+            hdr.data.flags = meta.result_flags;
             if (meta.outcome == OUTCOME_RETRANSMIT) {
                 hdr.data.flags = hdr.data.flags | FLAG_RETRANSMIT;
             }
@@ -30,7 +30,7 @@ control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
             // The parent's Result, stored: down to the child's ranks, of the child's run.
             hdr.prefix.job = meta.lookup_job;
             hdr.prefix.rank = RANK_ALL;
-            hdr.data.flags = (meta.overflow == 1) ? FLAG_OVERFLOW : 8w0;
+            hdr.data.flags = meta.result_flags;
             hdr.data.count = meta.held_count;
             hdr.data.exp = meta.exp;
             hdr.data.reserved = 0;
@@ -40,7 +40,7 @@ control ReplyBuilder(inout headers_t hdr, inout metadata_t meta) {
             // The last pass rewrites the Contribution into a Result; the processors have
             // already put the use's values (held_count of them) in the value stacks.
             hdr.prefix.msg_type = TYPE_RESULT;
-            hdr.data.flags = (meta.overflow == 1) ? FLAG_OVERFLOW : 8w0;
+            hdr.data.flags = meta.result_flags;
             if (meta.outcome == OUTCOME_RETRANSMIT) {
                 hdr.data.flags = hdr.data.flags | FLAG_RETRANSMIT;
             } else {

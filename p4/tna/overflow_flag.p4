@@ -1,26 +1,28 @@
-// overflow_flag.p4 (TNA): register `overflow` per slot version, taken in the packet's
-// last value pass. Rust twin: p4/model/src/overflow_flag.rs (OverflowFlag).
+// overflow_flag.p4 (TNA): register `flags` per slot version, the Result's sticky flags
+// (OVERFLOW and the non-finite kinds, protocol.md §5.4) ORed in one register, so that the
+// non-finite kinds cost no stateful ALU of their own; taken in the packet's last value pass.
+// Rust twin: p4/model/src/overflow_flag.rs (OverflowFlag).
 #ifndef _SWITCHML_OVERFLOW_FLAG_P4_
 #define _SWITCHML_OVERFLOW_FLAG_P4_
 
 control OverflowFlag(inout metadata_t meta) {
-    Register<bit<8>, bit<32>>(POOL_VERSIONS) overflow;
+    Register<bit<8>, bit<32>>(POOL_VERSIONS) flags;
 
-    RegisterAction<bit<8>, bit<32>, bit<8>>(overflow) load = {
+    RegisterAction<bit<8>, bit<32>, bit<8>>(flags) load = {
         void apply(inout bit<8> held, out bit<8> flag) {
-            held = (bit<8>)meta.packet_overflow;
+            held = meta.packet_flags;
             flag = held;
         }
     };
 
-    RegisterAction<bit<8>, bit<32>, bit<8>>(overflow) or_in = {
+    RegisterAction<bit<8>, bit<32>, bit<8>>(flags) or_in = {
         void apply(inout bit<8> held, out bit<8> flag) {
-            held = held | (bit<8>)meta.packet_overflow;
+            held = held | meta.packet_flags;
             flag = held;
         }
     };
 
-    RegisterAction<bit<8>, bit<32>, bit<8>>(overflow) read = {
+    RegisterAction<bit<8>, bit<32>, bit<8>>(flags) read = {
         void apply(inout bit<8> held, out bit<8> flag) {
             flag = held;
         }
@@ -35,7 +37,7 @@ control OverflowFlag(inout metadata_t meta) {
         } else {
             flag = read.execute(meta.version_index);
         }
-        meta.overflow = flag[0:0];
+        meta.result_flags = flag;
     }
 }
 

@@ -95,10 +95,10 @@ parser SwitchmlParser(packet_in packet, out headers_t hdr, out metadata_t meta,
         meta.update = UPDATE_NONE;
         meta.lanes = 0;
         meta.exp = 0;
-        meta.packet_overflow = 0;
+        meta.packet_flags = 0;
         meta.recirculated = 0;
         meta.ingress_port = 0;
-        meta.overflow = 0;
+        meta.result_flags = 0;
         meta.admitted = 0;
         meta.run_open = 0;
         meta.run_opened = 0;

@@ -43,7 +43,7 @@ control Processor(inout headers_t hdr, inout metadata_t meta)(bit<8> lane) {
                 bit<32> addend = hdr.values[lane].v;
                 bit<32> old = sum - addend;
                 if (((old ^ sum) & (addend ^ sum))[31:31] == 1) {
-                    meta.packet_overflow = 1;
+                    meta.packet_flags[0:0] = 1;     // FLAG_OVERFLOW
                 }
             } else {
                 sum = read.execute(index);

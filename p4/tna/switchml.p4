@@ -196,8 +196,8 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                     meta.update = hdr.bridge_use.update;
                     meta.exp = hdr.bridge_use.exp;
                     meta.last = hdr.bridge_use.last;
-                    meta.packet_overflow = hdr.bridge_use.packet_overflow;
-                    meta.overflow = hdr.bridge_use.overflow;
+                    meta.packet_flags = hdr.bridge_use.packet_flags;
+                    meta.result_flags = hdr.bridge_use.result_flags;
                     meta.held_count = hdr.bridge_use.held_count;
                     meta.pool_slot = hdr.bridge_use.pool_slot;
                     meta.version_index = hdr.bridge_use.version_index;
@@ -464,9 +464,9 @@ control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                 hdr.bridge_use.blocks = meta.blocks;
                 hdr.bridge_use.parse_lanes = meta.parse_lanes;
                 hdr.bridge_use.pad = 0;
-                hdr.bridge_use.overflow = meta.overflow;
+                hdr.bridge_use.result_flags = meta.result_flags;
                 hdr.bridge_use.last = meta.last;
-                hdr.bridge_use.packet_overflow = meta.packet_overflow;
+                hdr.bridge_use.packet_flags = meta.packet_flags;
                 hdr.bridge_use.held_count = meta.held_count;
                 hdr.bridge_use.pool_slot = meta.pool_slot;
                 hdr.bridge_use.version_index = meta.version_index;

@@ -46,7 +46,7 @@ control JobCounters(in metadata_t meta) {
                     job_contributions.count(j);
                     if (meta.last == 1) {
                         job_completions.count(j);
-                        if (meta.overflow == 1) {
+                        if (meta.result_flags[0:0] == 1) {     // FLAG_OVERFLOW
                             job_overflows.count(j);
                         }
                     }

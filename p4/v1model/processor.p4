@@ -29,7 +29,7 @@ control Processor(inout value_h value, inout metadata_t meta, in bit<8> lane) {
             }
             bit<32> old = held - x;
             if (update == UPDATE_ADD && ((old ^ held) & (x ^ held))[31:31] == 1) {
-                meta.packet_overflow = 1;
+                meta.packet_flags[0:0] = 1;     // FLAG_OVERFLOW
             }
             if (meta.keep_values == 1) {
                 value.setValid();

@@ -5,7 +5,8 @@ use switchml_core::quant::{ElementType, NonFinite, Op};
 use switchml_core::switch::{DropReason, JobConfig, Switch};
 use switchml_core::wire::{AbortReason, SlotState};
 use switchml_core::worker::{
-    Event, StallReport, SubmitErrorKind, TensorError, TensorId, WorkerError,
+    Config, Event, NonFinitePolicy, StallReport, SubmitErrorKind, TensorError, TensorId,
+    WorkerError,
 };
 use switchml_tests::harness::{self, f32_values, i32_values, lossy, reference_f32, JOB, KEY};
 use switchml_tests::sim::{lane_configs, Buf, Network, Rng, Sim};
@@ -123,8 +124,13 @@ fn a_rank_that_never_joins_is_named_at_the_join_timeout() {
 }
 
 #[test]
-fn non_finite_inputs_are_refused_before_anything_is_sent() {
-    let mut sim = harness::sim(2, 1, 4, 64, Network::PERFECT, 5);
+fn non_finite_inputs_are_refused_before_anything_is_sent_where_configured() {
+    let refuse = Config {
+        non_finite: NonFinitePolicy::Refuse,
+        ..harness::sim_config(2, 4, 64)
+    };
+    let switch = harness::switch_with_job(2, 4, 1);
+    let mut sim = Sim::new(switch, lane_configs(refuse, 1), Network::PERFECT, 5);
     let mut x = vec![1.0f32; 100];
     x[37] = f32::NAN;
     let err = sim.nodes[0]

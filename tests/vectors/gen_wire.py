@@ -411,8 +411,32 @@ vector(
 f, b = data("contribution", 9, 1, 3, 0, 0x86, 4, 0, SESSION, [42])
 vector(
     "contribution_unknown_flags",
-    "Contribution with RETRANSMIT and the unknown flag bits 0x84, which a parser keeps"
-    " (a switch copies none of them into its Result)",
+    "Contribution with RETRANSMIT, POS_INF (0x04: its chunk held a +inf, which a switch ORs"
+    " into its Result) and the unknown bit 0x80, which a parser keeps and a switch ignores",
+    f, b, 24,
+)
+
+f, b = data("contribution", 9, 1, 3, 0, 0x14, 4, 128, SESSION, [0, 1 << 29, -5])
+vector(
+    "contribution_non_finite",
+    "Contribution whose chunk held a +inf and a NaN (flags POS_INF 0x04 and NAN 0x10,"
+    " protocol.md 5.4): each sent as 0, the finite values quantized as usual",
+    f, b, 24,
+)
+
+f, b = data("result", 9, RANK_ALL, 3, 0, 0x0C, 4, 128, SESSION, [7, 1 << 29, -5])
+vector(
+    "result_non_finite_multicast",
+    "Result multicast to every rank of job 9: the use's Contributions held a +inf and a -inf"
+    " (POS_INF 0x04, NEG_INF 0x08), so every rank writes NaN over the chunk (5.4)",
+    f, b, 24,
+)
+
+f, b = data("result", 9, 1, 3, 0, 0x12, 4, 128, SESSION, [7, 1 << 29, -5])
+vector(
+    "result_non_finite_retransmit",
+    "Result unicast to rank 1, a resend's answer (RETRANSMIT 0x02) with NAN (0x10):"
+    " every element of the chunk is NaN at the rank",
     f, b, 24,
 )
 

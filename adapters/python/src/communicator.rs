@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use switchml_worker::{Communicator as UdpCommunicator, Settings};
+use switchml_worker::{Communicator as UdpCommunicator, NonFinitePolicy, Settings};
 
 use crate::errors::{to_py, SwitchMLError};
 use crate::tensor::{self, parse_op, Dtype, Handle};
@@ -62,7 +62,7 @@ impl Communicator {
     #[pyo3(signature = (*, rank=None, world_size=None, switch=None, job=None, key=None,
         lanes=None, window=None, count=None, rto_ms=None, max_rto_ms=None, retries=None,
         join_timeout_ms=None, coalesce_us=None, fallback_addr=None, fallback_timeout_ms=None,
-        config_file=None))]
+        non_finite=None, config_file=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -81,6 +81,7 @@ impl Communicator {
         coalesce_us: Option<u64>,
         fallback_addr: Option<String>,
         fallback_timeout_ms: Option<u64>,
+        non_finite: Option<String>,
         config_file: Option<PathBuf>,
     ) -> PyResult<Communicator> {
         let mut args = Settings::default();
@@ -99,6 +100,12 @@ impl Communicator {
         args.coalesce_us = coalesce_us;
         args.fallback_addr = fallback_addr;
         args.fallback_timeout_ms = fallback_timeout_ms;
+        args.non_finite = non_finite
+            .map(|v| {
+                v.parse::<NonFinitePolicy>()
+                    .map_err(|e| PyValueError::new_err(format!("non_finite={v:?}: {e}")))
+            })
+            .transpose()?;
         let config = args
             .layered(config_file.as_deref(), |name| std::env::var(name).ok())
             .and_then(|s| s.config())
@@ -205,6 +212,11 @@ impl Communicator {
         d.set_item("retries", c.retries)?;
         d.set_item("join_timeout_ms", c.join_timeout.as_millis())?;
         d.set_item("coalesce_us", c.coalesce.as_micros())?;
+        let non_finite = match c.non_finite {
+            NonFinitePolicy::Propagate => "propagate",
+            NonFinitePolicy::Refuse => "error",
+        };
+        d.set_item("non_finite", non_finite)?;
         Ok(d)
     }
 

@@ -101,8 +101,22 @@ def test_refused_inputs(switch):
         comm.allreduce(x)  # the stream goes on after the refusals
         return x
 
-    for x in run_ranks(2, body, switch=switch.address, job=1).values():
+    for x in run_ranks(2, body, switch=switch.address, job=1, non_finite="error").values():
         assert np.all(x == 2.0)
+
+
+def test_non_finite_values_reach_every_rank(switch):
+    def body(comm):
+        assert comm.config()["non_finite"] == "propagate"
+        x = np.ones(4, dtype=np.float32)
+        if comm.rank == 1:
+            x[2] = np.inf
+        comm.allreduce(x)
+        return x
+
+    for x in run_ranks(2, body, switch=switch.address, job=1).values():
+        assert not np.isfinite(x).any()  # one chunk: every element is +inf
+        assert np.all(x == np.inf)
 
 
 def test_missing_setting_is_named(monkeypatch):

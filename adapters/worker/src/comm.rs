@@ -273,7 +273,10 @@ impl Communicator {
     /// The wait ends when every lane has finished its part or failed; a lane fails on its
     /// own after its retry budget without progress, naming the slot and the missing ranks.
     ///
-    /// A tensor holding a NaN or an infinity is refused whole, before any lane sends
+    /// A tensor holding a NaN or an infinity is all-reduced like any other by default: every
+    /// rank gets non-finite values over the chunks that held one (protocol.md §5.4). With
+    /// [`CommConfig::non_finite`] set to refuse (`SWITCHML_NON_FINITE=error`), it is refused
+    /// whole, before any lane sends
     /// anything ([`Error::NonFinite`] names the first such element): `data` is untouched
     /// and this rank's stream is as if the call had not been made, so its next all-reduce
     /// works. The peers see nothing of it: they wait for this rank's contribution to the
@@ -287,7 +290,7 @@ impl Communicator {
             return d.allreduce(data, op);
         }
         let layout = self.config.layout();
-        let exponents = scan(data, layout, &self.exponents)?;
+        let exponents = scan(data, layout, &self.exponents, self.config.non_finite)?;
         match &self.fallback {
             Some(f) => f.allreduce(data, op, |data| self.switch_allreduce(data, op, exponents)),
             None => self.switch_allreduce(data, op, exponents),
@@ -332,7 +335,7 @@ impl Communicator {
             };
         }
         let layout = self.config.layout();
-        let exponents = match scan(&mut data, layout, &self.exponents) {
+        let exponents = match scan(&mut data, layout, &self.exponents, self.config.non_finite) {
             Ok(exponents) => exponents,
             Err(e) => {
                 return Pending {

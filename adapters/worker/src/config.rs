@@ -12,7 +12,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
 use switchml_core::time::Duration as CoreDuration;
-use switchml_core::worker::{Config as LaneConfig, LaneLayout};
+use switchml_core::worker::{Config as LaneConfig, LaneLayout, NonFinitePolicy};
 
 use switchml_udp::clock::{to_core, to_std};
 
@@ -71,6 +71,12 @@ pub struct CommConfig {
     /// not apply: the worker joins in the original client's order and sends the dialect's
     /// frames from UDP port 4000 to the switch the controller names.
     pub dialect: Dialect,
+    /// What a float tensor holding a NaN or ±∞ does (`SWITCHML_NON_FINITE`, `non_finite`:
+    /// `propagate` or `error`): travel like Gloo's, every rank getting non-finite values
+    /// over the chunks that held them (the default, protocol.md §5.4), or be refused with
+    /// [`Error::NonFinite`] before anything is sent. Likewise a float sum beyond the
+    /// type's range: ±∞, or [`Error::Overflow`].
+    pub non_finite: NonFinitePolicy,
 }
 
 /// The protocol a communicator speaks.
@@ -142,6 +148,7 @@ impl CommConfig {
             fallback: None,
             fallback_timeout: DEFAULT_FALLBACK_TIMEOUT,
             dialect: Dialect::Switchml,
+            non_finite: core.non_finite,
         }
     }
 
@@ -221,6 +228,7 @@ impl CommConfig {
             retries: self.retries,
             join_interval: CoreDuration::from_millis(100).min(to_core(self.join_timeout)),
             join_timeout: to_core(self.join_timeout),
+            non_finite: self.non_finite,
             ..LaneConfig::new(self.job, self.rank, self.world)
         }
     }
@@ -276,6 +284,8 @@ setters! {
     fallback_timeout: Duration,
     /// Set the protocol spoken.
     dialect: Dialect,
+    /// Set what a float tensor holding a NaN or ±∞ does.
+    non_finite: NonFinitePolicy,
 }
 
 impl CommConfigBuilder {

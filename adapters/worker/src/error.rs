@@ -57,7 +57,8 @@ pub enum Error {
         error: Box<WorkerError>,
     },
     /// The sum left the element type's range: for int32 somewhere in the chunk starting at
-    /// `index`, for f32 at element `index`, which holds ±∞ (protocol.md §5.2).
+    /// `index`; for a float type, only with `non_finite` refusing (else the ±∞ is the
+    /// result), at element `index`, which holds ±∞ (protocol.md §5.2).
     Overflow {
         /// The first overflowed element (int32: the first of its chunk), in the whole
         /// tensor.

@@ -64,3 +64,4 @@ pub use lane::Timing;
 pub use part::Element;
 pub use settings::Settings;
 pub use switchml_core::quant::{ElementType, Op};
+pub use switchml_core::worker::NonFinitePolicy;

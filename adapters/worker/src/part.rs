@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use half::{bf16, f16};
 use switchml_core::quant::{Elements, Tensor};
-use switchml_core::worker::LaneLayout;
+use switchml_core::worker::{LaneLayout, NonFinitePolicy};
 
 use crate::error::Error;
 
@@ -222,11 +222,14 @@ impl ExponentPool {
 /// checks it finite (the lanes' parts of [`split`], in order, so the first non-finite
 /// element of a part is the tensor's first). Run before the tensor is split: one lane
 /// refusing its part after another has sent its own would leave half a tensor reduced.
-/// On a NaN or ∞ the caches go back to `pool`.
+/// On a NaN or ∞ under [`NonFinitePolicy::Refuse`] the caches go back to `pool`; under
+/// `Propagate` that part's cache is left empty, so its lane scans each chunk as it sends it
+/// (the exponent then ignores the NaN or ∞, which travels flagged: protocol.md §5.4).
 pub(crate) fn scan<T: Element>(
     data: &mut [T],
     layout: LaneLayout,
     pool: &ExponentPool,
+    policy: NonFinitePolicy,
 ) -> Result<Vec<Vec<u8>>, Error> {
     let count = usize::from(layout.count.max(1));
     let mut caches = Vec::with_capacity(usize::from(layout.lanes));
@@ -237,6 +240,11 @@ pub(crate) fn scan<T: Element>(
         let scanned = data.get_mut(range).map_or(Ok(()), |part| {
             T::elements(part).finite_block_exponents(count, &mut cache)
         });
+        if scanned.is_err() && policy == NonFinitePolicy::Propagate {
+            cache.clear();
+            caches.push(cache);
+            continue;
+        }
         caches.push(cache);
         if let Err(e) = scanned {
             caches.into_iter().for_each(|c| pool.give(c));
@@ -362,7 +370,7 @@ mod tests {
         let mut data: Vec<f32> = (0..550).map(|i| (i as f32 - 300.0) / 7.0).collect();
         let want: Vec<u8> = data.chunks(100).map(block_exponent_f32).collect();
         let pool = Arc::new(ExponentPool::default());
-        let caches = scan(&mut data, LAYOUT, &pool).unwrap();
+        let caches = scan(&mut data, LAYOUT, &pool, NonFinitePolicy::Refuse).unwrap();
         assert_eq!(caches, [&want[0..2], &want[2..4], &want[4..6]]);
         let s = Submission::new(3, None);
         // SAFETY: `data` outlives the parts, which are all dropped below.
@@ -375,9 +383,12 @@ mod tests {
         assert_eq!(pool.lock().len(), 3);
         data[517] = f32::NAN;
         data[530] = f32::INFINITY;
-        let e = scan(&mut data, LAYOUT, &pool).unwrap_err();
+        let e = scan(&mut data, LAYOUT, &pool, NonFinitePolicy::Refuse).unwrap_err();
         assert!(matches!(e, Error::NonFinite { index: 517 }), "{e}");
         assert_eq!(pool.lock().len(), 3);
+        // Propagated instead: lane 2's part has no cache (scanned as sent), the others do.
+        let caches = scan(&mut data, LAYOUT, &pool, NonFinitePolicy::Propagate).unwrap();
+        assert_eq!(caches, [&want[0..2], &want[2..4], &[][..]]);
     }
 
     #[test]

@@ -24,6 +24,7 @@ use std::time::Duration;
 use serde::de::{self, Deserializer, IntoDeserializer};
 use serde::Deserialize;
 use switchml_core::wire::SWITCH_PORT;
+use switchml_core::worker::NonFinitePolicy;
 
 use crate::config::{resolve, CommConfig, Dialect};
 use crate::error::Error;
@@ -129,6 +130,12 @@ settings! {
     #[serde(default, deserialize_with = "dialect_text")]
     #[cfg_attr(feature = "clap", arg(long))]
     dialect: Dialect,
+    /// A float tensor holding a NaN or ±∞: propagate (every rank gets non-finite values
+    /// over the chunks that held them, like Gloo; protocol.md §5.4) or error (refused,
+    /// nothing sent) [env: SWITCHML_NON_FINITE; default: propagate].
+    #[serde(default, deserialize_with = "non_finite_text")]
+    #[cfg_attr(feature = "clap", arg(long))]
+    non_finite: NonFinitePolicy,
 }
 
 impl Settings {
@@ -230,7 +237,7 @@ impl Settings {
     }
 
     /// Return `c` with the tuning settings (lanes, window, count, timeouts, retries,
-    /// coalescing), the key and the dialect applied where set; rank, world, switch, job and
+    /// coalescing), the key, the dialect and the non-finite policy applied where set; rank, world, switch, job and
     /// the fallback address stay `c`'s.
     ///
     /// A `max_rto_ms` that no source sets is the larger of `c`'s and 40 × `rto_ms`, so
@@ -250,6 +257,7 @@ impl Settings {
             key: self.key.unwrap_or(c.key),
             fallback_timeout: self.fallback_timeout_ms.map_or(c.fallback_timeout, ms),
             dialect: self.dialect.unwrap_or(c.dialect),
+            non_finite: self.non_finite.unwrap_or(c.non_finite),
             ..c
         }
     }
@@ -265,6 +273,12 @@ fn key_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
 
 /// A dialect's name, in the file or the environment.
 fn dialect_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Dialect>, D::Error> {
+    let text = String::deserialize(d)?;
+    text.parse().map(Some).map_err(de::Error::custom)
+}
+
+/// A non-finite policy's name (`propagate`, `error`), in the file or the environment.
+fn non_finite_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<NonFinitePolicy>, D::Error> {
     let text = String::deserialize(d)?;
     text.parse().map(Some).map_err(de::Error::custom)
 }
@@ -453,13 +467,14 @@ mod tests {
             "switch" | "fallback_addr" => "127.0.0.1:9",
             "key" => "bee",
             "dialect" => "p4app",
+            "non_finite" => "error",
             "rank" => "0",
             _ => "7",
         };
         let toml: String = Settings::NAMES
             .iter()
             .map(|&n| match n {
-                "switch" | "fallback_addr" | "key" | "dialect" => {
+                "switch" | "fallback_addr" | "key" | "dialect" | "non_finite" => {
                     format!("{n} = \"{}\"\n", value(n))
                 }
                 _ => format!("{n} = {}\n", value(n)),
@@ -477,6 +492,7 @@ mod tests {
                 .unwrap();
         assert_eq!(from_env.key, Some(0xBEE));
         assert_eq!(from_env.dialect, Some(Dialect::P4app));
+        assert_eq!(from_env.non_finite, Some(NonFinitePolicy::Refuse));
         assert_eq!(from_env.join_timeout_ms, Some(7));
         // Equal but for where the switch came from, which only error messages say.
         assert_eq!(

@@ -1,7 +1,8 @@
 //! f16 and bf16 tensors end to end through the software switch on loopback: quantized
 //! through f32 like f32 tensors (protocol.md §5), results within the §5.2 bound plus the
 //! rounding to the half-precision type, every rank's result bit for bit the same, through
-//! `allreduce` and `allreduce_async`; a NaN or an infinity is refused before anything is sent.
+//! `allreduce` and `allreduce_async`; with `non_finite: Refuse`, a NaN or an infinity is
+//! refused before anything is sent.
 
 mod common;
 
@@ -131,7 +132,12 @@ fn refusal<T: Half>() {
     let addr = sw.addr();
     let outcomes = per_rank(
         world,
-        |r| config(r, world, addr),
+        |r| {
+            config(r, world, addr)
+                .into_builder()
+                .non_finite(switchml_core::worker::NonFinitePolicy::Refuse)
+                .build()
+        },
         |comm| {
             let mut x = input::<T>(comm.rank(), 5);
             if comm.rank() == 0 {

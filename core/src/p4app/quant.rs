@@ -6,7 +6,7 @@
 //! (both are `E − 126` for IEEE exponent field `E`); only the all-zero block differs (−126
 //! here, [`crate::quant::NO_EXPONENT`] there).
 
-use crate::quant::{block_exponent_f32, exponent_value};
+use crate::quant::{block_exponent_f32, check_finite_f32, exponent_value};
 
 /// The exponent of an all-zero block (and of a block of subnormals).
 pub const MIN_EXPONENT: i8 = -126;
@@ -16,6 +16,9 @@ pub const MIN_EXPONENT: i8 = -126;
 /// magnitude 2¹²⁷ or more, whose exponent (128) an int8 cannot carry (the original client
 /// wraps it to −128 and overflows the sum).
 pub fn block_exponent(block: &[f32]) -> Option<i8> {
+    // Our exponent ignores non-finite values (they travel as flags, §5.4); this dialect
+    // has no such flag, so they make a block unscalable.
+    check_finite_f32(block).ok()?;
     let biased = block_exponent_f32(block);
     // Byte 255 is IEEE field 254 (e = 128) or a non-finite value: neither fits.
     match exponent_value(biased) {

@@ -18,6 +18,7 @@ use super::exponent::{
     check_finite_f16, check_finite_f32, NO_EXPONENT,
 };
 use super::int32::{decode_i32, encode_i32};
+use super::non_finite::NonFiniteKinds;
 use super::scale::Scale;
 use super::scan::{
     finite_block_exponents_bf16, finite_block_exponents_f16, finite_block_exponents_f32,
@@ -36,6 +37,22 @@ pub enum Elements<'a> {
     F16(&'a mut [f16]),
     /// bfloat16 values, quantized per block through f32.
     Bf16(&'a mut [bf16]),
+}
+
+/// The non-finite kinds of `x`, looked for only if the quantizer saw `any`.
+fn kinds_if<T>(any: bool, x: &[T], of: fn(&[T]) -> NonFiniteKinds) -> NonFiniteKinds {
+    if any {
+        of(x)
+    } else {
+        NonFiniteKinds::NONE
+    }
+}
+
+/// Set every element of `x` to `value`, if both are there.
+fn fill<T: Copy>(x: Option<&mut [T]>, value: Option<T>) {
+    if let (Some(x), Some(v)) = (x, value) {
+        x.fill(v);
+    }
 }
 
 /// Clamp `range` to `0..len`.
@@ -123,14 +140,51 @@ impl<'a> Elements<'a> {
     ///
     /// If `dst` is shorter than 4 bytes per element, only the elements that fit are written;
     /// bytes of `dst` past the payload are left as they are.
-    pub fn encode(&self, range: Range<usize>, world: u16, exp_max: u8, dst: &mut [u8]) {
+    ///
+    /// A NaN or ±∞ is written as 0; return the kinds the range held (protocol.md §5.4),
+    /// found by a second look only at a range that holds one (never for int32).
+    pub fn encode(
+        &self,
+        range: Range<usize>,
+        world: u16,
+        exp_max: u8,
+        dst: &mut [u8],
+    ) -> NonFiniteKinds {
         let r = clamp(range, self.len());
         let scale = Scale::new(world, exp_max);
         match self {
-            Elements::F32(x) => scale.quantize_f32(x.get(r).unwrap_or_default(), dst),
-            Elements::I32(x) => encode_i32(x.get(r).unwrap_or_default(), dst),
-            Elements::F16(x) => scale.quantize_f16(x.get(r).unwrap_or_default(), dst),
-            Elements::Bf16(x) => scale.quantize_bf16(x.get(r).unwrap_or_default(), dst),
+            Elements::F32(x) => {
+                let x = x.get(r).unwrap_or_default();
+                let any = scale.quantize_f32(x, dst);
+                kinds_if(any, x, NonFiniteKinds::of_f32)
+            }
+            Elements::I32(x) => {
+                encode_i32(x.get(r).unwrap_or_default(), dst);
+                NonFiniteKinds::NONE
+            }
+            Elements::F16(x) => {
+                let x = x.get(r).unwrap_or_default();
+                let any = scale.quantize_f16(x, dst);
+                kinds_if(any, x, NonFiniteKinds::of_f16)
+            }
+            Elements::Bf16(x) => {
+                let x = x.get(r).unwrap_or_default();
+                let any = scale.quantize_bf16(x, dst);
+                kinds_if(any, x, NonFiniteKinds::of_bf16)
+            }
+        }
+    }
+
+    /// Overwrite every element of `range` (clamped) with what IEEE addition gives for a
+    /// sum holding `kinds` ([`NonFiniteKinds::sum_f32`]): a Result flagged non-finite
+    /// (protocol.md §5.4). Nothing is written for int32 or when `kinds` is empty.
+    pub fn fill_non_finite(&mut self, range: Range<usize>, kinds: NonFiniteKinds) {
+        let r = clamp(range, self.len());
+        match self {
+            Elements::F32(x) => fill(x.get_mut(r), kinds.sum_f32()),
+            Elements::I32(_) => {}
+            Elements::F16(x) => fill(x.get_mut(r), kinds.sum_f16()),
+            Elements::Bf16(x) => fill(x.get_mut(r), kinds.sum_bf16()),
         }
     }
 

@@ -55,29 +55,43 @@ pub(super) fn exponent_of_abs_bits(abs: u32) -> u8 {
     }
 }
 
-/// Largest-magnitude exponent byte of an f32 block (finite inputs; [`NO_EXPONENT`] if all zero
-/// or empty).
+/// Largest-magnitude exponent byte of an f32 block's finite elements ([`NO_EXPONENT`] if
+/// they are all zero, or none is finite, or the block is empty). A NaN or ∞ is ignored: it
+/// travels as a flag (protocol.md §5.4) and must not inflate the block's scale.
 pub fn block_exponent_f32(block: &[f32]) -> u8 {
-    let max = block.iter().fold(0u32, |m, x| m.max(x.to_bits() & F32_ABS));
+    let max = block.iter().fold(0u32, |m, x| {
+        m.max(finite_abs(x.to_bits() & F32_ABS, F32_INF))
+    });
     exponent_of_abs_bits(max)
 }
 
-/// Largest-magnitude exponent byte of an f16 block (finite inputs; [`NO_EXPONENT`] if all zero
-/// or empty).
+/// Largest-magnitude exponent byte of an f16 block's finite elements, as
+/// [`block_exponent_f32`].
 pub fn block_exponent_f16(block: &[f16]) -> u8 {
-    let max = block
-        .iter()
-        .fold(0u16, |m, x| m.max(x.to_bits() & HALF_ABS));
+    let max = block.iter().fold(0u16, |m, x| {
+        m.max(finite_abs(x.to_bits() & HALF_ABS, F16_INF))
+    });
     exponent_of_f16_abs_bits(max)
 }
 
-/// Largest-magnitude exponent byte of a bf16 block (finite inputs; [`NO_EXPONENT`] if all zero
-/// or empty).
+/// Largest-magnitude exponent byte of a bf16 block's finite elements, as
+/// [`block_exponent_f32`].
 pub fn block_exponent_bf16(block: &[bf16]) -> u8 {
-    let max = block
-        .iter()
-        .fold(0u16, |m, x| m.max(x.to_bits() & HALF_ABS));
+    let max = block.iter().fold(0u16, |m, x| {
+        m.max(finite_abs(x.to_bits() & HALF_ABS, BF16_INF))
+    });
     exponent_of_bf16_abs_bits(max)
+}
+
+/// Magnitude bits `abs` of a finite value, 0 for a NaN or ∞ (whose magnitude bits are at
+/// least those of ∞, `inf`). A select, so that the folds above still vectorize.
+#[inline(always)]
+fn finite_abs<M: Copy + Ord + Default>(abs: M, inf: M) -> M {
+    if abs < inf {
+        abs
+    } else {
+        M::default()
+    }
 }
 
 /// The exponent byte for f16 magnitude bits `abs` (sign already cleared).
@@ -170,6 +184,27 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn non_finite_elements_do_not_change_the_block_exponent() {
+        // Without the Inf the block's exponent is that of 3.0 (e = 2); an Inf or NaN must
+        // not raise it to 255, which would quantize the finite values to nothing.
+        let want = exponent_of(3.0);
+        for bad in [f32::INFINITY, f32::NEG_INFINITY, f32::NAN, -f32::NAN] {
+            assert_eq!(block_exponent_f32(&[1.0, bad, -3.0]), want, "{bad}");
+            assert_eq!(block_exponent_f32(&[bad]), NO_EXPONENT, "{bad}");
+        }
+        let h = [
+            f16::from_f32(1.0),
+            f16::INFINITY,
+            f16::from_f32(-3.0),
+            f16::NAN,
+        ];
+        assert_eq!(block_exponent_f16(&h), want);
+        let b = [bf16::NEG_INFINITY, bf16::from_f32(-3.0), bf16::NAN];
+        assert_eq!(block_exponent_bf16(&b), want);
+        assert_eq!(block_exponent_f16(&[f16::NEG_INFINITY]), NO_EXPONENT);
     }
 
     #[test]
@@ -268,10 +303,11 @@ mod tests {
             let max = v.iter().fold(0.0f32, |m, x| m.max(x.abs()));
             prop_assert_eq!(block_exponent_f32(&v), exponent_of(max));
             let h: Vec<f16> = v.iter().map(|&x| f16::from_f32(x)).collect();
-            let hmax = h.iter().fold(0.0f32, |m, x| m.max(x.to_f32().abs()));
+            // Values beyond f16's range convert to ∞, which the exponent ignores.
+            let hmax = h.iter().filter(|x| x.is_finite()).fold(0.0f32, |m, x| m.max(x.to_f32().abs()));
             prop_assert_eq!(block_exponent_f16(&h), exponent_of(hmax));
             let b: Vec<bf16> = v.iter().map(|&x| bf16::from_f32(x)).collect();
-            let bmax = b.iter().fold(0.0f32, |m, x| m.max(x.to_f32().abs()));
+            let bmax = b.iter().filter(|x| x.is_finite()).fold(0.0f32, |m, x| m.max(x.to_f32().abs()));
             prop_assert_eq!(block_exponent_bf16(&b), exponent_of(bmax));
         }
 

@@ -31,7 +31,10 @@
 //! overflowed by the switch. A float sum beyond its type's range comes back as ±∞, and the
 //! slice dequantizers say where, so that the worker reports it as an overflow too.
 //! [`Elements`] and [`Tensor`] let the worker handle all four element types through one
-//! interface. Non-finite floats cannot be quantized meaningfully; the worker rejects them
+//! interface. Non-finite floats cannot be quantized meaningfully: they are sent as 0, the
+//! block exponent ignores them, and the chunk says which kinds it held
+//! ([`NonFiniteKinds`]), so that every rank writes the non-finite value IEEE addition
+//! would give over that chunk (protocol.md §5.4). A worker may refuse them instead
 //! ([`check_finite_f32`]) before anything is sent. The check and the exponents of every
 //! chunk can come from one pass over the tensor ([`finite_block_exponents_f32`]), which
 //! the worker makes when a tensor keeps room for the exponents ([`WithExponents`]).
@@ -65,6 +68,7 @@
 mod elements;
 mod exponent;
 mod int32;
+mod non_finite;
 mod scale;
 mod scan;
 mod unscale;
@@ -80,6 +84,7 @@ pub use exponent::{
     check_finite_f16, check_finite_f32, exponent_of, exponent_value, NO_EXPONENT,
 };
 pub use int32::{decode_i32, encode_i32};
+pub use non_finite::NonFiniteKinds;
 pub use scale::Scale;
 pub use scan::{
     finite_block_exponents_bf16, finite_block_exponents_f16, finite_block_exponents_f32,

@@ -12,7 +12,7 @@
 use half::{bf16, f16};
 use switchml_dispatch::dispatch;
 
-use super::exponent::exponent_value;
+use super::exponent::{exponent_value, F32_ABS, F32_INF};
 
 /// `1.5 · 2³¹`: for `|v| < 2³⁰`, `v + ROUND_HIGH` lies in `[2³¹, 2³²)`, whose spacing is
 /// 2⁸, so the sum rounds `v` to a multiple of 256 (ties to even) and its bit pattern minus
@@ -108,11 +108,11 @@ impl Scale {
 
     /// Return q for one value (the scalar reference every vector path matches bit for bit).
     ///
-    /// Computed in binary64, where `x · 2^k` is exact. Callers check finiteness and pass
-    /// `|x| < 2^e_max`; for the record, larger values and ±∞ give ±`L` rounded down to an
-    /// f32 (`L` itself for `p ≥ 7`), and NaN gives its negative.
+    /// Computed in binary64, where `x · 2^k` is exact. A NaN or ±∞ gives 0: it travels as
+    /// a flag, not a value (protocol.md §5.4). Callers pass `|x| < 2^e_max`; for the record,
+    /// larger finite values give ±`L` rounded down to an f32 (`L` itself for `p ≥ 7`).
     pub fn quantize_value(&self, x: f32) -> i32 {
-        if self.limit == 0 {
+        if self.limit == 0 || x.to_bits() & F32_ABS >= F32_INF {
             return 0;
         }
         let hi = f64::from(self.hi);
@@ -128,7 +128,11 @@ impl Scale {
     /// first to a multiple of 256 and the second for the rest (`|v| ≤ L < 2³⁰`).
     #[inline(always)]
     fn quantize_lane<const TINY: bool>(&self, x: f32) -> [u8; 4] {
-        let v = x * self.a;
+        let v = if x.to_bits() & F32_ABS < F32_INF {
+            x * self.a
+        } else {
+            0.0
+        };
         let v = if TINY { v * self.b } else { v };
         let v = if v > -self.hi { v } else { -self.hi };
         let v = if v < self.hi { v } else { self.hi };
@@ -140,44 +144,54 @@ impl Scale {
         q.to_be_bytes()
     }
 
-    /// Quantize `src` into `dst` as big-endian i32 (the packet payload: 4 bytes per value).
+    /// Quantize `src` into `dst` as big-endian i32 (the packet payload: 4 bytes per value),
+    /// a NaN or ±∞ as 0; return whether `src` held one (the caller flags the chunk,
+    /// protocol.md §5.4).
     ///
     /// Processes `min(src.len(), dst.len() / 4)` values; the rest of `dst` is left as it is.
-    pub fn quantize_f32(&self, src: &[f32], dst: &mut [u8]) {
-        self.quantize_with(src, dst, |x| x);
+    pub fn quantize_f32(&self, src: &[f32], dst: &mut [u8]) -> bool {
+        self.quantize_with(src, dst, |x| x)
     }
 
-    /// Quantize f16 values (converted to f32 exactly first); lengths as for
+    /// Quantize f16 values (converted to f32 exactly first); lengths and result as for
     /// [`quantize_f32`](Self::quantize_f32).
-    pub fn quantize_f16(&self, src: &[f16], dst: &mut [u8]) {
-        self.quantize_with(src, dst, f16::to_f32);
+    pub fn quantize_f16(&self, src: &[f16], dst: &mut [u8]) -> bool {
+        self.quantize_with(src, dst, f16::to_f32)
     }
 
-    /// Quantize bf16 values (converted to f32 exactly first); lengths as for
+    /// Quantize bf16 values (converted to f32 exactly first); lengths and result as for
     /// [`quantize_f32`](Self::quantize_f32).
-    pub fn quantize_bf16(&self, src: &[bf16], dst: &mut [u8]) {
-        self.quantize_with(src, dst, bf16::to_f32);
+    pub fn quantize_bf16(&self, src: &[bf16], dst: &mut [u8]) -> bool {
+        self.quantize_with(src, dst, bf16::to_f32)
     }
 
     /// One flat loop per case, which LLVM vectorizes cleanly; blocks below `2⁻⁹⁷` (`k >
-    /// 127`) take a second multiplication.
+    /// 127`) take a second multiplication. Whether a value was non-finite is ORed along
+    /// without a branch.
     #[inline(always)]
-    fn quantize_with<T: Copy>(&self, src: &[T], dst: &mut [u8], to_f32: impl Fn(T) -> f32) {
+    fn quantize_with<T: Copy>(&self, src: &[T], dst: &mut [u8], to_f32: impl Fn(T) -> f32) -> bool {
         let values = src.iter().zip(dst.chunks_exact_mut(4));
+        let non_finite = |x: f32| x.to_bits() & F32_ABS >= F32_INF;
         dispatch(
             #[inline(always)]
             || {
+                let mut any = false;
                 if self.k > 127 {
                     for (&x, out) in values {
-                        out.copy_from_slice(&self.quantize_lane::<true>(to_f32(x)));
+                        let x = to_f32(x);
+                        any |= non_finite(x);
+                        out.copy_from_slice(&self.quantize_lane::<true>(x));
                     }
                 } else {
                     for (&x, out) in values {
-                        out.copy_from_slice(&self.quantize_lane::<false>(to_f32(x)));
+                        let x = to_f32(x);
+                        any |= non_finite(x);
+                        out.copy_from_slice(&self.quantize_lane::<false>(x));
                     }
                 }
+                any
             },
-        );
+        )
     }
 }
 
@@ -322,16 +336,25 @@ mod tests {
     }
 
     #[test]
-    fn non_finite_values_do_not_panic() {
-        // n = 3 (p = 2): L = 2^29 - 1 rounds down to the f32 2^29 - 32.
+    fn non_finite_values_quantize_to_zero_and_are_reported() {
+        // They travel as flags (protocol.md §5.4); their value must not spoil the sum.
+        for s in [Scale::new(3, 130), Scale::new(3, 1), Scale::new(3, 0)] {
+            assert_eq!(s.quantize_value(f32::INFINITY), 0);
+            assert_eq!(s.quantize_value(f32::NEG_INFINITY), 0);
+            assert_eq!(s.quantize_value(f32::NAN), 0);
+            let mut dst = [0u8; 12];
+            let any = s.quantize_f32(&[f32::INFINITY, f32::NEG_INFINITY, f32::NAN], &mut dst);
+            assert!(any);
+            assert_eq!(payload(&dst), [0, 0, 0]);
+        }
         let s = Scale::new(3, 130);
-        let top = (1 << 29) - 32;
-        assert_eq!(s.quantize_value(f32::INFINITY), top);
-        assert_eq!(s.quantize_value(f32::NEG_INFINITY), -top);
-        assert_eq!(s.quantize_value(f32::NAN), -top);
-        let mut dst = [0u8; 12];
-        s.quantize_f32(&[f32::INFINITY, f32::NEG_INFINITY, f32::NAN], &mut dst);
-        assert_eq!(payload(&dst), [top, -top, -top]);
+        let mut dst = [0u8; 8];
+        assert!(!s.quantize_f32(&[1.0, -2.0], &mut dst));
+        assert!(s.quantize_f16(&[f16::ONE, f16::NEG_INFINITY], &mut dst));
+        assert_eq!(payload(&dst)[1], 0);
+        assert!(s.quantize_bf16(&[bf16::NAN, bf16::ONE], &mut dst));
+        assert_eq!(payload(&dst)[0], 0);
+        assert!(!s.quantize_bf16(&[bf16::MAX, bf16::ONE], &mut dst));
     }
 
     #[test]

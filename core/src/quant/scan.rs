@@ -2,7 +2,9 @@
 //! tensor (protocol.md §5.1, §5.3).
 //!
 //! Before a float tensor's first chunk goes out the worker needs both: the check, so that a
-//! NaN or ∞ is refused before any rank waits on this one, and the exponents, for the
+//! NaN or ∞ is refused before any rank waits on this one (where the worker refuses them;
+//! where they travel flagged, a tensor that holds one is scanned chunk by chunk instead,
+//! protocol.md §5.4), and the exponents, for the
 //! priming and look-ahead uses of every chunk. Done apart, [`check_finite_f32`] and
 //! [`block_exponent_f32`] read the whole tensor twice from memory. Done together the check
 //! is nearly free: NaN and ∞ have the largest magnitude bits of their type (the exponent

@@ -459,12 +459,16 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
         if first {
             pool::load(&mut sv.values[..n], packet.values());
         } else if pool::accumulate(&mut sv.values[..n], packet.values()) {
-            sv.overflow = true;
+            sv.flags = sv.flags.with(Flags::OVERFLOW);
         }
-        // A parent keeps a child's overflow (§7); a worker's flag means nothing here.
-        if job.tier == Tier::Parent && p.flags.contains(Flags::OVERFLOW) {
-            sv.overflow = true;
-        }
+        // Every contribution's non-finite kinds reach the Result (§5.4); a parent keeps a
+        // child's overflow too (§7), where a worker's means nothing.
+        let kept = if job.tier == Tier::Parent {
+            Flags::STICKY
+        } else {
+            Flags::NON_FINITE
+        };
+        sv.flags = sv.flags.with(p.flags.and(kept));
         sv.exp = sv.exp.max(p.exp);
         sv.remaining -= 1;
         job.counters.contributions += 1;
@@ -475,7 +479,7 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
         }
         let sv = &slot.versions[v];
         job.counters.completions += 1;
-        if sv.overflow {
+        if sv.overflowed() {
             job.counters.overflows += 1;
         }
         // 6'. A child sends the completed use up, not down (§7).
@@ -537,18 +541,13 @@ fn emit_result<const K: usize, const WORDS: usize>(
     flags: Flags,
     out: &mut [u8],
 ) -> usize {
-    let overflow = if sv.overflow {
-        Flags::OVERFLOW
-    } else {
-        Flags::default()
-    };
     let repr = DataRepr {
         kind: DataKind::Result,
         job: p.job,
         rank,
         slot: p.slot,
         ver: p.ver,
-        flags: flags.with(overflow),
+        flags: flags.with(sv.flags),
         count: sv.count,
         seq: p.seq,
         exp: sv.exp,

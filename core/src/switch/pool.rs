@@ -8,6 +8,7 @@
 use switchml_dispatch::dispatch;
 
 use crate::ranks::RankSet;
+use crate::wire::Flags;
 
 /// One version of one slot: the state of one *use* of the slot.
 #[derive(Clone)]
@@ -25,8 +26,10 @@ pub struct SlotVersion<const K: usize, const WORDS: usize> {
     pub(crate) remaining: u16,
     /// Maximum biased exponent over the contributions.
     pub(crate) exp: u8,
-    /// Whether an addition overflowed int32.
-    pub(crate) overflow: bool,
+    /// The Result's sticky flags ([`Flags::STICKY`]): `OVERFLOW` if an addition
+    /// overflowed int32, and the non-finite kinds ORed from the contributions (§5.4) —
+    /// one OR register, as in the P4 programs.
+    pub(crate) flags: Flags,
     /// Values per contribution, fixed by the use's first contribution.
     pub(crate) count: u16,
     /// A child switch's job (protocol.md §7): whether `values` hold the parent's Result
@@ -48,7 +51,7 @@ impl<const K: usize, const WORDS: usize> SlotVersion<K, WORDS> {
         seen: RankSet::EMPTY,
         remaining: 0,
         exp: 0,
-        overflow: false,
+        flags: Flags(0),
         count: 0,
         relayed: false,
         resends: 0,
@@ -83,7 +86,12 @@ impl<const K: usize, const WORDS: usize> SlotVersion<K, WORDS> {
 
     /// Return whether an addition overflowed.
     pub fn overflowed(&self) -> bool {
-        self.overflow
+        self.flags.contains(Flags::OVERFLOW)
+    }
+
+    /// Return the flags the use's Result carries (`OVERFLOW` and the non-finite kinds).
+    pub fn flags(&self) -> Flags {
+        self.flags
     }
 
     /// Return whether a child switch holds its parent's Result for this use (§7).
@@ -110,7 +118,7 @@ impl<const K: usize, const WORDS: usize> SlotVersion<K, WORDS> {
         self.seen = RankSet::EMPTY;
         self.remaining = world;
         self.exp = 0;
-        self.overflow = false;
+        self.flags = Flags(0);
         self.count = count;
         self.relayed = false;
         self.resends = 0;

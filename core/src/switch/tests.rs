@@ -295,6 +295,61 @@ fn int32_overflow_is_flagged_in_the_result() {
     assert_eq!(s.job(7).unwrap().counters().overflows, 1);
 }
 
+/// `contribution` with `flags` set.
+fn flagged(rank: u16, seq: u32, values: &[i32], flags: Flags) -> [u8; 64] {
+    let mut buf = contribution(rank, 0, seq, 0, values);
+    let n = data_len(values.len());
+    DataPacket::new_unchecked(&mut buf[..n]).set_flags(flags);
+    buf
+}
+
+#[test]
+fn non_finite_flags_are_ored_into_the_result_and_a_workers_overflow_is_not() {
+    let mut pool = pool();
+    let mut s = switch(&mut pool);
+    let mut out = [0u8; OUT];
+    let n = data_len(2);
+    send(
+        &mut s,
+        &flagged(0, 0, &[1, 0], Flags::POS_INF)[..n],
+        &mut out,
+    );
+    let both = Flags::NEG_INF.with(Flags::OVERFLOW).with(Flags(0x80));
+    send(&mut s, &flagged(1, 0, &[2, 0], both)[..n], &mut out);
+    send(
+        &mut s,
+        &flagged(2, 0, &[4, 0], Flags::RETRANSMIT)[..n],
+        &mut out,
+    );
+    let (r, values) = result_of(&out, n);
+    // The kinds of every rank; not a worker's OVERFLOW, RETRANSMIT or unknown bits.
+    assert_eq!(r.flags, Flags::POS_INF.with(Flags::NEG_INF));
+    assert_eq!(values, [7, 0]);
+    // A resend after completion is answered with the same flags, plus RETRANSMIT.
+    let v = send(
+        &mut s,
+        &flagged(1, 0, &[2, 0], Flags::RETRANSMIT)[..n],
+        &mut out,
+    );
+    assert!(matches!(v, Verdict::Unicast { rank: 1, .. }));
+    let kinds = Flags::POS_INF.with(Flags::NEG_INF);
+    assert_eq!(result_of(&out, n).0.flags, kinds.with(Flags::RETRANSMIT));
+    // The slot's next use starts clean.
+    send(
+        &mut s,
+        &flagged(0, 2, &[1, 0], Flags::default())[..n],
+        &mut out,
+    );
+    send(&mut s, &flagged(1, 2, &[1, 0], Flags::NAN)[..n], &mut out);
+    send(
+        &mut s,
+        &flagged(2, 2, &[1, 0], Flags::default())[..n],
+        &mut out,
+    );
+    assert_eq!(result_of(&out, n).0.flags, Flags::NAN);
+    assert_eq!(s.job(7).unwrap().counters().overflows, 0);
+}
+
 #[test]
 fn bad_packets_are_dropped_by_reason_and_never_touch_state() {
     let mut pool = pool();

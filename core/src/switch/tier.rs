@@ -9,8 +9,8 @@
 //!                  child C−1 ─member C−1▶ └────────┘
 //! ```
 //!
-//! The parent is the reference switch with one rule more (a member's `OVERFLOW` is kept,
-//! [`Tier::Parent`]). The child is the reference switch whose completed uses go up instead
+//! The parent is the reference switch with one rule more (a member's `OVERFLOW` is kept
+//! like its non-finite kinds, [`Tier::Parent`]). The child is the reference switch whose completed uses go up instead
 //! of down, and whose parent's Results are stored and multicast to its ranks. A switch has
 //! no timer (a P4 switch has none), so every recovery is driven by the workers' own
 //! retransmissions: a resend reaching a use the child completed but whose Result has not
@@ -157,12 +157,7 @@ pub(super) fn up<const K: usize, const WORDS: usize>(
     if session == 0 {
         return Verdict::Consumed;
     }
-    let overflow = if sv.overflow {
-        Flags::OVERFLOW
-    } else {
-        Flags::default()
-    };
-    let flags = flags.with(overflow);
+    let flags = flags.with(sv.flags);
     match link.emit_contribution(p, session, sv.exp, flags, sv.values(), out) {
         Some(len) => Verdict::Up { job: link.job, len },
         None => Verdict::Drop(DropReason::OutputTooSmall),
@@ -211,7 +206,7 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
         let n = usize::from(p.count);
         super::pool::load(&mut sv.values[..n], packet.values());
         sv.exp = p.exp;
-        sv.overflow = p.flags.contains(Flags::OVERFLOW);
+        sv.flags = p.flags.and(Flags::STICKY);
         sv.relayed = true;
         let down = DataRepr {
             job: job.config.id,

@@ -54,6 +54,16 @@ impl Flags {
     pub const OVERFLOW: Flags = Flags(0x01);
     /// Contribution: a resend. Result: a unicast answer to a resend.
     pub const RETRANSMIT: Flags = Flags(0x02);
+    /// Contribution: the chunk held a +∞ (sent as 0). Result: some contribution did.
+    pub const POS_INF: Flags = Flags(0x04);
+    /// Contribution: the chunk held a −∞ (sent as 0). Result: some contribution did.
+    pub const NEG_INF: Flags = Flags(0x08);
+    /// Contribution: the chunk held a NaN (sent as 0). Result: some contribution did.
+    pub const NAN: Flags = Flags(0x10);
+    /// The three non-finite bits, which a switch ORs into the Result (protocol.md §4, §5.4).
+    pub const NON_FINITE: Flags = Flags(0x1c);
+    /// The bits a slot version keeps for its Result: `OVERFLOW` and the non-finite ones.
+    pub const STICKY: Flags = Flags(0x1d);
 
     /// Return whether every bit of `other` is set.
     pub const fn contains(self, other: Flags) -> bool {
@@ -65,6 +75,17 @@ impl Flags {
     pub const fn with(self, other: Flags) -> Flags {
         Flags(self.0 | other.0)
     }
+
+    /// Return the bits set in both.
+    #[must_use]
+    pub const fn and(self, other: Flags) -> Flags {
+        Flags(self.0 & other.0)
+    }
+
+    /// Return whether any bit of `other` is set.
+    pub const fn intersects(self, other: Flags) -> bool {
+        self.0 & other.0 != 0
+    }
 }
 
 impl core::fmt::Display for Flags {
@@ -75,6 +96,9 @@ impl core::fmt::Display for Flags {
             &[
                 (Flags::OVERFLOW.0, "OVERFLOW"),
                 (Flags::RETRANSMIT.0, "RETRANSMIT"),
+                (Flags::POS_INF.0, "POS_INF"),
+                (Flags::NEG_INF.0, "NEG_INF"),
+                (Flags::NAN.0, "NAN"),
             ],
         )
     }

@@ -221,7 +221,8 @@ proptest! {
         count in 1u16..=8,
     ) {
         let at = at.index(x.len());
-        let config = Config { window: 2, count, ..Config::new(3, 0, 1) };
+        let non_finite = NonFinitePolicy::Refuse;
+        let config = Config { window: 2, count, non_finite, ..Config::new(3, 0, 1) };
         let mut errors = Vec::new();
         for cache_len in [0usize, 64] {
             let mut values = Values::new(kind, &x);

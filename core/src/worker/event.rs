@@ -45,9 +45,10 @@ pub enum Event<B> {
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum TensorError {
     /// The sum left the element type's range (protocol.md §5.2). For int32 the switch
-    /// flagged a chunk (`OVERFLOW`): the other chunks are exact. For floats the sum of
-    /// element `index` is beyond the type's range: that element holds ±∞, the others hold
-    /// their sums.
+    /// flagged a chunk (`OVERFLOW`): the other chunks are exact. For floats, only with
+    /// [`NonFinitePolicy::Refuse`](super::NonFinitePolicy::Refuse) (else the ±∞ is the
+    /// result, as IEEE addition gives it): the sum of element `index` is beyond the type's
+    /// range: that element holds ±∞, the others hold their sums.
     Overflow {
         /// The first overflowed element (int32: the first element of the first flagged
         /// chunk).

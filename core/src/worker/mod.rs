@@ -87,12 +87,44 @@ pub struct Config {
     /// or communicator), the same for every lane of the rank. A rank that comes back with a
     /// new nonce is a new process to the switch.
     pub nonce: u32,
+    /// What a submitted float tensor holding a NaN or ±∞ does: travel flagged, like
+    /// Gloo's (the default), or be refused before anything is sent.
+    pub non_finite: NonFinitePolicy,
+}
+
+/// What the worker does with a float tensor that holds a NaN or ±∞ (protocol.md §5.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum NonFinitePolicy {
+    /// Send it: each such value as 0 in a chunk flagged with the kinds it held, so that
+    /// every rank gets the non-finite value IEEE addition gives over that chunk (what
+    /// `torch.cuda.amp.GradScaler` relies on to skip a step on every rank). A float sum
+    /// of finite values beyond the type's range is ±∞ there, as IEEE addition gives it.
+    #[default]
+    Propagate,
+    /// Refuse it at submission with [`SubmitErrorKind::NonFinite`]; nothing is sent. A
+    /// float sum beyond the type's range is reported as [`TensorError::Overflow`].
+    Refuse,
+}
+
+/// The text form the settings use (`SWITCHML_NON_FINITE`): `propagate` or `error`.
+impl core::str::FromStr for NonFinitePolicy {
+    type Err = &'static str;
+
+    fn from_str(s: &str) -> Result<NonFinitePolicy, &'static str> {
+        match s.trim() {
+            "propagate" => Ok(NonFinitePolicy::Propagate),
+            "error" => Ok(NonFinitePolicy::Refuse),
+            _ => Err("a non-finite policy is \"propagate\" or \"error\""),
+        }
+    }
 }
 
 impl Config {
     /// A configuration with defaults: one lane of 64 slots from 0, k = 256, 5 ms first timeout doubling
     /// to 200 ms, 30 resends (about 5 s without progress), joins every 100 ms for 30 s, key
-    /// 0 and nonce 1 (set both: the key to the job's, the nonce to a random one).
+    /// 0 and nonce 1 (set both: the key to the job's, the nonce to a random one), non-finite
+    /// values propagated.
     pub const fn new(job: u16, rank: u16, world: u16) -> Config {
         Config {
             job,
@@ -109,6 +141,7 @@ impl Config {
             join_timeout: Duration::from_secs(30),
             key: 0,
             nonce: 1,
+            non_finite: NonFinitePolicy::Propagate,
         }
     }
 
@@ -366,12 +399,14 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         self.tensors.is_empty()
     }
 
-    /// Queue a tensor for all-reduce in place. Non-finite inputs are refused here, before
-    /// anything is sent; that takes one pass over the tensor, done after the cheaper
-    /// refusals (so a full queue costs no scan). A float tensor with an exponent cache
-    /// ([`Tensor::elements_and_exponents`]) gets its chunks' block exponents in the same
-    /// pass, and no chunk is scanned again; without one, each chunk's exponent is scanned
-    /// as the chunk is sent (a second read of the tensor).
+    /// Queue a tensor for all-reduce in place. With [`NonFinitePolicy::Refuse`], non-finite
+    /// inputs are refused here, before anything is sent; that takes one pass over the
+    /// tensor, done after the cheaper refusals (so a full queue costs no scan); with
+    /// [`NonFinitePolicy::Propagate`] they are sent flagged (protocol.md §5.4). A float
+    /// tensor with an exponent cache ([`Tensor::elements_and_exponents`]) gets its chunks'
+    /// block exponents in one pass (unless it holds a NaN or ∞), and no chunk is scanned
+    /// again; without one, each chunk's exponent is scanned as the chunk is sent (a second
+    /// read of the tensor).
     pub fn submit(&mut self, _now: Instant, buf: B, op: Op) -> Result<TensorId, SubmitError<B>> {
         self.queue_tensor(buf, op, Vouched::Nothing)
     }
@@ -380,7 +415,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
     /// ([`Elements::check_finite`](crate::quant::Elements::check_finite)), without
     /// scanning it again: a host that splits one tensor between several lanes checks it
     /// once, whole, before any lane sends anything. A NaN or infinity submitted here anyway
-    /// does not panic, but spoils the sum of its chunk at every rank. Each chunk's exponent
+    /// travels flagged as with [`NonFinitePolicy::Propagate`], whatever the policy. Each chunk's exponent
     /// is scanned as the chunk is sent; an exponent cache is not used (the caller who
     /// filled it submits with [`submit_scanned`](Self::submit_scanned)).
     pub fn submit_finite(
@@ -429,7 +464,9 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         if !self.tensors.has_room() {
             return refuse(SubmitErrorKind::QueueFull, buf);
         }
-        let cached = match tensors::scan_exponents(&mut buf, chunks, self.config.count, vouched) {
+        let policy = self.config.non_finite;
+        let count = self.config.count;
+        let cached = match tensors::scan_exponents(&mut buf, chunks, count, vouched, policy) {
             Ok(cached) => cached,
             Err(e) => return refuse(SubmitErrorKind::NonFinite(e), buf),
         };
@@ -692,6 +729,10 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
 mod admission_tests;
 #[cfg(test)]
 mod cache_tests;
+#[cfg(test)]
+mod non_finite_tests;
+#[cfg(test)]
+mod one_switch_tests;
 #[cfg(test)]
 mod overflow_tests;
 #[cfg(test)]

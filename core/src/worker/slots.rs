@@ -2,8 +2,8 @@
 //! moving to the next chunk (protocol.md §5.3, §6); recovering a lost use with a Probe
 //! first, so that only the rank that needs to resend does (§6.1).
 
-use super::{Phase, Probe, StallReport, Worker, WorkerError};
-use crate::quant::{Tensor, NO_EXPONENT};
+use super::{NonFinitePolicy, Phase, Probe, StallReport, Worker, WorkerError};
+use crate::quant::{NonFiniteKinds, Tensor, NO_EXPONENT};
 use crate::time::{Duration, Instant};
 use crate::wire::{DataKind, DataPacket, DataRepr, Flags};
 
@@ -258,7 +258,8 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         let mut packet = DataPacket::new_unchecked(out);
         repr.emit(&mut packet);
         if !prime {
-            elements.encode(range, cfg.world, exp_max, packet.values_mut());
+            let kinds = elements.encode(range, cfg.world, exp_max, packet.values_mut());
+            packet.set_flags(repr.flags.with(non_finite_flags(kinds)));
         }
         Some(len)
     }
@@ -302,7 +303,20 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
                 }
                 let (world, op, start) = (cfg.world, e.op, range.start);
                 let flagged = r.flags.contains(Flags::OVERFLOW).then_some(start);
-                let beyond_range = e.buf.elements().decode(range, world, exp, op, payload);
+                let (kinds, float) = (non_finite_kinds(r.flags), e.is_float());
+                let mut elements = e.buf.elements();
+                // A float chunk some rank flagged non-finite is that value throughout
+                // (§5.4), at every rank alike; an int32 tensor has none to write.
+                let beyond_range = if float && !kinds.is_empty() {
+                    elements.fill_non_finite(range, kinds);
+                    None
+                } else {
+                    elements.decode(range, world, exp, op, payload)
+                };
+                // A float sum beyond the range is ±∞ there, as IEEE addition makes it; an
+                // error only where non-finite values are (§5.2, §5.4).
+                let beyond_range =
+                    beyond_range.filter(|_| cfg.non_finite == NonFinitePolicy::Refuse);
                 e.overflow = [e.overflow, flagged, beyond_range]
                     .into_iter()
                     .flatten()
@@ -376,5 +390,26 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             seq: p.seq,
             report,
         })
+    }
+}
+
+/// The Contribution flags for a chunk holding `kinds` of non-finite values (§5.4).
+fn non_finite_flags(kinds: NonFiniteKinds) -> Flags {
+    [
+        (kinds.pos_inf, Flags::POS_INF),
+        (kinds.neg_inf, Flags::NEG_INF),
+        (kinds.nan, Flags::NAN),
+    ]
+    .into_iter()
+    .filter(|&(set, _)| set)
+    .fold(Flags::default(), |f, (_, bit)| f.with(bit))
+}
+
+/// The non-finite kinds a Result's flags carry (§5.4).
+fn non_finite_kinds(flags: Flags) -> NonFiniteKinds {
+    NonFiniteKinds {
+        pos_inf: flags.contains(Flags::POS_INF),
+        neg_inf: flags.contains(Flags::NEG_INF),
+        nan: flags.contains(Flags::NAN),
     }
 }

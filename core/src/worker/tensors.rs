@@ -2,6 +2,7 @@
 //! block exponents of a tensor's chunks, from its exponent cache or scanned when sent.
 
 use super::event::{TensorError, TensorId};
+use super::NonFinitePolicy;
 use crate::quant::{ElementType, NonFinite, Op, Tensor};
 
 /// What the submitter vouches for about a tensor's elements.
@@ -15,25 +16,34 @@ pub(crate) enum Vouched {
     Scanned,
 }
 
-/// Make what a submission needs of `buf`'s elements: refuse a non-finite one unless the
-/// caller vouched for it, and return whether its exponent cache holds the block exponents
-/// of its `chunks` chunks of `count` (a float tensor whose cache has room for them all).
+/// Make what a submission needs of `buf`'s elements: refuse a non-finite one if `policy`
+/// says so and the caller did not vouch for it, and return whether its exponent cache holds
+/// the block exponents of its `chunks` chunks of `count` (a float tensor whose cache has
+/// room for them all). A tensor that holds a NaN or ∞ and is not refused gets no cached
+/// exponents (the fused scan stops at the first): its chunks are scanned as sent, where
+/// the exponent ignores non-finite values.
 pub(crate) fn scan_exponents<B: Tensor>(
     buf: &mut B,
     chunks: u32,
     count: u16,
     vouched: Vouched,
+    policy: NonFinitePolicy,
 ) -> Result<bool, NonFinite> {
     let (elements, cache) = buf.elements_and_exponents();
     let cache = cache
         .filter(|_| elements.element_type() != ElementType::I32)
         .and_then(|c| c.get_mut(..chunks as usize));
+    let refuse = policy == NonFinitePolicy::Refuse;
     match (vouched, cache) {
-        (Vouched::Nothing, Some(cache)) => elements
-            .finite_block_exponents(usize::from(count), cache)
-            .map(|()| true),
-        (Vouched::Nothing, None) => elements.check_finite().map(|()| false),
-        (Vouched::Finite, _) => Ok(false),
+        (Vouched::Nothing, Some(cache)) => {
+            match elements.finite_block_exponents(usize::from(count), cache) {
+                Ok(()) => Ok(true),
+                Err(e) if refuse => Err(e),
+                Err(_) => Ok(false),
+            }
+        }
+        (Vouched::Nothing, None) if refuse => elements.check_finite().map(|()| false),
+        (Vouched::Nothing | Vouched::Finite, _) => Ok(false),
         (Vouched::Scanned, cache) => Ok(cache.is_some()),
     }
 }

@@ -515,12 +515,19 @@ fn submit_finite_trusts_the_caller_and_submit_scans_after_cheaper_refusals() {
     // The queue (one tensor) is full: refused for that, without scanning.
     let e = w.submit(ms(0), &mut b[..], Op::Sum).unwrap_err();
     assert_eq!(e.kind, SubmitErrorKind::QueueFull);
-    let mut w = Worker::<&mut [f32], 4, 1>::new(config()).unwrap();
+    let refuse = Config {
+        non_finite: NonFinitePolicy::Refuse,
+        ..config()
+    };
+    let mut w = Worker::<&mut [f32], 4, 1>::new(refuse).unwrap();
     let e = w.submit(ms(0), &mut b[..], Op::Sum).unwrap_err();
     assert_eq!(
         e.kind,
         SubmitErrorKind::NonFinite(crate::quant::NonFinite { index: 1 })
     );
+    // Propagated by default: queued, to be sent flagged.
+    let mut w = Worker::<&mut [f32], 4, 1>::new(config()).unwrap();
+    assert!(w.submit(ms(0), &mut b[..], Op::Sum).is_ok());
 }
 
 /// A joining worker takes only answers to its own Join (they name its nonce) and the

@@ -215,7 +215,11 @@ pub fn sequence<const K: usize>(seed: u64, packets: usize, stall_seed: u64) -> S
             if w.chance(3) {
                 seq = seq.wrapping_add(w.rng.between(1, 3) as u32);
             }
-            let flags = if w.chance(10) { 2 } else { 0 };
+            let mut flags = if w.chance(10) { 2 } else { 0 };
+            if w.chance(15) {
+                // Non-finite kinds (§5.4), and now and then bits a flat switch ignores.
+                flags |= w.rng.between(0, 255) as u8 & if w.chance(50) { 0x1C } else { 0xFD };
+            }
             let exp = w.rng.between(0, 255) as u8;
             let values: Vec<i32> = (0..count).map(|_| w.value()).collect();
             let sess = if w.chance(97) {

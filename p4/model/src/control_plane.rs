@@ -44,8 +44,8 @@ pub struct SlotVersionState {
     pub remaining: u16,
     /// Register `exp`.
     pub exp: u8,
-    /// Register `overflow`.
-    pub overflow: bool,
+    /// Register `flags`: the Result's sticky flag bits (`OVERFLOW`, the non-finite kinds).
+    pub flags: u8,
     /// Register `count`.
     pub count: u16,
     /// Register `relay`: a child switch holds its parent's Result for this use (§7).
@@ -317,7 +317,7 @@ impl Pipeline {
             seen: self.bitmap_checker.read(s)?[usize::from(ver)],
             remaining: self.workers_counter.register().read(v)?,
             exp: self.exponents.register().read(v)?,
-            overflow: self.overflow_flag.register().read(v)?,
+            flags: self.overflow_flag.register().read(v)?,
             count: self.count_checker.register().read(v)?,
             relayed: self.relay.register().read(v)?.relayed,
             values,

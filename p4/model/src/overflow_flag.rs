@@ -1,36 +1,43 @@
-//! `overflow_flag.p4`: whether any addition into a use overflowed int32 (protocol.md §5.2,
-//! the `OVERFLOW` flag). The packet gathers its own overflows over its value passes and
-//! this register takes them in its last value pass (pass 0 for a header-only packet).
+//! `overflow_flag.p4`: the Result's sticky flags of a use, in one OR register (protocol.md
+//! §4, §5.4): `OVERFLOW` if any addition into the use overflowed int32 (or, at a parent, a
+//! member's Contribution carried it), and the non-finite kinds (`POS_INF`, `NEG_INF`,
+//! `NAN`) its Contributions carried. One register for all of them keeps the stateful ALU
+//! count where the overflow flag alone had it. The packet gathers its own flags over its
+//! value passes (the kinds from its header in pass 0, its overflows as its blocks are
+//! added) and this register takes them in its last value pass (pass 0 for a header-only
+//! packet).
 
 use crate::processor::Update;
 use crate::register::{Hazard, Pass, Register};
 
-/// The overflow flag: register `overflow`, one cell per slot version.
+/// The flags register: register `flags`, one byte per slot version (the data message's
+/// flag bits).
 #[derive(Debug, Clone)]
 pub struct OverflowFlag {
-    overflow: Register<bool>,
+    flags: Register<u8>,
 }
 
 impl OverflowFlag {
     /// Make the register for `versions` slot versions.
     pub fn new(versions: usize) -> Self {
         OverflowFlag {
-            overflow: Register::new("overflow", versions, false),
+            flags: Register::new("flags", versions, 0),
         }
     }
 
-    /// Load, OR in, or read the packet's overflow `o` at version `index`; return the flag.
+    /// Load, OR in, or read the packet's flags `f` at version `index`; return the held
+    /// flags.
     pub fn apply(
         &mut self,
         pass: &Pass,
         index: usize,
         update: Update,
-        o: bool,
-    ) -> Result<bool, Hazard> {
-        self.overflow.execute(pass, index, |cell| {
+        f: u8,
+    ) -> Result<u8, Hazard> {
+        self.flags.execute(pass, index, |cell| {
             match update {
-                Update::Load => *cell = o,
-                Update::Add => *cell |= o,
+                Update::Load => *cell = f,
+                Update::Add => *cell |= f,
                 Update::Read => {}
             }
             *cell
@@ -38,12 +45,12 @@ impl OverflowFlag {
     }
 
     /// Return the register.
-    pub fn register(&self) -> &Register<bool> {
-        &self.overflow
+    pub fn register(&self) -> &Register<u8> {
+        &self.flags
     }
 
     /// Reset version `index` (control plane).
     pub fn reset(&mut self, index: usize) {
-        self.overflow.write(index, false);
+        self.flags.write(index, 0);
     }
 }

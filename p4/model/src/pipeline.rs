@@ -609,8 +609,13 @@ impl Pipeline {
             self.job_counters.count(event, job.index);
             return Ok(Verdict::Drop(reason));
         };
-        // A parent keeps a member's OVERFLOW (§7).
-        let kept = tier.keeps_overflow() && Flags(d.flags).contains(Flags::OVERFLOW);
+        // Every Contribution's non-finite kinds reach the Result (§5.4); a parent keeps a
+        // member's OVERFLOW too (§7).
+        let kept = if tier.keeps_overflow() {
+            Flags(d.flags).and(Flags::STICKY)
+        } else {
+            Flags(d.flags).and(Flags::NON_FINITE)
+        };
         let held = self.values(
             pass,
             version,
@@ -622,14 +627,10 @@ impl Pipeline {
             payload,
             out,
         )?;
-        let overflow_flag = if held.overflow {
-            Flags::OVERFLOW
-        } else {
-            Flags::default()
-        };
+        let sticky = held.flags;
         let mut fields = ResultFields {
             rank: prefix.rank,
-            flags: overflow_flag,
+            flags: sticky,
             count,
             exp: held.exp,
         };
@@ -644,7 +645,7 @@ impl Pipeline {
             // Up, as member `link.member` of the parent's run (none yet: nothing to send).
             fields.rank = link.member;
             if outcome == Outcome::Retransmit {
-                fields.flags = Flags::RETRANSMIT.with(overflow_flag);
+                fields.flags = Flags::RETRANSMIT.with(sticky);
             }
             let len = self.reply_builder.up(out, &link, parent, d, fields);
             if outcome != Outcome::Retransmit {
@@ -665,7 +666,7 @@ impl Pipeline {
             Outcome::Retransmit => {
                 self.job_counters
                     .count(JobEvent::RetransmitReply, job.index);
-                fields.flags = Flags::RETRANSMIT.with(overflow_flag);
+                fields.flags = Flags::RETRANSMIT.with(sticky);
                 let len = self.reply_builder.result(out, prefix.job, d, fields);
                 unicast(prefix, len)
             }
@@ -682,8 +683,8 @@ impl Pipeline {
     /// The passes over the blocks (next_step_selector.rs) of a packet whose `update`
     /// reaches version `version`, pass 0 being `pass`: consume each block, then harvest
     /// the earlier ones if the packet `answers`; the pass that consumes the last block
-    /// also takes the exponent `exp` and the overflow flag (`kept`: the packet's own flag
-    /// counts). The values leave in `out` after the data header.
+    /// also takes the exponent `exp` and the flags (`kept`: the packet's own flags that
+    /// count, §5.4 and §7). The values leave in `out` after the data header.
     #[allow(clippy::too_many_arguments)]
     fn values(
         &mut self,
@@ -693,7 +694,7 @@ impl Pipeline {
         answers: bool,
         update: Update,
         exp: u8,
-        kept: bool,
+        kept: Flags,
         payload: &[u8],
         out: &mut [u8],
     ) -> Result<Held, Hazard> {
@@ -702,7 +703,7 @@ impl Pipeline {
         let values = out
             .get_mut(switchml_core::wire::data::HEADER_LEN..)
             .unwrap_or_default();
-        let mut packet_overflow = kept;
+        let mut packet_flags = kept;
         let mut held = Held::default();
         for p in 0..passes {
             if p > 0 {
@@ -715,15 +716,19 @@ impl Pipeline {
                 let input = payload.get(4 * lo..).unwrap_or_default();
                 let output = values.get_mut(4 * lo..).unwrap_or_default();
                 let update = if harvest { Update::Read } else { update };
-                packet_overflow |= self
+                if self
                     .processors
-                    .apply(&pass, version, block, n, update, input, output)?;
+                    .apply(&pass, version, block, n, update, input, output)?
+                {
+                    packet_flags = packet_flags.with(Flags::OVERFLOW);
+                }
             }
             if p == last_value_pass {
                 held.exp = self.exponents.apply(&pass, version, update, exp)?;
-                held.overflow =
-                    self.overflow_flag
-                        .apply(&pass, version, update, packet_overflow)?;
+                let flags = self
+                    .overflow_flag
+                    .apply(&pass, version, update, packet_flags.0)?;
+                held.flags = Flags(flags);
             }
         }
         Ok(held)
@@ -940,11 +945,11 @@ impl Pipeline {
     }
 }
 
-/// What the value passes leave in the version's `exp` and `overflow` registers.
+/// What the value passes leave in the version's `exp` and `flags` registers.
 #[derive(Debug, Clone, Copy, Default)]
 struct Held {
     exp: u8,
-    overflow: bool,
+    flags: Flags,
 }
 
 fn unicast(prefix: &Prefix, len: usize) -> Verdict {

@@ -76,7 +76,8 @@ impl TierEntry {
         }
     }
 
-    /// Return whether a member's `OVERFLOW` flag is kept (a parent).
+    /// Return whether a member's `OVERFLOW` flag is kept (a parent), besides the
+    /// non-finite kinds every switch keeps (§5.4).
     pub fn keeps_overflow(&self) -> bool {
         *self == TierEntry::Parent
     }

@@ -312,7 +312,7 @@ impl Gen {
             rank,
             slot,
             ver: (seq & 1) as u8 ^ u8::from(bad),
-            flags: Flags((seed >> 60) as u8 & 0x03),
+            flags: Flags((seed >> 56) as u8),
             count,
             seq,
             exp: (seed >> 8) as u8,

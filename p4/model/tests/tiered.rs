@@ -473,7 +473,7 @@ impl Gen {
                     rank: self.rank(rank),
                     slot,
                     ver: (seq(use_) & 1) as u8,
-                    flags: Flags((seed >> 60) as u8 & 0x03),
+                    flags: Flags((seed >> 56) as u8),
                     count,
                     seq: seq(use_),
                     exp: (seed >> 8) as u8,
@@ -496,7 +496,7 @@ impl Gen {
                     rank: Self::up_rank(rank),
                     slot,
                     ver: (seq(use_) & 1) as u8 ^ u8::from(bad_ver),
-                    flags: Flags((seed >> 60) as u8 & 0x03),
+                    flags: Flags((seed >> 56) as u8),
                     count,
                     seq: seq(use_),
                     exp: (seed >> 8) as u8,
@@ -514,7 +514,7 @@ impl Gen {
                 let repr = DataRepr {
                     kind: DataKind::Result,
                     rank: if all { RANK_ALL } else { MEMBER },
-                    flags: Flags((seed >> 62) as u8 & 0x03),
+                    flags: Flags((seed >> 54) as u8),
                     exp: (seed >> 8) as u8,
                     ..u
                 };
@@ -634,7 +634,7 @@ impl Gen {
                         rank: c,
                         slot,
                         ver: (use_ & 1) as u8,
-                        flags: Flags((seed >> (8 * c)) as u8 & 0x03),
+                        flags: Flags((seed >> (8 * c)) as u8),
                         count,
                         seq: use_,
                         exp: (seed >> 40) as u8 ^ c as u8,

@@ -181,7 +181,7 @@ fn quantize(scale: &Scale, block: &[f32], kind: Kind) -> Vec<i32> {
         Kind::F32 => scale.quantize_f32(block, &mut payload),
         Kind::F16 => scale.quantize_f16(&to_f16(block), &mut payload),
         Kind::Bf16 => scale.quantize_bf16(&to_bf16(block), &mut payload),
-    }
+    };
     payload
         .chunks_exact(4)
         .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]))

@@ -16,14 +16,15 @@
 //!   `slot_lo..slot_lo + window`, `ver == seq & 1`, `count ≤ config.count`, and is the use
 //!   the schedule says comes next on that slot (`seq` = results accepted there), with the
 //!   chunk's count, the look-ahead exponent and the payload quantized with the exponent the
-//!   previous Result brought; a resend is the same bytes with RETRANSMIT, a first send
-//!   never has it;
+//!   previous Result brought, flagged with exactly the chunk's non-finite kinds (§5.4); a
+//!   resend is the same bytes with RETRANSMIT, a first send never has it;
 //! - **results are accepted only for the outstanding use** of a slot (same seq, ver, count),
 //!   and no chunk is accepted twice;
 //! - **no completion with missing chunks**: `Done` with `Ok` (or `Overflow`) only after a
 //!   Result for every chunk of that tensor was accepted, `Overflow` iff one carried the
-//!   flag or a float sum came back beyond the element type's range (naming the first such
-//!   chunk, or element), `Aborted` only after the stream failed;
+//!   flag or (under `NonFinitePolicy::Refuse`) a float sum came back beyond the element
+//!   type's range (naming the first such chunk, or element), `Aborted` only after the
+//!   stream failed;
 //! - Contributions only after a JoinReply with COMPLETE arrived, no Join after data began,
 //!   nothing but one Abort after a failure, `Joined` and `Failed` at most once;
 //! - **the run's session and the job's credential** (protocol.md §4.1): every Join carries
@@ -46,14 +47,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
 use half::{bf16, f16};
-use switchml_core::quant::{Op, Tensor, Unscale, NO_EXPONENT};
+use switchml_core::quant::{NonFiniteKinds, Op, Tensor, Unscale, NO_EXPONENT};
 use switchml_core::time::{Duration, Instant};
 use switchml_core::wire::{
     AbortReason, AbortRepr, DataKind, DataRepr, Flags, JoinFlags, JoinReplyRepr, Message,
     ProbeReplyRepr, SlotState, RANK_ALL,
 };
 use switchml_core::worker::{
-    Config, ConfigError, Event, SubmitErrorKind, TensorError, WorkerError,
+    Config, ConfigError, Event, NonFinitePolicy, SubmitErrorKind, TensorError, WorkerError,
 };
 
 use crate::sim::Buf;
@@ -98,6 +99,13 @@ pub fn config(setup: &Setup) -> Config {
         join_timeout: Duration::from_millis(100),
         key: KEY,
         nonce: NONCE,
+        // Both policies get fuzzed without a field of their own in the corpus' layout:
+        // an odd retry budget refuses non-finite values.
+        non_finite: if setup.retries % 2 == 1 {
+            NonFinitePolicy::Refuse
+        } else {
+            NonFinitePolicy::Propagate
+        },
         ..Config::new(JOB, setup.rank, setup.world)
     }
 }
@@ -246,6 +254,14 @@ fn tensor(spec: &TensorSpec) -> Buf {
     }
 }
 
+/// The Contribution flags for a chunk holding `kinds` (protocol.md §5.4).
+fn non_finite_flags(kinds: NonFiniteKinds) -> Flags {
+    let bit = |set: bool, f: Flags| if set { f } else { Flags::default() };
+    bit(kinds.pos_inf, Flags::POS_INF)
+        .with(bit(kinds.neg_inf, Flags::NEG_INF))
+        .with(bit(kinds.nan, Flags::NAN))
+}
+
 /// Return the index of the first NaN or infinity.
 fn first_non_finite(buf: &Buf) -> Option<usize> {
     match buf {
@@ -292,7 +308,7 @@ impl Checker {
         if !float && op == Op::Average {
             refusals.push(SubmitErrorKind::AverageOfIntegers);
         }
-        if let Some(index) = non_finite {
+        if let (Some(index), NonFinitePolicy::Refuse) = (non_finite, self.config.non_finite) {
             let e = switchml_core::quant::NonFinite { index };
             refusals.push(SubmitErrorKind::NonFinite(e));
         }
@@ -483,10 +499,12 @@ impl Checker {
             NO_EXPONENT
         };
         assert_eq!(p.exp, want_exp, "look-ahead exponent of {u:?}: {p:?}");
+        let mut kinds = Flags::default();
         if !u.prime {
             let mut want = vec![0u8; payload.len()];
             let elements = t.input.elements();
-            elements.encode(u.range.clone(), c.world, self.last_exp[i], &mut want);
+            let k = elements.encode(u.range.clone(), c.world, self.last_exp[i], &mut want);
+            kinds = non_finite_flags(k);
             assert_eq!(
                 payload,
                 &want[..],
@@ -494,6 +512,12 @@ impl Checker {
                 self.last_exp[i]
             );
         }
+        // protocol.md §5.4: exactly the kinds of non-finite value the chunk holds.
+        assert_eq!(
+            p.flags.and(Flags::NON_FINITE),
+            kinds,
+            "non-finite flags of {u:?}: {p:?}"
+        );
         match &self.sent[i] {
             Some(first) => {
                 assert!(
@@ -909,7 +933,12 @@ impl Checker {
             let start = u.range.start;
             let flagged = r.flags.contains(Flags::OVERFLOW).then_some(start);
             let unscale = Unscale::new(c.world, exp, t.op);
-            let beyond_range = first_infinite(&t.input, payload, unscale).map(|j| start + j);
+            // A float chunk flagged non-finite is written as such, not dequantized (§5.4).
+            let non_finite = t.float && r.flags.intersects(Flags::NON_FINITE);
+            // A float sum beyond the range is an error only under Refuse (§5.2, §5.4).
+            let beyond_range = first_infinite(&t.input, payload, unscale)
+                .map(|j| start + j)
+                .filter(|_| !non_finite && c.non_finite == NonFinitePolicy::Refuse);
             t.overflow = [t.overflow, flagged, beyond_range]
                 .into_iter()
                 .flatten()

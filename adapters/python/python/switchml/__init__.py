@@ -20,7 +20,7 @@ Public names:
 - Exceptions, all ``SwitchMLError`` (a ``RuntimeError``) with the Rust error's words:
   ``ConfigError``, ``SwitchUnreachableError``, ``JoinTimeoutError``, ``StreamError``
   (a stalled slot and the ranks missing, a switch that stopped or restarted),
-  ``NonFiniteError``.
+  ``NonFiniteError`` (with ``non_finite="error"``).
 - ``switchml.torch`` (import it explicitly): the ``DistributedDataParallel``
   communication hook ``allreduce_hook`` and the ``"switchml"`` torch.distributed backend.
 
@@ -143,7 +143,8 @@ class Communicator(_switchml.Communicator):
     ``SWITCHML_SWITCH``, else ``MASTER_ADDR`` with ``SWITCHML_PORT``, default 48864),
     job (``SWITCHML_JOB``, default 0), key (an int or hex text: ``SWITCHML_JOB_KEY``),
     lanes, window, count, rto_ms, max_rto_ms, retries, join_timeout_ms, coalesce_us
-    (``SWITCHML_LANES``, ``SWITCHML_WINDOW``, ...), config_file.
+    (``SWITCHML_LANES``, ``SWITCHML_WINDOW``, ...), non_finite (``"propagate"``, the
+    default, or ``"error"``: ``SWITCHML_NON_FINITE``), config_file.
 
     The constructor returns once every rank has joined, or raises the error that says who
     did not. Every rank must reduce the same tensors (shapes, types) in the same order.
@@ -157,7 +158,10 @@ class Communicator(_switchml.Communicator):
         torch tensor (float32, int32, float16, bfloat16); its own memory is reduced, no
         copy. op: ``"sum"`` or ``"average"``. dtype: only for a raw buffer or a uint16
         array holding bfloat16 (``"bf16"``). The GIL is released while the switch works.
-        A tensor with a NaN or an infinity raises ``NonFiniteError`` and is left as it was.
+        A NaN or an infinity reaches every rank as Gloo's does: each rank gets NaN or ±inf
+        over the same chunks (docs/protocol.md §5.4), so ``GradScaler`` skips the step on
+        all of them. With ``non_finite="error"`` such a tensor raises ``NonFiniteError``
+        instead and is left as it was.
         """
         buffer, kind = _as_buffer(tensor, dtype)
         self.allreduce_buffer(buffer, kind, op)

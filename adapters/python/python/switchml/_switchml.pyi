@@ -36,6 +36,7 @@ class Communicator:
         coalesce_us: int | None = None,
         fallback_addr: str | None = None,
         fallback_timeout_ms: int | None = None,
+        non_finite: str | None = None,
         config_file: str | PathLike[str] | None = None,
     ) -> Self: ...
     def allreduce_buffer(self, buffer: Any, dtype: str, op: str = "sum") -> None: ...

@@ -381,6 +381,43 @@ fn a_childs_overflow_reaches_every_rank() {
 }
 
 #[test]
+fn a_ranks_non_finite_kinds_reach_every_rank_through_the_parent() {
+    let mut pools = [[Slot::IDLE; 4], [Slot::IDLE; 4], [Slot::IDLE; 4]];
+    let mut t = Tree::joined(&mut pools);
+    let mut out = [0u8; OUT];
+    let mut down = [0u8; OUT];
+    let none = Flags::default();
+    t.send(0, &contribution(0, 0, 0, &[1, 0], Flags::NAN), &mut out);
+    let Verdict::Up { len, .. } = t.send(0, &contribution(1, 0, 0, &[1, 0], none), &mut out) else {
+        panic!();
+    };
+    assert_eq!(
+        data(&out[..len]).0.flags,
+        Flags::NAN,
+        "the child sends its OR up"
+    );
+    t.parent.process(&out[..len], &mut down);
+    t.send(1, &contribution(2, 0, 0, &[0, 0], none), &mut out);
+    let Verdict::Up { len, .. } =
+        t.send(1, &contribution(3, 0, 0, &[0, 0], Flags::POS_INF), &mut out)
+    else {
+        panic!();
+    };
+    let Verdict::Multicast { len, .. } = t.parent.process(&out[..len], &mut down) else {
+        panic!();
+    };
+    assert_eq!(data(&down[..len]).0.flags, Flags::NAN.with(Flags::POS_INF));
+    let Verdict::Multicast { len, .. } = t.send(1, &down[..len], &mut out) else {
+        panic!();
+    };
+    assert_eq!(
+        data(&out[..len]).0.flags,
+        Flags::NAN.with(Flags::POS_INF),
+        "B's ranks are told of A's NaN"
+    );
+}
+
+#[test]
 fn results_a_child_did_not_ask_for_change_nothing() {
     let mut pools = [[Slot::IDLE; 4], [Slot::IDLE; 4], [Slot::IDLE; 4]];
     let mut t = Tree::joined(&mut pools);

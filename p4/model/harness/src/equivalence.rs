@@ -448,7 +448,7 @@ impl<'a, const K: usize> Pair<'a, K> {
                         (ms.remaining == rs.remaining(), "remaining"),
                         (complete == rs.is_complete(), "complete"),
                         (ms.exp == rs.exp(), "exp"),
-                        (ms.overflow == rs.overflowed(), "overflow"),
+                        (ms.flags == rs.flags().0, "flags"),
                         (ms.values() == rs.values(), "values"),
                         (ms.relayed == rs.relayed(), "relayed"),
                     ];

@@ -64,7 +64,7 @@ impl Pipeline {
             self.job_counters.count(event, job.index);
             return Ok(Verdict::Drop(reason));
         }
-        let kept = Flags(d.flags).contains(Flags::OVERFLOW);
+        let kept = Flags(d.flags).and(Flags::STICKY);
         let stored = self.values(
             pass,
             version,
@@ -78,11 +78,7 @@ impl Pipeline {
         )?;
         let fields = ResultFields {
             rank: RANK_ALL,
-            flags: if stored.overflow {
-                Flags::OVERFLOW
-            } else {
-                Flags::default()
-            },
+            flags: stored.flags,
             count,
             exp: stored.exp,
         };
