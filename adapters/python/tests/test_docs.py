@@ -33,5 +33,18 @@ def test_the_torch_module_is_documented():
     assert switchml_torch.__doc__.strip()
     for name in switchml_torch.__all__:
         assert (getattr(switchml_torch, name).__doc__ or "").strip(), name
-    for member in ("allreduce", "broadcast", "allgather", "barrier", "getBackendName"):
+    for member in ("allreduce", "broadcast", "allgather", "_allgather_base", "reduce", "gather",
+                   "scatter", "reduce_scatter", "_reduce_scatter_base", "alltoall",
+                   "alltoall_base", "barrier", "send", "recv", "stats", "getBackendName"):
         assert getattr(switchml_torch.ProcessGroupSwitchML, member).__doc__.strip()
+
+
+def test_modules_export_only_their_names():
+    import subprocess
+    import sys
+
+    # `import switchml` neither imports torch nor registers a backend (issue 26 item 8).
+    code = "import sys, switchml; assert 'torch' not in sys.modules, 'torch imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+    for name in ("np", "sys", "torch"):
+        assert not hasattr(switchml, name), name

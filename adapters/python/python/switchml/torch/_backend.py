@@ -1,0 +1,232 @@
+"""``ProcessGroupSwitchML``: the ``"switchml"`` torch.distributed backend.
+
+Every collective is queued on the group's thread (``_work``) and returns a ``dist.Work``
+at once; ``_ops`` does the work over the group's transport (``_transport``): the switch
+for the default group, torch's store for subgroups and point-to-point.
+"""
+
+import inspect as _inspect
+from datetime import timedelta as _timedelta
+from typing import Any, Callable, List, Optional
+
+import torch as _torch
+import torch.distributed as _dist
+
+import switchml as _switchml
+
+from . import _launch, _ops
+from ._hook import _Copied
+from ._transport import _StoreTransport, _SwitchTransport, stats as _stats
+from ._work import _Executor, _Work
+
+__all__ = ["ProcessGroupSwitchML"]
+
+_R = _switchml.ReduceOp
+
+# torch 2.x renamed the base class a Python backend derives from (ProcessGroup became a
+# wrapper of per-device Backend objects); 1.13 has only ProcessGroup.
+_Base = getattr(_dist, "Backend", None)
+_Base = _Base if _inspect.isclass(_Base) and hasattr(_Base, "allreduce") else _dist.ProcessGroup
+
+
+def reduce_op(op: Any) -> "_switchml.ReduceOp":
+    """The ``switchml.ReduceOp`` of a ``torch.distributed.ReduceOp`` (named, not its repr)."""
+    if isinstance(op, _switchml.ReduceOp):
+        return op
+    for r in _R:
+        if hasattr(_dist.ReduceOp, r.name) and op == getattr(_dist.ReduceOp, r.name):
+            return r
+    raise _switchml.UnsupportedError(
+        f"reduction {getattr(op, 'name', None) or op}: switchml does SUM, AVG, MAX, MIN, "
+        "PRODUCT, BAND, BOR, BXOR (not PREMUL_SUM)")
+
+
+def _op_of(opts: Any) -> "_switchml.ReduceOp":
+    return reduce_op(opts.reduceOp) if opts is not None else _R.SUM
+
+
+def _root_of(opts: Any) -> int:
+    return opts.rootRank if opts is not None else 0
+
+
+class ProcessGroupSwitchML(_Base):
+    """A torch.distributed process group whose collectives go through the switch.
+
+    Made by ``dist.init_process_group("switchml", ...)`` (the default group: a switchml
+    job, with an embedded switch on rank 0 unless ``SWITCHML_SWITCH`` names one) and by
+    ``dist.new_group(...)`` (a subgroup: over torch's store). Every collective returns a
+    ``Work`` at once and runs on the group's thread, in call order. ``stats()`` counts
+    what went where; ``comm`` is the default group's ``switchml.Communicator`` (None for a
+    subgroup).
+    """
+
+    def __init__(self, store: Any, rank: int, size: int, timeout: _timedelta,
+                 comm: Optional["_switchml.Communicator"] = None,
+                 subgroup: bool = False) -> None:
+        super().__init__(rank, size)
+        self._switch = None
+        if subgroup:
+            self.comm = None
+            self._transport: _StoreTransport = _StoreTransport(store, rank, size)
+        else:
+            if comm is None:
+                comm, self._switch = _launch.connect(store, rank, size, timeout)
+            self.comm = comm
+            self._transport = _SwitchTransport(store, rank, size, comm)
+        self._executor = _Executor(f"switchml-pg{rank}")
+
+    def getBackendName(self) -> str:  # noqa: N802 - torch's name
+        """Return "switchml"."""
+        return "switchml"
+
+    def stats(self) -> dict:
+        """Return the communicator's counters (``Communicator.stats()``) and where this
+        group's collectives went: switch_allreduce (tensors reduced in the switch),
+        switch_byte_collectives (exact broadcasts and all-gathers through the switch),
+        host_reduced (reductions computed on the hosts over such an all-gather),
+        store_collectives, store_p2p and store_bytes (over torch's store)."""
+        return _stats(self._transport, self.comm)
+
+    def _queue(self, body: Callable[[], Any], result: List[_torch.Tensor]) -> _Work:
+        return self._executor.submit(body, result)
+
+    def _submit_allreduce(self, host: _torch.Tensor, target: _torch.Tensor, op: Any,
+                          raw: _torch.futures.Future, outcome: Any) -> None:
+        """The DDP hook's entry: an asynchronous all-reduce in the group's order."""
+        op = _switchml.ReduceOp(op)
+        work = self._queue(lambda: _Copied(self._transport.reduce_async(host, op), host,
+                                           target), [target])
+
+        def done(future: _torch.futures.Future) -> None:
+            value = future.value()
+            outcome.error = value if isinstance(value, BaseException) else None
+            outcome.done.set()
+            raw.set_result(value if outcome.error is not None else target)
+
+        work._raw.then(done)
+
+    def allreduce(self, tensors: List[_torch.Tensor], opts: Any = None) -> "_dist.Work":
+        """Reduce each tensor across the ranks, in place (SUM, AVG in the switch)."""
+        op = _op_of(opts)
+        return self._queue(lambda: [_ops.allreduce(self._transport, t, op) for t in tensors],
+                           tensors)
+
+    def allreduce_coalesced(self, tensors: List[_torch.Tensor],
+                            opts: Any = None) -> "_dist.Work":
+        """As ``allreduce``, tensor by tensor."""
+        return self.allreduce(tensors, opts)
+
+    def broadcast(self, tensors: List[_torch.Tensor], opts: Any = None) -> "_dist.Work":
+        """Copy each tensor of rank ``opts.rootRank`` to every rank (exact, any dtype)."""
+        root = _root_of(opts)
+        return self._queue(lambda: [_ops.broadcast(self._transport, t, root) for t in tensors],
+                           tensors)
+
+    def allgather(self, output_tensors: List[List[_torch.Tensor]],
+                  input_tensors: List[_torch.Tensor], opts: Any = None) -> "_dist.Work":
+        """Gather every rank's input into ``output_tensors`` (exact, any dtype)."""
+        def body() -> None:
+            for outputs, t in zip(output_tensors, input_tensors):
+                _ops.allgather(self._transport, outputs, t)
+        return self._queue(body, [o for os in output_tensors for o in os])
+
+    def _allgather_base(self, output: _torch.Tensor, input: _torch.Tensor,
+                        opts: Any = None) -> "_dist.Work":
+        """``all_gather_into_tensor``: the ranks' inputs, concatenated into ``output``."""
+        chunks = list(output.view(-1).chunk(self.size())) if output.is_contiguous() else None
+        def body() -> None:
+            if chunks is not None:
+                _ops.allgather(self._transport, chunks, input)
+            else:
+                flat = output.new_empty(output.numel())
+                _ops.allgather(self._transport, list(flat.chunk(self.size())), input)
+                output.copy_(flat.view(output.shape))
+        return self._queue(body, [output])
+
+    def reduce(self, tensors: List[_torch.Tensor], opts: Any = None) -> "_dist.Work":
+        """Reduce each tensor onto rank ``opts.rootRank`` (the others' are left as they were)."""
+        op, root = _op_of(opts), _root_of(opts)
+        def body() -> None:
+            for t in tensors:
+                value = _ops.reduced(self._transport, t.clone() if self.rank() != root else t, op)
+                if self.rank() == root and value is not t:
+                    t.copy_(value.reshape(t.shape))
+        return self._queue(body, tensors)
+
+    def gather(self, output_tensors: List[List[_torch.Tensor]],
+               input_tensors: List[_torch.Tensor], opts: Any = None) -> "_dist.Work":
+        """Gather every rank's input on rank ``opts.rootRank``."""
+        root = _root_of(opts)
+        outputs = output_tensors[0] if output_tensors else None
+        return self._queue(lambda: _ops.gather(self._transport, outputs, input_tensors[0], root),
+                           list(outputs or []))
+
+    def scatter(self, output_tensors: List[_torch.Tensor],
+                input_tensors: List[List[_torch.Tensor]], opts: Any = None) -> "_dist.Work":
+        """Send piece r of rank ``opts.rootRank``'s inputs to rank r."""
+        root = _root_of(opts)
+        inputs = input_tensors[0] if input_tensors else None
+        return self._queue(lambda: _ops.scatter(self._transport, output_tensors[0], inputs, root),
+                           output_tensors)
+
+    def reduce_scatter(self, output_tensors: List[_torch.Tensor],
+                       input_tensors: List[List[_torch.Tensor]],
+                       opts: Any = None) -> "_dist.Work":
+        """Reduce the ranks' input lists; rank r gets the reduction of piece r."""
+        op = _op_of(opts)
+        def body() -> None:
+            for out, inputs in zip(output_tensors, input_tensors):
+                _ops.reduce_scatter(self._transport, out, inputs, op)
+        return self._queue(body, output_tensors)
+
+    def _reduce_scatter_base(self, output: _torch.Tensor, input: _torch.Tensor,
+                             opts: Any = None) -> "_dist.Work":
+        """``reduce_scatter_tensor``: ``input`` holds every rank's piece, concatenated."""
+        op = _op_of(opts)
+        pieces = list(input.reshape(-1).chunk(self.size()))
+        return self._queue(lambda: _ops.reduce_scatter(self._transport, output, pieces, op),
+                           [output])
+
+    def alltoall(self, output_tensors: List[_torch.Tensor],
+                 input_tensors: List[_torch.Tensor], opts: Any = None) -> "_dist.Work":
+        """Rank r's ``input_tensors[s]`` lands in rank s's ``output_tensors[r]``."""
+        return self._queue(lambda: _ops.alltoall(self._transport, output_tensors,
+                                                 input_tensors), output_tensors)
+
+    def alltoall_base(self, output: _torch.Tensor, input: _torch.Tensor,
+                      output_split_sizes: List[int], input_split_sizes: List[int],
+                      opts: Any = None) -> "_dist.Work":
+        """``all_to_all_single``, even or uneven splits along dimension 0."""
+        return self._queue(lambda: _ops.alltoall_single(
+            self._transport, output, input, output_split_sizes, input_split_sizes), [output])
+
+    def barrier(self, opts: Any = None) -> "_dist.Work":
+        """Return once every rank has called barrier."""
+        return self._queue(lambda: self._transport.allgather_bytes(b""), [])
+
+    def send(self, tensors: List[_torch.Tensor], dstRank: int, tag: int) -> "_dist.Work":  # noqa: N803
+        """Send the tensors to rank ``dstRank`` (over torch's store)."""
+        data = b"".join(_ops.host_bytes(t) for t in tensors)
+        return self._queue(lambda: self._transport.send_bytes(data, dstRank, tag), tensors)
+
+    def recv(self, tensors: List[_torch.Tensor], srcRank: int, tag: int) -> "_dist.Work":  # noqa: N803
+        """Receive the tensors from rank ``srcRank`` (over torch's store)."""
+        def body() -> None:
+            data, at = self._transport.recv_bytes(srcRank, tag), 0
+            for t in tensors:
+                n = t.numel() * t.element_size()
+                t.copy_(_ops.from_bytes(data[at:at + n], t.dtype, t.shape))
+                at += n
+        return self._queue(body, tensors)
+
+    def recv_anysource(self, tensors: List[_torch.Tensor], tag: int) -> "_dist.Work":
+        """Not supported: name the source rank."""
+        raise _switchml.UnsupportedError("recv from any source: switchml needs the source rank")
+
+    def close(self) -> None:
+        """Leave the job and stop the embedded switch, if this rank runs one."""
+        if self.comm is not None:
+            self.comm.close()
+        if self._switch is not None:
+            self._switch.stop()
+            self._switch = None
