@@ -72,6 +72,12 @@ def check_reductions(rank, group, gloo, tag):
             except (RuntimeError, ValueError):
                 pass  # Gloo 1.13 refuses it (AVG, bool, bfloat16): the local value stands
             same(ours, want, dtype, where)
+    for dtype in (torch.int32, torch.int64, torch.uint8):
+        for op in ("BAND", "BOR", "BXOR"):
+            ours, theirs = value(rank, dtype) * 5, value(rank, dtype) * 5
+            dist.all_reduce(ours, getattr(dist.ReduceOp, op), group=group)
+            dist.all_reduce(theirs, getattr(dist.ReduceOp, op), group=gloo)
+            assert torch.equal(ours, theirs), (tag, op, dtype, ours, theirs)
     # 0-dim and non-contiguous tensors, in place.
     scalar = torch.tensor(float(rank + 1))
     dist.all_reduce(scalar, group=group)

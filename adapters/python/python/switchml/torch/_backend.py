@@ -5,7 +5,6 @@ at once; ``_ops`` does the work over the group's transport (``_transport``): the
 for the default group, torch's store for subgroups and point-to-point.
 """
 
-import inspect as _inspect
 from datetime import timedelta as _timedelta
 from typing import Any, Callable, List, Optional
 
@@ -23,10 +22,12 @@ __all__ = ["ProcessGroupSwitchML"]
 
 _R = _switchml.ReduceOp
 
-# torch 2.x renamed the base class a Python backend derives from (ProcessGroup became a
-# wrapper of per-device Backend objects); 1.13 has only ProcessGroup.
-_Base = getattr(_dist, "Backend", None)
-_Base = _Base if _inspect.isclass(_Base) and hasattr(_Base, "allreduce") else _dist.ProcessGroup
+# The base class: dist.ProcessGroup, whose pybind11 trampoline forwards each collective to
+# Python, in 1.13 and in 2.x (2.x wraps per-device C++ Backend objects in a ProcessGroup,
+# but a Python ProcessGroup subclass is still accepted from a backend's creator: the
+# package's DDP test passed so on torch 2.11). `dist.Backend` in Python is the registry of
+# backend names, not a base class.
+_Base = _dist.ProcessGroup
 
 
 def reduce_op(op: Any) -> "_switchml.ReduceOp":
