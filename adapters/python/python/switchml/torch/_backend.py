@@ -101,8 +101,8 @@ class ProcessGroupSwitchML(_Base):
         def done(future: _torch.futures.Future) -> None:
             value = future.value()
             outcome.error = value if isinstance(value, BaseException) else None
+            raw.set_result(value if outcome.error is not None else target)  # before the event
             outcome.done.set()
-            raw.set_result(value if outcome.error is not None else target)
 
         work._raw.then(done)
 

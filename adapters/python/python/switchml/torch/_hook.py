@@ -68,8 +68,9 @@ class _Completer:
                 handle.wait()
             except BaseException as e:  # noqa: BLE001 - handed to whoever waits
                 outcome.error = e
-            outcome.done.set()
+            # The future before the event, as in _work._Work._finish.
             raw.set_result(outcome.error if outcome.error is not None else handle.target)
+            outcome.done.set()
 
 
 _completers: "_weakref.WeakKeyDictionary[Any, _Completer]" = _weakref.WeakKeyDictionary()

@@ -51,8 +51,12 @@ class _Work(_dist.Work):
 
     def _finish(self, error: Optional[BaseException] = None) -> None:
         self._error = error
-        self._done.set()
+        # The future first: its callbacks run in set_result, inside torch's C++ with the
+        # GIL released. Were wait() to return first, the caller could reach interpreter
+        # exit while this thread is still in there; taking the GIL back then kills the
+        # thread through C++ frames, which aborts the process.
         self._raw.set_result(error if error is not None else self._result)
+        self._done.set()
 
     def wait(self, timeout: Any = None) -> bool:
         """Wait for the collective; raise its exception if it failed."""
