@@ -54,3 +54,44 @@ def train(local_rank, world, port):
 @pytest.mark.parametrize("world", [2, 3])
 def test_env_launch_with_an_embedded_switch_trains_ddp(world):
     mp.spawn(train, args=(world, free_port()), nprocs=world)
+
+
+def test_a_worker_started_before_the_switch_retries_until_it_is_there(monkeypatch, caplog):
+    """With SWITCHML_SWITCH set, a rank that finds nothing listening retries (up to the
+    group's timeout) instead of failing at once."""
+    import logging
+    import threading
+    import time
+    from datetime import timedelta
+
+    import switchml
+    from switchml.torch import _launch
+
+    port = free_port()
+    monkeypatch.setenv("SWITCHML_SWITCH", f"127.0.0.1:{port}")
+    monkeypatch.setenv("SWITCHML_JOB", "5")
+    caplog.set_level(logging.INFO, logger="switchml.torch")
+    result = {}
+
+    def join():
+        try:
+            result["comm"], _ = _launch.connect(None, 0, 1, timedelta(seconds=120))
+        except BaseException as e:  # noqa: BLE001 - reported below
+            result["error"] = e
+
+    joiner = threading.Thread(target=join)
+    joiner.start()
+    # Start the switch only once a try has found the port closed and said it retries.
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and joiner.is_alive() and \
+            not any("retrying" in r.getMessage() for r in caplog.records):
+        time.sleep(0.05)
+    assert any("retrying" in r.getMessage() for r in caplog.records), result
+    with switchml.Switch(["5:1"], bind=f"127.0.0.1:{port}"):
+        joiner.join(120)
+        assert "error" not in result, result.get("error")
+        comm = result["comm"]
+        x = torch.ones(4)
+        comm.allreduce(x)
+        assert torch.all(x == 1.0)
+        comm.close()
