@@ -120,6 +120,10 @@ def start(state: Any, tensor: _torch.Tensor, op: Any) -> _torch.futures.Future:
     raw: _torch.futures.Future = _torch.futures.Future()
     future = raw.then(_unwrap)
     outcome = _Outcome()
+    if getattr(owner, "comm", True) is None:
+        raise _switchml.UnsupportedError(
+            "allreduce_hook on a subgroup: only the default \"switchml\" group has a "
+            "switch job; pass None (the default group) or a switchml.Communicator")
     if hasattr(owner, "_submit_allreduce"):
         # The backend's own communicator: through its collective thread, so the bucket
         # keeps its place among the group's other collectives on every rank.

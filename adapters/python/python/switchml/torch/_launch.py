@@ -2,17 +2,18 @@
 
 With ``SWITCHML_SWITCH`` set, every rank joins that switch (a ``switchml switch``
 daemon, across hosts). Without it, rank 0 starts an embedded switch (``switchml.Switch``)
-on ``MASTER_ADDR`` (the address the other ranks already reach it at; ``SWITCHML_PORT``
-picks the port, else a free one), with one job for the group's ranks and a fresh key, and
-publishes the address, job and key through torch's rendezvous store; the other ranks read
-them there. Either way a rank that finds nothing listening yet retries until the process
+listening on every interface (``SWITCHML_PORT`` picks the port, else a free one), with one
+job for the group's ranks and a fresh key, and publishes ``MASTER_ADDR`` (the name the
+other ranks already reach rank 0 by, for the store) with that port, the job and the key
+through torch's rendezvous store; the other ranks read them there. Rank 0 does not
+resolve the name itself: on Debian a host's own name resolves to 127.0.1.1 there, which
+no other host reaches. The job is keyed, so binding every interface admits no stranger. Either way a rank that finds nothing listening yet retries until the process
 group's ``timeout`` (``init_process_group(timeout=...)``, torch's default 30 minutes),
 which is also the join timeout: every rank waits that long for the others, as Gloo does.
 """
 
 import logging as _logging
 import os as _os
-import socket as _socket
 import time as _time
 from datetime import timedelta as _timedelta
 from typing import Any, List, Optional, Tuple
@@ -30,24 +31,25 @@ _SLOTS = 256
 _RETRY_S = 0.5
 
 
-def _bind_host() -> str:
+def _master_host() -> str:
     host = _os.environ.get("MASTER_ADDR")
     if not host:
-        _log.warning("MASTER_ADDR is not set: the embedded switch listens on 127.0.0.1, "
-                     "which only ranks on this host reach")
+        _log.warning("MASTER_ADDR is not set: the ranks are told to reach the embedded "
+                     "switch at 127.0.0.1, which only ranks on this host can")
         return "127.0.0.1"
-    return _socket.gethostbyname(host)
+    return host
 
 
 def _start_switch(store: Any, size: int) -> Tuple["_switchml.Switch", str, int, int]:
     job = int(_os.environ.get("SWITCHML_JOB", "0"))
     key = _switchml.fresh_key()
     port = int(_os.environ.get("SWITCHML_PORT", "0"))
-    switch = _switchml.Switch([(job, size, _SLOTS, key)], bind=f"{_bind_host()}:{port}")
-    store.set(_KEY, f"{switch.address} {job} {key:x}")
+    switch = _switchml.Switch([(job, size, _SLOTS, key)], bind=f"0.0.0.0:{port}")
+    address = f"{_master_host()}:{switch.port}"
+    store.set(_KEY, f"{address} {job} {key:x}")
     _log.info("rank 0 started an embedded switch at %s for job %d (%d ranks)",
-              switch.address, job, size)
-    return switch, switch.address, job, key
+              address, job, size)
+    return switch, address, job, key
 
 
 def _published(store: Any) -> Tuple[str, int, int]:
