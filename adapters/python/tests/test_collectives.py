@@ -182,6 +182,12 @@ def collectives(rank, world, port, store_port):
     dist.init_process_group("switchml", rank=rank, world_size=world)
     gloo = dist.new_group(backend="gloo")
     sub = dist.new_group(backend="switchml")
+    solo = dist.new_group([WORLD - 1], backend="switchml")  # a strict subset: over the store
+    if rank == WORLD - 1:
+        t = torch.full((3,), 5, dtype=torch.int64)
+        dist.all_reduce(t, dist.ReduceOp.MAX, group=solo)
+        dist.broadcast(t, src=WORLD - 1, group=solo)
+        assert torch.all(t == 5)
     store = dist.TCPStore("127.0.0.1", store_port, world, rank == 0)
     overlap(rank, store)
     for group, tag in ((None, "switch"), (sub, "subgroup")):
