@@ -95,3 +95,33 @@ def test_a_worker_started_before_the_switch_retries_until_it_is_there(monkeypatc
         comm.allreduce(x)
         assert torch.all(x == 1.0)
         comm.close()
+
+
+def reinit(rank, world, ports, address, key):
+    os.environ.update(MASTER_ADDR="127.0.0.1", RANK=str(rank), WORLD_SIZE=str(world),
+                      SWITCHML_SWITCH=address, SWITCHML_JOB="1", SWITCHML_JOB_KEY=key)
+    import gc
+
+    import switchml.torch  # noqa: F401
+
+    for round_ in range(2):
+        os.environ["MASTER_PORT"] = str(ports[round_])
+        dist.init_process_group("switchml")
+        comm = dist.distributed_c10d._get_default_group().comm
+        t = torch.full((4,), float(round_ + 1))
+        dist.all_reduce(t)
+        assert torch.all(t == world * (round_ + 1)), (round_, t)
+        dist.destroy_process_group()
+        gc.collect()
+        assert comm.closed, "the destroyed group's communicator is still in the job"
+
+
+def test_destroy_leaves_the_job_so_the_group_can_start_again():
+    """destroy_process_group ends the group's membership in the switch's job (its
+    communicator is closed), and the same ranks join the same job again."""
+    import switchml
+
+    key = switchml.fresh_key()
+    with switchml.Switch([(1, 2, 256, key)]) as s:
+        ports = [free_port(), free_port()]
+        mp.spawn(reinit, args=(2, ports, s.address, f"{key:x}"), nprocs=2)

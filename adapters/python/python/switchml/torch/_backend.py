@@ -5,6 +5,7 @@ at once; ``_ops`` does the work over the group's transport (``_transport``): the
 for the default group, torch's store for subgroups and point-to-point.
 """
 
+import weakref as _weakref
 from datetime import timedelta as _timedelta
 from typing import Any, Callable, List, Optional
 
@@ -65,13 +66,16 @@ class ProcessGroupSwitchML(_Base):
                  comm: Optional["_switchml.Communicator"] = None,
                  subgroup: bool = False) -> None:
         super().__init__(rank, size)
-        self._switch = None
+        self._closer: Any = lambda: None
         if subgroup:
             self.comm = None
             self._transport: _StoreTransport = _StoreTransport(store, rank, size)
         else:
             if comm is None:
-                comm, self._switch = _launch.connect(store, rank, size, timeout)
+                comm, switch = _launch.connect(store, rank, size, timeout)
+                # What this group started ends with it (destroy_process_group drops it):
+                # the job left first, then the embedded switch stopped.
+                self._closer = _weakref.finalize(self, _shut, comm, switch)
             self.comm = comm
             self._transport = _SwitchTransport(store, rank, size, comm)
         self._executor = _Executor(f"switchml-pg{rank}")
@@ -225,9 +229,12 @@ class ProcessGroupSwitchML(_Base):
         raise _switchml.UnsupportedError("recv from any source: switchml needs the source rank")
 
     def close(self) -> None:
-        """Leave the job and stop the embedded switch, if this rank runs one."""
-        if self.comm is not None:
-            self.comm.close()
-        if self._switch is not None:
-            self._switch.stop()
-            self._switch = None
+        """Leave the job and stop the embedded switch, if this group started them (done
+        when the group is destroyed and dropped)."""
+        self._closer()
+
+
+def _shut(comm: "_switchml.Communicator", switch: Optional["_switchml.Switch"]) -> None:
+    comm.close()
+    if switch is not None:
+        switch.stop()

@@ -124,6 +124,10 @@ class _Executor:
                 self._handles.put((handle, work))
             else:
                 work._finish()
+            # Drop the references before blocking on the queue again: the last body
+            # would otherwise keep its process group (and its job) alive after
+            # destroy_process_group.
+            body = work = handle = None
 
     def _wait_handles(self) -> None:
         while True:
@@ -132,5 +136,6 @@ class _Executor:
                 handle.wait()
             except BaseException as e:  # noqa: BLE001 - handed to whoever waits
                 work._finish(e)
-                continue
-            work._finish()
+            else:
+                work._finish()
+            handle = work = None
