@@ -119,6 +119,11 @@ def check_data_movement(rank, group, gloo, tag):
         dist.reduce(r, dst=0, op=dist.ReduceOp.MAX, group=group)
         if rank == 0:
             assert torch.equal(r, expected("MAX", torch.int64)), tag
+    outs = [[torch.empty(2), torch.empty(3)] for _ in range(WORLD)]
+    dist.all_gather_coalesced(outs, [torch.full((2,), float(rank)), torch.full((3,), 0.5 * rank)],
+                              group=group)
+    assert [int(o[0][0]) for o in outs] == list(range(WORLD)), tag
+    assert [float(o[1][2]) for o in outs] == [0.5 * r for r in range(WORLD)], tag
     # reduce_scatter (Gloo 1.13 has neither form): piece r of the reduction.
     inputs = [value(rank, torch.float32) * (k + 1) for k in range(WORLD)]
     out = torch.empty((2, 3))

@@ -35,7 +35,9 @@ def test_the_torch_module_is_documented():
         assert (getattr(switchml_torch, name).__doc__ or "").strip(), name
     for member in ("allreduce", "broadcast", "allgather", "_allgather_base", "reduce", "gather",
                    "scatter", "reduce_scatter", "_reduce_scatter_base", "alltoall",
-                   "alltoall_base", "barrier", "send", "recv", "stats", "getBackendName"):
+                   "alltoall_base", "allgather_coalesced", "allreduce_coalesced",
+                   "allgather_into_tensor_coalesced", "reduce_scatter_tensor_coalesced",
+                   "barrier", "send", "recv", "stats", "getBackendName"):
         assert getattr(switchml_torch.ProcessGroupSwitchML, member).__doc__.strip()
 
 

@@ -148,6 +148,36 @@ class ProcessGroupSwitchML(_Base):
                 output.copy_(flat.view(output.shape))
         return self._queue(body, [output])
 
+    def allgather_coalesced(self, output_lists: List[List[_torch.Tensor]],
+                            input_list: List[_torch.Tensor], opts: Any = None) -> "_dist.Work":
+        """``all_gather_coalesced``: as ``allgather``, for a list of tensors."""
+        def body() -> None:
+            for k, t in enumerate(input_list):
+                _ops.allgather(self._transport, [outs[k] for outs in output_lists], t)
+        return self._queue(body, [o for os in output_lists for o in os])
+
+    def allgather_into_tensor_coalesced(self, outputs: List[_torch.Tensor],
+                                        inputs: List[_torch.Tensor],
+                                        opts: Any = None) -> "_dist.Work":
+        """torch 2.x's coalesced ``all_gather_into_tensor`` (untested: 1.13 has none)."""
+        def body() -> None:
+            for out, t in zip(outputs, inputs):
+                flat = out.new_empty(out.numel())
+                _ops.allgather(self._transport, list(flat.chunk(self.size())), t)
+                out.copy_(flat.view(out.shape))
+        return self._queue(body, outputs)
+
+    def reduce_scatter_tensor_coalesced(self, outputs: List[_torch.Tensor],
+                                        inputs: List[_torch.Tensor],
+                                        opts: Any = None) -> "_dist.Work":
+        """torch 2.x's coalesced ``reduce_scatter_tensor`` (untested: 1.13 has none)."""
+        op = _op_of(opts)
+        def body() -> None:
+            for out, t in zip(outputs, inputs):
+                _ops.reduce_scatter(self._transport, out,
+                                    list(t.reshape(-1).chunk(self.size())), op)
+        return self._queue(body, outputs)
+
     def reduce(self, tensors: List[_torch.Tensor], opts: Any = None) -> "_dist.Work":
         """Reduce each tensor onto rank ``opts.rootRank`` (the others' are left as they were)."""
         op, root = _op_of(opts), _root_of(opts)
