@@ -19,6 +19,7 @@ class StreamError(SwitchMLError): ...
 class RankFailedError(StreamError):
     rank: int | None
     ranks: list[int]
+
 class NonFiniteError(SwitchMLError): ...
 
 class Handle:
