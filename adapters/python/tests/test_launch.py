@@ -38,7 +38,13 @@ def train(local_rank, world, port):
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
         for _ in range(3):
             optimizer.zero_grad()
+            # A metric reduced asynchronously across the backward pass: it keeps its place
+            # among the gradient buckets on every rank.
+            metric = torch.tensor(float(rank))
+            pending = dist.all_reduce(metric, async_op=True)
             model(torch.ones(3, 4) * (rank + 1)).sum().backward()
+            pending.wait()
+            assert metric.item() == sum(range(world)), (name, metric)
             grad = model.module.weight.grad
             assert torch.allclose(grad, torch.full((2, 4), 3.0 * mean)), (name, grad)
             optimizer.step()
