@@ -145,6 +145,13 @@ def check_data_movement(rank, group, gloo, tag):
     dist.all_to_all(outs, [torch.full((2,), 10 * rank + k, dtype=torch.int8)
                            for k in range(WORLD)], group=group)
     assert [o.tolist() for o in outs] == [[10 * s + rank] * 2 for s in range(WORLD)], tag
+    # The object collectives real scripts use (uint8 and int64 tensors underneath).
+    objects = [None] * WORLD
+    dist.all_gather_object(objects, {"rank": rank, "name": "r" * (rank + 1)}, group=group)
+    assert objects == [{"rank": r, "name": "r" * (r + 1)} for r in range(WORLD)], tag
+    shared = [{"from": rank}, rank * 1.5]
+    dist.broadcast_object_list(shared, src=1, group=group)
+    assert shared == [{"from": 1}, 1.5], tag
     # Point-to-point, both ways, any dtype.
     peer = 1 - rank
     sent = value(rank, torch.int64)
