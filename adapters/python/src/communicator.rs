@@ -4,13 +4,16 @@
 //! defaults: `switchml_worker::Settings`'s order, unchanged.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict};
 use switchml_worker::{Communicator as UdpCommunicator, NonFinitePolicy, Settings};
 
+use crate::collectives;
 use crate::errors::{to_py, SwitchMLError};
 use crate::tensor::{self, parse_op, Dtype, Handle};
 
@@ -30,6 +33,11 @@ use crate::tensor::{self, parse_op, Dtype, Handle};
 #[pyclass(module = "switchml._switchml", subclass, frozen)]
 pub struct Communicator {
     inner: Mutex<Option<Arc<UdpCommunicator>>>,
+    /// Tensors all-reduced through this object, each counted once (the lanes count a
+    /// tensor once per lane that carries a part of it).
+    tensors: AtomicU64,
+    /// Byte broadcasts and all-gathers (`broadcast_bytes`, `allgather_bytes`).
+    byte_collectives: AtomicU64,
 }
 
 impl Communicator {
@@ -115,6 +123,8 @@ impl Communicator {
             .map_err(to_py)?;
         Ok(Communicator {
             inner: Mutex::new(Some(Arc::new(comm))),
+            tensors: AtomicU64::new(0),
+            byte_collectives: AtomicU64::new(0),
         })
     }
 
@@ -133,6 +143,7 @@ impl Communicator {
     ) -> PyResult<()> {
         let (dtype, op) = (Dtype::parse(dtype)?, parse_op(op)?);
         let comm = self.get()?;
+        self.tensors.fetch_add(1, Ordering::Relaxed);
         tensor::allreduce(py, &comm, buffer, dtype, op)
     }
 
@@ -148,16 +159,54 @@ impl Communicator {
     ) -> PyResult<Handle> {
         let (dtype, op) = (Dtype::parse(dtype)?, parse_op(op)?);
         let comm = self.get()?;
+        self.tensors.fetch_add(1, Ordering::Relaxed);
         tensor::allreduce_async(&comm, buffer, dtype, op)
     }
 
-    /// Return the worker's counters, added over its lanes: sent (contributions, resends
-    /// included), retransmissions, probes (asked before resending, protocol.md §6.1),
-    /// probe_waits (of those, answered "held": resends saved), fetches (lost Results
-    /// fetched with a Probe instead of a resend), suspected, results,
-    /// stale_results, ignored, tensors; and the fallback's: fallbacks (switch-to-ring
-    /// transitions), fallback_tensors and fallback_bytes (all-reduced over the host ring),
-    /// fallback_adopted.
+    /// Return every rank's bytes, in rank order (a list of `bytes`), exactly: moved
+    /// through the switch as int32 sums with one non-zero term each. `data` is any
+    /// C-contiguous buffer (`bytes`, a uint8 array); ranks may bring different lengths.
+    /// Blocking, the GIL released; every rank must call it in the same order as its other
+    /// collectives.
+    fn allgather_bytes<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+    ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        let mine = PyBuffer::<u8>::get(data)?.to_vec(py)?;
+        let comm = self.get()?;
+        self.byte_collectives.fetch_add(1, Ordering::Relaxed);
+        let all = py
+            .allow_threads(|| collectives::allgather(&comm, &mine))
+            .map_err(to_py)?;
+        Ok(all.iter().map(|b| PyBytes::new(py, b)).collect())
+    }
+
+    /// Return rank `root`'s bytes on every rank, exactly (as `allgather_bytes`); `data`
+    /// is read on the root only (others may pass `b""`).
+    fn broadcast_bytes<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        root: u16,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let mine = PyBuffer::<u8>::get(data)?.to_vec(py)?;
+        let comm = self.get()?;
+        self.byte_collectives.fetch_add(1, Ordering::Relaxed);
+        let got = py
+            .allow_threads(|| collectives::broadcast(&comm, root, &mine))
+            .map_err(to_py)?;
+        Ok(PyBytes::new(py, &got))
+    }
+
+    /// Return the worker's counters: tensors (all-reduces started through this object,
+    /// one per tensor) and byte_collectives (`broadcast_bytes` and `allgather_bytes`
+    /// calls); added over its lanes: sent (contributions, resends included),
+    /// retransmissions, probes (asked before resending, protocol.md §6.1), probe_waits (of
+    /// those, answered "held": resends saved), fetches (lost Results fetched with a Probe
+    /// instead of a resend), suspected, results, stale_results, ignored; and the
+    /// fallback's: fallbacks (switch-to-ring transitions), fallback_tensors and
+    /// fallback_bytes (all-reduced over the host ring), fallback_adopted.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let comm = self.get()?;
         let (s, f) = (comm.stats(), comm.fallback_stats());
@@ -175,7 +224,11 @@ impl Communicator {
         d.set_item("results", s.results)?;
         d.set_item("stale_results", s.stale_results)?;
         d.set_item("ignored", s.ignored)?;
-        d.set_item("tensors", s.tensors)?;
+        d.set_item("tensors", self.tensors.load(Ordering::Relaxed))?;
+        d.set_item(
+            "byte_collectives",
+            self.byte_collectives.load(Ordering::Relaxed),
+        )?;
         Ok(d)
     }
 

@@ -3,12 +3,16 @@
 //! A thin layer over `switchml_worker` and `switchml_switchd`, and nothing of the protocol: [`Communicator`] wraps
 //! the UDP communicator (settings, blocking and asynchronous all-reduce over Python
 //! buffers, counters), [`Switch`] the in-process software switch, and `errors` turns the
-//! Rust errors into Python exceptions with the same words. The GIL is released around
+//! Rust errors into Python exceptions with the same words, `collectives` builds exact
+//! byte broadcasts and all-gathers from int32 sums (for the torch backend), and `logging`
+//! hands Rust log records to Python's `logging`. The GIL is released around
 //! every call that can block. The pure-Python package around it (`python/switchml/`)
 //! takes NumPy arrays and torch tensors and holds the PyTorch hook.
 
+mod collectives;
 mod communicator;
 mod errors;
+mod logging;
 mod switch;
 mod tensor;
 
@@ -24,10 +28,21 @@ fn fresh_key() -> u64 {
     switchml_switchd::fresh_key()
 }
 
+/// Return the names of the optional behaviours this build has, for code (and tests) that
+/// must know: "byte_collectives" (`Communicator.broadcast_bytes`/`allgather_bytes`),
+/// "logging" (Rust records reach Python's `logging`).
+#[pyfunction]
+fn features() -> Vec<&'static str> {
+    vec!["byte_collectives", "logging"]
+}
+
 /// The compiled core of the `switchml` package; import `switchml` instead.
 #[pymodule]
 fn _switchml(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
+    logging::install(py)?;
+    m.add_function(wrap_pyfunction!(logging::reset_logging, m)?)?;
+    m.add_function(wrap_pyfunction!(features, m)?)?;
     m.add_class::<Communicator>()?;
     m.add_class::<Handle>()?;
     m.add_class::<Switch>()?;
@@ -43,6 +58,7 @@ fn _switchml(m: &Bound<'_, PyModule>) -> PyResult<()> {
         py.get_type::<errors::JoinTimeoutError>(),
     )?;
     m.add("StreamError", py.get_type::<errors::StreamError>())?;
+    m.add("RankFailedError", py.get_type::<errors::RankFailedError>())?;
     m.add("NonFiniteError", py.get_type::<errors::NonFiniteError>())?;
     Ok(())
 }

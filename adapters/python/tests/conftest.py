@@ -1,5 +1,6 @@
 """Shared fixtures: a switch on a free loopback port and ranks run as threads."""
 
+import socket
 import threading
 
 import pytest
@@ -36,3 +37,10 @@ def run_ranks(world, body, **settings):
     if errors:
         raise next(iter(errors.values()))
     return results
+
+
+def free_port():
+    """A TCP port free on loopback now (for a rendezvous or a store)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

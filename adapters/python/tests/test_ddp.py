@@ -1,7 +1,6 @@
 """DDP through the switch, in spawned processes: the communication hook, and the
 "switchml" torch.distributed backend's collectives."""
 
-import socket
 
 import pytest
 
@@ -9,13 +8,9 @@ torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 
+from conftest import free_port  # noqa: E402
+
 import switchml  # noqa: E402
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def backend_and_hook(rank, world, port, address, key):

@@ -33,5 +33,22 @@ def test_the_torch_module_is_documented():
     assert switchml_torch.__doc__.strip()
     for name in switchml_torch.__all__:
         assert (getattr(switchml_torch, name).__doc__ or "").strip(), name
-    for member in ("allreduce", "broadcast", "allgather", "barrier", "getBackendName"):
+    for member in ("allreduce", "broadcast", "allgather", "_allgather_base", "reduce", "gather",
+                   "scatter", "reduce_scatter", "_reduce_scatter_base", "alltoall",
+                   "alltoall_base", "allgather_coalesced", "allreduce_coalesced",
+                   "allgather_into_tensor_coalesced", "reduce_scatter_tensor_coalesced",
+                   "barrier", "send", "recv", "stats", "getBackendName"):
         assert getattr(switchml_torch.ProcessGroupSwitchML, member).__doc__.strip()
+
+
+def test_modules_export_only_their_names():
+    import subprocess
+    import sys
+
+    # `import switchml` neither imports torch nor registers a backend (issue 26 item 8).
+    code = "import sys, switchml; assert 'torch' not in sys.modules, 'torch imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+    for name in ("np", "sys"):
+        assert not hasattr(switchml, name), name
+    # switchml.torch, once imported, is the subpackage, not the torch library.
+    assert getattr(switchml, "torch", switchml).__name__.startswith("switchml")

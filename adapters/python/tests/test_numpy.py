@@ -128,16 +128,18 @@ def test_missing_setting_is_named(monkeypatch):
 
 def test_a_rank_that_never_joins_is_named(switch):
     # 2 s: long enough for the switch's answer to come back on a busy machine.
-    with pytest.raises(switchml.StreamError, match="ranks 1 never joined"):
+    with pytest.raises(switchml.JoinTimeoutError, match="ranks 1 never joined") as e:
         switchml.Communicator(rank=0, world_size=2, switch=switch.address, job=1,
                               join_timeout_ms=2000)
+    assert e.value.ranks == [1]
 
 
 def test_a_rank_that_never_contributes_is_named_with_the_slot(switch):
     def body(comm):
         if comm.rank == 0:
-            with pytest.raises(switchml.StreamError, match=r"slot 0 stalled .* ranks 1"):
+            with pytest.raises(switchml.RankFailedError, match=r"slot 0 stalled .* ranks 1") as e:
                 comm.allreduce(np.ones(10, dtype=np.float32))
+            assert (e.value.rank, e.value.ranks) == (1, [1])
         return True
 
     # Patient enough that the Probe's answer comes back on a busy machine (with 2 ms and 3
@@ -219,3 +221,30 @@ def test_a_job_the_switch_does_not_know_falls_back_to_the_host_ring(switch):
         assert (stats["fallbacks"], stats["fallback_tensors"]) == (1, 1)
         assert stats["fallback_bytes"] == 4000
         assert "does not know this job" in reason
+
+
+def test_tensors_are_counted_once_each(switch):
+    def body(comm):
+        for _ in range(3):
+            comm.allreduce(np.ones(20000, dtype=np.float32))
+        comm.allreduce_async(np.ones(20000, dtype=np.float32)).wait()
+        return comm.stats()
+
+    # Two lanes carry a part of each tensor each; the count is still one per tensor.
+    for stats in run_ranks(2, body, switch=switch.address, job=1, lanes=2).values():
+        assert stats["tensors"] == 4, stats
+
+
+def test_reduce_ops_by_name():
+    assert switchml.SUM is switchml.ReduceOp.SUM and switchml.AVERAGE is switchml.ReduceOp.AVG
+    assert str(switchml.ReduceOp.MAX) == "MAX"
+
+    def body(comm):
+        with pytest.raises(switchml.UnsupportedError, match="^MAX: the switch only adds"):
+            comm.allreduce(np.ones(4, dtype=np.float32), switchml.ReduceOp.MAX)
+        x = np.ones(4, dtype=np.float32)
+        comm.allreduce(x, "average")  # the value still works
+        return x
+
+    with switchml.Switch(["3:1"]) as s:
+        assert np.all(run_ranks(1, body, switch=s.address, job=3)[0] == 1.0)

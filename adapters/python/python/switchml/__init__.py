@@ -16,13 +16,21 @@ Public names:
 - ``Switch``: the software switch on a thread of this process (tests, one host); across
   hosts run ``switchml switch --job ID:WORLD``.
 - ``fresh_key()``: a random job key for a switch and its workers to share.
-- ``SUM``, ``AVERAGE``: the reduction names ``op`` takes.
+- ``ReduceOp``: the reductions by name (``SUM``, ``AVG``, ``MAX``, ``MIN``, ``PRODUCT``,
+  ``BAND``, ``BOR``, ``BXOR``); the switch runs ``SUM`` and ``AVG``, the torch backend the
+  rest on the hosts. ``SUM`` and ``AVERAGE`` are ``ReduceOp.SUM`` and ``ReduceOp.AVG``.
+- ``features()``: the optional behaviours this build has (a set of names).
+- ``reset_logging()``: re-read the levels of Python's loggers. Rust log records go to
+  Python's ``logging``, under loggers named after the Rust modules (``switchml_worker...``, ``switchml_ring...``).
 - Exceptions, all ``SwitchMLError`` (a ``RuntimeError``) with the Rust error's words:
-  ``ConfigError``, ``SwitchUnreachableError``, ``JoinTimeoutError``, ``StreamError``
-  (a stalled slot and the ranks missing, a switch that stopped or restarted),
-  ``NonFiniteError`` (with ``non_finite="error"``).
-- ``switchml.torch`` (import it explicitly): the ``DistributedDataParallel``
-  communication hook ``allreduce_hook`` and the ``"switchml"`` torch.distributed backend.
+  ``ConfigError``, ``SwitchUnreachableError``, ``JoinTimeoutError`` (``ranks``: those
+  that never joined), ``StreamError`` (a stalled slot, a switch that stopped or
+  restarted), its subclass ``RankFailedError`` (``rank``: the rank that gave up or never
+  contributed; ``ranks``: all of them), ``NonFiniteError`` (with ``non_finite="error"``), and ``UnsupportedError``
+  (also a ``NotImplementedError``: an operation or type switchml does not do).
+- ``switchml.torch`` (import it explicitly; importing it registers the ``"switchml"``
+  torch.distributed backend, ``import switchml`` alone never imports torch): the
+  ``DistributedDataParallel`` communication hook ``allreduce_hook`` and the backend.
 
 Example, two ranks in one process::
 
@@ -39,10 +47,11 @@ Example, two ranks in one process::
 
 from __future__ import annotations
 
-import sys
-from typing import Any, Tuple
+import enum as _enum
+import sys as _sys
+from typing import Any, FrozenSet, Tuple
 
-import numpy as np
+import numpy as _np
 
 from . import _switchml
 from ._switchml import (
@@ -50,11 +59,13 @@ from ._switchml import (
     Handle,
     JoinTimeoutError,
     NonFiniteError,
+    RankFailedError,
     StreamError,
     Switch,
     SwitchMLError,
     SwitchUnreachableError,
     fresh_key,
+    reset_logging,
 )
 
 __all__ = [
@@ -64,28 +75,67 @@ __all__ = [
     "Handle",
     "JoinTimeoutError",
     "NonFiniteError",
+    "RankFailedError",
+    "ReduceOp",
     "SUM",
     "StreamError",
     "Switch",
     "SwitchMLError",
     "SwitchUnreachableError",
+    "UnsupportedError",
+    "features",
     "fresh_key",
+    "reset_logging",
 ]
 
-SUM = "sum"
-"""The element-wise sum over the ranks."""
-AVERAGE = "average"
-"""The element-wise sum divided by the number of ranks (float types)."""
+
+class UnsupportedError(SwitchMLError, NotImplementedError):
+    """An operation, reduction or element type switchml does not do; the message says
+    what, and what does."""
+
+
+class ReduceOp(str, _enum.Enum):
+    """A reduction, by name (its value is the name ``Communicator.allreduce`` takes).
+
+    ``SUM`` and ``AVG`` run in the switch (float32, int32, float16, bfloat16). ``MAX``,
+    ``MIN``, ``PRODUCT`` and the bitwise ``BAND``, ``BOR``, ``BXOR`` are done by the torch
+    backend on every host over an exact all-gather (see docs/pytorch.md for why).
+    """
+
+    SUM = "sum"
+    AVG = "average"
+    MAX = "max"
+    MIN = "min"
+    PRODUCT = "product"
+    BAND = "band"
+    BOR = "bor"
+    BXOR = "bxor"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+SUM = ReduceOp.SUM
+"""The element-wise sum over the ranks (``ReduceOp.SUM``)."""
+AVERAGE = ReduceOp.AVG
+"""The element-wise sum divided by the number of ranks, float types (``ReduceOp.AVG``)."""
+
+
+def features() -> FrozenSet[str]:
+    """Return the names of the optional behaviours this build has, e.g.
+    ``"byte_collectives"`` and ``"logging"``; code that needs one checks for it."""
+    return frozenset(_switchml.features())
+
 
 _NUMPY_DTYPES = {
-    np.dtype(np.float32): "f32",
-    np.dtype(np.int32): "i32",
-    np.dtype(np.float16): "f16",
+    _np.dtype(_np.float32): "f32",
+    _np.dtype(_np.int32): "i32",
+    _np.dtype(_np.float16): "f16",
 }
 
 
 def _torch_dtypes() -> dict:
-    torch = sys.modules["torch"]
+    torch = _sys.modules["torch"]
     return {
         torch.float32: "f32",
         torch.int32: "i32",
@@ -96,7 +146,7 @@ def _torch_dtypes() -> dict:
 
 def _as_buffer(tensor: Any, dtype: str | None) -> Tuple[Any, str]:
     """Return (an object exporting the tensor's memory, its switchml dtype name)."""
-    torch = sys.modules.get("torch")
+    torch = _sys.modules.get("torch")
     if torch is not None and isinstance(tensor, torch.Tensor):
         if tensor.device.type != "cpu":
             raise ValueError(
@@ -112,11 +162,11 @@ def _as_buffer(tensor: Any, dtype: str | None) -> Tuple[Any, str]:
             )
         t = tensor.detach()
         if kind in ("f16", "bf16"):
-            return t.view(torch.int16).numpy().view(np.uint16), kind
+            return t.view(torch.int16).numpy().view(_np.uint16), kind
         return t.numpy(), kind
-    if isinstance(tensor, np.ndarray):
+    if isinstance(tensor, _np.ndarray):
         if dtype is not None:
-            return (tensor.view(np.uint16) if dtype in ("f16", "bf16") else tensor), dtype
+            return (tensor.view(_np.uint16) if dtype in ("f16", "bf16") else tensor), dtype
         kind = _NUMPY_DTYPES.get(tensor.dtype)
         if kind is None:
             raise TypeError(
@@ -125,13 +175,28 @@ def _as_buffer(tensor: Any, dtype: str | None) -> Tuple[Any, str]:
             )
         if not tensor.flags.c_contiguous:
             raise ValueError("the array is not C-contiguous: use np.ascontiguousarray")
-        return (tensor.view(np.uint16) if kind == "f16" else tensor), kind
+        return (tensor.view(_np.uint16) if kind == "f16" else tensor), kind
     if dtype is None:
         raise TypeError(
             f"{type(tensor).__name__}: pass a NumPy array or a torch tensor, or a buffer "
             "with dtype='f32'|'i32'|'f16'|'bf16'"
         )
     return tensor, dtype
+
+
+def _switch_op(op: Any) -> str:
+    """Return the name the switch takes for ``op`` (a ``ReduceOp`` or its value), or raise
+    ``UnsupportedError`` for a reduction the switch does not do."""
+    try:
+        op = ReduceOp(op)
+    except ValueError:
+        raise ValueError(f"op {op!r}: expected a switchml.ReduceOp, e.g. SUM or AVG") from None
+    if op not in (ReduceOp.SUM, ReduceOp.AVG):
+        raise UnsupportedError(
+            f"{op.name}: the switch only adds (SUM, AVG); the torch backend "
+            "(switchml.torch) does the other reductions on the hosts"
+        )
+    return op.value
 
 
 class Communicator(_switchml.Communicator):
@@ -156,7 +221,8 @@ class Communicator(_switchml.Communicator):
 
         tensor: a C-contiguous, writable NumPy array (float32, int32, float16) or CPU
         torch tensor (float32, int32, float16, bfloat16); its own memory is reduced, no
-        copy. op: ``"sum"`` or ``"average"``. dtype: only for a raw buffer or a uint16
+        copy. op: ``ReduceOp.SUM`` or ``ReduceOp.AVG`` (or their values ``"sum"``,
+        ``"average"``); any other raises ``UnsupportedError``. dtype: only for a raw buffer or a uint16
         array holding bfloat16 (``"bf16"``). The GIL is released while the switch works.
         A NaN or an infinity reaches every rank as Gloo's does: each rank gets NaN or ±inf
         over the same chunks (docs/protocol.md §5.4), so ``GradScaler`` skips the step on
@@ -164,7 +230,7 @@ class Communicator(_switchml.Communicator):
         instead and is left as it was.
         """
         buffer, kind = _as_buffer(tensor, dtype)
-        self.allreduce_buffer(buffer, kind, op)
+        self.allreduce_buffer(buffer, kind, _switch_op(op))
         return tensor
 
     def allreduce_async(self, tensor: Any, op: str = SUM, *, dtype: str | None = None) -> Handle:
@@ -176,4 +242,4 @@ class Communicator(_switchml.Communicator):
         flight; every rank must start them in the same order. Arguments as ``allreduce``.
         """
         buffer, kind = _as_buffer(tensor, dtype)
-        return self.allreduce_buffer_async(buffer, kind, op)
+        return self.allreduce_buffer_async(buffer, kind, _switch_op(op))
