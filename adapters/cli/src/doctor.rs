@@ -537,21 +537,8 @@ mod bmv2 {
     pub const RECEIVED: &str = "received";
     /// The switch-wide drops, one cell per class of `DropReason::ALL`.
     pub const DROPS: &str = "drops";
-    /// The per-job counters, in StatusReply order (`job_counters.p4`).
-    pub const JOB_COUNTERS: [&str; 12] = [
-        "job_contributions",
-        "job_completions",
-        "job_retransmit_replies",
-        "job_duplicates",
-        "job_stale",
-        "job_rejected",
-        "job_joins",
-        "job_probes",
-        "job_aborts",
-        "job_overflows",
-        "job_runs",
-        "job_unauthorized",
-    ];
+    /// The per-job counters, in StatusReply order (`job_counters.p4`): the model's names.
+    pub use switchml_p4model::job_counters::NAMES as JOB_COUNTERS;
     /// `set_job`'s parameter that is the job table entry (`classifier.p4`: world, slot_lo,
     /// slot_count, group, job_index, …).
     pub const JOB_INDEX_PARAM: usize = 4;
