@@ -214,11 +214,13 @@ class Crate:
                     continue  # a re-export: the module's face, not what its code uses
                 for segs, _ in expand_use_tree(m.group(2)):
                     found.add(self.resolve(here, segs))
+            # The paths in code, outside the `use` statements read above.
+            code = re.sub(r"(?:pub(?:\([^)]*\))?\s+)?\buse\s+[^;]+;", "", text)
             path_re = r"\b((?:crate|super|self)(?:::" + IDENT + r")+)"
-            for m in re.finditer(path_re, text):
+            for m in re.finditer(path_re, code):
                 found.add(self.resolve(here, m.group(1).split("::")))
             for child in self.children.get(here, ()):
-                for m in re.finditer(r"(?<![:\w])(" + re.escape(child) + r"(?:::" + IDENT + r")+)", text):
+                for m in re.finditer(r"(?<![:\w])(" + re.escape(child) + r"(?:::" + IDENT + r")+)", code):
                     found.add(self.resolve(here, m.group(1).split("::")))
             edges[here] = {t for t in found if t is not None and t != here and t in self.files}
         return edges

@@ -93,6 +93,13 @@ class Cycles(unittest.TestCase):
             "f/y.rs": "use super::X;\npub struct Y;\n",
         }), [])
 
+    def test_a_facade_that_re_exports_its_child_and_lends_it_a_type_is_not_a_circle(self):
+        self.assertEqual(found({
+            "lib.rs": "mod f;\n",
+            "f/mod.rs": "mod x;\npub use x::X;\npub struct Shared;\n",
+            "f/x.rs": "use super::Shared;\npub struct X(Shared);\n",
+        }), [])
+
     def test_the_command_fails_on_a_circle_and_names_it(self):
         d = plant({
             "lib.rs": LIB,

@@ -35,6 +35,8 @@
 //! - [`p4app`]: the original SwitchML's dialect (p4app-switchML) beside ours: its header,
 //!   a switch that does what its P4 program does, and a worker that does what its client does.
 //! - [`time`]: our own microsecond `Instant` and `Duration`.
+//! - [`splitmix`]: a seeded SplitMix64 stream, the one generator of every seeded
+//!   simulation, test and input formula (the core draws nothing itself).
 //! - [`auth`]: proof of a job's key without sending it (HMAC-SHA-256 tags) and the switch's
 //!   expiring, address-bound cookies (protocol.md §4.2).
 //!
@@ -63,6 +65,7 @@ pub mod p4app;
 pub mod quant;
 pub mod ranks;
 pub mod shard;
+pub mod splitmix;
 pub mod switch;
 pub mod time;
 mod trace;

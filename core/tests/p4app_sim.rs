@@ -23,22 +23,19 @@ use switchml_core::p4app::quant::block_exponent;
 use switchml_core::p4app::{
     P4appConfig, P4appEvent, P4appSlot, P4appSwitch, P4appTensor, P4appVerdict, P4appWorker,
 };
+use switchml_core::splitmix::SplitMix64;
 use switchml_core::time::{Duration, Instant};
 
 const M: usize = 4;
 const N: usize = 64;
 const LEN: usize = HEADER_LEN + 4 * N;
 
-/// splitmix64: the network's only source of chance.
-struct Rng(u64);
+/// SplitMix64: the network's only source of chance.
+struct Rng(SplitMix64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// True with probability `percent` / 100.
@@ -99,7 +96,7 @@ enum Inputs {
 /// Run the jobs to completion on a network; return every worker's outputs per job.
 fn run(jobs: &[Inputs], workers: usize, seed: u64, loss: u8, dup: u8) -> Vec<Inputs> {
     let mut net = Net {
-        rng: Rng(seed),
+        rng: Rng(SplitMix64::new(seed)),
         loss,
         dup,
         queue: BTreeMap::new(),

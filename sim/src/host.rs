@@ -1,5 +1,5 @@
 //! One simulated rank: the core's worker lane, its two links, and the application that keeps
-//! it fed with buckets. A topology (the star of [`crate::in_network`], the two levels of
+//! it fed with buckets. A topology (the star of `in_network`, the two levels of
 //! [`crate::tiered`]) owns the hosts and the switches and routes what [`Host::service`]
 //! transmits.
 
@@ -14,8 +14,8 @@ use crate::clock::{from_core, to_core, Nanos};
 use crate::link::{wire_bytes, Delivery, Link, LinkConfig};
 use crate::scenario::Scenario;
 
-/// The most slots a simulated worker drives.
-const MAX_WINDOW: usize = crate::in_network::MAX_WINDOW;
+/// The most slots a simulated worker drives (its slot table's size).
+pub const MAX_WINDOW: usize = 4096;
 /// Tensors a worker may hold queued.
 const QUEUE: usize = 4;
 /// Buckets each rank keeps submitted.

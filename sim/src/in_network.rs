@@ -32,8 +32,8 @@ use crate::scenario::{Direction, Scenario, SwitchModel};
 
 /// The largest `k` the simulated switch accepts (the reference switch's maximum).
 pub const MAX_COUNT: usize = 1024;
-/// The most slots a simulated worker drives.
-pub const MAX_WINDOW: usize = 4096;
+/// The most slots a simulated worker drives: the host's.
+pub use crate::host::MAX_WINDOW;
 /// The job's id and key.
 const JOB: u16 = 1;
 const KEY: u64 = 0x5157_4D4C_0000_0001;

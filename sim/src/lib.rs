@@ -39,7 +39,6 @@ pub mod in_network;
 pub mod link;
 pub mod report;
 pub mod ring;
-mod rng;
 pub mod scenario;
 pub mod tiered;
 

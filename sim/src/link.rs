@@ -16,7 +16,7 @@
 use std::collections::VecDeque;
 
 use crate::clock::Nanos;
-use crate::rng::Rng;
+use switchml_core::splitmix::SplitMix64 as Rng;
 
 /// Bytes a UDP datagram of `payload` bytes occupies on an Ethernet link: Ethernet header
 /// (14), IPv4 (20), UDP (8), FCS (4), padded to the 64-byte minimum frame, plus preamble

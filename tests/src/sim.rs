@@ -23,6 +23,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
 
 use switchml_core::quant::{Elements, Op, Tensor};
+use switchml_core::splitmix::SplitMix64;
 use switchml_core::switch::{Aggregator, Verdict};
 use switchml_core::time::{Duration, Instant};
 use switchml_core::wire::{self, Message, MessageType};
@@ -83,28 +84,24 @@ impl Network {
     };
 }
 
-/// SplitMix64: a tiny, well-mixed PRNG from a seed.
+/// A seeded stream (the core's SplitMix64) with the draws the simulator needs.
 #[derive(Debug, Clone)]
-pub struct Rng(u64);
+pub struct Rng(SplitMix64);
 
 impl Rng {
     /// Seed it.
     pub fn new(seed: u64) -> Rng {
-        Rng(seed)
+        Rng(SplitMix64::new(seed))
     }
 
     /// Next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// A uniform float in [0, 1).
     pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+        self.0.unit()
     }
 
     /// A uniform integer in [lo, hi].

@@ -527,11 +527,8 @@ mod bmv2 {
     pub const RECEIVED: &str = "received";
     /// The switch-wide drops, one cell per class of `DropReason::ALL`.
     pub const DROPS: &str = "drops";
-    /// The per-job counter arrays of `job_counters.p4`: `job_` and the name in
-    /// [`JobCounters::NAMES`].
-    fn job_counter(name: &str) -> String {
-        format!("job_{name}")
-    }
+    /// The per-job counters, in StatusReply order (`job_counters.p4`): the model's names.
+    pub use switchml_p4model::job_counters::NAMES as JOB_COUNTERS;
     /// `set_job`'s parameter that is the job table entry (`classifier.p4`: world, slot_lo,
     /// slot_count, group, job_index, …).
     pub const JOB_INDEX_PARAM: usize = 4;
@@ -639,7 +636,7 @@ mod bmv2 {
         for i in 0..DropReason::ALL.len() {
             c += &format!("counter_read {DROPS} {i}\n");
         }
-        for name in JobCounters::NAMES.map(job_counter) {
+        for name in JOB_COUNTERS {
             c += &format!("counter_read {name} {index}\n");
         }
         c
@@ -661,8 +658,8 @@ mod bmv2 {
             *d = read(DROPS, i as u32)?;
         }
         let mut job = [0u64; JobCounters::COUNT];
-        for (value, name) in job.iter_mut().zip(JobCounters::NAMES) {
-            *value = read(&job_counter(name), index)?;
+        for (value, name) in job.iter_mut().zip(JOB_COUNTERS) {
+            *value = read(name, index)?;
         }
         Ok(JobCounters::from_array(job).status(read(RECEIVED, 0)?, drops))
     }
@@ -696,9 +693,9 @@ mod bmv2 {
                 })
             };
             assert!(declared(drop_p4, RECEIVED) && declared(drop_p4, DROPS));
-            for name in JobCounters::NAMES.map(job_counter) {
+            for name in JOB_COUNTERS {
                 assert!(
-                    declared(job_p4, &name),
+                    declared(job_p4, name),
                     "{name} is not a counter of job_counters.p4"
                 );
             }
@@ -752,7 +749,7 @@ mod bmv2 {
             for i in 0..DropReason::ALL.len() {
                 out += &format!("RuntimeCmd: drops[{i}]= (0 bytes, {i} packets)\n");
             }
-            for (n, name) in JobCounters::NAMES.map(job_counter).iter().enumerate() {
+            for (n, name) in JOB_COUNTERS.iter().enumerate() {
                 out += &format!("RuntimeCmd: {name}[2]= (0 bytes, {} packets)\n", 10 + n);
             }
             let c = counters(&reads(&out), 2).unwrap();

@@ -23,13 +23,7 @@ The expected result of element i is the sum over r = 0..WORLD-1 (divided by WORL
 --average): exact for i32, within docs/protocol.md section 5.2's bound for floats. Every
 iteration reduces the same input; --output writes the last result.";
 
-/// SplitMix64's mixer.
-pub fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+pub use switchml_core::splitmix::mix;
 
 fn draw(seed: u64, rank: u16, i: usize) -> u64 {
     mix(seed ^ (u64::from(rank) << 48) ^ mix(i as u64))

@@ -45,7 +45,7 @@ fn as_len(n: i32) -> usize {
 
 /// Return every rank's `mine`, in rank order.
 pub fn allgather(comm: &Communicator, mine: &[u8]) -> Result<Vec<Vec<u8>>, Error> {
-    let (world, me) = (usize::from(comm.world()), usize::from(comm.rank()));
+    let (world, me) = (usize::from(comm.world_size()), usize::from(comm.rank()));
     let mut lengths = vec![0i32; world];
     lengths[me] = length_of(mine)?;
     comm.allreduce(&mut lengths, Op::Sum)?;
@@ -74,10 +74,10 @@ pub fn allgather(comm: &Communicator, mine: &[u8]) -> Result<Vec<Vec<u8>>, Error
 
 /// Return root's `data` on every rank (`data` is read on the root only).
 pub fn broadcast(comm: &Communicator, root: u16, data: &[u8]) -> Result<Vec<u8>, Error> {
-    if root >= comm.world() {
+    if root >= comm.world_size() {
         return Err(Error::Config(format!(
             "broadcast from rank {root}: the job has ranks 0..{}",
-            comm.world()
+            comm.world_size()
         )));
     }
     let is_root = comm.rank() == root;

@@ -22,7 +22,7 @@ use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use switchml_core::switch::{
-    ControlPlane, DropReason, Endpoint, JobConfig, Route, Switch, Transmit,
+    first_free_range, ControlPlane, DropReason, Endpoint, JobConfig, Route, Switch, Transmit,
 };
 use switchml_core::wire::{self, AbortPacket, AbortRepr, JoinReplyPacket, Pretty, TRACE_TARGET};
 
@@ -222,31 +222,14 @@ impl<G: ControlPlane> Daemon<G> {
             );
         }
         let switch = self.endpoint.switch();
-        let mut taken: Vec<(u32, u32)> = switch
-            .job_ids()
-            .filter_map(|id| switch.job_snapshot(id))
-            .map(|j| {
-                (
-                    j.config.slot_lo,
-                    j.config.slot_lo + u32::from(j.config.slot_count),
-                )
-            })
-            .collect();
-        taken.sort_unstable();
-        let pool = u32::try_from(switch.pool_len()).unwrap_or(u32::MAX);
-        let mut slot_lo = 0u32;
-        for (lo, hi) in taken {
-            if slot_lo + u32::from(spec.slots) <= lo {
-                break;
-            }
-            slot_lo = slot_lo.max(hi);
-        }
-        if slot_lo + u32::from(spec.slots) > pool {
+        let Some(slot_lo) = first_free_range(switch, spec.slots) else {
             return Err(format!(
-                "job {}: no free range of {} slots in the pool of {pool}",
-                spec.id, spec.slots
+                "job {}: no free range of {} slots in the pool of {}",
+                spec.id,
+                spec.slots,
+                switch.pool_len()
             ));
-        }
+        };
         let config = JobConfig {
             id: spec.id,
             world: spec.world,

@@ -2,10 +2,12 @@
 //! and each copy it sends, is dropped with probability `rate`, from a seeded generator so
 //! that a run can be repeated.
 
+use switchml_core::splitmix::SplitMix64;
+
 /// A seeded Bernoulli dropper (SplitMix64 underneath).
 #[derive(Debug, Clone)]
 pub struct LossInjector {
-    state: u64,
+    draws: SplitMix64,
     /// Drop threshold on 53-bit uniform draws.
     threshold: u64,
 }
@@ -19,22 +21,14 @@ impl LossInjector {
             rate.clamp(0.0, 1.0)
         };
         LossInjector {
-            state: seed,
+            draws: SplitMix64::new(seed),
             threshold: (rate * (1u64 << 53) as f64) as u64,
         }
     }
 
-    fn next(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
     /// Return whether to drop the next datagram.
     pub fn lose(&mut self) -> bool {
-        self.threshold > 0 && (self.next() >> 11) < self.threshold
+        self.threshold > 0 && (self.draws.next_u64() >> 11) < self.threshold
     }
 }
 

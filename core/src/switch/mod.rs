@@ -32,6 +32,7 @@ mod aggregator;
 mod control;
 mod endpoint;
 mod job;
+mod placement;
 mod pool;
 mod run;
 mod tier;
@@ -39,6 +40,7 @@ mod tier;
 pub use aggregator::{Aggregator, ControlPlane, JobSnapshot};
 pub use endpoint::{Endpoint, Route, Transmit};
 pub use job::{Job, JobConfig, JobCounters, JobError};
+pub use placement::first_free_range;
 pub use pool::{Slot, SlotVersion};
 pub use tier::{ParentLink, Tier};
 

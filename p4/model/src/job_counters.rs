@@ -51,25 +51,28 @@ pub struct JobCounters {
     events: [Counter; EVENTS],
 }
 
+/// The per-job counters of `job_counters.p4`, by name, in StatusReply order: what a P4
+/// switch's control plane (BMv2's `counter_read`) calls them.
+pub const NAMES: [&str; EVENTS] = [
+    "job_contributions",
+    "job_completions",
+    "job_retransmit_replies",
+    "job_duplicates",
+    "job_stale",
+    "job_rejected",
+    "job_joins",
+    "job_probes",
+    "job_aborts",
+    "job_overflows",
+    "job_runs",
+    "job_unauthorized",
+];
+
 impl JobCounters {
     /// Make counters for `jobs` job table entries.
     pub fn new(jobs: usize) -> Self {
-        let names = [
-            "job_contributions",
-            "job_completions",
-            "job_retransmit_replies",
-            "job_duplicates",
-            "job_stale",
-            "job_rejected",
-            "job_joins",
-            "job_probes",
-            "job_aborts",
-            "job_overflows",
-            "job_runs",
-            "job_unauthorized",
-        ];
         JobCounters {
-            events: names.map(|n| Counter::new(n, jobs)),
+            events: NAMES.map(|n| Counter::new(n, jobs)),
         }
     }
 
@@ -115,5 +118,16 @@ impl JobCounters {
         for c in self.events.iter_mut() {
             c.clear(usize::from(job));
         }
+    }
+}
+
+#[cfg(test)]
+mod name_tests {
+    use super::NAMES;
+
+    #[test]
+    fn the_p4_names_are_the_cores_with_job_in_front() {
+        let core = switchml_core::switch::JobCounters::NAMES;
+        assert_eq!(NAMES.map(|n| n.strip_prefix("job_")), core.map(Some));
     }
 }

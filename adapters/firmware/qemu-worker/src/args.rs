@@ -128,10 +128,7 @@ fn endpoint(s: &str) -> Option<(Ipv4Address, u16)> {
     Some((ip.parse().ok()?, port.parse().ok()?))
 }
 
+/// 1 to 16 hex digits, an optional `0x`: the key's text form, one parser for every rank.
 fn hex(s: &str) -> Option<u64> {
-    let digits = s.trim_start_matches("0x");
-    if digits.is_empty() || digits.len() > 16 {
-        return None;
-    }
-    u64::from_str_radix(digits, 16).ok()
+    switchml_core::auth::parse_key(s).ok()
 }

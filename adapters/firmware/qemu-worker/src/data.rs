@@ -8,13 +8,7 @@
 //! i32:  (u mod (2b + 1)) - b,  b = 2147483647 div WORLD
 //! ```
 
-/// SplitMix64's mixer.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+use switchml_core::splitmix::mix;
 
 fn draw(seed: u64, rank: u16, i: usize) -> u64 {
     mix(seed ^ (u64::from(rank) << 48) ^ mix(i as u64))

@@ -126,13 +126,8 @@ pub fn config(rank: u16, world: u16, switch: SocketAddr) -> CommConfig {
         .build()
 }
 
-/// SplitMix64, for inputs.
-pub fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+/// SplitMix64's output function, for inputs.
+pub use switchml_core::splitmix::mix;
 
 /// Rank `rank`'s int32 input: values whose `world`-way sum cannot overflow.
 pub fn ints(rank: u16, world: u16, len: usize, seed: u64) -> Vec<i32> {
