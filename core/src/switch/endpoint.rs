@@ -172,6 +172,7 @@ where
     #[must_use]
     pub fn with_dead_after(mut self, dead_after: Option<Duration>) -> Self {
         self.dead_after = dead_after.filter(|d| d.total_micros() >= u64::from(QUIET_SWEEPS));
+        self.next_sweep = None;
         self
     }
 
@@ -599,7 +600,12 @@ where
     /// While a run is open and the endpoint sweeps, the next liveness sweep (§4.3) too.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let open = || self.routes.iter().flatten().filter(|r| self.session(r.id) != 0);
+        let open = || {
+            self.routes
+                .iter()
+                .flatten()
+                .filter(|r| self.session(r.id) != 0)
+        };
         let idle = open()
             .filter_map(|r| r.last_heard)
             .map(|t| t + self.idle_timeout)
@@ -677,6 +683,8 @@ fn stand_in_secret(epoch: u32) -> [u8; 32] {
 
 mod admission;
 #[cfg(test)]
+mod liveness;
+#[cfg(test)]
 mod tiers;
 
 #[cfg(test)]
@@ -685,10 +693,10 @@ mod tests {
     use crate::switch::{Slot, Switch};
     use crate::wire::{DataKind, DataRepr, Flags, JoinRepr, RANK_ALL};
 
-    type TestEndpoint<'a> = Endpoint<u32, [Route<u32>; 4], Switch<'a, 8, 1, 2>, 2>;
-    const OUT: usize = Switch::<8, 1, 2>::OUT_LEN;
+    pub(super) type TestEndpoint<'a> = Endpoint<u32, [Route<u32>; 4], Switch<'a, 8, 1, 2>, 2>;
+    pub(super) const OUT: usize = Switch::<8, 1, 2>::OUT_LEN;
 
-    fn join(rank: u16, slot_lo: u16, nonce: u32) -> [u8; 44] {
+    pub(super) fn join(rank: u16, slot_lo: u16, nonce: u32) -> [u8; 44] {
         let mut b = [0u8; 44];
         JoinRepr {
             job: 7,
@@ -726,7 +734,7 @@ mod tests {
     }
 
     /// Job 7: two ranks on slots 0..4, key 9.
-    const JOB_7: JobConfig = JobConfig {
+    pub(super) const JOB_7: JobConfig = JobConfig {
         id: 7,
         world: 2,
         slot_lo: 0,
@@ -751,7 +759,7 @@ mod tests {
         e
     }
 
-    fn dests(e: &TestEndpoint<'_>, t: &Transmit, from: u32) -> heapless::Vec<u32, 8> {
+    pub(super) fn dests(e: &TestEndpoint<'_>, t: &Transmit, from: u32) -> heapless::Vec<u32, 8> {
         e.destinations(t, &from).copied().collect()
     }
 

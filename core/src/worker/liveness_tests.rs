@@ -164,5 +164,8 @@ fn a_switch_that_stops_answering_still_ends_the_wait_after_the_retries() {
         )),
         Some(true)
     );
-    assert!(last < ms(1000), "gave up at {last:?}, not after its retries");
+    assert!(
+        last < ms(1000),
+        "gave up at {last:?}, not after its retries"
+    );
 }
