@@ -231,13 +231,13 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
             let reason = AbortReason::UnknownRank;
             return self.refuse(p.job, p.rank, reason, world, p.session, out);
         };
-        // A Probe of the run is also the keep-alive of a lane with nothing to send (§4.3).
-        job.run.hear(member);
         let Some(slot) = job.pool_index(p.slot).and_then(|i| self.pool.get_mut(i)) else {
             let reason = AbortReason::SlotRange;
             return self.refuse(p.job, p.rank, reason, c.slot_count, p.session, out);
         };
         job.counters.probes += 1;
+        // A Probe of the run is also the keep-alive of a lane with nothing to send (§4.3).
+        job.run.hear(member);
         let sv = &mut slot.versions[usize::from(p.ver & 1)];
         if asks && sv.in_session(p.session) && sv.remaining == 0 && sv.seq == p.seq {
             let asked = asked_by(&p, sv);
