@@ -37,7 +37,7 @@ mod run;
 mod tier;
 
 pub use aggregator::{Aggregator, ControlPlane, JobSnapshot};
-pub use endpoint::{Endpoint, Route, Transmit};
+pub use endpoint::{Endpoint, Route, Transmit, DEFAULT_DEAD_AFTER};
 pub use job::{Job, JobConfig, JobCounters, JobError};
 pub use pool::{Slot, SlotVersion};
 pub use run::QUIET_SWEEPS;
