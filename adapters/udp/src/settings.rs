@@ -48,6 +48,8 @@ pub struct Settings {
     pub max_rto: Option<Duration>,
     /// Timeouts of one use before giving up (`SWITCHML_RETRIES`, `retries`).
     pub retries: Option<u16>,
+    /// How long to wait for a busy peer (`SWITCHML_TIMEOUT`, `timeout`, in seconds).
+    pub timeout: Option<Duration>,
     /// How long to wait for every rank (`SWITCHML_JOIN_TIMEOUT_MS`, `join_timeout_ms`).
     pub join_timeout: Option<Duration>,
     /// Receive coalescing (`SWITCHML_COALESCE_US`, `coalesce_us`).
@@ -77,6 +79,7 @@ struct ConfigFile {
     rto_ms: Option<u64>,
     max_rto_ms: Option<u64>,
     retries: Option<u16>,
+    timeout: Option<u64>,
     join_timeout_ms: Option<u64>,
     coalesce_us: Option<u64>,
     key: Option<String>,
@@ -133,6 +136,7 @@ impl Settings {
             rto: long("SWITCHML_RTO_MS")?.map(Duration::from_millis),
             max_rto: long("SWITCHML_MAX_RTO_MS")?.map(Duration::from_millis),
             retries: number("SWITCHML_RETRIES")?,
+            timeout: long("SWITCHML_TIMEOUT")?.map(Duration::from_secs),
             join_timeout: long("SWITCHML_JOIN_TIMEOUT_MS")?.map(Duration::from_millis),
             coalesce: long("SWITCHML_COALESCE_US")?.map(Duration::from_micros),
             fallback: var("SWITCHML_FALLBACK_ADDR"),
@@ -144,7 +148,7 @@ impl Settings {
 
     /// Read a TOML file's settings: `rank`, `world_size`, `switch` ("host:port"), `job`,
     /// `key` (hex), `lanes`, `window`, `count`, `rto_ms`, `max_rto_ms`, `retries`,
-    /// `join_timeout_ms`, `coalesce_us`, `fallback_addr` ("host:port"),
+    /// `timeout` (seconds), `join_timeout_ms`, `coalesce_us`, `fallback_addr` ("host:port"),
     /// `fallback_timeout_ms`, `dialect` ("switchml" or "p4app"); any other key is an error.
     pub fn from_file(path: &Path) -> Result<Settings, Error> {
         let text = std::fs::read_to_string(path)
@@ -172,6 +176,7 @@ impl Settings {
             rto: file.rto_ms.map(Duration::from_millis),
             max_rto: file.max_rto_ms.map(Duration::from_millis),
             retries: file.retries,
+            timeout: file.timeout.map(Duration::from_secs),
             join_timeout: file.join_timeout_ms.map(Duration::from_millis),
             coalesce: file.coalesce_us.map(Duration::from_micros),
             fallback: file.fallback_addr,
@@ -216,6 +221,7 @@ impl Settings {
             rto: self.rto.or(lower.rto),
             max_rto: self.max_rto.or(lower.max_rto),
             retries: self.retries.or(lower.retries),
+            timeout: self.timeout.or(lower.timeout),
             join_timeout: self.join_timeout.or(lower.join_timeout),
             coalesce: self.coalesce.or(lower.coalesce),
             fallback: self.fallback.or(lower.fallback),
@@ -264,6 +270,7 @@ impl Settings {
             rto,
             max_rto: self.max_rto.unwrap_or(c.max_rto.max(rto * 40)),
             retries: self.retries.unwrap_or(c.retries),
+            timeout: self.timeout.unwrap_or(c.timeout),
             join_timeout: self.join_timeout.unwrap_or(c.join_timeout),
             coalesce: self.coalesce.unwrap_or(c.coalesce),
             key: self.key.unwrap_or(c.key),
@@ -359,6 +366,7 @@ mod tests {
             ("SWITCHML_RETRIES", "6"),
             ("SWITCHML_JOIN_TIMEOUT_MS", "7"),
             ("SWITCHML_COALESCE_US", "8"),
+            ("SWITCHML_TIMEOUT", "300"),
         ]))
         .unwrap();
         let ms = Duration::from_millis;
@@ -366,6 +374,11 @@ mod tests {
         assert_eq!((s.rto, s.max_rto), (Some(ms(4)), Some(ms(5))));
         assert_eq!((s.retries, s.join_timeout), (Some(6), Some(ms(7))));
         assert_eq!(s.coalesce, Some(Duration::from_micros(8)));
+        assert_eq!(
+            s.timeout,
+            Some(Duration::from_secs(300)),
+            "seconds, as torch's"
+        );
         let e = Settings::from_vars(vars(&[("SWITCHML_RTO_MS", "soon")])).unwrap_err();
         assert!(e.to_string().contains("SWITCHML_RTO_MS=\"soon\""), "{e}");
     }
