@@ -23,6 +23,11 @@
 //! (one socket): any Join of a child teaches its address for every lane, since a child
 //! sends up the Join of whichever lane's worker asked.
 //!
+//! Liveness (protocol.md §4.3): while a run is open the endpoint sweeps every
+//! `dead_after / QUIET_SWEEPS` ([`Endpoint::with_dead_after`], default
+//! [`DEFAULT_DEAD_AFTER`]); [`Endpoint::poll_transmit`] then gives the Abort of each run the
+//! switch ended for a silent or refused rank, to the run's lanes.
+//!
 //! An endpoint can be one shard of a sharded switch ([`Endpoint::with_shard`], §1.1): it
 //! then answers a Join of a lane another shard serves with Abort `WrongShard`, before the
 //! switch sees it, and writes the number of shards into its JoinReplies and StatusReplies.

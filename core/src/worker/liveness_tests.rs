@@ -169,3 +169,19 @@ fn a_switch_that_stops_answering_still_ends_the_wait_after_the_retries() {
         "gave up at {last:?}, not after its retries"
     );
 }
+
+#[test]
+fn every_abort_about_a_rank_names_it() {
+    extern crate std;
+    use std::string::ToString;
+    // Issue 27: "a rank of the job restarted: this run is over (detail 0)".
+    for (reason, want) in [
+        (crate::wire::AbortReason::RankRestarted, "rank 0 restarted"),
+        (crate::wire::AbortReason::RankSilent, "rank 0 is gone"),
+        (crate::wire::AbortReason::RankRefused, "rank 0's Join"),
+    ] {
+        let text = WorkerError::Refused { reason, detail: 0 }.to_string();
+        assert!(text.contains(want), "{text}");
+        assert!(!text.contains("detail"), "{text}");
+    }
+}

@@ -24,8 +24,11 @@
 //! uses completed first, or its timer expired, with exponential backoff) is asked about
 //! with a Probe, and resent only if the switch lacks this rank's Contribution or the rank
 //! lacks the Result (protocol.md §6.1, `recovery.rs`); after `retries` timeouts of one use
-//! it probes the switch and fails with an error that names the slot and the ranks that
-//! never contributed.
+//! it probes the switch: if the switch holds this rank's Contribution and waits for
+//! others', the lane keeps waiting up to [`Config::timeout`] (a busy peer is alive; the
+//! switch names a dead one itself, §4.3), and otherwise fails with an error that names the
+//! slot and the ranks that never contributed. A lane with nothing to send keeps alive with
+//! a Probe every [`Config::keep_alive`].
 
 mod control;
 mod event;
