@@ -35,6 +35,16 @@
 // registers; in the flat build `parent_read` and `echo` stay 0, every job is flat, and no
 // parent's message gets here (the ingress drops it as UnexpectedType).
 //
+// Liveness (protocol.md §4.3; Rust twin: p4/model/src/liveness.rs, Liveness): `heard`, the
+// members heard since the controller's last sweep, two RunWords like `joined`. A Join
+// sets its rank's bit with `joined`'s mask and mode (the opening Join writes its bit
+// alone; a Join of another shape sets nothing); an admitted Contribution or Probe of a
+// known rank sets it too (a Probe with a slot outside the job's as well, which the model
+// counts only when answered: no conforming worker sends one). The controller reads and
+// clears the words every dead_after / 4 and ends a run whose member stayed quiet 4 sweeps
+// in a row. Two more registers of MAX_JOBS words beside `joined` and `left`: not yet in
+// the stage arithmetic of p4/README.md.
+//
 // Every RegisterAction here compares at most twice, masks with no PHV field and has one
 // output source (model/tests/tofino_rules.rs checks it), and reads only whole metadata or
 // header fields: the joined/left masks travel in meta.run_mask_lo/hi.
@@ -128,6 +138,8 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
     RunWord() joined_hi;
     RunWord() left_lo;
     RunWord() left_hi;
+    RunWord() heard_lo;
+    RunWord() heard_hi;
 #ifdef SWITCHML_TIERS
     Register<bit<32>, bit<16>>(MAX_JOBS) parent;
     Register<bit<32>, bit<16>>(MAX_JOBS) parent_complete;
@@ -306,6 +318,7 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
         // message picks what they do, and their masks (meta.run_mask_lo/hi, 0 unless set).
         bit<1> joined_on = 0;
         bit<1> left_on = 0;
+        bit<1> heard_on = 0;
         bit<2> joined_mode = WORD_READ;
         bit<2> left_mode = WORD_READ;
         meta.run_mask_lo = 0;
@@ -380,6 +393,7 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
             old_nonce = swap_nonce.execute(((bit<32>)j << 6) + (bit<32>)meta.worker_member);
             joined_on = 1;
             left_on = 1;
+            heard_on = 1;
             joined_mode = WORD_JOIN_SET;
             left_mode = WORD_JOIN_CLEAR;
             parent_mode = 3;
@@ -423,6 +437,19 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
             } else if (meta.message == MSG_CONTRIBUTION) {
                 parent_mode = 2;
             }
+            // Any message of the run proves its sender alive (§4.3).
+            bit<1> alive = 0;
+            if (meta.message == MSG_CONTRIBUTION) {
+                alive = 1;
+            }
+            if (probe == 1) {
+                alive = 1;
+            }
+            if (meta.admitted == 1 && meta.rank_known == 1 && alive == 1) {
+                meta.run_mask_lo = meta.rank_bit[31:0];
+                meta.run_mask_hi = meta.rank_bit[63:32];
+                heard_on = 1;
+            }
             if (meta.admitted == 0 && probe == 0) {
                 meta.drop_reason = DROP_BAD_SESSION;
             } else if (meta.admitted == 1 && meta.rank_known == 0 && probe == 0) {
@@ -451,6 +478,11 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
         if (left_on == 1) {
             left_lo.apply(j, meta.run_mask_lo, left_mode, meta.run_opened, left_lo_word);
             left_hi.apply(j, meta.run_mask_hi, left_mode, meta.run_opened, left_hi_word);
+        }
+        if (heard_on == 1) {
+            bit<32> heard_word;
+            heard_lo.apply(j, meta.run_mask_lo, WORD_JOIN_SET, meta.run_opened, heard_word);
+            heard_hi.apply(j, meta.run_mask_hi, WORD_JOIN_SET, meta.run_opened, heard_word);
         }
 
         bit<32> parent_read = 0;

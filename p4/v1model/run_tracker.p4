@@ -41,6 +41,13 @@
 //   it held one: the child's own Abort up comes back from the parent in that session, a
 //   duplicate; a parent's Abort from this child's member in any other session is forged
 //   (unauthorized, BadSession).
+// - Register `heard` (protocol.md §4.3; Rust twin: p4/model/src/liveness.rs, Liveness):
+//   one bitmap per entry of the members heard since the controller's last sweep. An
+//   admitted Contribution or Probe of a known rank sets its bit (a Probe with a slot
+//   outside the job's too, which the model counts only when answered: no conforming worker
+//   sends one); a Join that makes or keeps its rank a member sets it, and the Join that
+//   opens a run writes its bit alone. The controller reads and clears it every
+//   dead_after / 4 and ends a run whose member stayed quiet 4 sweeps in a row.
 // The second pass (meta.pass != 0) only ends the run, if no one ended it in between.
 // Each register is read and written at most once per pass.
 #ifndef _SWITCHML_RUN_TRACKER_P4_
@@ -55,6 +62,7 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
     register<bit<64>>(MAX_JOBS) left;
     register<bit<64>>(MAX_JOBS) parent;
     register<bit<32>>(MAX_JOBS) parent_echo;
+    register<bit<64>>(MAX_JOBS) heard;
 
     apply {
         bit<32> j = (bit<32>)meta.job_index;
@@ -179,6 +187,15 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
                     meta.join_completes = 1;
                 }
             }
+            // The rank is (still) a member: heard. The opening Join starts the word afresh.
+            if (meta.shape_ok == 1 && meta.run_end == 0) {
+                bit<64> h;
+                heard.read(h, j);
+                if (meta.run_opened == 1) {
+                    h = 0;
+                }
+                heard.write(j, h | meta.rank_bit);
+            }
         } else if (meta.message == MSG_RESULT) {
             meta.run_session = held;
             if (parent_held == 0 || parent_held != meta.p_session) {
@@ -239,6 +256,13 @@ control RunTracker(inout headers_t hdr, inout metadata_t meta) {
             meta.admitted = (held != 0 && held == meta.p_session) ? 1w1 : 1w0;
             // What a child's completed use or resend carries up.
             meta.parent_session = parent_held;
+            if (meta.admitted == 1 && meta.rank_known == 1
+                    && (meta.message == MSG_CONTRIBUTION || meta.message == MSG_PROBE)) {
+                // Any message of the run proves its sender alive (§4.3).
+                bit<64> h;
+                heard.read(h, j);
+                heard.write(j, h | meta.rank_bit);
+            }
             if (meta.admitted == 0) {
                 if (meta.message != MSG_PROBE) {
                     meta.drop_reason = DROP_BAD_SESSION;

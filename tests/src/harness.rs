@@ -2,7 +2,7 @@
 //! seed, and the host-side reference every f32 result must equal bit for bit.
 
 use switchml_core::quant::{block_exponent_f32, Op, Scale, Unscale};
-use switchml_core::switch::{JobConfig, Slot, Switch};
+use switchml_core::switch::{JobConfig, Slot, Switch, DEFAULT_DEAD_AFTER};
 use switchml_core::time::Duration;
 use switchml_core::worker::Config;
 
@@ -51,7 +51,8 @@ pub fn sim_config(world: u16, window: u16, count: u16) -> Config {
     }
 }
 
-/// A simulation of `world` ranks × `lanes` lanes on a fresh switch.
+/// A simulation of `world` ranks × `lanes` lanes on a fresh switch that ends a run whose
+/// rank goes silent, as the daemon's does (protocol.md §4.3).
 pub fn sim(
     world: u16,
     lanes: u16,
@@ -62,7 +63,7 @@ pub fn sim(
 ) -> Sim<SimSwitch> {
     let switch = switch_with_job(world, window * lanes, 1);
     let configs = lane_configs(sim_config(world, window, count), lanes);
-    Sim::new(switch, configs, net, seed)
+    Sim::new(switch, configs, net, seed).with_dead_after(Some(DEFAULT_DEAD_AFTER))
 }
 
 /// A lossy, duplicating, reordering network.

@@ -24,7 +24,7 @@ use std::collections::{BTreeSet, BinaryHeap};
 
 use switchml_core::quant::{Elements, Op, Tensor};
 use switchml_core::splitmix::SplitMix64;
-use switchml_core::switch::{Aggregator, Verdict};
+use switchml_core::switch::{Aggregator, ControlPlane, Verdict, QUIET_SWEEPS};
 use switchml_core::time::{Duration, Instant};
 use switchml_core::wire::{self, Message, MessageType};
 use switchml_core::worker::{Config, Event, TensorId, Worker};
@@ -178,6 +178,15 @@ pub struct Sim<S> {
     order: u64,
     buf: Vec<u8>,
     out: Vec<u8>,
+    sweeper: Option<Sweeper<S>>,
+}
+
+/// The switch's liveness sweeps (protocol.md §4.3), as the endpoint times them.
+struct Sweeper<S> {
+    every: Duration,
+    next: Instant,
+    jobs: Vec<u16>,
+    sweep: fn(&mut S, u16, &mut [u8]) -> Option<Verdict>,
 }
 
 /// Why `drive` stopped without reaching its goal.
@@ -208,6 +217,7 @@ impl<S: Aggregator> Sim<S> {
             order: 0,
             buf: vec![0; max.max(2048)],
             out: vec![0; 1 << 17],
+            sweeper: None,
         };
         let mut ranks: Vec<(u16, u32)> = Vec::new();
         for c in configs {
@@ -386,6 +396,15 @@ impl<S: Aggregator> Sim<S> {
         let Some(next) = [next_packet, next_timer].into_iter().flatten().min() else {
             return false;
         };
+        // Sweeps only while something else is scheduled: they never keep a sim going.
+        let next = match self.sweeper.as_ref().map(|s| s.next) {
+            Some(sweep) if sweep <= next => {
+                self.now = self.now.max(sweep);
+                self.sweep();
+                return true;
+            }
+            _ => next,
+        };
         self.now = self.now.max(next);
         while self
             .queue
@@ -404,6 +423,27 @@ impl<S: Aggregator> Sim<S> {
         }
         self.flush();
         true
+    }
+
+    /// Make the switch's liveness sweep of every job and multicast the Aborts it writes.
+    fn sweep(&mut self) {
+        let Some(sw) = self.sweeper.as_mut() else {
+            return;
+        };
+        sw.next = self.now + sw.every;
+        let (jobs, sweep) = (sw.jobs.clone(), sw.sweep);
+        for job in jobs {
+            let Some(verdict) = sweep(&mut self.switch, job, &mut self.out) else {
+                continue;
+            };
+            let Verdict::Multicast { len, .. } = verdict else {
+                continue;
+            };
+            let abort = self.out[..len].to_vec();
+            for to in self.route(verdict, Source::Outside, &abort) {
+                self.schedule(Dest::Lane(to), &abort);
+            }
+        }
     }
 
     /// Step until `done` holds, at most `max_steps` times.
@@ -465,6 +505,25 @@ impl<S: Aggregator> Sim<S> {
             Event::Done { buf, result, .. } => Some((buf, result)),
             _ => None,
         }
+    }
+}
+
+impl<S: ControlPlane> Sim<S> {
+    /// Let the switch end a run whose rank has been silent for `dead_after` (protocol.md
+    /// §4.3): sweep every job every `dead_after / QUIET_SWEEPS`, as the endpoint does;
+    /// `None`: never (the default).
+    #[must_use]
+    pub fn with_dead_after(mut self, dead_after: Option<Duration>) -> Self {
+        self.sweeper = dead_after.map(|d| {
+            let every = Duration::from_micros(d.total_micros() / u64::from(QUIET_SWEEPS));
+            Sweeper {
+                every,
+                next: self.now + every,
+                jobs: self.switch.job_ids().collect(),
+                sweep: <S as ControlPlane>::sweep,
+            }
+        });
+        self
     }
 }
 

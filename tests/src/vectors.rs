@@ -173,6 +173,8 @@ pub fn reason_name(r: AbortReason) -> String {
         AbortReason::LaneCountMismatch => "lane_count_mismatch".into(),
         AbortReason::ParentFailed => "parent_failed".into(),
         AbortReason::JobRemoved => "job_removed".into(),
+        AbortReason::RankSilent => "rank_silent".into(),
+        AbortReason::RankRefused => "rank_refused".into(),
         AbortReason::Unknown(b) => format!("{b:#04x}"),
     }
 }

@@ -55,6 +55,8 @@ REASONS = {
     13: "wrong_shard",
     14: "lane_count_mismatch",
     15: "parent_failed",
+    17: "rank_silent",
+    18: "rank_refused",
 }
 STATES = {0: "idle", 1: "collecting", 2: "complete"}
 
@@ -590,6 +592,10 @@ ABORTS = {
          "a Join of a rank whose number of lanes is not the 2 the run agreed"),
     15: (RANK_ALL, 1, 0xDEADBEEF, SESSION,
          "nothing: a child switch tells its run that the parent's ended, naming child 1"),
+    17: (RANK_ALL, 3, 0xDEADBEEF, SESSION,
+         "nothing: the switch heard nothing from rank 3 for its dead interval, multicast"),
+    18: (RANK_ALL, 2, 0xDEADBEEF, SESSION,
+         "nothing: rank 2's Join was refused while the run gathered, multicast"),
 }
 for reason, name in REASONS.items():
     rank, detail, epoch, session, answers = ABORTS[reason]

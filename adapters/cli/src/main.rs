@@ -101,6 +101,11 @@ enum Command {
         /// Release a job's run after this many seconds without a packet from its ranks.
         #[arg(long, default_value_t = 3600)]
         idle_timeout: u64,
+        /// End a run when one of its ranks has sent nothing for this many milliseconds,
+        /// telling the others which (Abort RankSilent, protocol.md §4.3); workers keep
+        /// alive every 250 ms. 0: never.
+        #[arg(long, default_value_t = 1500)]
+        dead_after: u64,
         /// Take `switchml job` requests (add, remove, list jobs) on this Unix socket,
         /// created with mode 0600: whoever may open it administers the switch.
         #[arg(long)]
@@ -374,6 +379,7 @@ fn main() {
             drop_rate,
             seed,
             idle_timeout,
+            dead_after,
             admin,
             spare_slots,
             pipeline,
@@ -406,6 +412,7 @@ fn main() {
                 drop_rate,
                 seed,
                 idle_timeout: std::time::Duration::from_secs(idle_timeout),
+                dead_after: (dead_after > 0).then(|| std::time::Duration::from_millis(dead_after)),
                 spare_slots: admin.as_ref().map_or(0, |_| spare_slots),
                 admin,
                 pipeline,

@@ -458,6 +458,8 @@ impl<G: ControlPlane> Daemon<G> {
         }
         if self.endpoint.poll_timeout().is_some_and(|t| t <= now) {
             self.endpoint.handle_timeout(now);
+            // A liveness sweep may have ended runs: their Aborts (protocol.md §4.3).
+            self.tell(|e, out| e.poll_transmit(out))?;
         }
         self.flush()?;
         self.serve_admin();

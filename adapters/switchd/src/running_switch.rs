@@ -94,6 +94,9 @@ pub struct SwitchConfig {
     pub seed: u64,
     /// How long a job's run may go unheard before the switch releases it.
     pub idle_timeout: Duration,
+    /// How long a rank of a run may be silent before the switch ends the run naming it
+    /// (`--dead-after`, protocol.md §4.3; `None`: never). Default 1.5 s.
+    pub dead_after: Option<Duration>,
     /// The admin socket to take job requests on (`None`: the jobs are fixed).
     pub admin: Option<std::path::PathBuf>,
     /// Slots in the pool beyond the starting jobs', for jobs added later.
@@ -132,6 +135,9 @@ impl SwitchConfig {
             drop_rate: 0.0,
             seed: 1,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            dead_after: Some(switchml_udp::clock::to_std(
+                switchml_core::switch::DEFAULT_DEAD_AFTER,
+            )),
             admin: None,
             spare_slots: 0,
             pipeline: SwitchPipeline::default(),
@@ -399,7 +405,10 @@ fn endpoint<G: ControlPlane>(switch: G, config: &SwitchConfig, shard: Shard) -> 
     let idle = switchml_core::time::Duration::from_micros(
         u64::try_from(config.idle_timeout.as_micros()).unwrap_or(u64::MAX),
     );
-    SoftEndpoint::new(switch, idle).with_shard(shard)
+    let dead_after = config.dead_after.map(switchml_udp::clock::to_core);
+    SoftEndpoint::new(switch, idle)
+        .with_shard(shard)
+        .with_dead_after(dead_after)
 }
 
 /// Report readiness and serve `endpoint` until stopped.

@@ -46,6 +46,14 @@ pub struct CommConfig {
     /// Timeouts of one use (each a Probe or a resend) before the lane probes the switch
     /// for the ranks it waits on and gives up.
     pub retries: u16,
+    /// How long a collective waits for a peer that the switch still hears, a rank that is
+    /// alive but busy (`SWITCHML_TIMEOUT`, `timeout`, seconds; default 30 minutes, as
+    /// torch's). A dead peer is named by the switch within its dead interval instead
+    /// (protocol.md §4.3).
+    pub timeout: Duration,
+    /// The most time a lane in a run lets pass without sending: then it sends a keep-alive
+    /// Probe, so that the switch hears it is alive (protocol.md §4.3; default 250 ms).
+    pub keep_alive: Duration,
     /// How long to wait for every rank to join.
     pub join_timeout: Duration,
     /// How long a lane lets datagrams gather after the first one wakes it, before reading
@@ -128,7 +136,8 @@ pub const IP_UDP_HEADERS: usize = 28;
 
 impl CommConfig {
     /// A configuration with the defaults: 2 lanes × 128 slots, 256 values per packet,
-    /// 20 ms first timeout ([`DEFAULT_RTO`]) doubling to 200 ms, 30 resends, 30 s to join.
+    /// 20 ms first timeout ([`DEFAULT_RTO`]) doubling to 200 ms, 30 resends unanswered,
+    /// 30 minutes for a busy peer, a keep-alive every 250 ms, 30 s to join.
     pub fn new(rank: u16, world: u16, switch: SocketAddr, job: u16) -> CommConfig {
         let core = LaneConfig::new(job, rank, world);
         CommConfig {
@@ -142,6 +151,8 @@ impl CommConfig {
             rto: DEFAULT_RTO,
             max_rto: to_std(core.max_rto),
             retries: core.retries,
+            timeout: to_std(core.timeout),
+            keep_alive: to_std(core.keep_alive),
             join_timeout: to_std(core.join_timeout),
             coalesce: Duration::ZERO,
             key: 0,
@@ -181,6 +192,8 @@ impl CommConfig {
             || self.max_rto < self.rto
             || self.join_timeout.is_zero()
             || self.fallback_timeout.is_zero()
+            || self.timeout.is_zero()
+            || self.keep_alive.is_zero()
         {
             return bad("timeouts must be non-zero and max_rto ≥ rto".into());
         }
@@ -226,6 +239,8 @@ impl CommConfig {
             rto: to_core(self.rto),
             max_rto: to_core(self.max_rto),
             retries: self.retries,
+            timeout: to_core(self.timeout),
+            keep_alive: to_core(self.keep_alive),
             join_interval: CoreDuration::from_millis(100).min(to_core(self.join_timeout)),
             join_timeout: to_core(self.join_timeout),
             non_finite: self.non_finite,
@@ -274,6 +289,10 @@ setters! {
     max_rto: Duration,
     /// Set the timeouts of one use before giving up.
     retries: u16,
+    /// Set how long to wait for a busy peer.
+    timeout: Duration,
+    /// Set how often an idle lane proves it is alive.
+    keep_alive: Duration,
     /// Set how long to wait for every rank to join.
     join_timeout: Duration,
     /// Set the receive coalescing.

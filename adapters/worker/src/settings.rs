@@ -107,6 +107,11 @@ settings! {
     /// default: 30].
     #[cfg_attr(feature = "clap", arg(long))]
     retries: u16,
+    /// How long a rank waits for a busy peer (one the switch still hears) before it gives
+    /// up, in seconds, like torch's collective timeout [env: SWITCHML_TIMEOUT; default:
+    /// 1800]. A dead peer is named by the switch within about 2 s whatever this says.
+    #[cfg_attr(feature = "clap", arg(long))]
+    timeout: u64,
     /// How long to wait for every rank to join, ms [env: SWITCHML_JOIN_TIMEOUT_MS;
     /// default: 30000].
     #[cfg_attr(feature = "clap", arg(long))]
@@ -236,7 +241,8 @@ impl Settings {
         Ok(config)
     }
 
-    /// Return `c` with the tuning settings (lanes, window, count, timeouts, retries,
+    /// Return `c` with the tuning settings (lanes, window, count, timeouts, retries, the wait
+    /// for a busy peer,
     /// coalescing), the key, the dialect and the non-finite policy applied where set; rank, world, switch, job and
     /// the fallback address stay `c`'s.
     ///
@@ -252,6 +258,7 @@ impl Settings {
             rto,
             max_rto: self.max_rto_ms.map_or(c.max_rto.max(rto * 40), ms),
             retries: self.retries.unwrap_or(c.retries),
+            timeout: self.timeout.map_or(c.timeout, Duration::from_secs),
             join_timeout: self.join_timeout_ms.map_or(c.join_timeout, ms),
             coalesce: self.coalesce_us.map_or(c.coalesce, Duration::from_micros),
             key: self.key.unwrap_or(c.key),

@@ -90,6 +90,11 @@ pub trait ControlPlane: Aggregator {
     /// into `out` and return the multicast verdict, or `None` if the job has no run.
     fn shutdown_run(&mut self, id: u16, reason: AbortReason, out: &mut [u8]) -> Option<Verdict>;
 
+    /// One liveness sweep of job `id`'s run (protocol.md §4.3; [`Switch::sweep`]): if the
+    /// run must end (a refused rank, a silent one), write the Abort its ranks get into
+    /// `out` and return the multicast verdict.
+    fn sweep(&mut self, id: u16, out: &mut [u8]) -> Option<Verdict>;
+
     /// Write the Abort a child's job owes its parent since the last call (its run ended,
     /// protocol.md §7) into `out` and return [`Verdict::Up`]; `None` if none is owed. A
     /// switch that has no tiers owes none.
@@ -160,6 +165,10 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> ControlPlane
 
     fn shutdown_run(&mut self, id: u16, reason: AbortReason, out: &mut [u8]) -> Option<Verdict> {
         Switch::shutdown_run(self, id, reason, out)
+    }
+
+    fn sweep(&mut self, id: u16, out: &mut [u8]) -> Option<Verdict> {
+        Switch::sweep(self, id, out)
     }
 
     fn poll_up(&mut self, out: &mut [u8]) -> Option<Verdict> {

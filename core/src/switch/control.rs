@@ -108,6 +108,11 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
         // process that sent the Join takes it (§4.1).
         let (None, Some(member)) = (refusal, member) else {
             let (reason, detail) = refusal.unwrap_or((AbortReason::UnknownRank, world));
+            if member.is_some() {
+                // A rank of the job that cannot join: its peers waiting in the run hear it
+                // at the next liveness sweep (§4.3).
+                job.run.refuse(j.rank, c.world);
+            }
             return self.refuse(j.job, j.rank, reason, detail, j.nonce, out);
         };
         let opens = !job.run.is_open();
@@ -139,14 +144,17 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
                 };
             }
             JoinStep::LaneMismatch(d) => {
+                job.run.refuse(j.rank, c.world);
                 let reason = AbortReason::LaneMismatch;
                 return self.refuse(j.job, j.rank, reason, d, j.nonce, out);
             }
             JoinStep::ChunkMismatch(d) => {
+                job.run.refuse(j.rank, c.world);
                 let reason = AbortReason::ChunkMismatch;
                 return self.refuse(j.job, j.rank, reason, d, j.nonce, out);
             }
             JoinStep::LaneCountMismatch(d) => {
+                job.run.refuse(j.rank, c.world);
                 let reason = AbortReason::LaneCountMismatch;
                 return self.refuse(j.job, j.rank, reason, d, j.nonce, out);
             }
@@ -219,15 +227,17 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS,
             job.counters.unauthorized += 1;
             return self.refuse(p.job, p.rank, AbortReason::SessionEnded, 0, p.session, out);
         }
-        if job.member(p.rank).is_none() {
+        let Some(member) = job.member(p.rank) else {
             let reason = AbortReason::UnknownRank;
             return self.refuse(p.job, p.rank, reason, world, p.session, out);
-        }
+        };
         let Some(slot) = job.pool_index(p.slot).and_then(|i| self.pool.get_mut(i)) else {
             let reason = AbortReason::SlotRange;
             return self.refuse(p.job, p.rank, reason, c.slot_count, p.session, out);
         };
         job.counters.probes += 1;
+        // A Probe of the run is also the keep-alive of a lane with nothing to send (§4.3).
+        job.run.hear(member);
         let sv = &mut slot.versions[usize::from(p.ver & 1)];
         if asks && sv.in_session(p.session) && sv.remaining == 0 && sv.seq == p.seq {
             let asked = asked_by(&p, sv);

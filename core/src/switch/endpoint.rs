@@ -23,13 +23,20 @@
 //! (one socket): any Join of a child teaches its address for every lane, since a child
 //! sends up the Join of whichever lane's worker asked.
 //!
+//! Liveness (protocol.md §4.3): while a run is open the endpoint sweeps every
+//! `dead_after / QUIET_SWEEPS` ([`Endpoint::with_dead_after`], default
+//! [`DEFAULT_DEAD_AFTER`]); [`Endpoint::poll_transmit`] then gives the Abort of each run the
+//! switch ended for a silent or refused rank, to the run's lanes.
+//!
 //! An endpoint can be one shard of a sharded switch ([`Endpoint::with_shard`], §1.1): it
 //! then answers a Join of a lane another shard serves with Abort `WrongShard`, before the
 //! switch sees it, and writes the number of shards into its JoinReplies and StatusReplies.
 
 use core::hash::Hash;
 
-use super::{ControlPlane, DropReason, JobConfig, JobError, ParentLink, Tier, Verdict};
+use super::{
+    ControlPlane, DropReason, JobConfig, JobError, ParentLink, Tier, Verdict, QUIET_SWEEPS,
+};
 use crate::auth::CookieJar;
 use crate::shard::Shard;
 use crate::time::{Duration, Instant};
@@ -109,6 +116,13 @@ pub struct Endpoint<A, S, G, const JOBS: usize> {
     redirected: u64,
     cookies: CookieJar,
     cookies_sent: u64,
+    /// How long a rank of a run may be silent before the run ends naming it (§4.3);
+    /// `None`: never.
+    dead_after: Option<Duration>,
+    /// When the next liveness sweep is due (armed while a run is open).
+    next_sweep: Option<Instant>,
+    /// The job table index the liveness sweep under way goes on with in `poll_transmit`.
+    sweeping: Option<usize>,
     _address: core::marker::PhantomData<A>,
 }
 
@@ -135,6 +149,9 @@ where
             // and address binding do not rest on its secrecy (the tag covers the cookie).
             cookies: CookieJar::new(stand_in_secret(epoch)),
             cookies_sent: 0,
+            dead_after: Some(DEFAULT_DEAD_AFTER),
+            next_sweep: None,
+            sweeping: None,
             _address: core::marker::PhantomData,
         }
     }
@@ -152,6 +169,24 @@ where
     pub fn with_cookie_secret(mut self, secret: [u8; 32]) -> Self {
         self.cookies = CookieJar::new(secret);
         self
+    }
+
+    /// End a run when one of its ranks has been silent for `dead_after` (protocol.md
+    /// §4.3; default [`DEFAULT_DEAD_AFTER`]), or never (`None`). The endpoint sweeps
+    /// every `dead_after / QUIET_SWEEPS`.
+    #[must_use]
+    pub fn with_dead_after(mut self, dead_after: Option<Duration>) -> Self {
+        self.dead_after = dead_after.filter(|d| d.total_micros() >= u64::from(QUIET_SWEEPS));
+        self.next_sweep = None;
+        self
+    }
+
+    /// Return the time between liveness sweeps, if the endpoint sweeps.
+    fn sweep_interval(&self) -> Option<Duration> {
+        let d = self.dead_after?;
+        Some(Duration::from_micros(
+            d.total_micros() / u64::from(QUIET_SWEEPS),
+        ))
     }
 
     /// Return how many Cookies were sent (Joins and Statuses without a valid cookie).
@@ -259,6 +294,9 @@ where
     /// Handle one datagram from `from`: the switch decides, the endpoint learns the lane of
     /// an accepted Join and says where the answer goes.
     pub fn handle(&mut self, now: Instant, from: A, bytes: &[u8], out: &mut [u8]) -> Transmit {
+        if self.next_sweep.is_none() {
+            self.next_sweep = self.sweep_interval().map(|i| now + i);
+        }
         if let Some(t) = self.redirect(bytes, out) {
             return t;
         }
@@ -501,11 +539,39 @@ where
     /// run ended (an Abort went to its ranks), and its Abort goes up too (protocol.md §7);
     /// `None` if nothing is owed. Call it after every [`Endpoint::handle`] and
     /// [`Endpoint::shutdown_run`], once what they wrote was sent.
+    /// A liveness sweep that ends a run (§4.3) writes that run's Abort here too, one run
+    /// a call: call it until it returns `None` after [`Endpoint::handle_timeout`].
     #[must_use]
     pub fn poll_transmit(&mut self, out: &mut [u8]) -> Option<Transmit> {
-        let Verdict::Up { job, len } = self.switch.poll_up(out)? else {
-            return None;
-        };
+        match self.switch.poll_up(out) {
+            Some(Verdict::Up { job, len }) => self.up_transmit(job, len, out),
+            _ => self.poll_sweep(out),
+        }
+    }
+
+    /// Go on with the liveness sweep under way: the Abort of the next run it ends.
+    fn poll_sweep(&mut self, out: &mut [u8]) -> Option<Transmit> {
+        while let Some(i) = self.sweeping {
+            self.sweeping = (i + 1 < JOBS).then_some(i + 1);
+            let Some(id) = self.routes.get(i).and_then(|r| r.as_ref()).map(|r| r.id) else {
+                continue;
+            };
+            let session = self.session(id);
+            if let Some(Verdict::Multicast { job, len }) = self.switch.sweep(id, out) {
+                return Some(Transmit::Lanes {
+                    job,
+                    session,
+                    slot: None,
+                    len,
+                    up: false,
+                });
+            }
+        }
+        None
+    }
+
+    /// The Abort a child's job owes its parent, as a transmit up.
+    fn up_transmit(&self, job: u16, len: usize, out: &[u8]) -> Option<Transmit> {
         let child = self.routes.iter().flatten().find_map(|r| match r.place {
             Place::Child { job: j, .. } if j == job => Some(r.id),
             _ => None,
@@ -536,20 +602,35 @@ where
 
     /// Return when [`Endpoint::handle_timeout`] should next run: the earliest moment an
     /// open run has been idle for the idle timeout.
+    /// While a run is open and the endpoint sweeps, the next liveness sweep (§4.3) too.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.routes
-            .iter()
-            .flatten()
-            .filter(|r| self.session(r.id) != 0)
+        let open = || {
+            self.routes
+                .iter()
+                .flatten()
+                .filter(|r| self.session(r.id) != 0)
+        };
+        let idle = open()
             .filter_map(|r| r.last_heard)
             .map(|t| t + self.idle_timeout)
-            .min()
+            .min();
+        let sweep = self.next_sweep.filter(|_| open().next().is_some());
+        match (idle, sweep) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Release every run that has been idle for the idle timeout. Its ranks are not told:
-    /// an idle run's ranks are gone, or will hear `SessionEnded` when they probe.
+    /// an idle run's ranks are gone, or will hear `SessionEnded` when they probe. When a
+    /// liveness sweep is due, start it: [`Endpoint::poll_transmit`] then writes the Abort
+    /// of each run it ends (§4.3).
     pub fn handle_timeout(&mut self, now: Instant) {
+        if self.next_sweep.is_some_and(|t| t <= now) {
+            self.sweeping = Some(0);
+            self.next_sweep = self.sweep_interval().map(|i| now + i);
+        }
         for r in self.routes.iter_mut().flatten() {
             let idle = r.last_heard.is_some_and(|t| t + self.idle_timeout <= now);
             if idle && self.switch.end_run(r.id) {
@@ -594,6 +675,10 @@ where
     }
 }
 
+/// How long a rank of a run may be silent before the switch ends the run naming it
+/// (protocol.md §4.3): six of the workers' keep-alive intervals (250 ms).
+pub const DEFAULT_DEAD_AFTER: Duration = Duration::from_millis(1500);
+
 /// The cookie secret of an endpoint that was given none: distinct per switch incarnation.
 fn stand_in_secret(epoch: u32) -> [u8; 32] {
     let mut s = [0x5Au8; 32];
@@ -603,6 +688,8 @@ fn stand_in_secret(epoch: u32) -> [u8; 32] {
 
 mod admission;
 #[cfg(test)]
+mod liveness;
+#[cfg(test)]
 mod tiers;
 
 #[cfg(test)]
@@ -611,10 +698,10 @@ mod tests {
     use crate::switch::{Slot, Switch};
     use crate::wire::{DataKind, DataRepr, Flags, JoinRepr, RANK_ALL};
 
-    type TestEndpoint<'a> = Endpoint<u32, [Route<u32>; 4], Switch<'a, 8, 1, 2>, 2>;
-    const OUT: usize = Switch::<8, 1, 2>::OUT_LEN;
+    pub(super) type TestEndpoint<'a> = Endpoint<u32, [Route<u32>; 4], Switch<'a, 8, 1, 2>, 2>;
+    pub(super) const OUT: usize = Switch::<8, 1, 2>::OUT_LEN;
 
-    fn join(rank: u16, slot_lo: u16, nonce: u32) -> [u8; 44] {
+    pub(super) fn join(rank: u16, slot_lo: u16, nonce: u32) -> [u8; 44] {
         let mut b = [0u8; 44];
         JoinRepr {
             job: 7,
@@ -652,7 +739,7 @@ mod tests {
     }
 
     /// Job 7: two ranks on slots 0..4, key 9.
-    const JOB_7: JobConfig = JobConfig {
+    pub(super) const JOB_7: JobConfig = JobConfig {
         id: 7,
         world: 2,
         slot_lo: 0,
@@ -662,7 +749,10 @@ mod tests {
 
     /// An endpoint over `pool` serving job 7 (2 ranks, 4 slots, key 9).
     fn endpoint(pool: &mut [Slot<8, 1>], idle_secs: u64) -> TestEndpoint<'_> {
-        let mut e = Endpoint::new(Switch::new(pool, 1), Duration::from_secs(idle_secs));
+        // Idle expiry alone: these ranks are not driven between messages (`liveness.rs`
+        // tests the dead rule).
+        let mut e = Endpoint::new(Switch::new(pool, 1), Duration::from_secs(idle_secs))
+            .with_dead_after(None);
         let config = JobConfig {
             id: 7,
             world: 2,
@@ -674,7 +764,7 @@ mod tests {
         e
     }
 
-    fn dests(e: &TestEndpoint<'_>, t: &Transmit, from: u32) -> heapless::Vec<u32, 8> {
+    pub(super) fn dests(e: &TestEndpoint<'_>, t: &Transmit, from: u32) -> heapless::Vec<u32, 8> {
         e.destinations(t, &from).copied().collect()
     }
 

@@ -38,10 +38,11 @@ mod run;
 mod tier;
 
 pub use aggregator::{Aggregator, ControlPlane, JobSnapshot};
-pub use endpoint::{Endpoint, Route, Transmit};
+pub use endpoint::{Endpoint, Route, Transmit, DEFAULT_DEAD_AFTER};
 pub use job::{Job, JobConfig, JobCounters, JobError};
 pub use placement::first_free_range;
 pub use pool::{Slot, SlotVersion};
+pub use run::QUIET_SWEEPS;
 pub use tier::{ParentLink, Tier};
 
 use crate::wire::{
@@ -356,6 +357,37 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
         Some(Verdict::Multicast { job: id, len })
     }
 
+    /// One liveness sweep of job `id`'s run (protocol.md §4.3), which the caller makes
+    /// every `dead_after / QUIET_SWEEPS`: if a Join of a rank was refused while the run
+    /// gathered, or a joined rank that has not left was heard in none of the last
+    /// [`QUIET_SWEEPS`] sweeps, end the run: write the Abort its ranks get (`RankRefused`
+    /// or `RankSilent`, `detail` the rank) into `out` and return the multicast verdict.
+    /// `None` if the run goes on, the job has none, or its ranks are child switches (a
+    /// parent's job learns of a child's end from the child's Abort, §7). A child's job
+    /// then owes its parent an Abort ([`Switch::poll_up`]).
+    ///
+    /// [`QUIET_SWEEPS`]: run::QUIET_SWEEPS
+    pub fn sweep(&mut self, id: u16, out: &mut [u8]) -> Option<Verdict> {
+        let epoch = self.epoch;
+        let job = self.jobs.find(id).and_then(|i| self.jobs.get_mut(i))?;
+        if job.tier == Tier::Parent {
+            return None;
+        }
+        let (reason, rank) = match job.run.sweep()? {
+            run::Ending::Silent(member) => {
+                let lo = job.parent().map_or(0, |l| l.rank_lo);
+                (AbortReason::RankSilent, lo.saturating_add(member))
+            }
+            run::Ending::Refused(rank) => (AbortReason::RankRefused, rank),
+        };
+        let session = job.run.session;
+        let len = control::emit_abort(id, RANK_ALL, reason, rank, epoch, session, out)?;
+        job.counters.aborts += 1;
+        self.up = job.abort_up(reason).or(self.up);
+        job.run.end();
+        Some(Verdict::Multicast { job: id, len })
+    }
+
     /// Process one datagram (the data plane). Never panics; every drop is counted.
     pub fn process(&mut self, packet: &[u8], out: &mut [u8]) -> Verdict {
         self.counters.received += 1;
@@ -416,6 +448,10 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
         }
         let world = job.config.world;
         let member = job.member(p.rank);
+        if let Some(m) = member {
+            // Any message of the run proves its sender alive, a dropped one too (§4.3).
+            job.run.hear(m);
+        }
         let reject = reject::<K>(member.is_some(), &p);
         let index = job.pool_index(p.slot);
         let (Some(index), Some(member), None) = (index, member, reject) else {

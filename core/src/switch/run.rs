@@ -26,6 +26,13 @@ pub(crate) struct Run<const WORDS: usize> {
     pub(crate) joined: RankSet<WORDS>,
     /// Ranks that left this run.
     pub(crate) left: RankSet<WORDS>,
+    /// Ranks heard from (any message of the run) since the last liveness sweep (§4.3).
+    pub(crate) heard: RankSet<WORDS>,
+    /// Each joined rank's count of sweeps in a row it was not heard in, like `nonces`.
+    quiet: [[u8; 64]; WORDS],
+    /// A rank of the job whose Join was refused while the run gathered: the next sweep
+    /// ends the run, naming it, so its ranks do not wait out their join timeout (§4.3).
+    pub(crate) refused: Option<u16>,
     /// Each joined rank's process nonce, `nonces[r / 64][r % 64]`.
     nonces: [[u32; 64]; WORDS],
     /// A child switch's job (protocol.md §7): the session of the parent's run this run
@@ -54,6 +61,20 @@ pub(crate) enum JoinStep {
     LaneCountMismatch(u16),
 }
 
+/// Why a liveness sweep ends a run (protocol.md §4.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ending {
+    /// This member was not heard in [`QUIET_SWEEPS`] sweeps in a row.
+    Silent(u16),
+    /// The Join of this rank (as the Join named it) was refused while the run gathered.
+    Refused(u16),
+}
+
+/// Sweeps in a row a joined rank that has not left may go unheard before it is dead: the
+/// switch sweeps every `dead_after / QUIET_SWEEPS`, so a rank is named between
+/// `dead_after` and `1.25 · dead_after` after its last message (protocol.md §4.3).
+pub const QUIET_SWEEPS: u8 = 4;
+
 /// A lane's shape as its Join states it; the first Join of a run makes it the run's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct LaneShape {
@@ -73,6 +94,9 @@ impl<const WORDS: usize> Run<WORDS> {
         lanes: 0,
         joined: RankSet::EMPTY,
         left: RankSet::EMPTY,
+        heard: RankSet::EMPTY,
+        quiet: [[0; 64]; WORDS],
+        refused: None,
         nonces: [[0; 64]; WORDS],
         parent: 0,
         parent_complete: false,
@@ -151,7 +175,53 @@ impl<const WORDS: usize> Run<WORDS> {
         self.joined.insert(rank);
         self.left.remove(rank);
         self.set_nonce(rank, nonce);
+        self.heard.insert(rank);
         JoinStep::Member
+    }
+
+    /// Record that member `rank` sent a message of this run: it is alive.
+    pub(crate) fn hear(&mut self, rank: u16) {
+        if self.is_open() {
+            self.heard.insert(rank);
+        }
+    }
+
+    /// Record that a Join of `rank` was refused; it ends the run at the next sweep if the
+    /// run is still gathering (its ranks wait for every rank to join).
+    pub(crate) fn refuse(&mut self, rank: u16, world: u16) {
+        if self.is_open() && self.joined.len() < usize::from(world) {
+            self.refused = self.refused.or(Some(rank));
+        }
+    }
+
+    /// One liveness sweep (protocol.md §4.3): count each joined rank that has not left and
+    /// was not heard since the last sweep; return why the run must end, if it must: a
+    /// refused Join, or the first rank now quiet for [`QUIET_SWEEPS`] sweeps in a row.
+    /// The heard set starts afresh.
+    pub(crate) fn sweep(&mut self) -> Option<Ending> {
+        if !self.is_open() {
+            return None;
+        }
+        if let Some(rank) = self.refused {
+            return Some(Ending::Refused(rank));
+        }
+        let mut silent = None;
+        for rank in self.joined.iter() {
+            let r = usize::from(rank);
+            let Some(quiet) = self.quiet.get_mut(r / 64).and_then(|w| w.get_mut(r % 64)) else {
+                continue;
+            };
+            if self.heard.contains(rank) || self.left.contains(rank) {
+                *quiet = 0;
+                continue;
+            }
+            *quiet = quiet.saturating_add(1);
+            if *quiet >= QUIET_SWEEPS && silent.is_none() {
+                silent = Some(rank);
+            }
+        }
+        self.heard = RankSet::EMPTY;
+        silent.map(Ending::Silent)
     }
 
     /// Record that `rank` left; return whether every joined rank has now left.

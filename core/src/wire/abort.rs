@@ -75,6 +75,12 @@ pub enum AbortReason {
     /// 16: the operator removed the job from the switch while it had a run (protocol.md
     /// §4.1, "Adding and removing jobs"; detail 0). The switch goes on serving other jobs.
     JobRemoved,
+    /// 17: the switch heard nothing from a rank of the run for its dead interval
+    /// (protocol.md §4.3; detail: the rank). The process is gone or cut off.
+    RankSilent,
+    /// 18: a rank's Join was refused while the other ranks waited for it (protocol.md §4.3;
+    /// detail: the rank). That rank's own answer says why.
+    RankRefused,
     /// A reason this version does not know.
     Unknown(u8),
 }
@@ -98,6 +104,8 @@ impl From<u8> for AbortReason {
             14 => AbortReason::LaneCountMismatch,
             15 => AbortReason::ParentFailed,
             16 => AbortReason::JobRemoved,
+            17 => AbortReason::RankSilent,
+            18 => AbortReason::RankRefused,
             other => AbortReason::Unknown(other),
         }
     }
@@ -122,6 +130,8 @@ impl From<AbortReason> for u8 {
             AbortReason::LaneCountMismatch => 14,
             AbortReason::ParentFailed => 15,
             AbortReason::JobRemoved => 16,
+            AbortReason::RankSilent => 17,
+            AbortReason::RankRefused => 18,
             AbortReason::Unknown(other) => other,
         }
     }
@@ -162,6 +172,12 @@ impl core::fmt::Display for AbortReason {
             }
             AbortReason::ParentFailed => f.write_str("the job's parent switch ended the run"),
             AbortReason::JobRemoved => f.write_str("the job was removed from the switch"),
+            AbortReason::RankSilent => {
+                f.write_str("a rank of the job went silent (its process is gone or cut off)")
+            }
+            AbortReason::RankRefused => {
+                f.write_str("the switch refused a rank's Join (its settings differ from the run's)")
+            }
             AbortReason::Unknown(b) => write!(f, "unknown abort reason {b:#04x}"),
         }
     }

@@ -38,7 +38,9 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         }
         self.join_due = false;
         self.join_due_to_cookie = false;
-        self.timers.set(Timer::JoinResend, now + c.join_interval);
+        // A joining lane is heard by its Joins: at least one a keep-alive interval (§4.3).
+        let interval = c.join_interval.min(c.keep_alive);
+        self.timers.set(Timer::JoinResend, now + interval);
         Some(len)
     }
 
@@ -64,7 +66,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         }
     }
 
-    pub(super) fn on_join_reply(&mut self, _now: Instant, r: &JoinReplyRepr<'_>) {
+    pub(super) fn on_join_reply(&mut self, now: Instant, r: &JoinReplyRepr<'_>) {
         // Only an answer to this process's own Join, or the completion of the run it is in:
         // a new process must not take the run it replaces (protocol.md §4.1).
         let mine = r.nonce == self.config.nonce;
@@ -123,6 +125,8 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             self.joined_event = true;
             self.timers.stop(Timer::JoinResend);
             self.timers.stop(Timer::JoinDeadline);
+            self.timers
+                .set(Timer::KeepAlive, now + self.config.keep_alive);
         }
     }
 
@@ -186,7 +190,29 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         Some(len)
     }
 
-    pub(super) fn on_probe_reply(&mut self, r: &ProbeReplyRepr<'_>) {
+    /// Write a keep-alive (protocol.md §4.3): a Probe of the lane's first slot's current
+    /// use, which needs no state of its own. Its answer is read like any Probe's: as the
+    /// answer to a recovery Probe of that use if one is out, else not at all.
+    pub(super) fn emit_keep_alive(&mut self, buf: &mut [u8]) -> Option<usize> {
+        let c = self.config;
+        let seq = self.slots.first()?.seq;
+        let repr = ProbeRepr {
+            job: c.job,
+            rank: c.rank,
+            slot: c.slot_lo,
+            ver: (seq & 1) as u8,
+            seq,
+            session: self.session,
+            flags: ProbeFlags::NONE,
+        };
+        let len = repr.buffer_len();
+        repr.emit(&mut ProbePacket::new_unchecked(buf.get_mut(..len)?));
+        self.keep_alive_due = false;
+        self.stats.keep_alives += 1;
+        Some(len)
+    }
+
+    pub(super) fn on_probe_reply(&mut self, now: Instant, r: &ProbeReplyRepr<'_>) {
         if !self.check_epoch(r.epoch) {
             return;
         }
@@ -208,6 +234,25 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             remaining: r.remaining,
             missing,
         };
+        // The switch holds this rank's Contribution and waits for others': they are alive
+        // as far as the switch knows, which ends the run itself if one goes silent (§4.3).
+        // A busy peer is waited for, up to the user's timeout of the use.
+        let holds_mine = r.seq == p.seq
+            && r.state == SlotState::Collecting
+            && !missing.contains(self.config.rank);
+        let i = usize::from(p.slot);
+        let waited = self.slots.get(i).map(|st| now - st.sent_at);
+        if holds_mine && waited.is_some_and(|w| w < self.config.timeout) {
+            self.probe = None;
+            self.timers.stop(Timer::Probe);
+            self.stats.peer_waits += 1;
+            if let Some(st) = self.slots.get_mut(i) {
+                st.tries = 0;
+                let rto = st.rto;
+                self.slot_timers.arm(i, now + rto);
+            }
+            return;
+        }
         if let Some(err) = self.stall_report(report) {
             self.fail(err);
         }

@@ -163,6 +163,30 @@ impl core::fmt::Display for WorkerError {
                 f,
                 "nothing listens at the switch's address: its Joins were refused (ICMP port unreachable) for {waited}"
             ),
+            // Aborts about one rank name it (protocol.md §3.6).
+            WorkerError::Refused {
+                reason: AbortReason::RankRestarted,
+                detail,
+            } => write!(
+                f,
+                "rank {detail} restarted (it joined again as a new process): this run is over"
+            ),
+            WorkerError::Refused {
+                reason: AbortReason::RankSilent,
+                detail,
+            } => write!(
+                f,
+                "rank {detail} is gone: the switch heard nothing from it for its dead interval \
+                 (its process died or lost the network)"
+            ),
+            WorkerError::Refused {
+                reason: AbortReason::RankRefused,
+                detail,
+            } => write!(
+                f,
+                "the switch refused rank {detail}'s Join (its settings differ from this run's; \
+                 its own error says which)"
+            ),
             WorkerError::Refused { reason, detail } => {
                 write!(f, "the switch refused the job: {reason} (detail {detail})")
             }
@@ -306,6 +330,12 @@ pub struct Stats {
     pub datagrams_sent: u64,
     /// Datagrams of any kind handed to `handle_packet`, ignored ones included.
     pub datagrams_received: u64,
+    /// Keep-alive Probes sent: the lane had sent nothing for its keep-alive interval
+    /// (protocol.md §4.3, §6).
+    pub keep_alives: u64,
+    /// Times a use out of retries was found held by the switch, waiting for a peer that
+    /// the switch still hears, and the lane went on waiting (up to its `timeout`, §6).
+    pub peer_waits: u64,
 }
 
 impl Stats {
@@ -323,5 +353,7 @@ impl Stats {
         self.tensors += other.tensors;
         self.datagrams_sent += other.datagrams_sent;
         self.datagrams_received += other.datagrams_received;
+        self.keep_alives += other.keep_alives;
+        self.peer_waits += other.peer_waits;
     }
 }

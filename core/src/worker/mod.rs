@@ -24,8 +24,11 @@
 //! uses completed first, or its timer expired, with exponential backoff) is asked about
 //! with a Probe, and resent only if the switch lacks this rank's Contribution or the rank
 //! lacks the Result (protocol.md §6.1, `recovery.rs`); after `retries` timeouts of one use
-//! it probes the switch and fails with an error that names the slot and the ranks that
-//! never contributed.
+//! it probes the switch: if the switch holds this rank's Contribution and waits for
+//! others', the lane keeps waiting up to [`Config::timeout`] (a busy peer is alive; the
+//! switch names a dead one itself, §4.3), and otherwise fails with an error that names the
+//! slot and the ranks that never contributed. A lane with nothing to send keeps alive with
+//! a Probe every [`Config::keep_alive`].
 
 mod control;
 mod event;
@@ -75,8 +78,16 @@ pub struct Config {
     /// Largest retransmission timeout (the measured timeout and its doubling stop here).
     pub max_rto: Duration,
     /// Timeouts of one use (each a Probe or a resend) before the worker probes for the
-    /// stall report and gives up.
+    /// stall report: it gives up when that Probe goes unanswered (the switch is gone), or
+    /// when the report shows anything but a peer the switch still waits for (§6).
     pub retries: u16,
+    /// How long a use may wait for a peer that the switch still hears (a rank busy
+    /// elsewhere, alive): the user's collective timeout. A dead peer is named by the
+    /// switch within its dead interval instead (protocol.md §4.3, §6).
+    pub timeout: Duration,
+    /// The most time the lane lets pass without sending anything while it is in a run:
+    /// then it sends a Probe, so that the switch hears it is alive (protocol.md §4.3).
+    pub keep_alive: Duration,
     /// Interval between Joins while joining.
     pub join_interval: Duration,
     /// How long to wait for every rank to join.
@@ -122,9 +133,10 @@ impl core::str::FromStr for NonFinitePolicy {
 
 impl Config {
     /// A configuration with defaults: one lane of 64 slots from 0, k = 256, 5 ms first timeout doubling
-    /// to 200 ms, 30 resends (about 5 s without progress), joins every 100 ms for 30 s, key
-    /// 0 and nonce 1 (set both: the key to the job's, the nonce to a random one), non-finite
-    /// values propagated.
+    /// to 200 ms, 30 resends (about 5 s without an answer from the switch), a 30 minute
+    /// wait for a busy peer (torch's default collective timeout), a keep-alive every 250
+    /// ms, joins every 100 ms for 30 s, key 0 and nonce 1 (set both: the key to the job's,
+    /// the nonce to a random one), non-finite values propagated.
     pub const fn new(job: u16, rank: u16, world: u16) -> Config {
         Config {
             job,
@@ -137,6 +149,8 @@ impl Config {
             rto: Duration::from_millis(5),
             max_rto: Duration::from_millis(200),
             retries: 30,
+            timeout: DEFAULT_TIMEOUT,
+            keep_alive: DEFAULT_KEEP_ALIVE,
             join_interval: Duration::from_millis(100),
             join_timeout: Duration::from_secs(30),
             key: 0,
@@ -209,6 +223,13 @@ struct Probe {
     due: bool,
 }
 
+/// The default [`Config::timeout`]: 30 minutes, torch.distributed's default.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// The default [`Config::keep_alive`] (protocol.md §4.3): a sixth of the switch's default
+/// dead interval, so that a few lost keep-alives never look like a dead rank.
+pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_millis(250);
+
 /// Probes sent before the switch counts as not answering.
 const PROBE_ATTEMPTS: u8 = 3;
 
@@ -244,6 +265,8 @@ pub struct Worker<B, const SLOTS: usize, const QUEUE: usize> {
     /// Ranks joined at the last JoinReply; whether any came.
     joined: Option<WorldSet>,
     join_due: bool,
+    /// A keep-alive Probe is due: the lane sent nothing for its keep-alive interval.
+    keep_alive_due: bool,
     /// Refusals reported while joining since the last datagram from the switch.
     refusals: u8,
     slots: [SlotState; SLOTS],
@@ -291,6 +314,8 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             config.max_rto,
             config.join_interval,
             config.join_timeout,
+            config.timeout,
+            config.keep_alive,
         ]
         .contains(&Duration::ZERO)
         {
@@ -314,6 +339,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             redirect_event: None,
             joined: None,
             join_due: true,
+            keep_alive_due: false,
             refusals: 0,
             slots: [SlotState::new(config.rto); SLOTS],
             send_queue: heapless::Deque::new(),
@@ -520,7 +546,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             Message::ProbeReply(r)
                 if self.is_for_me(r.job, r.rank) && r.session != 0 && r.session == self.session =>
             {
-                self.on_probe_reply(&r)
+                self.on_probe_reply(now, &r)
             }
             Message::Cookie(c) if self.is_for_me(c.job, c.rank) => self.on_cookie(&c),
             Message::Abort(a) if a.job == self.config.job && self.admits_abort(a.session) => {
@@ -582,6 +608,9 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         if self.timers.expire(Timer::JoinResend, now) {
             self.join_due = true;
         }
+        if self.timers.expire(Timer::KeepAlive, now) {
+            self.keep_alive_due = self.phase == Phase::Running;
+        }
         if self.timers.expire(Timer::Probe, now) {
             if let Some(p) = self.probe.as_mut() {
                 if p.sent >= PROBE_ATTEMPTS {
@@ -606,6 +635,12 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         let len = self.next_transmit(now, buf);
         if len.is_some() {
             self.stats.datagrams_sent += 1;
+            if self.phase == Phase::Running {
+                // Anything sent shows the switch this rank is alive (§4.3).
+                self.keep_alive_due = false;
+                self.timers
+                    .set(Timer::KeepAlive, now + self.config.keep_alive);
+            }
         }
         len
     }
@@ -630,7 +665,11 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
                 if self.probe.is_some_and(|p| p.due) {
                     return self.emit_probe(now, buf);
                 }
-                self.emit_next_contribution(now, buf)
+                let len = self.emit_next_contribution(now, buf);
+                if len.is_none() && self.keep_alive_due {
+                    return self.emit_keep_alive(buf);
+                }
+                len
             }
         }
     }
@@ -729,6 +768,8 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
 mod admission_tests;
 #[cfg(test)]
 mod cache_tests;
+#[cfg(test)]
+mod liveness_tests;
 #[cfg(test)]
 mod non_finite_tests;
 #[cfg(test)]

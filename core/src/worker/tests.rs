@@ -359,7 +359,12 @@ fn a_too_small_transmit_buffer_fails_with_a_clear_error() {
 fn a_second_stalled_slot_is_probed_after_the_first_recovers() {
     let mut pool = [Slot::<8, 1>::IDLE; 4];
     let mut s = job_3(&mut pool);
-    let mut w = TestWorker::new(config()).unwrap();
+    // A timeout shorter than the retry budget: the first answered stall Probe reports.
+    let cfg = Config {
+        timeout: Duration::from_millis(1),
+        ..config()
+    };
+    let mut w = TestWorker::new(cfg).unwrap();
     join_both(&mut w, &mut s);
     let mut data = [1, 2, 3, 4];
     w.submit(ms(0), &mut data[..], Op::Sum).unwrap();

@@ -12,10 +12,12 @@ pub(crate) enum Timer {
     JoinDeadline = 1,
     /// Resend the Probe, or give up on it.
     Probe = 2,
+    /// The lane has sent nothing for its keep-alive interval: send a Probe (§4.3).
+    KeepAlive = 3,
 }
 
 impl Timer {
-    const COUNT: usize = 3;
+    const COUNT: usize = 4;
 }
 
 /// Deadlines of the worker-wide timers.

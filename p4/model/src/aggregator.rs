@@ -144,6 +144,10 @@ impl ControlPlane for Pipeline {
         Pipeline::shutdown_run(self, id, reason, out).map(to_core)
     }
 
+    fn sweep(&mut self, id: u16, out: &mut [u8]) -> Option<CoreVerdict> {
+        Pipeline::sweep(self, id, out).map(to_core)
+    }
+
     fn poll_up(&mut self, out: &mut [u8]) -> Option<CoreVerdict> {
         Pipeline::poll_up(self, out).map(to_core)
     }

@@ -8,6 +8,8 @@ use switchml_core::switch::{Counters, JobConfig, JobCounters, JobError, Tier};
 use switchml_core::wire::{AbortReason, RANK_ALL};
 
 use crate::classifier::{Source, WorkerAddr, WorkerEntry, WorkerError};
+use crate::job_counters::JobEvent;
+use crate::liveness::Ending;
 use crate::pipeline::{Config, Pipeline, Verdict};
 use crate::replication::Replica;
 use crate::tier_selector::{LinkEntry, TierEntry};
@@ -272,6 +274,51 @@ impl Pipeline {
             group: entry.group,
             len,
         })
+    }
+
+    /// The controller's liveness sweep of job `id`'s run (protocol.md §4.3, `liveness.rs`),
+    /// made every `dead_after / QUIET_SWEEPS`: if a rank of it was refused while it
+    /// gathered, or a member was quiet for `QUIET_SWEEPS` sweeps, end the run and write the
+    /// Abort its ranks get (`RankRefused`, `RankSilent`, detail the rank) into `out`, as
+    /// the reference's `Switch::sweep`. A parent's job is not swept (its members are child
+    /// switches, §7).
+    pub fn sweep(&mut self, id: u16, out: &mut [u8]) -> Option<Verdict> {
+        let entry = self.classifier.job(id)?;
+        let tier = self.tier_selector.apply(entry.index);
+        if tier.keeps_overflow() {
+            return None;
+        }
+        let (session, _, joined) = self.run_tracker.report(entry.index);
+        let left = self.run_tracker.left(entry.index);
+        let (reason, rank) = match self.liveness.sweep(entry.index, session, joined, left)? {
+            Ending::Silent(member) => (
+                AbortReason::RankSilent,
+                tier.rank_lo().saturating_add(member),
+            ),
+            Ending::Refused(rank) => (AbortReason::RankRefused, rank),
+        };
+        if out.len() < switchml_core::wire::abort::LEN {
+            return None;
+        }
+        let len = self
+            .reply_builder
+            .abort(out, id, RANK_ALL, reason, rank, session);
+        self.job_counters.count(JobEvent::Abort, entry.index);
+        let parent = self.run_tracker.close(entry.index);
+        self.owe_up(&tier, parent, reason);
+        Some(Verdict::Multicast {
+            job: id,
+            group: entry.group,
+            len,
+        })
+    }
+
+    /// The controller saw a Join of global `rank` of `job` refused: a rank its run's
+    /// members wait for, while the run gathers (§4.3).
+    pub(crate) fn note_refusal(&mut self, job: &crate::classifier::JobEntry, rank: u16) {
+        let (session, _, joined) = self.run_tracker.report(job.index);
+        self.liveness
+            .refused(job.index, session, rank, joined, job.config.world);
     }
 
     /// Iterate over the registered jobs' ids.

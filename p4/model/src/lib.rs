@@ -55,6 +55,7 @@ pub mod exponents;
 pub mod headers;
 pub mod job_counters;
 pub mod join_handler;
+pub mod liveness;
 pub mod next_step_selector;
 pub mod overflow_flag;
 pub mod p4gen;

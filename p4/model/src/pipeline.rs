@@ -52,6 +52,7 @@ use crate::headers::{
 use crate::headers::{PacketIn, CPU_HEADER_LEN, CPU_PORT, TRANSPORT_LEN};
 use crate::job_counters::{JobCounters, JobEvent};
 use crate::join_handler::{full_mask, JoinDecision, JoinHandler};
+use crate::liveness::Liveness;
 use crate::next_step_selector::{NextStepSelector, Outcome};
 use crate::overflow_flag::OverflowFlag;
 use crate::parser::{Parser, ParserError};
@@ -173,6 +174,7 @@ pub struct Pipeline {
     pub(crate) processors: Processors,
     pub(crate) overflow_flag: OverflowFlag,
     pub(crate) run_tracker: RunTracker,
+    pub(crate) liveness: Liveness,
     pub(crate) tier_selector: TierSelector,
     pub(crate) relay: Relay,
     pub(crate) reply_builder: ReplyBuilder,
@@ -207,6 +209,7 @@ impl Pipeline {
             processors: Processors::new(versions),
             overflow_flag: OverflowFlag::new(versions),
             run_tracker: RunTracker::new(config.jobs),
+            liveness: Liveness::new(config.jobs),
             tier_selector: TierSelector::new(config.jobs),
             relay: Relay::new(versions),
             reply_builder: ReplyBuilder::new(config.epoch),
@@ -551,6 +554,10 @@ impl Pipeline {
         }
         let c = job.config;
         let member = class.member(prefix.rank);
+        if let Some(m) = member {
+            // Any message of the run proves its sender alive, a dropped one too (§4.3).
+            self.liveness.hear(&pass, job.index, m, false)?;
+        }
         let reject = if member.is_none() {
             Some(DropReason::UnknownRank)
         } else if d.count > self.config.max_count {
@@ -751,6 +758,9 @@ impl Pipeline {
         let member = class.member(prefix.rank);
         let rank = match JoinHandler::apply(&job, world, member, j, max_count) {
             JoinDecision::Refuse(reason, detail) => {
+                if member.is_some() {
+                    self.note_refusal(&job, prefix.rank);
+                }
                 return Ok(self.refuse(prefix, reason, detail, j.nonce, out));
             }
             JoinDecision::Run { rank } => rank,
@@ -767,7 +777,9 @@ impl Pipeline {
                 } => {
                     if opened {
                         self.job_counters.count(JobEvent::Run, job.index);
+                        self.liveness.opened(job.index);
                     }
+                    self.liveness.hear(&pass, job.index, rank, opened)?;
                     self.job_counters.count(JobEvent::Join, job.index);
                     let c = job.config;
                     // A child's run is complete when its parent's is (§7): a Join of a run
@@ -829,12 +841,15 @@ impl Pipeline {
                     multicast(&job, len)
                 }
                 JoinStep::LaneMismatch(detail) => {
+                    self.note_refusal(&job, prefix.rank);
                     self.refuse(prefix, AbortReason::LaneMismatch, detail, j.nonce, out)
                 }
                 JoinStep::ChunkMismatch(detail) => {
+                    self.note_refusal(&job, prefix.rank);
                     self.refuse(prefix, AbortReason::ChunkMismatch, detail, j.nonce, out)
                 }
                 JoinStep::LaneCountMismatch(detail) => {
+                    self.note_refusal(&job, prefix.rank);
                     self.refuse(prefix, AbortReason::LaneCountMismatch, detail, j.nonce, out)
                 }
             },
@@ -864,6 +879,10 @@ impl Pipeline {
             }
             ProbeDecision::Read { slot } => slot,
         };
+        if let Some(m) = class.member(prefix.rank) {
+            // A Probe is also the keep-alive of a lane with nothing to send (§4.3).
+            self.liveness.hear(&pass, job.index, m, false)?;
+        }
         self.job_counters.count(JobEvent::Probe, job.index);
         let version = 2 * slot + usize::from(p.ver);
         let seq = self.use_checker.probe(&pass, version, p.session)?;

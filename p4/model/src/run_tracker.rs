@@ -567,6 +567,11 @@ impl RunTracker {
         }
     }
 
+    /// Return entry `index`'s bitmap of members that left the run (control plane).
+    pub fn left(&self, index: u16) -> u64 {
+        self.left.read(usize::from(index)).unwrap_or(0)
+    }
+
     /// End entry `index`'s run (control plane); the count of runs stays. Return the parent
     /// run's session it had taken (0: none).
     pub fn close(&mut self, index: u16) -> u32 {

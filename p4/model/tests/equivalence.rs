@@ -165,6 +165,8 @@ enum Op {
     Shutdown(usize),
     /// The endpoint ends a job's run for being idle (`end_run`).
     Expire(usize),
+    /// A liveness sweep of a job's run (protocol.md §4.3; `sweep`).
+    Sweep(usize),
     /// The control plane removes a job and adds it again.
     RestartJob(usize),
     /// A Status request (any rank: the switch only echoes it).
@@ -211,6 +213,7 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(job, rank, session)| Op::Leave { job, rank, session }),
         1 => (jobs(), any::<u64>()).prop_map(|(job, seed)| Op::LeaveAll { job, seed }),
         1 => (0..4usize).prop_map(Op::Shutdown),
+        2 => (0..4usize).prop_map(Op::Sweep),
         1 => (0..4usize, any::<bool>())
             .prop_map(|(job, idle)| if idle { Op::Expire(job) } else { Op::RestartJob(job) }),
         1 => (0..4usize, prop::sample::select(vec![0u16, 1, 5, 0xFFFF]), prop::bool::weighted(0.8))
@@ -503,7 +506,7 @@ impl Gen {
                     .map(|r| leave(id, r, s))
                     .collect()
             }
-            Op::Shutdown(_) | Op::Expire(_) | Op::RestartJob(_) => Vec::new(),
+            Op::Shutdown(_) | Op::Expire(_) | Op::RestartJob(_) | Op::Sweep(_) => Vec::new(),
             Op::Status { job, rank, key_ok } => {
                 let mut b = vec![0u8; 36];
                 StatusRepr {
@@ -555,6 +558,8 @@ enum Step<'a> {
     Shutdown { ended: bool },
     /// The endpoint ended a job's idle run (`ended`: it had one).
     Expire { ended: bool },
+    /// A liveness sweep (`ended`: it ended the job's run).
+    Sweep { ended: bool },
     /// The control plane removed a job and added it again.
     RestartJob,
     /// The sequence is over and the final states agree.
@@ -579,7 +584,9 @@ fn check(
     };
     for op in ops {
         let control = match *op {
-            Op::Shutdown(job) | Op::Expire(job) | Op::RestartJob(job) => JOB_IDS[job],
+            Op::Shutdown(job) | Op::Expire(job) | Op::RestartJob(job) | Op::Sweep(job) => {
+                JOB_IDS[job]
+            }
             _ => 0,
         };
         let ended = pair.reference.job(control).is_some_and(|j| j.has_run());
@@ -587,6 +594,12 @@ fn check(
             Op::Shutdown(_) => {
                 pair.shutdown_run(control)?;
                 observe(Step::Shutdown { ended }, &pair);
+                continue;
+            }
+            Op::Sweep(_) => {
+                pair.sweep(control)?;
+                let ended = ended && !pair.reference.job(control).is_some_and(|j| j.has_run());
+                observe(Step::Sweep { ended }, &pair);
                 continue;
             }
             Op::Expire(_) => {
@@ -736,7 +749,7 @@ fn the_generated_sequences_reach_every_outcome() {
         (0, 0, 0, 0);
     // Abort reasons the switch wrote; runs ended by the last Leave, by the control plane and
     // for being idle; jobs restarted.
-    let (mut reasons, mut left, mut shut) = (BTreeSet::new(), 0, 0);
+    let (mut reasons, mut left, mut shut, mut swept) = (BTreeSet::new(), 0, 0, 0);
     let (mut expired, mut restarted, mut runs) = (0, 0, Lifecycle::default());
     for _ in 0..300 {
         let (world7, wrap, ops) = strategy.new_tree(&mut runner).unwrap().current();
@@ -745,6 +758,11 @@ fn the_generated_sequences_reach_every_outcome() {
                 Step::Packet(p) => p,
                 Step::Shutdown { ended } => {
                     shut += usize::from(ended);
+                    runs.after(pair);
+                    return;
+                }
+                Step::Sweep { ended } => {
+                    swept += usize::from(ended);
                     runs.after(pair);
                     return;
                 }
@@ -842,6 +860,7 @@ fn the_generated_sequences_reach_every_outcome() {
     }
     assert!(left > 0, "no run ended by its last Leave");
     assert!(shut > 0, "no run ended by the control plane");
+    assert!(swept > 0, "no run ended by a liveness sweep");
     assert!(expired > 0, "no idle run ended");
     assert!(restarted > 0, "no job restarted");
     assert!(
@@ -872,6 +891,22 @@ fn abort_of(m: Option<Message<'_>>) -> (AbortReason, u16, u32) {
         Some(Message::Abort(a)) => (a.reason, a.detail, a.session),
         other => panic!("not an Abort: {other:?}"),
     }
+}
+
+/// A Probe of job 7's slot 0 (use 0) from `rank`, in `session`: also a keep-alive.
+fn probe_of_slot_0(rank: u16, session: u32) -> Vec<u8> {
+    let repr = ProbeRepr {
+        job: 7,
+        rank,
+        slot: 0,
+        ver: 0,
+        seq: 0,
+        session,
+        flags: switchml_core::wire::ProbeFlags::NONE,
+    };
+    let mut b = vec![0u8; repr.buffer_len()];
+    repr.emit(&mut ProbePacket::new_unchecked(&mut b[..]));
+    b
 }
 
 /// The session and nonce of a JoinReply, and whether it says the run is complete.
@@ -948,20 +983,7 @@ fn a_jobs_runs_end_in_every_way_and_the_next_one_opens_alike() {
     assert_eq!(pair.end_run(7), Ok(()));
     assert_eq!(session(&pair), 0);
     assert_eq!(pair.end_run(7), Ok(()), "no run: both say so");
-    let probe = {
-        let repr = ProbeRepr {
-            job: 7,
-            rank: 0,
-            slot: 0,
-            ver: 0,
-            seq: 0,
-            session: 23,
-            flags: switchml_core::wire::ProbeFlags::NONE,
-        };
-        let mut b = vec![0u8; repr.buffer_len()];
-        repr.emit(&mut ProbePacket::new_unchecked(&mut b[..]));
-        b
-    };
+    let probe = probe_of_slot_0(0, 23);
     assert_eq!(
         abort_of(exchange(&mut pair, &probe)).0,
         AbortReason::SessionEnded
@@ -971,6 +993,42 @@ fn a_jobs_runs_end_in_every_way_and_the_next_one_opens_alike() {
     assert_eq!(pair.restart_job(7), Ok(()));
     assert_eq!(reply_of(exchange(&mut pair, &j(2, 30))), (30, 30, false));
     assert_eq!(pair.reference.job(7).unwrap().counters().runs, 1);
+
+    // Run 5, ended by the liveness sweep (§4.3): ranks 0 and 1 keep alive with Probes,
+    // rank 2 (which opened it) goes silent and is named at its fourth quiet sweep.
+    reply_of(exchange(&mut pair, &j(0, 31)));
+    reply_of(exchange(&mut pair, &j(1, 32)));
+    let keep_alive = |rank: u16| probe_of_slot_0(rank, 30);
+    for sweep in 0..4 {
+        assert_eq!(pair.sweep(7), Ok(()));
+        assert_eq!(session(&pair), 30, "sweep {sweep} ended the run");
+        for rank in [0, 1] {
+            exchange(&mut pair, &keep_alive(rank));
+        }
+    }
+    assert_eq!(pair.sweep(7), Ok(()));
+    assert_eq!(session(&pair), 0);
+    let (_, abort) = pair.last().unwrap();
+    assert_eq!(
+        abort_of(Some(Message::parse(abort).unwrap())),
+        (AbortReason::RankSilent, 2, 30)
+    );
+
+    // Run 6: rank 1's Join with another chunk size is refused while rank 0 waits; the next
+    // sweep tells the run, naming rank 1.
+    reply_of(exchange(&mut pair, &j(0, 40)));
+    let other = join(7, 1, 3, (0, 4), 32, 1, 41, key);
+    assert_eq!(
+        abort_of(exchange(&mut pair, &other)).0,
+        AbortReason::ChunkMismatch
+    );
+    assert_eq!(pair.sweep(7), Ok(()));
+    let (_, abort) = pair.last().unwrap();
+    assert_eq!(
+        abort_of(Some(Message::parse(abort).unwrap())),
+        (AbortReason::RankRefused, 1, 41)
+    );
+    assert_eq!(session(&pair), 0);
     assert_eq!(pair.compare_state(), Ok(()));
 }
 

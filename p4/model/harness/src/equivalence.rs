@@ -111,6 +111,18 @@ pub enum Mismatch {
         /// The reference's.
         reference: Option<CoreVerdict>,
     },
+    /// A liveness sweep of job `job`'s run (protocol.md §4.3) before packet `packet` gave
+    /// different answers.
+    Sweep {
+        /// The job.
+        job: u16,
+        /// Before which packet.
+        packet: usize,
+        /// The model's verdict.
+        model: Option<CoreVerdict>,
+        /// The reference's.
+        reference: Option<CoreVerdict>,
+    },
     /// After packet `packet` (or a `shutdown_run` before it), what the switches owed a
     /// parent (`poll_up`, protocol.md §7) differed.
     PollUp {
@@ -333,11 +345,44 @@ impl<'a, const K: usize> Pair<'a, K> {
         let r = self
             .reference
             .shutdown_run(id, AbortReason::Shutdown, &mut self.reference_out);
-        let differs = |model, reference| Mismatch::Shutdown {
-            job: id,
-            packet: self.fed,
-            model,
-            reference,
+        self.same_control_abort(id, m, r, false)
+    }
+
+    /// One liveness sweep of job `id`'s run in both switches (the reference's
+    /// `Switch::sweep`, the controller's in the model); compare the verdicts and the Aborts.
+    pub fn sweep(&mut self, id: u16) -> Result<(), Mismatch> {
+        let m = self.model.sweep(id, &mut self.model_out).map(to_core);
+        let r = self.reference.sweep(id, &mut self.reference_out);
+        if r.is_some() {
+            self.last = r;
+        }
+        self.same_control_abort(id, m, r, true)
+    }
+
+    /// Compare what the control plane made each switch write for job `id` (`m`, `r`; a
+    /// `sweep`, else a shutdown): the same Abort multicast, or nothing; then what each
+    /// owes a parent.
+    fn same_control_abort(
+        &mut self,
+        job: u16,
+        m: Option<CoreVerdict>,
+        r: Option<CoreVerdict>,
+        sweep: bool,
+    ) -> Result<(), Mismatch> {
+        let packet = self.fed;
+        let differs = |model, reference| match sweep {
+            true => Mismatch::Sweep {
+                job,
+                packet,
+                model,
+                reference,
+            },
+            false => Mismatch::Shutdown {
+                job,
+                packet,
+                model,
+                reference,
+            },
         };
         match (m, r) {
             (
