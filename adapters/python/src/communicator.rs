@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use pyo3::buffer::PyBuffer;
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use switchml_worker::{Communicator as UdpCommunicator, NonFinitePolicy, Settings};
@@ -19,17 +19,15 @@ use crate::tensor::{self, parse_op, Dtype, Handle};
 
 /// A worker's connection to a job at the switch (the Rust `switchml_worker::Communicator`).
 ///
-/// Every keyword left out comes from the environment, else from the TOML file
-/// `config_file` (or `SWITCHML_CONFIG`), else from the defaults: rank (`RANK`),
-/// world_size (`WORLD_SIZE`), switch ("host:port"; `SWITCHML_SWITCH`, else `MASTER_ADDR`
-/// with `SWITCHML_PORT`, default 48864), job (`SWITCHML_JOB`, default 0), key (the job's
-/// key, an int or a hex string; `SWITCHML_JOB_KEY`), lanes, window, count, rto_ms,
-/// max_rto_ms, retries, join_timeout_ms, coalesce_us (`SWITCHML_LANES`, ...),
-/// fallback_addr ("host:port" where rank 0 listens for the ranks' host ring;
-/// `SWITCHML_FALLBACK_ADDR`; unset, the default, no fallback) and fallback_timeout_ms. The
-/// constructor returns once every rank has joined (the GIL released meanwhile), or, with
-/// a fallback address, once the switch has failed to serve the job: then every tensor
-/// goes over the host ring, and `stats()` and `fallback_reason` say so.
+/// Every keyword is a setting of `switchml.SETTINGS` (the Rust `Settings`' one list: rank,
+/// world_size, switch, job, key, lanes, window, count, timeouts, fallback_addr,
+/// non_finite, ...), an int or a string; one left out comes from the environment (`RANK`,
+/// `WORLD_SIZE`, `SWITCHML_<NAME>`, ...), else from the TOML file `config_file` (or
+/// `SWITCHML_CONFIG`), else from the defaults. An unknown keyword is a `ConfigError`
+/// naming the settings. The constructor returns once every rank has joined (the GIL
+/// released meanwhile), or, with a fallback address, once the switch has failed to serve
+/// the job: then every tensor goes over the host ring, and `stats()` and
+/// `fallback_reason` say so.
 #[pyclass(module = "switchml._switchml", subclass, frozen)]
 pub struct Communicator {
     inner: Mutex<Option<Arc<UdpCommunicator>>>,
@@ -51,69 +49,48 @@ impl Communicator {
     }
 }
 
-/// Read a job key given as an int or as hex text (an optional `0x`).
-fn key_of(key: &Bound<'_, PyAny>) -> PyResult<u64> {
-    if let Ok(k) = key.extract::<u64>() {
-        return Ok(k);
+/// The text of one keyword setting, as its environment variable would hold it: an int in
+/// decimal (a key in hex), a string as it is.
+fn setting_text(name: &str, value: &Bound<'_, PyAny>) -> PyResult<String> {
+    if value.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(PyTypeError::new_err(format!(
+            "{name}: expected an int or a string"
+        )));
     }
-    let text: String = key
-        .extract()
-        .map_err(|_| PyTypeError::new_err("key: expected an int or a hex string"))?;
-    let hex = text.trim().trim_start_matches("0x");
-    u64::from_str_radix(hex, 16)
-        .map_err(|e| PyValueError::new_err(format!("key {text:?}: {e} (expected hex)")))
+    if let Ok(n) = value.extract::<u64>() {
+        return Ok(if name == "key" {
+            format!("{n:x}")
+        } else {
+            n.to_string()
+        });
+    }
+    value
+        .extract::<String>()
+        .map_err(|_| PyTypeError::new_err(format!("{name}: expected an int or a string")))
 }
 
 #[pymethods]
 impl Communicator {
     #[new]
-    #[pyo3(signature = (*, rank=None, world_size=None, switch=None, job=None, key=None,
-        lanes=None, window=None, count=None, rto_ms=None, max_rto_ms=None, retries=None,
-        join_timeout_ms=None, coalesce_us=None, fallback_addr=None, fallback_timeout_ms=None,
-        non_finite=None, config_file=None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (*, config_file=None, **settings))]
     fn new(
         py: Python<'_>,
-        rank: Option<u16>,
-        world_size: Option<u16>,
-        switch: Option<String>,
-        job: Option<u16>,
-        key: Option<&Bound<'_, PyAny>>,
-        lanes: Option<u16>,
-        window: Option<u16>,
-        count: Option<u16>,
-        rto_ms: Option<u64>,
-        max_rto_ms: Option<u64>,
-        retries: Option<u16>,
-        join_timeout_ms: Option<u64>,
-        coalesce_us: Option<u64>,
-        fallback_addr: Option<String>,
-        fallback_timeout_ms: Option<u64>,
-        non_finite: Option<String>,
         config_file: Option<PathBuf>,
+        settings: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Communicator> {
-        let mut args = Settings::default();
-        args.rank = rank;
-        args.world_size = world_size;
-        args.switch = switch;
-        args.job = job;
-        args.key = key.map(key_of).transpose()?;
-        args.lanes = lanes;
-        args.window = window;
-        args.count = count;
-        args.rto_ms = rto_ms;
-        args.max_rto_ms = max_rto_ms;
-        args.retries = retries;
-        args.join_timeout_ms = join_timeout_ms;
-        args.coalesce_us = coalesce_us;
-        args.fallback_addr = fallback_addr;
-        args.fallback_timeout_ms = fallback_timeout_ms;
-        args.non_finite = non_finite
-            .map(|v| {
-                v.parse::<NonFinitePolicy>()
-                    .map_err(|e| PyValueError::new_err(format!("non_finite={v:?}: {e}")))
-            })
-            .transpose()?;
+        // Every keyword is a setting of the one list (`Settings::NAMES`), read as its
+        // environment variable is: no second list of knobs here.
+        let mut pairs = Vec::new();
+        for (name, value) in settings.into_iter().flatten() {
+            let name: String = name.extract()?;
+            if value.is_none() {
+                continue;
+            }
+            let text = setting_text(&name, &value)?;
+            pairs.push((name, text));
+        }
+        let args = Settings::from_pairs(pairs.iter().map(|(n, t)| (n.as_str(), t.as_str())))
+            .map_err(to_py)?;
         let config = args
             .layered(config_file.as_deref(), |name| std::env::var(name).ok())
             .and_then(|s| s.config())

@@ -8,6 +8,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::PyErr;
+use switchml_core::wire::AbortReason;
 use switchml_core::worker::{StallReport, WorkerError};
 use switchml_worker::Error;
 
@@ -61,6 +62,11 @@ create_exception!(
 fn blamed(error: &WorkerError) -> Option<Vec<u16>> {
     match error {
         WorkerError::PeerAborted { rank, .. } => Some(vec![*rank]),
+        // The switch named a rank that went silent, restarted or was refused (§4.3).
+        WorkerError::Refused {
+            reason: AbortReason::RankSilent | AbortReason::RankRefused | AbortReason::RankRestarted,
+            detail,
+        } => Some(vec![*detail]),
         WorkerError::Stalled {
             report: StallReport::Probed { missing, .. },
             ..

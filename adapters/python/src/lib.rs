@@ -33,7 +33,7 @@ fn fresh_key() -> u64 {
 /// "logging" (Rust records reach Python's `logging`).
 #[pyfunction]
 fn features() -> Vec<&'static str> {
-    vec!["byte_collectives", "logging"]
+    vec!["byte_collectives", "logging", "non_finite", "liveness"]
 }
 
 /// The compiled core of the `switchml` package; import `switchml` instead.
@@ -43,6 +43,7 @@ fn _switchml(m: &Bound<'_, PyModule>) -> PyResult<()> {
     logging::install(py)?;
     m.add_function(wrap_pyfunction!(logging::reset_logging, m)?)?;
     m.add_function(wrap_pyfunction!(features, m)?)?;
+    m.add("SETTINGS", switchml_worker::Settings::NAMES.to_vec())?;
     m.add_class::<Communicator>()?;
     m.add_class::<Handle>()?;
     m.add_class::<Switch>()?;

@@ -96,9 +96,9 @@ def test_rust_logs_reach_python_logging(caplog):
     import time
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and not any(
-            r.name.startswith("switchml_udp") for r in caplog.records):
+            r.name.startswith("switchml_worker") for r in caplog.records):
         time.sleep(0.1)
     names = {r.name for r in caplog.records}
-    assert any(n.startswith("switchml_udp") for n in names), names
+    assert any(n.startswith("switchml_worker") for n in names), names
     assert any("fall" in r.getMessage().lower() for r in caplog.records
-               if r.name.startswith("switchml_udp")), [r.getMessage() for r in caplog.records]
+               if r.name.startswith("switchml_worker")), [r.getMessage() for r in caplog.records]

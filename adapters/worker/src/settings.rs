@@ -165,12 +165,7 @@ impl Settings {
             let Some(text) = var(&variable) else {
                 continue;
             };
-            let one =
-                Settings::deserialize(de::value::MapDeserializer::<_, de::value::Error>::new(
-                    std::iter::once((name, Text(&text))),
-                ))
-                .map_err(|e| Error::Config(format!("{variable}={text:?}: {e}")))?;
-            settings = settings.or(one);
+            settings = settings.or(Settings::parse_one(name, &text, &variable)?);
         }
         settings.switch_source = settings.switch.as_ref().map(|_| "SWITCHML_SWITCH");
         if let (None, Some(host)) = (&settings.switch, var("MASTER_ADDR")) {
@@ -184,6 +179,33 @@ impl Settings {
             settings.switch_source = Some("MASTER_ADDR");
         }
         Ok(settings)
+    }
+
+    /// Read settings given by name, each as text read the way its environment variable is
+    /// (Python's keyword arguments: `("lanes", "4")`, `("key", "5ec2e7")`); a name not in
+    /// [`Settings::NAMES`] is an error naming it.
+    pub fn from_pairs<'a>(
+        pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<Settings, Error> {
+        let mut settings = Settings::default();
+        for (name, text) in pairs {
+            if !Settings::NAMES.contains(&name) {
+                return Err(Error::Config(format!(
+                    "unknown setting {name:?}: the settings are {}",
+                    Settings::NAMES.join(", ")
+                )));
+            }
+            settings = settings.or(Settings::parse_one(name, text, name)?);
+        }
+        Ok(settings)
+    }
+
+    /// Read setting `name` from `text`; `source` names where it came from in errors.
+    fn parse_one(name: &str, text: &str, source: &str) -> Result<Settings, Error> {
+        Settings::deserialize(de::value::MapDeserializer::<_, de::value::Error>::new(
+            std::iter::once((name, Text(text))),
+        ))
+        .map_err(|e| Error::Config(format!("{source}={text:?}: {e}")))
     }
 
     /// Read a TOML file's settings: the keys are [`Settings::NAMES`] (`key` in hex,
@@ -464,6 +486,27 @@ mod tests {
         assert_eq!(s.coalesce_us, Some(8));
         let e = Settings::from_vars(vars(&[("SWITCHML_RTO_MS", "soon")])).unwrap_err();
         assert!(e.to_string().contains("SWITCHML_RTO_MS=\"soon\""), "{e}");
+    }
+
+    #[test]
+    fn named_pairs_read_as_their_variables_and_an_unknown_name_is_an_error() {
+        let s =
+            Settings::from_pairs([("lanes", "4"), ("key", "5ec2e7"), ("timeout", "60")]).unwrap();
+        assert_eq!(
+            (s.lanes, s.key, s.timeout),
+            (Some(4), Some(0x5EC2E7), Some(60))
+        );
+        let e = Settings::from_pairs([("lanse", "4")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("unknown setting \"lanse\"") && e.contains("lanes"),
+            "{e}"
+        );
+        let e = Settings::from_pairs([("window", "wide")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("window=\"wide\""), "{e}");
     }
 
     /// Each setting is one field: the file's key is its name, and its variable reads the

@@ -16,6 +16,8 @@ Public names:
 - ``Switch``: the software switch on a thread of this process (tests, one host); across
   hosts run ``switchml switch --job ID:WORLD``.
 - ``fresh_key()``: a random job key for a switch and its workers to share.
+- ``SETTINGS``: the names of every setting (``Communicator``'s keywords, the TOML file's
+  keys; the environment's ``SWITCHML_<NAME>``).
 - ``ReduceOp``: the reductions by name (``SUM``, ``AVG``, ``MAX``, ``MIN``, ``PRODUCT``,
   ``BAND``, ``BOR``, ``BXOR``); the switch runs ``SUM`` and ``AVG``, the torch backend the
   rest on the hosts. ``SUM`` and ``AVERAGE`` are ``ReduceOp.SUM`` and ``ReduceOp.AVG``.
@@ -59,6 +61,7 @@ from ._switchml import (
     Handle,
     JoinTimeoutError,
     NonFiniteError,
+    SETTINGS,
     RankFailedError,
     StreamError,
     Switch,
@@ -77,6 +80,7 @@ __all__ = [
     "NonFiniteError",
     "RankFailedError",
     "ReduceOp",
+    "SETTINGS",
     "SUM",
     "StreamError",
     "Switch",
@@ -202,14 +206,15 @@ def _switch_op(op: Any) -> str:
 class Communicator(_switchml.Communicator):
     """A worker's connection to a job at the switch.
 
-    Keywords (all optional; each one left out comes from the environment, else from the
-    TOML file ``config_file`` or ``SWITCHML_CONFIG``, else from the defaults):
-    rank (``RANK``), world_size (``WORLD_SIZE``), switch ("host:port":
-    ``SWITCHML_SWITCH``, else ``MASTER_ADDR`` with ``SWITCHML_PORT``, default 48864),
-    job (``SWITCHML_JOB``, default 0), key (an int or hex text: ``SWITCHML_JOB_KEY``),
-    lanes, window, count, rto_ms, max_rto_ms, retries, join_timeout_ms, coalesce_us
-    (``SWITCHML_LANES``, ``SWITCHML_WINDOW``, ...), non_finite (``"propagate"``, the
-    default, or ``"error"``: ``SWITCHML_NON_FINITE``), config_file.
+    Keywords (all optional): the settings of ``switchml.SETTINGS``, the one list the Rust
+    library, the ``switchml`` command's flags, the environment and the TOML file share
+    (rank, world_size, switch "host:port", job, key as an int or hex text, lanes, window,
+    count, rto_ms, max_rto_ms, retries, timeout in seconds, join_timeout_ms, coalesce_us,
+    fallback_addr, fallback_timeout_ms, dialect, non_finite ``"propagate"``/``"error"``,
+    ...), each an int or a string; and config_file. One left out comes from the environment
+    (``RANK``, ``WORLD_SIZE``, ``SWITCHML_SWITCH`` else ``MASTER_ADDR`` with
+    ``SWITCHML_PORT``, ``SWITCHML_<NAME>``), else from the TOML file ``config_file`` or
+    ``SWITCHML_CONFIG``, else from the defaults. An unknown keyword raises ``ConfigError``.
 
     The constructor returns once every rank has joined, or raises the error that says who
     did not. Every rank must reduce the same tensors (shapes, types) in the same order.

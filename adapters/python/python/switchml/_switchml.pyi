@@ -26,27 +26,14 @@ class Handle:
     def is_completed(self) -> bool: ...
     def wait(self) -> None: ...
 
+SETTINGS: list[str]
+
 class Communicator:
     def __new__(
         cls,
         *,
-        rank: int | None = None,
-        world_size: int | None = None,
-        switch: str | None = None,
-        job: int | None = None,
-        key: int | str | None = None,
-        lanes: int | None = None,
-        window: int | None = None,
-        count: int | None = None,
-        rto_ms: int | None = None,
-        max_rto_ms: int | None = None,
-        retries: int | None = None,
-        join_timeout_ms: int | None = None,
-        coalesce_us: int | None = None,
-        fallback_addr: str | None = None,
-        fallback_timeout_ms: int | None = None,
-        non_finite: str | None = None,
         config_file: str | PathLike[str] | None = None,
+        **settings: int | str | None,
     ) -> Self: ...
     def allreduce_buffer(self, buffer: Any, dtype: str, op: str = "sum") -> None: ...
     def allreduce_buffer_async(self, buffer: Any, dtype: str, op: str = "sum") -> Handle: ...

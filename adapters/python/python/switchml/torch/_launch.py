@@ -74,8 +74,11 @@ def connect(store: Any, rank: int, size: int,
         settings = {"switch": address, "job": job, "key": key}
     while True:
         try:
-            comm = _switchml.Communicator(rank=rank, world_size=size,
-                                          join_timeout_ms=join_ms, **settings)
+            # The group's timeout bounds both the join and the wait for a busy peer
+            # (a dead one the switch names within about 2 s), as Gloo's does.
+            comm = _switchml.Communicator(rank=rank, world_size=size, join_timeout_ms=join_ms,
+                                          timeout=max(1, int(timeout.total_seconds())),
+                                          **settings)
             return comm, switch
         except _switchml.SwitchUnreachableError:
             if _time.monotonic() + _RETRY_S >= deadline:
