@@ -1,9 +1,8 @@
 """What real training loops do to a backend (issue 27, items 1 and 2): an Inf in one rank's
 gradients (fp16 mixed precision, GradScaler), a rank busy for a minute, a rank killed.
 
-These need Inf/NaN to travel through the switch like Gloo passes them ("non_finite") and
-liveness separate from progress ("liveness"); each is skipped, saying so, until
-``switchml.features()`` has the feature.
+Inf/NaN travel through the switch like Gloo passes them (protocol.md §5.4), and liveness is
+apart from progress (§4.3): the switch names a silent rank, a busy one is waited for.
 """
 
 import os
@@ -20,14 +19,6 @@ from conftest import free_port  # noqa: E402
 
 import switchml  # noqa: E402
 
-needs_non_finite = pytest.mark.skipif(
-    "non_finite" not in switchml.features(),
-    reason="Inf/NaN propagation through the switch is not in this build "
-           "(switchml.features() lacks 'non_finite'): today the rank raises NonFiniteError")
-needs_liveness = pytest.mark.skipif(
-    "liveness" not in switchml.features(),
-    reason="liveness separate from progress is not in this build "
-           "(switchml.features() lacks 'liveness'): a rank busy for ~21 s fails the job")
 
 
 def init(rank, world, port, timeout=timedelta(minutes=30)):
@@ -64,7 +55,6 @@ def grad_scaler_step(rank, world, port, outcome):
     dist.destroy_process_group()
 
 
-@needs_non_finite
 def test_an_inf_on_one_rank_skips_the_step_on_every_rank():
     outcome = mp.get_context("spawn").SimpleQueue()
     mp.spawn(grad_scaler_step, args=(2, free_port(), outcome), nprocs=2)
@@ -84,7 +74,6 @@ def busy_rank(rank, world, port):
     dist.destroy_process_group()
 
 
-@needs_liveness
 def test_a_rank_busy_for_a_minute_does_not_fail_the_job():
     mp.spawn(busy_rank, args=(2, free_port()), nprocs=2)
 
@@ -105,7 +94,6 @@ def killed_rank(rank, world, port, outcome):
     os._exit(0)  # the job is broken: skip its teardown
 
 
-@needs_liveness
 def test_a_killed_rank_is_named_within_3_seconds():
     world = 3
     outcome = mp.get_context("spawn").SimpleQueue()
