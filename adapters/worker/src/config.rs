@@ -111,6 +111,10 @@ impl std::str::FromStr for Dialect {
     }
 }
 
+/// The job a worker joins when no setting names one: 1, as `switchml switch --job 1:N`,
+/// every example and the torch backend's embedded switch use.
+pub const DEFAULT_JOB: u16 = 1;
+
 /// Default lanes per worker: two I/O threads keep a second core busy without crowding a
 /// small host.
 pub const DEFAULT_LANES: u16 = 2;

@@ -56,7 +56,7 @@ mod part;
 mod settings;
 
 pub use comm::{Communicator, Pending};
-pub use config::{CommConfig, CommConfigBuilder, Dialect};
+pub use config::{CommConfig, CommConfigBuilder, Dialect, DEFAULT_JOB};
 pub use error::{Error, ShapeSetting};
 pub use fallback::FallbackStats;
 pub use half::{bf16, f16};

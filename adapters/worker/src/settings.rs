@@ -26,7 +26,7 @@ use serde::Deserialize;
 use switchml_core::wire::SWITCH_PORT;
 use switchml_core::worker::NonFinitePolicy;
 
-use crate::config::{resolve, CommConfig, Dialect};
+use crate::config::{resolve, CommConfig, Dialect, DEFAULT_JOB};
 use crate::error::Error;
 
 /// Define [`Settings`] from one list of fields: each becomes an `Option` field, and the
@@ -78,7 +78,7 @@ settings! {
     /// The switch, host:port [env: SWITCHML_SWITCH, else MASTER_ADDR with SWITCHML_PORT].
     #[cfg_attr(feature = "clap", arg(long))]
     switch: String,
-    /// The job id [env: SWITCHML_JOB; default: 0].
+    /// The job id [env: SWITCHML_JOB; default: 1, the job every example registers].
     #[cfg_attr(feature = "clap", arg(long))]
     job: u16,
     /// The job's key, 1 to 16 hex digits [env: SWITCHML_JOB_KEY; default: 0, no key]. No
@@ -239,7 +239,7 @@ impl Settings {
     }
 
     /// Return a full configuration: `rank`, `world_size` and `switch` must be set; the
-    /// rest falls back to the defaults of [`CommConfig::new`] (job 0, key 0).
+    /// rest falls back to the defaults of [`CommConfig::new`] and job [`DEFAULT_JOB`] (key 0).
     pub fn config(&self) -> Result<CommConfig, Error> {
         let missing = |what: &str| Error::Config(format!("{what} is not set"));
         let rank = self.rank.ok_or_else(|| missing("RANK"))?;
@@ -252,7 +252,12 @@ impl Settings {
                 ))
             }
         };
-        let mut config = self.tune(CommConfig::new(rank, world, switch, self.job.unwrap_or(0)));
+        let mut config = self.tune(CommConfig::new(
+            rank,
+            world,
+            switch,
+            self.job.unwrap_or(DEFAULT_JOB),
+        ));
         if let Some(at) = &self.fallback_addr {
             config.fallback = Some(resolve(
                 "fallback address (SWITCHML_FALLBACK_ADDR, fallback_addr)",

@@ -41,7 +41,7 @@ def _master_host() -> str:
 
 
 def _start_switch(store: Any, size: int) -> Tuple["_switchml.Switch", str, int, int]:
-    job = int(_os.environ.get("SWITCHML_JOB", "0"))
+    job = int(_os.environ.get("SWITCHML_JOB", "1"))
     key = _switchml.fresh_key()
     port = int(_os.environ.get("SWITCHML_PORT", "0"))
     switch = _switchml.Switch([(job, size, _SLOTS, key)], bind=f"0.0.0.0:{port}")
