@@ -54,7 +54,7 @@ fn exponents(src: &[f32]) -> Vec<u8> {
 /// Quantize every block into the payload and dequantize it back (the average) into `dst`.
 fn round_trip(src: &[f32], exps: &[u8], payload: &mut [u8; 4 * BLOCK], dst: &mut [f32]) {
     for ((block, out), &e) in src.chunks(BLOCK).zip(dst.chunks_mut(BLOCK)).zip(exps) {
-        Scale::new(WORLD, e).quantize_f32(block, payload);
+        Scale::new(WORLD, e).quantize_finite_f32(block, payload);
         Unscale::new(WORLD, e, Op::Average).dequantize_f32(payload, out);
     }
 }
@@ -73,10 +73,22 @@ fn bench_round_trip(c: &mut Criterion) {
     group.bench_function("quantize+dequantize", |b| {
         b.iter(|| round_trip(black_box(&src), &exps, &mut payload, &mut dst));
     });
+    // The path of a tensor checked finite whole (every tensor the UDP communicator sends
+    // but one that holds a NaN or ∞).
     group.bench_function("quantize only", |b| {
         b.iter(|| {
             for (block, &e) in black_box(&src).chunks(BLOCK).zip(&exps) {
-                Scale::new(WORLD, e).quantize_f32(block, &mut payload);
+                Scale::new(WORLD, e).quantize_finite_f32(block, &mut payload);
+                black_box(&payload);
+            }
+        });
+    });
+    // The path of a chunk that may hold a NaN or ∞ (protocol.md §5.4): each value is
+    // looked at, a NaN or ∞ sent as 0 and reported.
+    group.bench_function("quantize, looking for NaN/Inf", |b| {
+        b.iter(|| {
+            for (block, &e) in black_box(&src).chunks(BLOCK).zip(&exps) {
+                black_box(Scale::new(WORLD, e).quantize_f32(block, &mut payload));
                 black_box(&payload);
             }
         });

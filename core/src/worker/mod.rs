@@ -512,6 +512,10 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             remaining: chunks,
             overflow: None,
             cached,
+            // A cache filled means a scan that found every element finite; so does a
+            // refusing policy's check. `Vouched::Finite` is the caller's word only: its
+            // chunks are still looked at, as `submit_finite` promises.
+            finite: cached || (vouched == Vouched::Nothing && policy == NonFinitePolicy::Refuse),
         });
         for i in 0..usize::from(self.config.window) {
             if let Work::Idle { next } = self.slots[i].work {

@@ -258,8 +258,12 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         let mut packet = DataPacket::new_unchecked(out);
         repr.emit(&mut packet);
         if !prime {
-            let kinds = elements.encode(range, cfg.world, exp_max, packet.values_mut());
-            packet.set_flags(repr.flags.with(non_finite_flags(kinds)));
+            if e.finite {
+                elements.encode_finite(range, cfg.world, exp_max, packet.values_mut());
+            } else {
+                let kinds = elements.encode(range, cfg.world, exp_max, packet.values_mut());
+                packet.set_flags(repr.flags.with(non_finite_flags(kinds)));
+            }
         }
         Some(len)
     }

@@ -66,6 +66,9 @@ pub(crate) struct Entry<B> {
     pub(crate) overflow: Option<usize>,
     /// Whether `buf`'s exponent cache holds the block exponent of every chunk.
     pub(crate) cached: bool,
+    /// Whether its elements are known finite (scanned whole, or refused otherwise): its
+    /// chunks take the quantization's fast path, which looks for no NaN or ±∞.
+    pub(crate) finite: bool,
 }
 
 impl<B: Tensor> Entry<B> {
