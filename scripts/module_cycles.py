@@ -206,23 +206,33 @@ class Crate:
 
     def imports(self):
         """Return {module: set of modules it imports}, self-references left out."""
+        return {here: set(found) for here, found in self.imports_why().items()}
+
+    def imports_why(self):
+        """Return {module: {module it imports: the paths in its code that name it}}."""
         edges = {}
         for here, text in self.files.items():
-            found = set()
+            found = {}
+
+            def note(segs):
+                target = self.resolve(here, segs)
+                if target is not None and target != here and target in self.files:
+                    found.setdefault(target, set()).add("::".join(segs))
+
             for m in re.finditer(r"(pub(?:\([^)]*\))?\s+)?\buse\s+([^;]+);", text):
                 if m.group(1):
                     continue  # a re-export: the module's face, not what its code uses
                 for segs, _ in expand_use_tree(m.group(2)):
-                    found.add(self.resolve(here, segs))
+                    note(segs)
             # The paths in code, outside the `use` statements read above.
             code = re.sub(r"(?:pub(?:\([^)]*\))?\s+)?\buse\s+[^;]+;", "", text)
             path_re = r"\b((?:crate|super|self)(?:::" + IDENT + r")+)"
             for m in re.finditer(path_re, code):
-                found.add(self.resolve(here, m.group(1).split("::")))
+                note(m.group(1).split("::"))
             for child in self.children.get(here, ()):
                 for m in re.finditer(r"(?<![:\w])(" + re.escape(child) + r"(?:::" + IDENT + r")+)", code):
-                    found.add(self.resolve(here, m.group(1).split("::")))
-            edges[here] = {t for t in found if t is not None and t != here and t in self.files}
+                    note(m.group(1).split("::"))
+            edges[here] = found
         return edges
 
 

@@ -118,6 +118,19 @@ class Cycles(unittest.TestCase):
                              capture_output=True, text=True)
         self.assertEqual(run.returncode, 0, run.stdout)
 
+    def test_verbose_names_the_paths_that_make_each_edge_of_a_circle(self):
+        d = plant({
+            "lib.rs": LIB,
+            "a.rs": "use crate::b::Beta;\npub struct Alpha;\n",
+            "b.rs": "pub struct Beta;\nfn f() { let _ = crate::a::Alpha; }\n",
+            "c.rs": "",
+        })
+        run = subprocess.run([sys.executable, os.path.join(HERE, "check-module-cycles"), "-v", d],
+                             capture_output=True, text=True)
+        self.assertEqual(run.returncode, 1, run.stdout)
+        self.assertIn("    a -> b: crate::b::Beta\n", run.stdout)
+        self.assertIn("    b -> a: crate::a::Alpha\n", run.stdout)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -7,51 +7,21 @@
 //! a tag made with the job's key (§4.2), and every later message the session of the run it
 //! joined (§4.1).
 
+mod replies;
+
+pub(super) use replies::join_flags;
+pub(crate) use replies::{emit_abort, max_reply_len};
+
 use super::pool::SlotVersion;
 use super::run::{JoinStep, LaneShape};
 use super::{answer_lost_result, DropReason, Switch, Verdict};
 use crate::ranks::bitmap_len;
 use crate::wire::{
-    AbortPacket, AbortReason, AbortRepr, DataKind, DataRepr, Flags, JoinFlags, JoinPacket,
-    JoinReplyPacket, JoinReplyRepr, JoinRepr, LeavePacket, LeaveRepr, ProbeFlags, ProbePacket,
-    ProbeReplyPacket, ProbeReplyRepr, ProbeRepr, SlotState, StatusFlags, StatusPacket,
-    StatusReplyPacket, StatusReplyRepr, StatusRepr, MAX_BITMAP_LEN, RANK_ALL,
+    AbortPacket, AbortReason, AbortRepr, DataKind, DataRepr, Flags, JoinPacket, JoinReplyPacket,
+    JoinReplyRepr, JoinRepr, LeavePacket, LeaveRepr, ProbeFlags, ProbePacket, ProbeReplyPacket,
+    ProbeReplyRepr, ProbeRepr, SlotState, StatusFlags, StatusPacket, StatusReplyPacket,
+    StatusReplyRepr, StatusRepr, MAX_BITMAP_LEN, RANK_ALL,
 };
-
-/// The largest message the switch writes, given the largest Result.
-pub(crate) const fn max_reply_len(result_len: usize) -> usize {
-    // The StatusReply is the largest control message (JoinReply: 32, ProbeReply: 28, each
-    // with its bitmap).
-    let control = crate::wire::status_reply::HEADER_LEN + MAX_BITMAP_LEN;
-    if result_len > control {
-        result_len
-    } else {
-        control
-    }
-}
-
-/// Write an Abort into `out`; return its length (`None` if `out` is too short).
-pub(crate) fn emit_abort(
-    job: u16,
-    rank: u16,
-    reason: AbortReason,
-    detail: u16,
-    epoch: u32,
-    session: u32,
-    out: &mut [u8],
-) -> Option<usize> {
-    let repr = AbortRepr {
-        job,
-        rank,
-        reason,
-        detail,
-        epoch,
-        session,
-    };
-    let len = repr.buffer_len();
-    repr.emit(&mut AbortPacket::new_unchecked(out.get_mut(..len)?));
-    Some(len)
-}
 
 impl<const K: usize, const WORDS: usize, const JOBS: usize> Switch<'_, K, WORDS, JOBS> {
     /// Answer `to` with an Abort saying why it cannot take part (`session`: the run the
@@ -388,19 +358,5 @@ fn asked_by<const K: usize, const WORDS: usize>(
         seq: p.seq,
         exp: sv.exp,
         session: p.session,
-    }
-}
-
-/// The flags of a JoinReply: `COMPLETE` if the run is, and what the switch offers.
-pub(super) fn join_flags(probe_results: bool, complete: bool) -> JoinFlags {
-    let offers = if probe_results {
-        JoinFlags::PROBE_RESULTS
-    } else {
-        JoinFlags::default()
-    };
-    if complete {
-        offers.with(JoinFlags::COMPLETE)
-    } else {
-        offers
     }
 }

@@ -102,7 +102,7 @@ struct JobRoutes<A, S> {
     /// When the job's run last heard from a rank.
     last_heard: Option<Instant>,
     /// A child's: the parent's cookie for it, and its last Join up (protocol.md §4.2).
-    up: admission::UpJoin,
+    up: up_join::UpJoin,
 }
 
 /// The switch with its address table and run timer; `A`: an address, `S`: a job's lent
@@ -265,7 +265,7 @@ where
             place,
             storage,
             last_heard: None,
-            up: admission::UpJoin::NONE,
+            up: up_join::UpJoin::NONE,
         });
         Ok(())
     }
@@ -691,6 +691,7 @@ mod admission;
 mod liveness;
 #[cfg(test)]
 mod tiers;
+mod up_join;
 
 #[cfg(test)]
 mod tests {

@@ -33,8 +33,10 @@
 mod control;
 mod event;
 mod lanes;
+mod non_finite_policy;
 mod recovery;
 mod rtt;
+mod slot_state;
 mod slots;
 mod tensors;
 mod timer;
@@ -43,13 +45,14 @@ pub use event::{
     Event, StallReport, Stats, SubmitError, SubmitErrorKind, TensorError, TensorId, WorkerError,
 };
 pub use lanes::LaneLayout;
+pub use non_finite_policy::NonFinitePolicy;
 
 use crate::quant::{ElementType, Op, Tensor};
 use crate::ranks::{WorldSet, MAX_WORLD};
 use crate::time::{Duration, Instant};
 use crate::wire::{self, Message};
 use rtt::RttEstimator;
-use slots::{SlotState, Work};
+use slot_state::{SlotState, Work};
 use tensors::{Entry, Queue, Vouched};
 use timer::{SlotTimers, Timer, TimerTable};
 
@@ -101,34 +104,6 @@ pub struct Config {
     /// What a submitted float tensor holding a NaN or ±∞ does: travel flagged, like
     /// Gloo's (the default), or be refused before anything is sent.
     pub non_finite: NonFinitePolicy,
-}
-
-/// What the worker does with a float tensor that holds a NaN or ±∞ (protocol.md §5.4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum NonFinitePolicy {
-    /// Send it: each such value as 0 in a chunk flagged with the kinds it held, so that
-    /// every rank gets the non-finite value IEEE addition gives over that chunk (what
-    /// `torch.cuda.amp.GradScaler` relies on to skip a step on every rank). A float sum
-    /// of finite values beyond the type's range is ±∞ there, as IEEE addition gives it.
-    #[default]
-    Propagate,
-    /// Refuse it at submission with [`SubmitErrorKind::NonFinite`]; nothing is sent. A
-    /// float sum beyond the type's range is reported as [`TensorError::Overflow`].
-    Refuse,
-}
-
-/// The text form the settings use (`SWITCHML_NON_FINITE`): `propagate` or `error`.
-impl core::str::FromStr for NonFinitePolicy {
-    type Err = &'static str;
-
-    fn from_str(s: &str) -> Result<NonFinitePolicy, &'static str> {
-        match s.trim() {
-            "propagate" => Ok(NonFinitePolicy::Propagate),
-            "error" => Ok(NonFinitePolicy::Refuse),
-            _ => Err("a non-finite policy is \"propagate\" or \"error\""),
-        }
-    }
 }
 
 impl Config {

@@ -10,7 +10,7 @@
 //! left unanswered that long is followed by a plain resend, so a switch that answers no
 //! Probe, or a lost Probe, costs time but never progress.
 
-use super::slots::{Work, NOT_SENT, REORDER_SENDS};
+use super::slot_state::{Work, NOT_SENT, REORDER_SENDS};
 use super::Worker;
 use crate::quant::Tensor;
 use crate::ranks::WorldSet;

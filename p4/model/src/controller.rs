@@ -39,8 +39,10 @@
 //! one call, so that the model still decides as the reference switch does;
 //! [`Pipeline::control_frame`] is the controller's step on frames, which the test bed and
 //! the BMv2 replay use to show the CPU port's traffic.
+//!
+//! [`CookieJar`]: switchml_core::auth::CookieJar
 
-use switchml_core::auth::{CookieFor, CookieJar};
+use switchml_core::auth::CookieFor;
 use switchml_core::switch::DropReason;
 use switchml_core::time::Instant;
 use switchml_core::wire::{
@@ -58,58 +60,15 @@ use crate::reply_builder::Members;
 use crate::status_handler::StatusHandler;
 use crate::{Pipeline, FRAME_OUT_LEN};
 
+mod cookies;
+mod decision;
+
+use cookies::UP_FRAME_LEN;
+pub use cookies::{CookieCheck, ParentCookie};
+pub use decision::Control;
+
 /// The buffer [`Pipeline::control_frame`] writes into: a `packet_out` header and a frame.
 pub const CONTROL_OUT_LEN: usize = CPU_HEADER_LEN + FRAME_OUT_LEN;
-
-/// The controller's cookies (protocol.md §4.2): the core's jar, with the switch's secret,
-/// and the controller's clock, which its caller advances
-/// ([`Pipeline::set_controller_time`]).
-#[derive(Debug, Clone)]
-pub struct CookieCheck {
-    /// The issuer and checker.
-    pub jar: CookieJar,
-    /// The controller's time now.
-    pub now: Instant,
-}
-
-/// Bytes of a child's Join up as a frame: the outer headers and the Join.
-const UP_FRAME_LEN: usize = TRANSPORT_LEN + wire::join::LEN;
-
-/// What the controller keeps of a child job's Joins up (protocol.md §4.2, §7): the
-/// parent's cookie (0 before one came) and the last Join up as sent, with the port it left
-/// by, to send again when a new cookie comes. One per job table entry, allocated with the
-/// pipeline.
-#[derive(Debug, Clone, Copy)]
-pub struct ParentCookie {
-    cookie: u64,
-    last: Option<([u8; UP_FRAME_LEN], u16)>,
-}
-
-impl ParentCookie {
-    /// None yet.
-    pub const NONE: ParentCookie = ParentCookie {
-        cookie: 0,
-        last: None,
-    };
-}
-
-/// What the controller does with a message the pipeline sent it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Control {
-    /// Send it back through the CPU port, taken as from the port it came in on.
-    Inject,
-    /// Answer its sender with `out[..len]`, a datagram to `rank` of `job`.
-    Answer {
-        /// The job.
-        job: u16,
-        /// The rank the answer names.
-        rank: u16,
-        /// Bytes written.
-        len: usize,
-    },
-    /// Nothing to send; counted as this drop.
-    Drop(DropReason),
-}
 
 impl Pipeline {
     /// Check cookies from now on ([`CookieCheck`]), or no more (`None`, the default).

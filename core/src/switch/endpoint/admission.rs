@@ -78,24 +78,6 @@ where
     }
 }
 
-/// A child job's side of its parent's cookies (protocol.md §4.2): what the controller of a
-/// child switch keeps.
-#[derive(Clone, Copy)]
-pub(super) struct UpJoin {
-    /// The parent's cookie for this child, 0 before one came.
-    cookie: u64,
-    /// The last Join sent up, as sent (to send again with a new cookie); its length is
-    /// `wire::join::LEN` when there is one.
-    last: Option<[u8; wire::join::LEN]>,
-}
-
-impl UpJoin {
-    pub(super) const NONE: UpJoin = UpJoin {
-        cookie: 0,
-        last: None,
-    };
-}
-
 impl<A, S, G, const JOBS: usize> Endpoint<A, S, G, JOBS>
 where
     A: Copy + PartialEq + Hash,
