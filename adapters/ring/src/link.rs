@@ -26,13 +26,15 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use switchml_core::auth::{tag, verify, Label, Tag, TAG_LEN};
+pub(crate) use switchml_core::wire::ring_frame::{
+    FrameKind as Kind, HEAD_LEN as FRAME_HEAD_LEN, HELLO_LEN,
+};
+use switchml_core::wire::ring_frame::{RingFramePacket, RingFrameRepr, Unexpected};
 
 /// The first four bytes of an [`Opening`]: "SMLH".
 const OPENING_MAGIC: [u8; 4] = *b"SMLH";
 /// The first four bytes of the responder's answer: "SMLA".
 const ANSWER_MAGIC: [u8; 4] = *b"SMLA";
-/// The first four bytes of every frame: "SMLR".
-const FRAME_MAGIC: [u8; 4] = *b"SMLR";
 /// The handshake's version.
 const VERSION: u8 = 1;
 
@@ -44,12 +46,6 @@ pub(crate) const OPENING_LEN: usize = 14 + NONCE_LEN;
 pub(crate) const ANSWER_LEN: usize = 4 + NONCE_LEN + TAG_LEN;
 /// The length of the initiator's proof: its tag.
 pub(crate) const PROOF_LEN: usize = TAG_LEN;
-/// The length of a frame header.
-pub(crate) const HEADER_LEN: usize = 24;
-/// What precedes a frame's payload: its header and its tag.
-pub(crate) const FRAME_HEAD_LEN: usize = HEADER_LEN + TAG_LEN;
-/// The length of a Hello frame's payload: the sender's ring port.
-pub(crate) const HELLO_LEN: usize = 2;
 /// The length of a [`Transcript`].
 const TRANSCRIPT_LEN: usize = OPENING_LEN - 4 + NONCE_LEN;
 
@@ -74,24 +70,6 @@ impl Role {
             Role::Ring => "ring",
         }
     }
-}
-
-/// What a frame carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub(crate) enum Kind {
-    /// The first frame of every connection: the initiator's ring port.
-    Hello = 1,
-    /// Rank 0's table of ring addresses.
-    Table = 2,
-    /// A rank's record of its tensors at the switch-to-ring transition.
-    Status = 3,
-    /// Partial sums of one segment (reduce-scatter).
-    Partial = 4,
-    /// A reduced segment (all-gather).
-    Reduced = 5,
-    /// A whole tensor passed on from a rank that holds it.
-    Whole = 6,
 }
 
 /// Why a frame could not be read or written.
@@ -313,15 +291,17 @@ impl Link {
         payload: &[u8],
     ) -> [u8; FRAME_HEAD_LEN] {
         let mut h = [0u8; FRAME_HEAD_LEN];
-        h[0..4].copy_from_slice(&FRAME_MAGIC);
-        h[4] = kind as u8;
-        h[6..8].copy_from_slice(&rank.to_le_bytes());
-        h[8..16].copy_from_slice(&tensor.to_le_bytes());
-        h[16..24].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+        let mut frame = RingFramePacket::new_unchecked(&mut h[..]);
+        let repr = RingFrameRepr {
+            kind,
+            rank,
+            tensor,
+            payload_len: payload.len() as u64,
+        };
+        repr.emit(&mut frame);
         let (dir, seq) = ([self.directions().0 as u8], self.sent.to_le_bytes());
-        let parts = frame_parts(&dir, &self.transcript, &seq, &h[..HEADER_LEN], payload);
-        let t = tag(self.key, Label::Fallback, &parts);
-        h[HEADER_LEN..].copy_from_slice(&t);
+        let parts = frame_parts(&dir, &self.transcript, &seq, frame.header_bytes(), payload);
+        frame.set_tag(&tag(self.key, Label::Fallback, &parts));
         self.sent += 1;
         h
     }
@@ -340,25 +320,21 @@ impl Link {
         Ok(())
     }
 
-    /// Check a frame head before its payload is read: the magic and a length of at most
-    /// `max`; return the payload's length.
+    /// Check a frame head before its payload is read: its header (magic, reserved byte)
+    /// and a length of at most `max`; return the payload's length.
     pub(crate) fn payload_len(
         head: &[u8; FRAME_HEAD_LEN],
         max: usize,
     ) -> Result<usize, FrameError> {
-        if head[0..4] != FRAME_MAGIC {
-            return Err(FrameError::Forged("a frame without the SMLR magic".into()));
-        }
-        let mut len = [0u8; 8];
-        len.copy_from_slice(&head[16..24]);
-        let len = u64::from_le_bytes(len);
-        match usize::try_from(len) {
-            Ok(n) if n <= max => Ok(n),
-            _ => Err(FrameError::Forged(format!(
-                "a frame of {len} bytes where at most {max} fit (the ranks' tensors differ, \
-                 or the frame was altered)"
-            ))),
-        }
+        let repr = RingFrameRepr::parse(&RingFramePacket::new_unchecked(&head[..]))
+            .map_err(|e| FrameError::Forged(format!("a frame without a ring header ({e})")))?;
+        repr.payload_len_at_most(max).map_err(|_| {
+            FrameError::Forged(format!(
+                "a frame of {} bytes where at most {max} fit (the ranks' tensors differ, \
+                 or the frame was altered)",
+                repr.payload_len
+            ))
+        })
     }
 
     /// Check the next received frame's tag, then that it is of `kind`, from the peer, and
@@ -371,8 +347,9 @@ impl Link {
         tensor: u64,
     ) -> Result<(), FrameError> {
         let (dir, seq) = ([self.directions().1 as u8], self.received.to_le_bytes());
-        let parts = frame_parts(&dir, &self.transcript, &seq, &head[..HEADER_LEN], payload);
-        if !verify(self.key, Label::Fallback, &parts, &head[HEADER_LEN..]) {
+        let frame = RingFramePacket::new_unchecked(&head[..]);
+        let parts = frame_parts(&dir, &self.transcript, &seq, frame.header_bytes(), payload);
+        if !verify(self.key, Label::Fallback, &parts, frame.tag()) {
             return Err(FrameError::Forged(format!(
                 "a frame that failed its integrity check (frame {} from rank {}: altered, \
                  replayed, reordered or forged on the way)",
@@ -380,24 +357,22 @@ impl Link {
             )));
         }
         self.received += 1;
-        let mut word = [0u8; 8];
-        word.copy_from_slice(&head[8..16]);
-        let (got_kind, got_tensor) = (head[4], u64::from_le_bytes(word));
-        let sender = u16::from_le_bytes([head[6], head[7]]);
-        if got_kind != kind as u8 || (tensor != u64::MAX && got_tensor != tensor) {
-            return Err(FrameError::Bad(format!(
-                "message kind {got_kind} for tensor {got_tensor} where this rank expected \
-                 {kind:?} for tensor {tensor}: the ranks did not submit the same tensors in \
-                 the same order"
-            )));
+        // The tag held over a header the peer wrote, so it parses (`payload_len` checked it).
+        let got = RingFrameRepr::parse(&frame)
+            .map_err(|e| FrameError::Forged(format!("a frame without a ring header ({e})")))?;
+        match got.expect(kind, tensor, self.peer) {
+            Ok(()) => Ok(()),
+            Err(Unexpected::KindOrTensor) => Err(FrameError::Bad(format!(
+                "message kind {} for tensor {} where this rank expected {kind:?} for tensor \
+                 {tensor}: the ranks did not submit the same tensors in the same order",
+                u8::from(got.kind),
+                got.tensor
+            ))),
+            Err(Unexpected::Sender) => Err(FrameError::Bad(format!(
+                "a frame naming rank {} as its sender on rank {}'s connection",
+                got.rank, self.peer
+            ))),
         }
-        if sender != self.peer {
-            return Err(FrameError::Bad(format!(
-                "a frame naming rank {sender} as its sender on rank {}'s connection",
-                self.peer
-            )));
-        }
-        Ok(())
     }
 
     /// Receive one frame of `kind` for `tensor` (any with `u64::MAX`) of at most `max`
@@ -536,7 +511,7 @@ mod tests {
 
     #[test]
     fn an_altered_frame_fails_its_tag() {
-        for at in [0, 4, 6, 8, 16, HEADER_LEN, FRAME_HEAD_LEN] {
+        for at in [0, 4, 6, 8, 16, FRAME_HEAD_LEN - TAG_LEN, FRAME_HEAD_LEN] {
             let (mut i, mut r) = linked();
             let payload = *b"partial sums";
             let mut head = i.seal(Kind::Partial, 0, 5, &payload).to_vec();
