@@ -169,24 +169,10 @@ impl CommConfig {
         if self.world == 0 || self.rank >= self.world {
             return bad(format!("rank {} is not in 0..{}", self.rank, self.world));
         }
-        if self.lanes == 0 || self.window == 0 {
-            return bad("lanes and window must be at least 1".into());
-        }
-        if u32::from(self.lanes) * u32::from(self.window) > 65_536 {
-            return bad(format!(
-                "lanes × window = {} slots is more than 65536",
-                self.slots()
-            ));
-        }
-        if usize::from(self.window) > crate::lane::MAX_WINDOW {
-            return bad(format!(
-                "window {} is above {}",
-                self.window,
-                crate::lane::MAX_WINDOW
-            ));
-        }
-        if self.count == 0 || self.count > switchml_core::wire::data::MAX_COUNT {
-            return bad(format!("count {} is not in 1..=16371", self.count));
+        // The layout's bounds are the core's (lanes × window, the window, the count).
+        let layout = self.layout();
+        if let Err(e) = layout.check(crate::lane::MAX_WINDOW) {
+            return bad(e.to_string());
         }
         if self.rto.is_zero()
             || self.max_rto < self.rto
@@ -197,11 +183,10 @@ impl CommConfig {
         {
             return bad("timeouts must be non-zero and max_rto ≥ rto".into());
         }
-        if self.dialect == Dialect::P4app && !matches!(self.count, 64 | 256) {
-            return bad(format!(
-                "count {} is not 64 or 256, the p4app dialect's sizes",
-                self.count
-            ));
+        if self.dialect == Dialect::P4app {
+            if let Err(e) = layout.check_p4app() {
+                return bad(e.to_string());
+            }
         }
         if self.coalesce > self.rto / 2 {
             return bad(format!(
@@ -440,6 +425,35 @@ mod tests {
         c.coalesce = Duration::from_micros(2001);
         let e = c.validate().unwrap_err();
         assert!(e.to_string().contains("half of rto"), "{e}");
+    }
+
+    #[test]
+    fn the_cores_layout_bounds_are_config_errors() {
+        let base = CommConfig::new(0, 2, "127.0.0.1:1".parse().unwrap(), 0);
+        let refused = |c: CommConfig| match c.validate() {
+            Err(Error::Config(m)) => m,
+            other => panic!("{other:?}"),
+        };
+        let mut c = base.clone();
+        (c.lanes, c.window) = (65, 1024);
+        assert_eq!(
+            refused(c),
+            "lanes × window = 66560 slots is more than 65536"
+        );
+        let mut c = base.clone();
+        c.window = 0;
+        assert_eq!(refused(c), "lanes and window must be at least 1");
+        let mut c = base.clone();
+        c.count = 0;
+        assert_eq!(refused(c), "count 0 is not in 1..=16370");
+        let mut c = base.clone();
+        (c.dialect, c.count) = (Dialect::P4app, 128);
+        assert_eq!(
+            refused(c.clone()),
+            "count 128 is not 64 or 256, the p4app dialect's sizes"
+        );
+        c.count = 64;
+        assert!(c.validate().is_ok());
     }
 
     #[test]

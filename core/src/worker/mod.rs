@@ -42,7 +42,7 @@ mod timer;
 pub use event::{
     Event, StallReport, Stats, SubmitError, SubmitErrorKind, TensorError, TensorId, WorkerError,
 };
-pub use lanes::LaneLayout;
+pub use lanes::{LaneLayout, LayoutError};
 
 use crate::quant::{ElementType, Op, Tensor};
 use crate::ranks::{WorldSet, MAX_WORLD};
@@ -197,7 +197,7 @@ impl core::fmt::Display for ConfigError {
             ConfigError::World => "world size must be 1..=1024",
             ConfigError::Rank => "rank must be below the world size",
             ConfigError::Window => "window must be 1..=SLOTS and fit in the slot numbering",
-            ConfigError::Count => "count must be 1..=16371",
+            ConfigError::Count => "count must be 1..=16370",
             ConfigError::Lanes => "lanes must be at least 1 and above the lane's index",
             ConfigError::Timeout => "timeouts must be non-zero",
             ConfigError::Nonce => "the nonce must be non-zero",
