@@ -122,13 +122,11 @@ pub const DEFAULT_WINDOW: u16 = 128;
 /// power of two that does (1,076 bytes on the wire), so the defaults work across hosts
 /// on an ordinary Ethernet; loopback and jumbo frames can take 1024 or more.
 pub const DEFAULT_COUNT: u16 = 256;
-/// Default first retransmission timeout, the floor under the measured one: 20 ms. Lanes,
-/// switch shards and the application share the host's cores, and a lane whose peers wait
-/// for a core sees round trips stretch by milliseconds; below that floor it resends on a
-/// lossless network. Measured on a 16-core host, loopback, 64 MiB, P = 8 and 16 with 8
-/// shards × 8 lanes: 12,000–118,000 resends a run at 5 ms, none at 20 ms, the same time
-/// (docs/benchmarks.md). Lower it (`SWITCHML_RTO_MS`) where losses are real and hosts idle.
-pub const DEFAULT_RTO: Duration = Duration::from_millis(20);
+/// Default first retransmission timeout, the floor under the measured one: the core's
+/// [`HOST_RTO`](switchml_core::worker::HOST_RTO), 20 ms, where the reasons are. Lower it
+/// (`SWITCHML_RTO_MS`) where losses are real and hosts idle.
+pub const DEFAULT_RTO: Duration =
+    Duration::from_micros(switchml_core::worker::HOST_RTO.total_micros());
 /// Default fallback timeout: 120 s, time for a slow rank to reach the same tensor.
 pub const DEFAULT_FALLBACK_TIMEOUT: Duration = Duration::from_secs(120);
 /// The IPv4 and UDP headers in front of every datagram.
@@ -139,7 +137,7 @@ impl CommConfig {
     /// 20 ms first timeout ([`DEFAULT_RTO`]) doubling to 200 ms, 30 resends unanswered,
     /// 30 minutes for a busy peer, a keep-alive every 250 ms, 30 s to join.
     pub fn new(rank: u16, world: u16, switch: SocketAddr, job: u16) -> CommConfig {
-        let core = LaneConfig::new(job, rank, world);
+        let core = LaneConfig::for_host(job, rank, world);
         CommConfig {
             rank,
             world,
@@ -148,7 +146,7 @@ impl CommConfig {
             lanes: DEFAULT_LANES,
             window: DEFAULT_WINDOW,
             count: DEFAULT_COUNT,
-            rto: DEFAULT_RTO,
+            rto: to_std(core.rto),
             max_rto: to_std(core.max_rto),
             retries: core.retries,
             timeout: to_std(core.timeout),

@@ -37,12 +37,14 @@ mod recovery;
 mod rtt;
 mod slots;
 mod tensors;
+mod timeout_policy;
 mod timer;
 
 pub use event::{
     Event, StallReport, Stats, SubmitError, SubmitErrorKind, TensorError, TensorId, WorkerError,
 };
 pub use lanes::{LaneLayout, LayoutError};
+pub use timeout_policy::{max_rto_for, HOST_RTO, MAX_RTO_PER_RTO};
 
 use crate::quant::{ElementType, Op, Tensor};
 use crate::ranks::{WorldSet, MAX_WORLD};
@@ -157,6 +159,14 @@ impl Config {
             nonce: 1,
             non_finite: NonFinitePolicy::Propagate,
         }
+    }
+
+    /// The configuration of [`Config::new`] with a host library's first timeout,
+    /// [`HOST_RTO`] (20 ms): its lanes share the host's cores.
+    pub const fn for_host(job: u16, rank: u16, world: u16) -> Config {
+        let mut c = Config::new(job, rank, world);
+        c.rto = HOST_RTO;
+        c
     }
 
     /// Return the largest datagram this lane sends (the transmit buffer size it needs).
