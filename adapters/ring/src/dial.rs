@@ -76,7 +76,7 @@ fn handshake(
 ) -> Result<Link, String> {
     let until = deadline.min(Instant::now() + HANDSHAKE.min(config.timeout));
     let opening = Opening {
-        role: role as u8,
+        role,
         job: config.job,
         world: config.world,
         from: config.rank,

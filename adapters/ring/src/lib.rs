@@ -12,8 +12,8 @@
 //!
 //! When to fall back, and how the ranks agree on the tensors in flight, are the core's
 //! decisions (`switchml_core::fallback`), which the worker library's `fallback` module
-//! carries out over this ring; the frames' layout is the core's too
-//! (`switchml_core::wire::ring_frame`). It has no `unsafe` code.
+//! carries out over this ring; the handshake's and the frames' layouts are the core's too
+//! (`switchml_core::wire::ring_handshake`, `switchml_core::wire::ring_frame`). It has no `unsafe` code.
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]

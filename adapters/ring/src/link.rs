@@ -19,58 +19,28 @@
 //! header and the payload: a frame altered, dropped, replayed, reordered, reflected or
 //! spliced in from another connection fails its tag. Frames are not encrypted.
 //!
-//! The two sides' I/O: [`crate::dial`] (connecting) and [`crate::gate`] (accepting).
+//! The byte layouts, and which opening a responder takes, are the core's
+//! ([`switchml_core::wire::ring_handshake`], [`switchml_core::wire::ring_frame`]); this
+//! module draws the nonces, computes and checks the tags, and counts the frames. The two
+//! sides' I/O: [`crate::dial`] (connecting) and [`crate::gate`] (accepting).
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use switchml_core::auth::{tag, verify, Label, Tag, TAG_LEN};
+use switchml_core::auth::{tag, verify, Label, Tag};
 pub(crate) use switchml_core::wire::ring_frame::{
     FrameKind as Kind, HEAD_LEN as FRAME_HEAD_LEN, HELLO_LEN,
 };
 use switchml_core::wire::ring_frame::{RingFramePacket, RingFrameRepr, Unexpected};
-
-/// The first four bytes of an [`Opening`]: "SMLH".
-const OPENING_MAGIC: [u8; 4] = *b"SMLH";
-/// The first four bytes of the responder's answer: "SMLA".
-const ANSWER_MAGIC: [u8; 4] = *b"SMLA";
-/// The handshake's version.
-const VERSION: u8 = 1;
-
-/// The length of a handshake nonce.
-pub(crate) const NONCE_LEN: usize = 16;
-/// The length of an [`Opening`].
-pub(crate) const OPENING_LEN: usize = 14 + NONCE_LEN;
-/// The length of the responder's answer: magic, its nonce, its tag.
-pub(crate) const ANSWER_LEN: usize = 4 + NONCE_LEN + TAG_LEN;
-/// The length of the initiator's proof: its tag.
-pub(crate) const PROOF_LEN: usize = TAG_LEN;
-/// The length of a [`Transcript`].
-const TRANSCRIPT_LEN: usize = OPENING_LEN - 4 + NONCE_LEN;
+use switchml_core::wire::ring_handshake::{emit_answer, parse_answer};
+pub(crate) use switchml_core::wire::ring_handshake::{
+    Opening, Refusal, RingRole as Role, Transcript, ANSWER_LEN, NONCE_LEN, OPENING_LEN, PROOF_LEN,
+};
 
 /// How long one handshake may take, at most (and never longer than the fallback
 /// timeout): a connection that has not finished its handshake by then is closed.
 pub(crate) const HANDSHAKE: Duration = Duration::from_secs(5);
-
-/// What a connection is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub(crate) enum Role {
-    /// A rank meets rank 0 at the fallback address.
-    Rendezvous = 1,
-    /// Rank `r` connects to rank `r + 1 mod P`.
-    Ring = 2,
-}
-
-impl Role {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Role::Rendezvous => "rendezvous",
-            Role::Ring => "ring",
-        }
-    }
-}
 
 /// Why a frame could not be read or written.
 #[derive(Debug)]
@@ -98,72 +68,9 @@ impl From<std::io::Error> for FrameError {
     }
 }
 
-/// The initiator's first message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Opening {
-    /// [`Role`] as a byte (an unknown one parses, and is refused by the responder).
-    pub(crate) role: u8,
-    pub(crate) job: u16,
-    pub(crate) world: u16,
-    /// The initiator's rank.
-    pub(crate) from: u16,
-    /// The rank it wants to reach.
-    pub(crate) to: u16,
-    pub(crate) nonce: [u8; NONCE_LEN],
-}
-
-impl Opening {
-    /// Write the opening's bytes.
-    pub(crate) fn emit(&self) -> [u8; OPENING_LEN] {
-        let mut b = [0u8; OPENING_LEN];
-        b[0..4].copy_from_slice(&OPENING_MAGIC);
-        b[4] = VERSION;
-        b[5] = self.role;
-        b[6..8].copy_from_slice(&self.job.to_le_bytes());
-        b[8..10].copy_from_slice(&self.world.to_le_bytes());
-        b[10..12].copy_from_slice(&self.from.to_le_bytes());
-        b[12..14].copy_from_slice(&self.to.to_le_bytes());
-        b[14..].copy_from_slice(&self.nonce);
-        b
-    }
-
-    /// Parse an opening; `None` if it is not one (short, no magic, another version).
-    pub(crate) fn parse(b: &[u8]) -> Option<Opening> {
-        let b: &[u8; OPENING_LEN] = b.get(..OPENING_LEN)?.try_into().ok()?;
-        if b[0..4] != OPENING_MAGIC || b[4] != VERSION {
-            return None;
-        }
-        let u16_at = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
-        let mut nonce = [0u8; NONCE_LEN];
-        nonce.copy_from_slice(&b[14..]);
-        Some(Opening {
-            role: b[5],
-            job: u16_at(6),
-            world: u16_at(8),
-            from: u16_at(10),
-            to: u16_at(12),
-            nonce,
-        })
-    }
-}
-
-/// What both handshake tags and every frame tag cover: the opening without its magic,
-/// and the responder's nonce.
-#[derive(Clone, Copy)]
-pub(crate) struct Transcript([u8; TRANSCRIPT_LEN]);
-
-impl Transcript {
-    pub(crate) fn new(opening: &Opening, answer_nonce: &[u8; NONCE_LEN]) -> Transcript {
-        let mut t = [0u8; TRANSCRIPT_LEN];
-        t[..OPENING_LEN - 4].copy_from_slice(&opening.emit()[4..]);
-        t[OPENING_LEN - 4..].copy_from_slice(answer_nonce);
-        Transcript(t)
-    }
-
-    /// The responder's tag.
-    fn answer_tag(&self, key: u64) -> Tag {
-        tag(key, Label::Fallback, &[b"answer", &self.0])
-    }
+/// The responder's tag over `t`.
+fn answer_tag(key: u64, t: &Transcript) -> Tag {
+    tag(key, Label::Fallback, &[b"answer", &t.0])
 }
 
 /// A fresh handshake nonce from the crate's one source of OS-seeded randomness.
@@ -178,11 +85,7 @@ pub(crate) fn fresh_nonce() -> [u8; NONCE_LEN] {
 pub(crate) fn answer(key: u64, opening: &Opening) -> ([u8; ANSWER_LEN], Transcript) {
     let nonce = fresh_nonce();
     let t = Transcript::new(opening, &nonce);
-    let mut b = [0u8; ANSWER_LEN];
-    b[0..4].copy_from_slice(&ANSWER_MAGIC);
-    b[4..4 + NONCE_LEN].copy_from_slice(&nonce);
-    b[4 + NONCE_LEN..].copy_from_slice(&t.answer_tag(key));
-    (b, t)
+    (emit_answer(&nonce, &answer_tag(key, &t)), t)
 }
 
 /// Check the responder's answer to `opening`: its magic and its tag; return the
@@ -192,18 +95,9 @@ pub(crate) fn check_answer(
     opening: &Opening,
     a: &[u8; ANSWER_LEN],
 ) -> Result<Transcript, AnswerError> {
-    if a[0..4] != ANSWER_MAGIC {
-        return Err(AnswerError::NotAnAnswer);
-    }
-    let mut nonce = [0u8; NONCE_LEN];
-    nonce.copy_from_slice(&a[4..4 + NONCE_LEN]);
+    let (nonce, answer_tag) = parse_answer(a).ok_or(AnswerError::NotAnAnswer)?;
     let t = Transcript::new(opening, &nonce);
-    if !verify(
-        key,
-        Label::Fallback,
-        &[b"answer", &t.0],
-        &a[4 + NONCE_LEN..],
-    ) {
+    if !verify(key, Label::Fallback, &[b"answer", &t.0], answer_tag) {
         return Err(AnswerError::WrongTag);
     }
     Ok(t)
@@ -413,6 +307,7 @@ mod tests {
     use crate::gate::Gate;
     use std::net::{TcpListener, TcpStream};
     use std::time::Instant;
+    use switchml_core::wire::ring_frame::HEADER_LEN;
 
     const KEY: u64 = 0x5EC2_E700_0000_0001;
 
@@ -472,24 +367,6 @@ mod tests {
     }
 
     #[test]
-    fn the_opening_round_trips_and_junk_is_not_one() {
-        let o = Opening {
-            role: 2,
-            job: 3,
-            world: 4,
-            from: 1,
-            to: 2,
-            nonce: [9; NONCE_LEN],
-        };
-        assert_eq!(Opening::parse(&o.emit()), Some(o));
-        assert_eq!(Opening::parse(&o.emit()[..OPENING_LEN - 1]), None);
-        let mut other = o.emit();
-        other[4] = VERSION + 1;
-        assert_eq!(Opening::parse(&other), None);
-        assert_eq!(Opening::parse(&[0; OPENING_LEN]), None);
-    }
-
-    #[test]
     fn frames_pass_both_ways_after_the_handshake() {
         let (mut i, mut r) = linked();
         i.send(Kind::Partial, 0, 5, b"to the right").unwrap();
@@ -511,7 +388,7 @@ mod tests {
 
     #[test]
     fn an_altered_frame_fails_its_tag() {
-        for at in [0, 4, 6, 8, 16, FRAME_HEAD_LEN - TAG_LEN, FRAME_HEAD_LEN] {
+        for at in [0, 4, 6, 8, 16, HEADER_LEN, FRAME_HEAD_LEN] {
             let (mut i, mut r) = linked();
             let payload = *b"partial sums";
             let mut head = i.seal(Kind::Partial, 0, 5, &payload).to_vec();
