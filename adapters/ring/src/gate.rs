@@ -20,6 +20,7 @@ use crate::link::{
     answer, proof_holds, Kind, Link, Opening, Refusal, Role, Transcript, FRAME_HEAD_LEN, HANDSHAKE,
     HELLO_LEN, OPENING_LEN, PROOF_LEN,
 };
+use switchml_core::wire::ring_payload::parse_hello;
 use switchml_udp::log_limit::{LogLimit, BURST, WINDOW};
 
 /// Handshakes in progress at once, at most.
@@ -268,7 +269,7 @@ impl Pending {
         }
         Step::Arrived(Box::new(Arrival {
             rank: o.from,
-            port: u16::from_le_bytes([hello[0], hello[1]]),
+            port: hello.try_into().map_or(0, parse_hello),
             addr: self.addr,
             link,
         }))
