@@ -39,6 +39,10 @@
 //!   simulation, test and input formula (the core draws nothing itself).
 //! - [`auth`]: proof of a job's key without sending it (HMAC-SHA-256 tags) and the switch's
 //!   expiring, address-bound cookies (protocol.md §4.2).
+//! - [`fallback`]: the host-ring fallback's decisions (docs/fallback.md): which failures of
+//!   the switch path send a job to the ring, and how the ranks agree on the tensors in
+//!   flight at the switch-to-ring transition; the ring's frame head is
+//!   [`wire::ring_frame`].
 //!
 //! What this crate does **not** do: sockets, threads, clocks, sending the copies of a
 //! multicast (the endpoint says where they go), or job set-up policy. Those live in the
@@ -61,6 +65,7 @@ compile_error!("the `defmt` and `log` features are mutually exclusive: pick one 
 extern crate std;
 
 pub mod auth;
+pub mod fallback;
 pub mod p4app;
 pub mod quant;
 pub mod ranks;

@@ -10,6 +10,8 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use crate::config::RingConfig;
+use switchml_core::wire::ring_payload::emit_hello;
+
 use crate::link::{
     check_answer, fresh_nonce, proof, AnswerError, Kind, Link, Opening, Role, ANSWER_LEN,
     FRAME_HEAD_LEN, HANDSHAKE, HELLO_LEN, PROOF_LEN,
@@ -76,7 +78,7 @@ fn handshake(
 ) -> Result<Link, String> {
     let until = deadline.min(Instant::now() + HANDSHAKE.min(config.timeout));
     let opening = Opening {
-        role: role as u8,
+        role,
         job: config.job,
         world: config.world,
         from: config.rank,
@@ -106,7 +108,7 @@ fn handshake(
     })?;
     let mut link = Link::new(s, config.key, t, true, to);
     // The proof and the Hello frame in one write.
-    let hello = port.to_le_bytes();
+    let hello = emit_hello(port);
     let head = link.seal(Kind::Hello, config.rank, 0, &hello);
     let mut out = Vec::with_capacity(PROOF_LEN + FRAME_HEAD_LEN + HELLO_LEN);
     out.extend_from_slice(&proof(config.key, &t));

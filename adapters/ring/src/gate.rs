@@ -17,9 +17,10 @@ use std::time::{Duration, Instant};
 
 use crate::config::RingConfig;
 use crate::link::{
-    answer, proof_holds, Kind, Link, Opening, Role, Transcript, FRAME_HEAD_LEN, HANDSHAKE,
+    answer, proof_holds, Kind, Link, Opening, Refusal, Role, Transcript, FRAME_HEAD_LEN, HANDSHAKE,
     HELLO_LEN, OPENING_LEN, PROOF_LEN,
 };
+use switchml_core::wire::ring_payload::parse_hello;
 use switchml_udp::log_limit::{LogLimit, BURST, WINDOW};
 
 /// Handshakes in progress at once, at most.
@@ -209,18 +210,21 @@ impl Pending {
         let Some(o) = Opening::parse(&self.buf) else {
             return Step::Refused("not a fallback handshake".into());
         };
-        if o.role != role as u8 {
-            return Step::Refused(format!("an opening for role {} here", o.role));
-        }
-        if (o.job, o.world, o.to) != (config.job, config.world, config.rank) {
-            return Step::Refused(format!(
-                "an opening for rank {} of job {} with {} ranks (this is rank {} of job {} \
-                 with {})",
-                o.to, o.job, o.world, config.rank, config.job, config.world
-            ));
-        }
-        if !wanted.contains(&o.from) {
-            return Step::Refused(format!("an opening from rank {}, not awaited here", o.from));
+        match o.check_for(role, config.job, config.world, config.rank, wanted) {
+            Ok(()) => {}
+            Err(Refusal::Role) => {
+                return Step::Refused(format!("an opening for role {} here", u8::from(o.role)))
+            }
+            Err(Refusal::NotForThisRank) => {
+                return Step::Refused(format!(
+                    "an opening for rank {} of job {} with {} ranks (this is rank {} of job {} \
+                     with {})",
+                    o.to, o.job, o.world, config.rank, config.job, config.world
+                ))
+            }
+            Err(Refusal::NotAwaited) => {
+                return Step::Refused(format!("an opening from rank {}, not awaited here", o.from))
+            }
         }
         let (bytes, t) = answer(config.key, &o);
         // A fresh connection's send buffer takes these few bytes at once; one that does
@@ -265,7 +269,7 @@ impl Pending {
         }
         Step::Arrived(Box::new(Arrival {
             rank: o.from,
-            port: u16::from_le_bytes([hello[0], hello[1]]),
+            port: hello.try_into().map_or(0, parse_hello),
             addr: self.addr,
             link,
         }))

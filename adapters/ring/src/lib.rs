@@ -10,9 +10,10 @@
 //! - [`Ring::allreduce`], [`Ring::broadcast`], [`Ring::allgather`]: the classic ring
 //!   reductions over typed copies of tensors ([`Values`]).
 //!
-//! When to fall back, and how the ranks agree on the tensors in flight, is the worker
-//! library's decision (`switchml_worker`'s `fallback` module); this crate only carries it
-//! out. It has no `unsafe` code.
+//! When to fall back, and how the ranks agree on the tensors in flight, are the core's
+//! decisions (`switchml_core::fallback`), which the worker library's `fallback` module
+//! carries out over this ring; the handshake's and the frames' layouts are the core's too
+//! (`switchml_core::wire::ring_handshake`, `switchml_core::wire::ring_frame`). It has no `unsafe` code.
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]

@@ -19,80 +19,28 @@
 //! header and the payload: a frame altered, dropped, replayed, reordered, reflected or
 //! spliced in from another connection fails its tag. Frames are not encrypted.
 //!
-//! The two sides' I/O: [`crate::dial`] (connecting) and [`crate::gate`] (accepting).
+//! The byte layouts, and which opening a responder takes, are the core's
+//! ([`switchml_core::wire::ring_handshake`], [`switchml_core::wire::ring_frame`]); this
+//! module draws the nonces, computes and checks the tags, and counts the frames. The two
+//! sides' I/O: [`crate::dial`] (connecting) and [`crate::gate`] (accepting).
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use switchml_core::auth::{tag, verify, Label, Tag, TAG_LEN};
-
-/// The first four bytes of an [`Opening`]: "SMLH".
-const OPENING_MAGIC: [u8; 4] = *b"SMLH";
-/// The first four bytes of the responder's answer: "SMLA".
-const ANSWER_MAGIC: [u8; 4] = *b"SMLA";
-/// The first four bytes of every frame: "SMLR".
-const FRAME_MAGIC: [u8; 4] = *b"SMLR";
-/// The handshake's version.
-const VERSION: u8 = 1;
-
-/// The length of a handshake nonce.
-pub(crate) const NONCE_LEN: usize = 16;
-/// The length of an [`Opening`].
-pub(crate) const OPENING_LEN: usize = 14 + NONCE_LEN;
-/// The length of the responder's answer: magic, its nonce, its tag.
-pub(crate) const ANSWER_LEN: usize = 4 + NONCE_LEN + TAG_LEN;
-/// The length of the initiator's proof: its tag.
-pub(crate) const PROOF_LEN: usize = TAG_LEN;
-/// The length of a frame header.
-pub(crate) const HEADER_LEN: usize = 24;
-/// What precedes a frame's payload: its header and its tag.
-pub(crate) const FRAME_HEAD_LEN: usize = HEADER_LEN + TAG_LEN;
-/// The length of a Hello frame's payload: the sender's ring port.
-pub(crate) const HELLO_LEN: usize = 2;
-/// The length of a [`Transcript`].
-const TRANSCRIPT_LEN: usize = OPENING_LEN - 4 + NONCE_LEN;
+use switchml_core::auth::{tag, verify, Label, Tag};
+pub(crate) use switchml_core::wire::ring_frame::{
+    FrameKind as Kind, HEAD_LEN as FRAME_HEAD_LEN, HELLO_LEN,
+};
+use switchml_core::wire::ring_frame::{RingFramePacket, RingFrameRepr, Unexpected};
+use switchml_core::wire::ring_handshake::{emit_answer, parse_answer};
+pub(crate) use switchml_core::wire::ring_handshake::{
+    Opening, Refusal, RingRole as Role, Transcript, ANSWER_LEN, NONCE_LEN, OPENING_LEN, PROOF_LEN,
+};
 
 /// How long one handshake may take, at most (and never longer than the fallback
 /// timeout): a connection that has not finished its handshake by then is closed.
 pub(crate) const HANDSHAKE: Duration = Duration::from_secs(5);
-
-/// What a connection is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub(crate) enum Role {
-    /// A rank meets rank 0 at the fallback address.
-    Rendezvous = 1,
-    /// Rank `r` connects to rank `r + 1 mod P`.
-    Ring = 2,
-}
-
-impl Role {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Role::Rendezvous => "rendezvous",
-            Role::Ring => "ring",
-        }
-    }
-}
-
-/// What a frame carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub(crate) enum Kind {
-    /// The first frame of every connection: the initiator's ring port.
-    Hello = 1,
-    /// Rank 0's table of ring addresses.
-    Table = 2,
-    /// A rank's record of its tensors at the switch-to-ring transition.
-    Status = 3,
-    /// Partial sums of one segment (reduce-scatter).
-    Partial = 4,
-    /// A reduced segment (all-gather).
-    Reduced = 5,
-    /// A whole tensor passed on from a rank that holds it.
-    Whole = 6,
-}
 
 /// Why a frame could not be read or written.
 #[derive(Debug)]
@@ -120,72 +68,9 @@ impl From<std::io::Error> for FrameError {
     }
 }
 
-/// The initiator's first message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Opening {
-    /// [`Role`] as a byte (an unknown one parses, and is refused by the responder).
-    pub(crate) role: u8,
-    pub(crate) job: u16,
-    pub(crate) world: u16,
-    /// The initiator's rank.
-    pub(crate) from: u16,
-    /// The rank it wants to reach.
-    pub(crate) to: u16,
-    pub(crate) nonce: [u8; NONCE_LEN],
-}
-
-impl Opening {
-    /// Write the opening's bytes.
-    pub(crate) fn emit(&self) -> [u8; OPENING_LEN] {
-        let mut b = [0u8; OPENING_LEN];
-        b[0..4].copy_from_slice(&OPENING_MAGIC);
-        b[4] = VERSION;
-        b[5] = self.role;
-        b[6..8].copy_from_slice(&self.job.to_le_bytes());
-        b[8..10].copy_from_slice(&self.world.to_le_bytes());
-        b[10..12].copy_from_slice(&self.from.to_le_bytes());
-        b[12..14].copy_from_slice(&self.to.to_le_bytes());
-        b[14..].copy_from_slice(&self.nonce);
-        b
-    }
-
-    /// Parse an opening; `None` if it is not one (short, no magic, another version).
-    pub(crate) fn parse(b: &[u8]) -> Option<Opening> {
-        let b: &[u8; OPENING_LEN] = b.get(..OPENING_LEN)?.try_into().ok()?;
-        if b[0..4] != OPENING_MAGIC || b[4] != VERSION {
-            return None;
-        }
-        let u16_at = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
-        let mut nonce = [0u8; NONCE_LEN];
-        nonce.copy_from_slice(&b[14..]);
-        Some(Opening {
-            role: b[5],
-            job: u16_at(6),
-            world: u16_at(8),
-            from: u16_at(10),
-            to: u16_at(12),
-            nonce,
-        })
-    }
-}
-
-/// What both handshake tags and every frame tag cover: the opening without its magic,
-/// and the responder's nonce.
-#[derive(Clone, Copy)]
-pub(crate) struct Transcript([u8; TRANSCRIPT_LEN]);
-
-impl Transcript {
-    pub(crate) fn new(opening: &Opening, answer_nonce: &[u8; NONCE_LEN]) -> Transcript {
-        let mut t = [0u8; TRANSCRIPT_LEN];
-        t[..OPENING_LEN - 4].copy_from_slice(&opening.emit()[4..]);
-        t[OPENING_LEN - 4..].copy_from_slice(answer_nonce);
-        Transcript(t)
-    }
-
-    /// The responder's tag.
-    fn answer_tag(&self, key: u64) -> Tag {
-        tag(key, Label::Fallback, &[b"answer", &self.0])
-    }
+/// The responder's tag over `t`.
+fn answer_tag(key: u64, t: &Transcript) -> Tag {
+    tag(key, Label::Fallback, &[b"answer", &t.0])
 }
 
 /// A fresh handshake nonce from the crate's one source of OS-seeded randomness.
@@ -200,11 +85,7 @@ pub(crate) fn fresh_nonce() -> [u8; NONCE_LEN] {
 pub(crate) fn answer(key: u64, opening: &Opening) -> ([u8; ANSWER_LEN], Transcript) {
     let nonce = fresh_nonce();
     let t = Transcript::new(opening, &nonce);
-    let mut b = [0u8; ANSWER_LEN];
-    b[0..4].copy_from_slice(&ANSWER_MAGIC);
-    b[4..4 + NONCE_LEN].copy_from_slice(&nonce);
-    b[4 + NONCE_LEN..].copy_from_slice(&t.answer_tag(key));
-    (b, t)
+    (emit_answer(&nonce, &answer_tag(key, &t)), t)
 }
 
 /// Check the responder's answer to `opening`: its magic and its tag; return the
@@ -214,18 +95,9 @@ pub(crate) fn check_answer(
     opening: &Opening,
     a: &[u8; ANSWER_LEN],
 ) -> Result<Transcript, AnswerError> {
-    if a[0..4] != ANSWER_MAGIC {
-        return Err(AnswerError::NotAnAnswer);
-    }
-    let mut nonce = [0u8; NONCE_LEN];
-    nonce.copy_from_slice(&a[4..4 + NONCE_LEN]);
+    let (nonce, answer_tag) = parse_answer(a).ok_or(AnswerError::NotAnAnswer)?;
     let t = Transcript::new(opening, &nonce);
-    if !verify(
-        key,
-        Label::Fallback,
-        &[b"answer", &t.0],
-        &a[4 + NONCE_LEN..],
-    ) {
+    if !verify(key, Label::Fallback, &[b"answer", &t.0], answer_tag) {
         return Err(AnswerError::WrongTag);
     }
     Ok(t)
@@ -313,15 +185,17 @@ impl Link {
         payload: &[u8],
     ) -> [u8; FRAME_HEAD_LEN] {
         let mut h = [0u8; FRAME_HEAD_LEN];
-        h[0..4].copy_from_slice(&FRAME_MAGIC);
-        h[4] = kind as u8;
-        h[6..8].copy_from_slice(&rank.to_le_bytes());
-        h[8..16].copy_from_slice(&tensor.to_le_bytes());
-        h[16..24].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+        let mut frame = RingFramePacket::new_unchecked(&mut h[..]);
+        let repr = RingFrameRepr {
+            kind,
+            rank,
+            tensor,
+            payload_len: payload.len() as u64,
+        };
+        repr.emit(&mut frame);
         let (dir, seq) = ([self.directions().0 as u8], self.sent.to_le_bytes());
-        let parts = frame_parts(&dir, &self.transcript, &seq, &h[..HEADER_LEN], payload);
-        let t = tag(self.key, Label::Fallback, &parts);
-        h[HEADER_LEN..].copy_from_slice(&t);
+        let parts = frame_parts(&dir, &self.transcript, &seq, frame.header_bytes(), payload);
+        frame.set_tag(&tag(self.key, Label::Fallback, &parts));
         self.sent += 1;
         h
     }
@@ -340,25 +214,21 @@ impl Link {
         Ok(())
     }
 
-    /// Check a frame head before its payload is read: the magic and a length of at most
-    /// `max`; return the payload's length.
+    /// Check a frame head before its payload is read: its header (magic, reserved byte)
+    /// and a length of at most `max`; return the payload's length.
     pub(crate) fn payload_len(
         head: &[u8; FRAME_HEAD_LEN],
         max: usize,
     ) -> Result<usize, FrameError> {
-        if head[0..4] != FRAME_MAGIC {
-            return Err(FrameError::Forged("a frame without the SMLR magic".into()));
-        }
-        let mut len = [0u8; 8];
-        len.copy_from_slice(&head[16..24]);
-        let len = u64::from_le_bytes(len);
-        match usize::try_from(len) {
-            Ok(n) if n <= max => Ok(n),
-            _ => Err(FrameError::Forged(format!(
-                "a frame of {len} bytes where at most {max} fit (the ranks' tensors differ, \
-                 or the frame was altered)"
-            ))),
-        }
+        let repr = RingFrameRepr::parse(&RingFramePacket::new_unchecked(&head[..]))
+            .map_err(|e| FrameError::Forged(format!("a frame without a ring header ({e})")))?;
+        repr.payload_len_at_most(max).map_err(|_| {
+            FrameError::Forged(format!(
+                "a frame of {} bytes where at most {max} fit (the ranks' tensors differ, \
+                 or the frame was altered)",
+                repr.payload_len
+            ))
+        })
     }
 
     /// Check the next received frame's tag, then that it is of `kind`, from the peer, and
@@ -371,8 +241,9 @@ impl Link {
         tensor: u64,
     ) -> Result<(), FrameError> {
         let (dir, seq) = ([self.directions().1 as u8], self.received.to_le_bytes());
-        let parts = frame_parts(&dir, &self.transcript, &seq, &head[..HEADER_LEN], payload);
-        if !verify(self.key, Label::Fallback, &parts, &head[HEADER_LEN..]) {
+        let frame = RingFramePacket::new_unchecked(&head[..]);
+        let parts = frame_parts(&dir, &self.transcript, &seq, frame.header_bytes(), payload);
+        if !verify(self.key, Label::Fallback, &parts, frame.tag()) {
             return Err(FrameError::Forged(format!(
                 "a frame that failed its integrity check (frame {} from rank {}: altered, \
                  replayed, reordered or forged on the way)",
@@ -380,24 +251,22 @@ impl Link {
             )));
         }
         self.received += 1;
-        let mut word = [0u8; 8];
-        word.copy_from_slice(&head[8..16]);
-        let (got_kind, got_tensor) = (head[4], u64::from_le_bytes(word));
-        let sender = u16::from_le_bytes([head[6], head[7]]);
-        if got_kind != kind as u8 || (tensor != u64::MAX && got_tensor != tensor) {
-            return Err(FrameError::Bad(format!(
-                "message kind {got_kind} for tensor {got_tensor} where this rank expected \
-                 {kind:?} for tensor {tensor}: the ranks did not submit the same tensors in \
-                 the same order"
-            )));
+        // The tag held over a header the peer wrote, so it parses (`payload_len` checked it).
+        let got = RingFrameRepr::parse(&frame)
+            .map_err(|e| FrameError::Forged(format!("a frame without a ring header ({e})")))?;
+        match got.expect(kind, tensor, self.peer) {
+            Ok(()) => Ok(()),
+            Err(Unexpected::KindOrTensor) => Err(FrameError::Bad(format!(
+                "message kind {} for tensor {} where this rank expected {kind:?} for tensor \
+                 {tensor}: the ranks did not submit the same tensors in the same order",
+                u8::from(got.kind),
+                got.tensor
+            ))),
+            Err(Unexpected::Sender) => Err(FrameError::Bad(format!(
+                "a frame naming rank {} as its sender on rank {}'s connection",
+                got.rank, self.peer
+            ))),
         }
-        if sender != self.peer {
-            return Err(FrameError::Bad(format!(
-                "a frame naming rank {sender} as its sender on rank {}'s connection",
-                self.peer
-            )));
-        }
-        Ok(())
     }
 
     /// Receive one frame of `kind` for `tensor` (any with `u64::MAX`) of at most `max`
@@ -438,6 +307,7 @@ mod tests {
     use crate::gate::Gate;
     use std::net::{TcpListener, TcpStream};
     use std::time::Instant;
+    use switchml_core::wire::ring_frame::HEADER_LEN;
 
     const KEY: u64 = 0x5EC2_E700_0000_0001;
 
@@ -494,24 +364,6 @@ mod tests {
 
     fn forged(r: Result<Vec<u8>, FrameError>) -> bool {
         matches!(r, Err(FrameError::Forged(_)))
-    }
-
-    #[test]
-    fn the_opening_round_trips_and_junk_is_not_one() {
-        let o = Opening {
-            role: 2,
-            job: 3,
-            world: 4,
-            from: 1,
-            to: 2,
-            nonce: [9; NONCE_LEN],
-        };
-        assert_eq!(Opening::parse(&o.emit()), Some(o));
-        assert_eq!(Opening::parse(&o.emit()[..OPENING_LEN - 1]), None);
-        let mut other = o.emit();
-        other[4] = VERSION + 1;
-        assert_eq!(Opening::parse(&other), None);
-        assert_eq!(Opening::parse(&[0; OPENING_LEN]), None);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! each with every rank's ring address ([`crate::ring`] has the whole picture, and
 //! [`crate::link`] the handshake).
 
-use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener};
+use std::net::{SocketAddr, TcpListener};
 use std::time::{Duration, Instant};
 
 use crate::config::RingConfig;
@@ -11,11 +11,10 @@ use crate::dial::dial;
 use crate::error::Error;
 use crate::gate::Gate;
 use crate::link::{Kind, Role};
+use switchml_core::wire::ring_payload::{emit_table_entry, parse_table, table_len};
 
 /// How often a rank retries connecting to rank 0 while it is not listening yet.
 const RETRY: Duration = Duration::from_millis(20);
-/// The length of one entry of the table: an IPv6 (or IPv4-mapped) address and a port.
-const ENTRY_LEN: usize = 18;
 
 /// Rank 0: take every other rank's handshake and Hello at `at`, answer each with the
 /// table; connections that fail the handshake are closed and counted in `gate`.
@@ -57,15 +56,14 @@ pub(crate) fn host(
         // Rank 0's own entry: the address the guest reached it at.
         let local = g.link.stream().local_addr().map_or(at.ip(), |a| a.ip());
         full[0] = SocketAddr::new(local, port);
+        let table: Vec<u8> = full.iter().flat_map(|&a| emit_table_entry(a)).collect();
         let _ = g.link.stream().set_write_timeout(Some(config.timeout));
-        g.link
-            .send(Kind::Table, 0, 0, &encode_table(&full))
-            .map_err(|_| {
-                Error::Config(format!(
-                    "fallback rendezvous: rank {} left before the table",
-                    g.rank
-                ))
-            })?;
+        g.link.send(Kind::Table, 0, 0, &table).map_err(|_| {
+            Error::Config(format!(
+                "fallback rendezvous: rank {} left before the table",
+                g.rank
+            ))
+        })?;
     }
     Ok(full)
 }
@@ -97,7 +95,7 @@ pub(crate) fn guest(
             .saturating_duration_since(Instant::now())
             .max(RETRY),
     ));
-    let want = usize::from(config.world) * ENTRY_LEN;
+    let want = table_len(config.world);
     let p = link
         .recv(Kind::Table, u64::MAX, want)
         .map_err(|e| match e {
@@ -111,44 +109,5 @@ pub(crate) fn guest(
             "fallback rendezvous: rank 0's table is short".into(),
         ));
     }
-    Ok(decode_table(&p))
-}
-
-fn encode_table(table: &[SocketAddr]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(table.len() * ENTRY_LEN);
-    for a in table {
-        let ip = match a.ip() {
-            IpAddr::V4(v4) => v4.to_ipv6_mapped(),
-            IpAddr::V6(v6) => v6,
-        };
-        out.extend_from_slice(&ip.octets());
-        out.extend_from_slice(&a.port().to_le_bytes());
-    }
-    out
-}
-
-fn decode_table(p: &[u8]) -> Vec<SocketAddr> {
-    p.chunks_exact(ENTRY_LEN)
-        .map(|e| {
-            let mut octets = [0u8; 16];
-            octets.copy_from_slice(&e[..16]);
-            let v6 = Ipv6Addr::from(octets);
-            let ip = v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4);
-            SocketAddr::new(ip, u16::from_le_bytes([e[16], e[17]]))
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_table_round_trips_both_address_families() {
-        let t: Vec<SocketAddr> = vec![
-            "127.0.0.1:5000".parse().unwrap(),
-            "[::1]:7".parse().unwrap(),
-        ];
-        assert_eq!(decode_table(&encode_table(&t)), t);
-    }
+    Ok(parse_table(&p).collect())
 }

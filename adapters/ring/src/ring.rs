@@ -17,9 +17,9 @@
 //! ([`crate::gate`]).
 //!
 //! **Frames.** A 24-byte header (magic `SMLR`, kind, sender rank, tensor number, payload
-//! length, all little-endian), a 16-byte tag and the payload. Every read and write has the
-//! fallback timeout; a timeout or a closed connection is an error that names the
-//! neighbour's rank. The reductions over these connections are in [`crate::ring_reduce`].
+//! length, all little-endian; `switchml_core::wire::ring_frame`), a 16-byte tag and the
+//! payload. Every read and write has the fallback timeout; a timeout or a closed
+//! connection is an error that names the neighbour's rank. The reductions over these connections are in [`crate::ring_reduce`].
 
 use std::io::ErrorKind;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};

@@ -126,13 +126,11 @@ pub const DEFAULT_WINDOW: u16 = 128;
 /// power of two that does (1,076 bytes on the wire), so the defaults work across hosts
 /// on an ordinary Ethernet; loopback and jumbo frames can take 1024 or more.
 pub const DEFAULT_COUNT: u16 = 256;
-/// Default first retransmission timeout, the floor under the measured one: 20 ms. Lanes,
-/// switch shards and the application share the host's cores, and a lane whose peers wait
-/// for a core sees round trips stretch by milliseconds; below that floor it resends on a
-/// lossless network. Measured on a 16-core host, loopback, 64 MiB, P = 8 and 16 with 8
-/// shards × 8 lanes: 12,000–118,000 resends a run at 5 ms, none at 20 ms, the same time
-/// (docs/benchmarks.md). Lower it (`SWITCHML_RTO_MS`) where losses are real and hosts idle.
-pub const DEFAULT_RTO: Duration = Duration::from_millis(20);
+/// Default first retransmission timeout, the floor under the measured one: the core's
+/// [`HOST_RTO`](switchml_core::worker::HOST_RTO), 20 ms, where the reasons are. Lower it
+/// (`SWITCHML_RTO_MS`) where losses are real and hosts idle.
+pub const DEFAULT_RTO: Duration =
+    Duration::from_micros(switchml_core::worker::HOST_RTO.total_micros());
 /// Default fallback timeout: 120 s, time for a slow rank to reach the same tensor.
 pub const DEFAULT_FALLBACK_TIMEOUT: Duration = Duration::from_secs(120);
 /// The IPv4 and UDP headers in front of every datagram.
@@ -143,7 +141,7 @@ impl CommConfig {
     /// 20 ms first timeout ([`DEFAULT_RTO`]) doubling to 200 ms, 30 resends unanswered,
     /// 30 minutes for a busy peer, a keep-alive every 250 ms, 30 s to join.
     pub fn new(rank: u16, world: u16, switch: SocketAddr, job: u16) -> CommConfig {
-        let core = LaneConfig::new(job, rank, world);
+        let core = LaneConfig::for_host(job, rank, world);
         CommConfig {
             rank,
             world,
@@ -152,7 +150,7 @@ impl CommConfig {
             lanes: DEFAULT_LANES,
             window: DEFAULT_WINDOW,
             count: DEFAULT_COUNT,
-            rto: DEFAULT_RTO,
+            rto: to_std(core.rto),
             max_rto: to_std(core.max_rto),
             retries: core.retries,
             timeout: to_std(core.timeout),
@@ -173,24 +171,10 @@ impl CommConfig {
         if self.world == 0 || self.rank >= self.world {
             return bad(format!("rank {} is not in 0..{}", self.rank, self.world));
         }
-        if self.lanes == 0 || self.window == 0 {
-            return bad("lanes and window must be at least 1".into());
-        }
-        if u32::from(self.lanes) * u32::from(self.window) > 65_536 {
-            return bad(format!(
-                "lanes × window = {} slots is more than 65536",
-                self.slots()
-            ));
-        }
-        if usize::from(self.window) > crate::lane::MAX_WINDOW {
-            return bad(format!(
-                "window {} is above {}",
-                self.window,
-                crate::lane::MAX_WINDOW
-            ));
-        }
-        if self.count == 0 || self.count > switchml_core::wire::data::MAX_COUNT {
-            return bad(format!("count {} is not in 1..=16371", self.count));
+        // The layout's bounds are the core's (lanes × window, the window, the count).
+        let layout = self.layout();
+        if let Err(e) = layout.check(crate::lane::MAX_WINDOW) {
+            return bad(e.to_string());
         }
         if self.rto.is_zero()
             || self.max_rto < self.rto
@@ -201,11 +185,10 @@ impl CommConfig {
         {
             return bad("timeouts must be non-zero and max_rto ≥ rto".into());
         }
-        if self.dialect == Dialect::P4app && !matches!(self.count, 64 | 256) {
-            return bad(format!(
-                "count {} is not 64 or 256, the p4app dialect's sizes",
-                self.count
-            ));
+        if self.dialect == Dialect::P4app {
+            if let Err(e) = layout.check_p4app() {
+                return bad(e.to_string());
+            }
         }
         if self.coalesce > self.rto / 2 {
             return bad(format!(
@@ -444,6 +427,35 @@ mod tests {
         c.coalesce = Duration::from_micros(2001);
         let e = c.validate().unwrap_err();
         assert!(e.to_string().contains("half of rto"), "{e}");
+    }
+
+    #[test]
+    fn the_cores_layout_bounds_are_config_errors() {
+        let base = CommConfig::new(0, 2, "127.0.0.1:1".parse().unwrap(), 0);
+        let refused = |c: CommConfig| match c.validate() {
+            Err(Error::Config(m)) => m,
+            other => panic!("{other:?}"),
+        };
+        let mut c = base.clone();
+        (c.lanes, c.window) = (65, 1024);
+        assert_eq!(
+            refused(c),
+            "lanes × window = 66560 slots is more than 65536"
+        );
+        let mut c = base.clone();
+        c.window = 0;
+        assert_eq!(refused(c), "lanes and window must be at least 1");
+        let mut c = base.clone();
+        c.count = 0;
+        assert_eq!(refused(c), "count 0 is not in 1..=16370");
+        let mut c = base.clone();
+        (c.dialect, c.count) = (Dialect::P4app, 128);
+        assert_eq!(
+            refused(c.clone()),
+            "count 128 is not 64 or 256, the p4app dialect's sizes"
+        );
+        c.count = 64;
+        assert!(c.validate().is_ok());
     }
 
     #[test]

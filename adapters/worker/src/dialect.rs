@@ -40,10 +40,9 @@ impl DialectLink {
     /// Join the session: `config.switch` is the controller.
     pub(crate) fn join(config: &CommConfig) -> Result<DialectLink, Error> {
         let mut setup = DialectSetup::new(config.switch, config.rank, config.world);
-        setup.size = match config.count {
-            256 => P4appSize::Elements256,
-            _ => P4appSize::Elements64,
-        };
+        // `validate` admits only the counts the dialect has a size for.
+        setup.size =
+            P4appSize::of_elements(usize::from(config.count)).unwrap_or(P4appSize::Elements64);
         setup.job_limit = config.join_timeout.max(config.max_rto * 100);
         let limit = setup.job_limit;
         let worker = UdpDialectWorker::join(&setup).map_err(|e| error(e, limit))?;

@@ -24,7 +24,8 @@ use std::time::Duration;
 use serde::de::{self, Deserializer, IntoDeserializer};
 use serde::Deserialize;
 use switchml_core::wire::SWITCH_PORT;
-use switchml_core::worker::NonFinitePolicy;
+use switchml_core::worker::{max_rto_for, NonFinitePolicy};
+use switchml_udp::clock::{to_core, to_std};
 
 use crate::config::{resolve, CommConfig, Dialect, DEFAULT_JOB};
 use crate::error::Error;
@@ -274,7 +275,8 @@ impl Settings {
     /// the fallback address stay `c`'s.
     ///
     /// A `max_rto_ms` that no source sets is the larger of `c`'s and 40 × `rto_ms`, so
-    /// that a longer first timeout still has room to back off.
+    /// that a longer first timeout still has room to back off (the core's rule,
+    /// [`switchml_core::worker::max_rto_for`]).
     pub fn tune(&self, c: CommConfig) -> CommConfig {
         let ms = Duration::from_millis;
         let rto = self.rto_ms.map_or(c.rto, ms);
@@ -283,7 +285,9 @@ impl Settings {
             window: self.window.unwrap_or(c.window),
             count: self.count.unwrap_or(c.count),
             rto,
-            max_rto: self.max_rto_ms.map_or(c.max_rto.max(rto * 40), ms),
+            max_rto: self
+                .max_rto_ms
+                .map_or_else(|| to_std(max_rto_for(to_core(rto), to_core(c.max_rto))), ms),
             retries: self.retries.unwrap_or(c.retries),
             timeout: self.timeout.map_or(c.timeout, Duration::from_secs),
             join_timeout: self.join_timeout_ms.map_or(c.join_timeout, ms),

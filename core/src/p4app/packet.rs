@@ -74,6 +74,15 @@ impl P4appSize {
         }
     }
 
+    /// Return the size that carries `n` values, if one does.
+    pub const fn of_elements(n: usize) -> Option<P4appSize> {
+        match n {
+            64 => Some(P4appSize::Elements64),
+            256 => Some(P4appSize::Elements256),
+            _ => None,
+        }
+    }
+
     /// Return the size code.
     pub const fn code(self) -> u8 {
         match self {

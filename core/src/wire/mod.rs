@@ -12,6 +12,10 @@
 //! - a plain `…Repr` with `parse`, `emit` and `buffer_len`, and a one-line `Display` (the
 //!   form a packet trace prints: `Contribution job 7 rank 3 slot 5 ver 1 seq 9 …`).
 //!
+//! Three formats here are not switch datagrams: [`ring_handshake`], [`ring_frame`] and
+//! [`ring_payload`], the handshake, the frame head and the set-up payloads of the TCP
+//! fallback ring, which the ranks exchange among themselves (little-endian, no prefix).
+//!
 //! Variable-length tails (a Contribution's values, a bitmap) are the bytes after the header;
 //! a data message's values can also be viewed in place as network-endian `I32`s
 //! ([`DataPacket::values_i32`]).
@@ -147,6 +151,9 @@ mod message;
 mod pretty;
 pub mod probe;
 pub mod probe_reply;
+pub mod ring_frame;
+pub mod ring_handshake;
+pub mod ring_payload;
 pub mod status;
 pub mod status_reply;
 
@@ -160,6 +167,7 @@ pub use message::Message;
 pub use pretty::{Pretty, TRACE_TARGET};
 pub use probe::{ProbeFlags, ProbePacket, ProbeRepr};
 pub use probe_reply::{ProbeReplyPacket, ProbeReplyRepr, SlotState};
+pub use ring_frame::{FrameKind, RingFramePacket, RingFrameRepr};
 pub use status::{StatusPacket, StatusRepr};
 pub use status_reply::{
     StatusCounters, StatusFlags, StatusReplyPacket, StatusReplyRepr, DROP_CLASSES,

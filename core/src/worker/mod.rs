@@ -39,13 +39,15 @@ mod rtt;
 mod slot_state;
 mod slots;
 mod tensors;
+mod timeout_policy;
 mod timer;
 
 pub use event::{
     Event, StallReport, Stats, SubmitError, SubmitErrorKind, TensorError, TensorId, WorkerError,
 };
-pub use lanes::LaneLayout;
+pub use lanes::{LaneLayout, LayoutError};
 pub use non_finite_policy::NonFinitePolicy;
+pub use timeout_policy::{max_rto_for, HOST_RTO, MAX_RTO_PER_RTO};
 
 use crate::quant::{ElementType, Op, Tensor};
 use crate::ranks::{WorldSet, MAX_WORLD};
@@ -134,6 +136,14 @@ impl Config {
         }
     }
 
+    /// The configuration of [`Config::new`] with a host library's first timeout,
+    /// [`HOST_RTO`] (20 ms): its lanes share the host's cores.
+    pub const fn for_host(job: u16, rank: u16, world: u16) -> Config {
+        let mut c = Config::new(job, rank, world);
+        c.rto = HOST_RTO;
+        c
+    }
+
     /// Return the largest datagram this lane sends (the transmit buffer size it needs).
     pub const fn max_datagram(&self) -> usize {
         // A Contribution, or a Join (44 bytes) where chunks are smaller than it.
@@ -172,7 +182,7 @@ impl core::fmt::Display for ConfigError {
             ConfigError::World => "world size must be 1..=1024",
             ConfigError::Rank => "rank must be below the world size",
             ConfigError::Window => "window must be 1..=SLOTS and fit in the slot numbering",
-            ConfigError::Count => "count must be 1..=16371",
+            ConfigError::Count => "count must be 1..=16370",
             ConfigError::Lanes => "lanes must be at least 1 and above the lane's index",
             ConfigError::Timeout => "timeouts must be non-zero",
             ConfigError::Nonce => "the nonce must be non-zero",

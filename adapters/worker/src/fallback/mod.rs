@@ -12,7 +12,9 @@
 //!
 //! The tensor that failed, and any others in flight, are redone from a copy of their input
 //! taken at submission (the switch path reduces in place), unless some rank finished them
-//! through the switch: then that rank's result is adopted by all ([`plan`]).
+//! through the switch: then that rank's result is adopted by all (the core's
+//! [`switchml_core::fallback::Plan`]; the trigger, too, is the core's
+//! [`switchml_core::fallback::falls_back`]).
 //! The cost while on the switch: one copy of every tensor at submission and one of every
 //! result at completion, and the results of as many tensors as were ever in flight at once.
 //!
@@ -21,15 +23,13 @@
 //!
 //! [`CommConfig::fallback`]: crate::CommConfig::fallback
 
-mod plan;
 mod transition;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use switchml_core::fallback::Failure;
 use switchml_core::quant::Op;
-use switchml_core::wire::AbortReason;
-use switchml_core::worker::WorkerError;
 
 use switchml_ring::{Ring, Values};
 
@@ -61,25 +61,15 @@ pub struct FallbackStats {
 }
 
 /// Return whether a failure of the switch path should send the job to the ring: the
-/// switch is missing, full, gone or stuck; not a setting that is wrong at this rank (its
-/// key, world size or lane shape), an overflow or a refused tensor.
+/// core's rule ([`switchml_core::fallback::falls_back`]) over this library's errors.
 pub(crate) fn falls_back(e: &Error) -> bool {
-    match e {
-        Error::SwitchUnreachable { .. } | Error::LaneGone { .. } | Error::Timeout { .. } => true,
-        Error::Worker { error, .. } => match **error {
-            WorkerError::Refused { reason, .. } => matches!(
-                reason,
-                AbortReason::UnknownJob
-                    | AbortReason::SlotRange
-                    | AbortReason::CountTooLarge
-                    | AbortReason::Shutdown
-                    | AbortReason::SessionEnded
-            ),
-            WorkerError::Cancelled | WorkerError::BufferTooSmall { .. } => false,
-            _ => true,
-        },
-        _ => false,
-    }
+    switchml_core::fallback::falls_back(match e {
+        Error::SwitchUnreachable { .. } => Failure::SwitchUnreachable,
+        Error::LaneGone { .. } => Failure::LaneGone,
+        Error::Timeout { .. } => Failure::TimedOut,
+        Error::Worker { error, .. } => Failure::Worker(error),
+        _ => Failure::Other,
+    })
 }
 
 /// The fallback of one communicator.

@@ -1,16 +1,16 @@
 //! The switch-to-ring transition: every tensor in flight ends, the ranks agree on each
-//! ([`super::plan`]), and each is adopted from a rank that finished it through the switch or
-//! reduced over the ring from the inputs.
+//! (the core's [`switchml_core::fallback::Plan`]), and each is adopted from a rank that
+//! finished it through the switch or reduced over the ring from the inputs.
 
-use super::plan::{plan, Record, Step};
 use super::{Mode, State};
 use crate::error::Error;
+use switchml_core::fallback::{Plan, Record, RecordView, Step};
 use switchml_core::quant::Op;
 use switchml_ring::Values;
 
 impl State {
     /// Leave the switch for the ring: agree with every rank on the tensors in flight
-    /// ([`super::plan`]), finish them, and send every later tensor to the ring.
+    /// ([`Plan`]), finish them, and send every later tensor to the ring.
     pub(super) fn transition(&mut self, reason: &str) -> Result<(), Error> {
         let first = self.inflight.keys().next().copied().unwrap_or(self.next);
         log::warn!(
@@ -52,34 +52,33 @@ impl State {
         let mine = Record {
             first_incomplete: failed.first().copied().unwrap_or(self.next),
             next: self.next,
-            failed,
-            held,
+            failed: &failed,
+            held: &held,
         };
-        let records = self
-            .ring
-            .allgather(mine.encode())?
+        let mut encoded = vec![0u8; mine.buffer_len()];
+        mine.emit(&mut encoded)
+            .map_err(|e| Error::Config(format!("fallback: this rank's record: {e}")))?;
+        let all = self.ring.allgather(encoded)?;
+        let records = all
             .iter()
             .enumerate()
             .map(|(rank, bytes)| {
-                Record::decode(bytes).ok_or_else(|| {
+                RecordView::parse(bytes).map_err(|_| {
                     Error::Config(format!("fallback: rank {rank}'s record is malformed"))
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let steps = plan(&records)?;
-        let planned_to = steps.last().map_or(0, |s| match s {
-            Step::Adopt { tensor, .. } | Step::Reduce { tensor } => tensor + 1,
-        });
+        let mine = records[usize::from(self.ring.rank)];
+        let plan = Plan::new(&records);
+        let steps = plan
+            .steps()
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| Error::Config(format!("fallback: {e}")))?;
+        // This rank's own failed tensors past the plan: over the ring after it, in order.
+        let rest: Vec<u64> = plan.after(&mine).collect();
         for step in steps {
             self.run(step, &mine)?;
         }
-        // This rank's own failed tensors past the plan: over the ring, in order.
-        let rest: Vec<u64> = mine
-            .failed
-            .iter()
-            .copied()
-            .filter(|&n| n >= planned_to)
-            .collect();
         for n in rest {
             self.run(Step::Reduce { tensor: n }, &mine)?;
         }
@@ -89,7 +88,7 @@ impl State {
     }
 
     /// Do one step of the plan; a tensor this rank had failed gets its result recovered.
-    fn run(&mut self, step: Step, mine: &Record) -> Result<(), Error> {
+    fn run(&mut self, step: Step, mine: &RecordView<'_>) -> Result<(), Error> {
         let (n, adopt_from) = match step {
             Step::Adopt { tensor, root } => (tensor, Some(root)),
             Step::Reduce { tensor } => (tensor, None),
@@ -127,7 +126,7 @@ impl State {
                 self.recovered.insert(n, Err(e));
             }
             Err(e) => return Err(e),
-            Ok(()) if mine.failed.contains(&n) => {
+            Ok(()) if mine.failed.contains(n) => {
                 self.recovered.insert(n, Ok(v));
             }
             Ok(()) => {}
