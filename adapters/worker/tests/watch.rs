@@ -72,24 +72,25 @@ fn metrics_and_admin_stats_show_every_shards_counters() {
         }
     });
 
-    // Shards publish every 50 ms: wait (bounded) until the last completion shows.
+    // 1000 values in 64-value packets on 2 lanes: at least 16 uses per all-reduce, all
+    // complete once the ranks return. Shards publish every 50 ms: wait (bounded) until
+    // the metrics show them all.
     let completions = job_completions;
-    let want = sw.counters().job(JOB).map(|j| j.switch.completions);
+    let least = 16 * rounds;
     let deadline = Instant::now() + Duration::from_secs(30);
     let after = loop {
         let (text, code) = curl(&url);
         assert_eq!(code, "200");
-        let now = sample(&text, &completions).map(|v| v as u64);
-        if now >= want && now > Some(0) || Instant::now() > deadline {
+        let now = sample(&text, &completions).map_or(0, |v| v as u64);
+        if now >= least || Instant::now() > deadline {
             break text;
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    // 1000 values in 64-value packets on 2 lanes: at least 16 uses per all-reduce.
     let done = sample(&after, &completions).expect("a completions sample") as u64;
-    assert!(done >= 16 * rounds, "{done} completions:\n{after}");
+    assert!(done >= least, "{done} completions:\n{after}");
     let received = sample(&after, "switchml_received_total").unwrap();
-    assert!(received >= (2 * 16 * rounds) as f64, "{after}");
+    assert!(received >= (2 * least) as f64, "{after}");
     assert!(after.contains("switchml_dropped_total{reason=\"stale\"}"));
 
     // The admin socket says the same, from the same list.
