@@ -185,10 +185,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Add, remove or list the jobs of a running switch (`switchml switch --admin PATH`):
-    /// `add ID:WORLD[:SLOTS[:KEY]]` (KEY in hex; a job without one is refused unless KEY
-    /// is `none` or the switch runs with --allow-keyless), `remove ID` (a run's ranks are
-    /// told the job was removed, Abort `JobRemoved`), `list`.
+    /// Add, remove or list the jobs of a running switch (`switchml switch --admin PATH`), or
+    /// read its counters: `add ID:WORLD[:SLOTS[:KEY]]` (KEY in hex; a job without one is
+    /// refused unless KEY is `none` or the switch runs with --allow-keyless), `remove ID` (a
+    /// run's ranks are told the job was removed, Abort `JobRemoved`), `list`, `stats` (every
+    /// counter, every shard's added up, as `--metrics` serves them).
     Job {
         /// The switch's admin socket.
         #[arg(long)]

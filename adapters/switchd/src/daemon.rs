@@ -38,7 +38,7 @@ use crate::daemon_log::DaemonLog;
 use crate::job::{key_from_env, keyless_refused, JobSpec};
 use crate::shards::{ask_peers, AdminRole};
 use crate::source_limit::{SourceLimit, SourceLimits};
-use crate::traffic::{DaemonCounters, JobTraffic};
+use crate::traffic::{CounterBoard, DaemonCounters, JobTraffic};
 use crate::tree::{ChildSpec, ParentWatch};
 
 /// Datagrams per `recvmmsg`.
@@ -80,6 +80,8 @@ pub struct Daemon<G> {
     send: SendBatch,
     log: DaemonLog,
     admin: AdminRole,
+    /// Every shard's last published counters, for the admin socket's `stats`.
+    board: CounterBoard,
     /// The parents of child jobs, watched for silence (protocol.md §7).
     watches: Vec<ParentWatch>,
     /// Whether a job whose spec gives no key, with no `SWITCHML_JOB_KEY`, is served
@@ -169,12 +171,18 @@ impl<G: ControlPlane> Daemon<G> {
             send,
             log: DaemonLog::new(),
             admin,
+            board: CounterBoard::new(0),
             watches: Vec::new(),
             allow_keyless: false,
             answer_status: true,
             junk: SourceLimit::new(limits.junk_burst, limits.junk_rate),
             replies: SourceLimit::new(limits.reply_burst, limits.reply_rate),
         })
+    }
+
+    /// Answer the admin socket's `stats` from `board`, where every shard publishes.
+    pub(crate) fn read_counters_from(&mut self, board: CounterBoard) {
+        self.board = board;
     }
 
     /// Answer Status messages, or (`false`) drop them unanswered, counted as `status_off`.
@@ -330,14 +338,9 @@ impl<G: ControlPlane> Daemon<G> {
                     return;
                 };
                 admin.serve(|request| {
-                    // Counters are read from every shard's last publication, not asked.
-                    if let (Ok(AdminRequest::Stats), AdminRole::Leader { board, .. }) =
-                        (&request, &self.admin)
-                    {
-                        return format!(
-                            "ok\n{}",
-                            crate::metrics::encode(&board.total()).trim_end()
-                        );
+                    // Every shard's counters are on the board already: nothing to ask.
+                    if request == Ok(AdminRequest::Stats) {
+                        return self.answer(request);
                     }
                     let mine = self.answer(request.clone());
                     match &self.admin {
@@ -377,11 +380,9 @@ impl<G: ControlPlane> Daemon<G> {
                 Ok(()) => format!("ok job {id} removed"),
                 Err(e) => format!("error: {e}"),
             },
-            // Shard 0 answers `stats` from every shard's counters; asked directly, a shard
-            // gives its own.
             Ok(AdminRequest::Stats) => format!(
                 "ok\n{}",
-                crate::metrics::encode(&self.counters()).trim_end()
+                crate::metrics::encode(&self.board.total()).trim_end()
             ),
             Ok(AdminRequest::List) => {
                 let jobs = self.list_jobs();

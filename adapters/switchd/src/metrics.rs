@@ -141,19 +141,21 @@ impl Collector for Counters {
                 ConstCounter::new(c.switch.drops(reason)).encode(family.encode_family(&labels)?)?;
             }
         }
-        let job_help = JobTraffic::DAEMON_COUNTERS
-            .map(|(_, help)| help)
+        // One family per job counter, a sample per job: each job's values read once.
+        let jobs: Vec<(String, Vec<u64>)> = c
+            .jobs
+            .iter()
+            .map(|j| (j.job.to_string(), j.named().map(|(_, v)| v).collect()))
+            .collect();
+        let described = JobTraffic::DAEMON_COUNTERS
             .into_iter()
-            .chain(JOB_COUNTER_HELP);
-        for (i, help) in job_help.enumerate() {
-            let Some((name, _)) = JobTraffic::default().named().nth(i) else {
-                break;
-            };
+            .chain(JobCounters::NAMES.into_iter().zip(JOB_COUNTER_HELP));
+        for (i, (name, help)) in described.enumerate() {
             let name = format!("job_{name}");
             let mut family = encoder.encode_descriptor(&name, help, None, MetricType::Counter)?;
-            for job in &c.jobs {
-                let labels = [("job", job.job.to_string())];
-                let value = job.named().nth(i).map_or(0, |(_, v)| v);
+            for (job, values) in &jobs {
+                let labels = [("job", job.as_str())];
+                let value = values.get(i).copied().unwrap_or(0);
                 ConstCounter::new(value).encode(family.encode_family(&labels)?)?;
             }
         }

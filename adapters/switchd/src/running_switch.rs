@@ -239,7 +239,7 @@ impl RunningSwitch {
         let (ready_tx, ready) = mpsc::channel::<io::Result<()>>();
         let mut shards = Vec::with_capacity(count);
         let board = CounterBoard::new(count);
-        let roles = AdminRole::for_shards(count, admin, board.clone());
+        let roles = AdminRole::for_shards(count, admin);
         for (index, (socket, role)) in sockets.into_iter().zip(roles).enumerate() {
             let shard = u16::try_from(index)
                 .ok()
@@ -438,6 +438,7 @@ fn serve_with<G: ControlPlane>(
     daemon.allow_keyless(config.allow_keyless);
     daemon.answer_status(config.answer_status);
     daemon.limit_sources(config.source_limits);
+    daemon.read_counters_from(board.clone());
     for job in &config.jobs {
         if let Err(e) = daemon.add_job_at(job, config.place(job.id)) {
             return fail(io::Error::new(io::ErrorKind::InvalidInput, e));

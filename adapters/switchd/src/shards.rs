@@ -15,7 +15,6 @@ use std::time::Duration;
 use switchml_core::shard::MAX_SHARDS;
 
 use crate::admin::{AdminRequest, AdminSocket};
-use crate::traffic::CounterBoard;
 
 /// An admin request passed from shard 0 to another shard, with where to answer.
 pub(crate) struct ShardRequest {
@@ -29,8 +28,6 @@ pub(crate) enum AdminRole {
     Leader {
         socket: Option<AdminSocket>,
         peers: Vec<Sender<ShardRequest>>,
-        /// Every shard's counters, for `stats`.
-        board: CounterBoard,
     },
     /// Any other shard: requests passed on by shard 0.
     Follower(Receiver<ShardRequest>),
@@ -42,17 +39,9 @@ const PEER_TIMEOUT: Duration = Duration::from_secs(2);
 
 impl AdminRole {
     /// The roles of `count` shards, shard 0's with `socket`.
-    pub(crate) fn for_shards(
-        count: usize,
-        socket: Option<AdminSocket>,
-        board: CounterBoard,
-    ) -> Vec<AdminRole> {
+    pub(crate) fn for_shards(count: usize, socket: Option<AdminSocket>) -> Vec<AdminRole> {
         let (peers, followers): (Vec<_>, Vec<_>) = (1..count).map(|_| mpsc::channel()).unzip();
-        let mut roles = vec![AdminRole::Leader {
-            socket,
-            peers,
-            board,
-        }];
+        let mut roles = vec![AdminRole::Leader { socket, peers }];
         roles.extend(followers.into_iter().map(AdminRole::Follower));
         roles
     }

@@ -341,15 +341,7 @@ pub fn resolve(setting: &str, text: &str) -> Result<SocketAddr, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
-
-    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        move |k| map.get(k).cloned()
-    }
+    use crate::settings::tests::vars;
 
     #[test]
     fn environment_with_master_addr_fallback() {

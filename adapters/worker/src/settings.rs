@@ -403,12 +403,13 @@ impl CommConfig {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::config::{DEFAULT_COUNT, DEFAULT_LANES, DEFAULT_WINDOW, IP_UDP_HEADERS};
     use std::collections::HashMap;
 
-    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    /// An environment of `pairs`, for `from_vars`.
+    pub(crate) fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
         let map: HashMap<String, String> = pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
