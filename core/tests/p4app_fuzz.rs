@@ -103,7 +103,8 @@ pub fn check_p4app(mut data: &[u8]) {
             usize::from(req.set),
             usize::from(rank),
         );
-        if s >= SLOTS || rank >= workers || !accepted {
+        // (Raw bytes can parse as a 256-value packet, which these 64-value slots drop.)
+        if s >= SLOTS || rank >= workers || !accepted || req.size != P4appSize::Elements64 {
             continue;
         }
         let value = P4appPacket::new_unchecked(&bytes[..]).values()[0].get();
@@ -198,6 +199,15 @@ mod tests {
     fn a_rank_that_skips_ahead_completes_a_use_as_the_original_does() {
         check_p4app(include_bytes!(
             "../../fuzz/regressions/p4app/a-rank-that-skips-ahead-completes-a-use-early"
+        ));
+    }
+
+    /// The fuzzer's second find: raw bytes that parse as a 256-value packet, which the
+    /// 64-value slots drop (`TooLarge`); the check once counted it as a contribution.
+    #[test]
+    fn a_256_value_packet_to_64_value_slots_is_no_contribution() {
+        check_p4app(include_bytes!(
+            "../../fuzz/regressions/p4app/a-256-value-packet-is-no-contribution"
         ));
     }
 
