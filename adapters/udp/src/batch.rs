@@ -36,6 +36,8 @@ pub struct RecvBatch {
     /// The datagrams of the last `recv`, GRO buffers cut at their stride.
     datagrams: Vec<Received>,
     received: usize,
+    /// Receive buffers the last `recv` used (datagrams copied in later go after them).
+    entries: usize,
     refused: bool,
 }
 
@@ -99,6 +101,7 @@ impl RecvBatch {
             controls: vec![Control::EMPTY; if gro { batch } else { 0 }],
             datagrams: vec![Received::default(); batch * per_entry],
             received: 0,
+            entries: 0,
             refused: false,
         }
     }
@@ -107,8 +110,7 @@ impl RecvBatch {
     /// datagrams came (a GRO buffer counts as the datagrams it holds). Nothing waiting is
     /// `Ok(0)`, and so is a refusal ([`RecvBatch::refused`]).
     pub fn recv(&mut self, fd: RawFd) -> io::Result<usize> {
-        self.received = 0;
-        self.refused = false;
+        self.clear_received();
         let base = self.bufs.as_mut_ptr();
         for (i, ((iov, hdr), addr)) in self
             .iovecs
@@ -165,7 +167,59 @@ impl RecvBatch {
         for entry in 0..entries {
             self.split(entry);
         }
+        self.entries = entries;
         Ok(self.received)
+    }
+
+    /// Forget the last `recv`'s datagrams, as a `recv` that found none would.
+    pub fn clear_received(&mut self) {
+        self.received = 0;
+        self.entries = 0;
+        self.refused = false;
+    }
+
+    /// Return how many more datagrams [`RecvBatch::push_copy`] can take.
+    pub fn room_left(&self) -> usize {
+        self.addrs.len() - self.entries
+    }
+
+    /// Return how many datagrams the batch holds.
+    pub fn len(&self) -> usize {
+        self.received
+    }
+
+    /// Return whether the batch holds no datagram.
+    pub fn is_empty(&self) -> bool {
+        self.received == 0
+    }
+
+    /// Add a datagram received some other way (the AF_XDP path) after those of the last
+    /// `recv`, copied into a free receive buffer; false if none is free. A datagram longer
+    /// than the batch's size is cut and says so, as one from the socket would.
+    pub fn push_copy(&mut self, bytes: &[u8], from: SocketAddr) -> bool {
+        let entry = self.entries;
+        let (Some(addr), Some(slot)) = (
+            self.addrs.get_mut(entry),
+            self.datagrams.get_mut(self.received),
+        ) else {
+            return false;
+        };
+        let len = bytes.len().min(self.size);
+        let start = entry * self.room;
+        let Some(buf) = self.bufs.get_mut(start..start + len) else {
+            return false;
+        };
+        buf.copy_from_slice(&bytes[..len]);
+        to_storage(&from, addr);
+        *slot = Received {
+            entry,
+            start,
+            len,
+            truncated: bytes.len() > self.size,
+        };
+        self.entries += 1;
+        self.received += 1;
+        true
     }
 
     /// List the datagrams of receive buffer `entry`: one, or a GRO run cut at its stride.
@@ -549,6 +603,28 @@ impl SendBatch {
             m += 1;
         }
         m
+    }
+
+    /// Offer each queued datagram, in order, to `take` (its bytes and destination); those
+    /// it takes (returns true for) leave the queue, the others stay for the next flush.
+    /// Return how many were taken.
+    pub fn take_queued(
+        &mut self,
+        mut take: impl FnMut(&[u8], Option<&SocketAddr>) -> bool,
+    ) -> usize {
+        let mut kept = 0;
+        for i in 0..self.queued {
+            let e = self.entries[i];
+            let start = e.buf * self.size;
+            let bytes = self.bufs.get(start..start + e.len).unwrap_or(&[]);
+            if !take(bytes, e.dest.as_ref()) {
+                self.entries[kept] = e;
+                kept += 1;
+            }
+        }
+        let taken = self.queued - kept;
+        self.queued = kept;
+        taken
     }
 
     /// Return the first datagram that failed since the last call, if any.

@@ -91,35 +91,32 @@ pub struct Ready {
 /// Wait until `socket` is readable, `wake` (if any) is signalled, or `timeout` passes.
 /// An interrupted wait (`EINTR`) returns as a timeout: callers loop anyway.
 pub fn wait_readable(socket: RawFd, wake: Option<&Wake>, timeout: Duration) -> io::Result<Ready> {
-    let mut fds = [
-        libc::pollfd {
-            fd: socket,
-            events: libc::POLLIN,
-            revents: 0,
-        },
-        libc::pollfd {
-            fd: wake.map_or(-1, |w| w.fd.as_raw_fd()),
-            events: libc::POLLIN,
-            revents: 0,
-        },
-    ];
+    let [socket, woken] = wait_any([socket, wake.map_or(-1, |w| w.fd.as_raw_fd())], timeout)?;
+    Ok(Ready { socket, woken })
+}
+
+/// Wait until any of `fds` is readable or `timeout` passes; say which are (a negative
+/// descriptor is never). An interrupted wait (`EINTR`) returns as a timeout.
+pub fn wait_any<const N: usize>(fds: [RawFd; N], timeout: Duration) -> io::Result<[bool; N]> {
+    let mut polled = fds.map(|fd| libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    });
     // Round up so that a sub-millisecond deadline does not spin.
     let ms = timeout.as_micros().div_ceil(1000);
     let ms = libc::c_int::try_from(ms).unwrap_or(libc::c_int::MAX);
-    // SAFETY: `fds` is a live array of two initialised pollfd and its length is passed; a
+    // SAFETY: `polled` is a live array of initialised pollfd and its length is passed; a
     // negative fd is ignored by poll(2).
-    let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+    let rc = unsafe { libc::poll(polled.as_mut_ptr(), N as libc::nfds_t, ms) };
     if rc < 0 {
         let err = io::Error::last_os_error();
         return match err.kind() {
-            io::ErrorKind::Interrupted => Ok(Ready::default()),
+            io::ErrorKind::Interrupted => Ok([false; N]),
             _ => Err(err),
         };
     }
-    Ok(Ready {
-        socket: fds[0].revents != 0,
-        woken: fds[1].revents != 0,
-    })
+    Ok(polled.map(|p| p.revents != 0))
 }
 
 /// Wait until `socket` can take more datagrams, at most `timeout`.
@@ -146,6 +143,13 @@ pub fn wait_writable(socket: RawFd, timeout: Duration) -> io::Result<bool> {
 #[derive(Debug)]
 pub struct Wake {
     fd: OwnedFd,
+}
+
+impl AsRawFd for Wake {
+    /// The eventfd, for a caller that polls more descriptors than [`wait_readable`] does.
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
 }
 
 impl Wake {

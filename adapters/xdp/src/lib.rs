@@ -1,0 +1,50 @@
+//! # switchml-xdp
+//!
+//! The AF_XDP data path of switchml-rs's host adapters (issue 30): kernel bypass for the
+//! switch daemon's shards and the worker's lanes, on an unmodified Linux kernel.
+//!
+//! - [`program`]: the XDP program, assembled in Rust: IPv4/UDP datagrams to a queue's port
+//!   go to that queue's AF_XDP socket (`bpf_redirect_map` on an XSKMAP); everything else,
+//!   ARP included, to the kernel (`XDP_PASS`), so the interface keeps its address;
+//! - [`iface`]: loading it (`bpf(BPF_PROG_LOAD)`), its two maps, and attaching it in
+//!   native mode through a BPF link that detaches when the process ends;
+//! - [`xsk`]: one socket per queue with its own UMEM and fill, completion, RX and TX rings,
+//!   bound zero-copy where the driver can and in copy mode otherwise, with need-wakeup;
+//! - [`frame`]: Ethernet/IPv4/UDP headers read and written, checksums valid;
+//! - [`neighbour`]: the next hop's MAC, from the kernel's neighbour table and from frames;
+//! - [`netns`]: namespaces joined by veths, for the tests and the benchmark;
+//! - [`XdpPath`]: the seam — a shard's or lane's AF_XDP socket beside its UDP socket, with
+//!   the same three calls as the socket path (`recv` into a `RecvBatch`, `flush` a
+//!   `SendBatch`, `wait`), falling back datagram by datagram to the socket where it must.
+//!
+//! ## Why direct syscalls
+//!
+//! `xsk-rs` binds `libxdp`/`libbpf` through `bindgen`: a C toolchain, `libclang` and the
+//! `-dev` packages on every machine that builds, for what is a handful of `setsockopt`s and
+//! `mmap`s. `aya` loads programs well but wants the program built by `bpf-linker` on a
+//! nightly toolchain (or a C compiler for BPF). The program here is 40 instructions and
+//! its whole life is three `bpf(2)` commands and a link, so this crate speaks to the kernel
+//! through `libc` (already a dependency of the socket layer): it builds wherever the rest
+//! of the workspace builds, in about the time of its own 1,000 lines, and every `unsafe` is
+//! in view, each with the reason it is sound.
+//!
+//! What this crate does **not** do: read or write a protocol message, or decide anything;
+//! IPv6, VLAN tags, IP options or fragments (all passed to the kernel, so the UDP socket
+//! beside gets them); several processes on one interface (one XDP program per interface:
+//! the second is refused, and falls back to its sockets).
+
+#![warn(missing_docs)]
+
+mod bpf;
+pub mod frame;
+pub mod iface;
+pub mod neighbour;
+pub mod netns;
+mod path;
+pub mod program;
+mod ring;
+pub mod xsk;
+
+pub use iface::{Attached, Unavailable};
+pub use path::{XdpCounters, XdpPath};
+pub use xsk::Mode;
