@@ -152,8 +152,14 @@ enum Command {
         /// SwitchML's client, on raw Ethernet frames of --iface; docs/p4app.md).
         #[arg(long, value_enum, default_value_t = p4app_cmd::Dialect::Switchml)]
         dialect: p4app_cmd::Dialect,
-        /// --dialect p4app: the interface whose frames the switch takes (root or CAP_NET_RAW).
-        #[arg(long, required_if_eq("dialect", "p4app"))]
+        /// How datagrams move: `socket` (UDP sockets, GSO/GRO) or `xdp` (AF_XDP on --iface,
+        /// shard i on its receive queue i, root or CAP_NET_ADMIN + CAP_BPF; falls back to the
+        /// sockets, saying why, where XDP is unavailable).
+        #[arg(long, default_value = "socket", value_parser = ["socket", "xdp"])]
+        io: String,
+        /// --dialect p4app: the interface whose frames the switch takes (root or CAP_NET_RAW);
+        /// --io xdp: the interface the workers' datagrams arrive on.
+        #[arg(long, required_if_eq_any([("dialect", "p4app"), ("io", "xdp")]))]
         iface: Option<String>,
         /// --dialect p4app: the switch's IPv4 address, which it answers ARP for; not an
         /// address of this host's own stack.
@@ -390,6 +396,7 @@ fn main() {
             allow_keyless,
             status,
             metrics,
+            io,
             dialect,
             iface,
             ip,
@@ -398,8 +405,9 @@ fn main() {
             if let (p4app_cmd::Dialect::P4app, Some(iface), Some(ip)) = (dialect, &iface, ip) {
                 break 'arm p4app_cmd::switch(iface, ip, control, report_every, json);
             }
-            if iface.is_some() || ip.is_some() {
-                eprintln!("error: --iface and --ip are for --dialect p4app");
+            let xdp = io == "xdp";
+            if (iface.is_some() && !xdp) || ip.is_some() {
+                eprintln!("error: --iface is for --dialect p4app or --io xdp, --ip for p4app");
                 break 'arm 2;
             }
             let tree = !parent_jobs.is_empty() || !child_jobs.is_empty();
@@ -422,6 +430,7 @@ fn main() {
                 allow_keyless,
                 answer_status: status == "on",
                 metrics,
+                xdp_iface: iface.filter(|_| xdp),
                 ..SwitchConfig::new(bind, jobs)
             };
             switch_cmd::switch(config, report_every, json)

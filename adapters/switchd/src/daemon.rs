@@ -29,9 +29,10 @@ use switchml_core::wire::{self, AbortPacket, AbortRepr, JoinReplyPacket, Pretty,
 use switchml_udp::batch::{is_fatal, RecvBatch, SendBatch};
 use switchml_udp::clock::Clock;
 use switchml_udp::loss::LossInjector;
-use switchml_udp::socket::{size_buffer, wait_readable, Buffer};
+use switchml_udp::socket::{size_buffer, Buffer};
 use switchml_udp::source::is_bad_source;
 use switchml_udp::Offload;
+use switchml_xdp::Io;
 
 use crate::admin::AdminRequest;
 use crate::daemon_log::DaemonLog;
@@ -72,6 +73,8 @@ pub const LONGEST: usize = SoftSwitch::OUT_LEN;
 /// The daemon around the core's endpoint.
 pub struct Daemon<G> {
     socket: UdpSocket,
+    /// The socket alone, or an AF_XDP path beside it (`--io xdp`).
+    io: Io,
     endpoint: SoftEndpoint<G>,
     clock: Clock,
     counters: DaemonCounters,
@@ -154,6 +157,7 @@ impl<G: ControlPlane> Daemon<G> {
         let limits = SourceLimits::default();
         Ok(Daemon {
             socket,
+            io: Io::Socket,
             endpoint,
             clock: Clock::start(),
             counters,
@@ -178,6 +182,15 @@ impl<G: ControlPlane> Daemon<G> {
             junk: SourceLimit::new(limits.junk_burst, limits.junk_rate),
             replies: SourceLimit::new(limits.reply_burst, limits.reply_rate),
         })
+    }
+
+    /// Move datagrams through `io` (an AF_XDP path, whose receive batches are copied into
+    /// one by one: a batch without GRO buffers, of [`RECV_BATCH`] datagrams).
+    pub(crate) fn use_io(&mut self, io: Io) {
+        if io.is_xdp() {
+            self.recv = RecvBatch::new(RECV_BATCH, LONGEST.max(SoftEndpoint::<G>::OUT_LEN));
+        }
+        self.io = io;
     }
 
     /// Answer the admin socket's `stats` from `board`, where every shard publishes.
@@ -404,6 +417,8 @@ impl<G: ControlPlane> Daemon<G> {
         c.expired_runs = self.endpoint.expired_runs();
         c.redirected = self.endpoint.redirected();
         c.cookies = self.endpoint.cookies_sent();
+        let xdp = self.io.counters();
+        (c.xdp_received, c.xdp_sent) = (xdp.received, xdp.sent);
         for j in &mut c.jobs {
             if let Some(job) = switch.job_snapshot(j.job) {
                 j.switch = job.counters;
@@ -436,6 +451,7 @@ impl<G: ControlPlane> Daemon<G> {
             let mut output = Output {
                 send: &mut self.send,
                 socket: &self.socket,
+                io: &mut self.io,
                 loss: &mut self.loss,
                 counters: &mut self.counters,
             };
@@ -449,7 +465,7 @@ impl<G: ControlPlane> Daemon<G> {
     pub fn step(&mut self, timeout: Duration) -> io::Result<usize> {
         let fd = self.socket.as_raw_fd();
         let mut n = self.receive()?;
-        if n == 0 && wait_readable(fd, None, timeout)?.socket {
+        if n == 0 && self.io.wait(fd, None, timeout)?.socket {
             n = self.receive()?;
         }
         let now = self.clock.now();
@@ -484,7 +500,7 @@ impl<G: ControlPlane> Daemon<G> {
     /// Receive a batch. An error that is not the socket's own ([`is_fatal`]) is counted,
     /// logged, and reads as nothing received.
     fn receive(&mut self) -> io::Result<usize> {
-        match self.recv.recv(self.socket.as_raw_fd()) {
+        match self.io.recv(self.socket.as_raw_fd(), &mut self.recv) {
             Err(e) if !is_fatal(&e) => {
                 self.counters.recv_errors += 1;
                 self.log.recv_failed(&e);
@@ -495,7 +511,12 @@ impl<G: ControlPlane> Daemon<G> {
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        flush(&mut self.send, &self.socket, &mut self.counters)?;
+        flush(
+            &mut self.send,
+            &self.socket,
+            &mut self.io,
+            &mut self.counters,
+        )?;
         self.send.clear();
         Ok(())
     }
@@ -504,6 +525,7 @@ impl<G: ControlPlane> Daemon<G> {
     fn handle(&mut self, i: usize, now: switchml_core::time::Instant) -> io::Result<()> {
         let Daemon {
             socket,
+            io,
             endpoint,
             counters,
             loss,
@@ -558,7 +580,7 @@ impl<G: ControlPlane> Daemon<G> {
             None => {}
         }
         if send.buffer().is_none() {
-            flush(send, socket, counters)?;
+            flush(send, socket, io, counters)?;
             send.clear();
         } else {
             send.unuse_last();
@@ -624,6 +646,7 @@ impl<G: ControlPlane> Daemon<G> {
         let mut output = Output {
             send,
             socket,
+            io,
             loss,
             counters,
         };
@@ -726,6 +749,7 @@ fn log_parent_abort(w: &ParentWatch, bytes: &[u8]) {
 struct Output<'o> {
     send: &'o mut SendBatch,
     socket: &'o UdpSocket,
+    io: &'o mut Io,
     loss: &'o mut Option<LossInjector>,
     counters: &'o mut DaemonCounters,
 }
@@ -754,7 +778,7 @@ impl Output<'_> {
                 continue;
             }
             if self.send.is_full() {
-                flush(self.send, self.socket, self.counters)?;
+                flush(self.send, self.socket, self.io, self.counters)?;
             }
             self.send.push(b, len, Some(to));
             sent += 1;
@@ -769,7 +793,7 @@ impl Output<'_> {
     /// ended with an Abort to its ranks tells the parent too (protocol.md §7).
     fn owed_up<G: ControlPlane>(&mut self, endpoint: &mut SoftEndpoint<G>) -> io::Result<()> {
         if self.send.buffer().is_none() {
-            flush(self.send, self.socket, self.counters)?;
+            flush(self.send, self.socket, self.io, self.counters)?;
             self.send.clear();
         } else {
             self.send.unuse_last();
@@ -794,9 +818,10 @@ impl Output<'_> {
 fn flush(
     send: &mut SendBatch,
     socket: &UdpSocket,
+    io: &mut Io,
     counters: &mut DaemonCounters,
 ) -> io::Result<()> {
-    let done = send.flush(socket.as_raw_fd())?;
+    let done = io.flush(socket.as_raw_fd(), send)?;
     counters.sent += done.sent as u64;
     counters.send_failures += done.failed as u64;
     Ok(())

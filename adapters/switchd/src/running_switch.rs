@@ -39,6 +39,8 @@ use crate::shards::{bind_shards, AdminRole};
 use crate::traffic::{CounterBoard, DaemonCounters};
 use crate::tree::ChildSpec;
 
+use switchml_xdp::{Attached, Io};
+
 /// Which switch the daemon runs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum SwitchPipeline {
@@ -124,6 +126,10 @@ pub struct SwitchConfig {
     /// Serve every counter at `http://ADDR/metrics` for Prometheus (`--metrics ADDR`);
     /// `None`, the default: no endpoint.
     pub metrics: Option<SocketAddr>,
+    /// Move datagrams through AF_XDP on this interface (`--io xdp --iface IF`): shard `i`
+    /// on receive queue `i`, its UDP socket beside (`switchml_xdp::Io`). `None`, the
+    /// default, or XDP unavailable (logged, with the reason): the UDP sockets alone.
+    pub xdp_iface: Option<String>,
 }
 
 impl SwitchConfig {
@@ -148,6 +154,7 @@ impl SwitchConfig {
             answer_status: true,
             source_limits: crate::SourceLimits::default(),
             metrics: None,
+            xdp_iface: None,
         }
     }
 
@@ -235,6 +242,7 @@ impl RunningSwitch {
             }
         }
         let admin = config.admin.as_deref().map(AdminSocket::bind).transpose()?;
+        let xdp = config.xdp_iface.as_deref().and_then(attach_xdp);
         let count = sockets.len();
         let (ready_tx, ready) = mpsc::channel::<io::Result<()>>();
         let mut shards = Vec::with_capacity(count);
@@ -245,6 +253,12 @@ impl RunningSwitch {
                 .ok()
                 .and_then(|i| Shard::new(i, count as u16))
                 .ok_or_else(|| io::Error::other("shard numbering"))?;
+            let io = Io::open(
+                xdp.as_ref(),
+                index as u32,
+                &socket,
+                &format!("shard {index}"),
+            );
             let thread = {
                 let (config, stop, board, ready) = (
                     config.clone(),
@@ -255,7 +269,9 @@ impl RunningSwitch {
                 std::thread::Builder::new()
                     .name(format!("switchml-switch{index}"))
                     .spawn(move || {
-                        serve(socket, &config, epoch, shard, role, &stop, &board, &ready)
+                        serve(
+                            socket, io, &config, epoch, shard, role, &stop, &board, &ready,
+                        )
                     })?
             };
             shards.push(ShardThread {
@@ -366,6 +382,7 @@ impl Drop for RunningSwitch {
 #[allow(clippy::too_many_arguments)] // one thread's whole world, passed once
 fn serve(
     socket: UdpSocket,
+    io: Io,
     config: &SwitchConfig,
     epoch: u32,
     shard: Shard,
@@ -383,7 +400,7 @@ fn serve(
             // A lost Result comes back for a Probe, not a resend (protocol.md §6.1).
             switch.set_probe_results(true);
             let endpoint = endpoint(switch, config, shard);
-            serve_with(endpoint, socket, config, admin, stop, board, ready)
+            serve_with(endpoint, socket, io, config, admin, stop, board, ready)
         }
         SwitchPipeline::P4Model => {
             let model = Pipeline::new(ModelConfig {
@@ -395,7 +412,7 @@ fn serve(
                 switch: SwitchAddr::default(),
             });
             let endpoint = endpoint(model, config, shard);
-            serve_with(endpoint, socket, config, admin, stop, board, ready)
+            serve_with(endpoint, socket, io, config, admin, stop, board, ready)
         }
     }
 }
@@ -412,9 +429,11 @@ fn endpoint<G: ControlPlane>(switch: G, config: &SwitchConfig, shard: Shard) -> 
 }
 
 /// Report readiness and serve `endpoint` until stopped.
+#[allow(clippy::too_many_arguments)] // as `serve`
 fn serve_with<G: ControlPlane>(
     endpoint: SoftEndpoint<G>,
     socket: UdpSocket,
+    io: Io,
     config: &SwitchConfig,
     admin: AdminRole,
     stop: &AtomicBool,
@@ -435,6 +454,7 @@ fn serve_with<G: ControlPlane>(
         Ok(d) => d,
         Err(e) => return fail(e),
     };
+    daemon.use_io(io);
     daemon.allow_keyless(config.allow_keyless);
     daemon.answer_status(config.answer_status);
     daemon.limit_sources(config.source_limits);
@@ -467,4 +487,16 @@ fn serve_with<G: ControlPlane>(
     };
     publish(&daemon);
     result
+}
+
+/// Attach the AF_XDP program to `iface`, or say why not: the daemon then serves on its UDP
+/// sockets alone.
+fn attach_xdp(iface: &str) -> Option<Arc<Attached>> {
+    match Attached::attach(iface) {
+        Ok(a) => Some(a),
+        Err(e) => {
+            log::warn!("--io xdp: {e}; serving on UDP sockets instead");
+            None
+        }
+    }
 }

@@ -103,6 +103,10 @@ pub struct DaemonCounters {
     pub replies_limited: u64,
     /// Status messages dropped unanswered because the daemon runs with `--status off`.
     pub status_off: u64,
+    /// Of `received`, the datagrams that came as AF_XDP frames (`--io xdp`).
+    pub xdp_received: u64,
+    /// Of `sent`, the datagrams that went as AF_XDP frames (`--io xdp`).
+    pub xdp_sent: u64,
     /// CPU time (user + system) of the daemon's threads, one per shard.
     pub cpu: std::time::Duration,
     /// The switch's counters: drops by reason (these two classes included), verdicts.
@@ -115,7 +119,7 @@ impl DaemonCounters {
     /// The switch-wide counters of the daemon, as `(name, help)`, in the order of
     /// [`DaemonCounters::named`]: the one list that reports, the admin socket's `stats`
     /// and the metrics endpoint follow.
-    pub const COUNTERS: [(&'static str, &'static str); 14] = [
+    pub const COUNTERS: [(&'static str, &'static str); 16] = [
         ("received", "Datagrams received"),
         ("sent", "Datagrams sent"),
         ("send_failures", "Datagrams the kernel refused to send"),
@@ -142,6 +146,8 @@ impl DaemonCounters {
             "Answers to strangers not sent: their destination had its share",
         ),
         ("status_off", "Status messages unanswered (--status off)"),
+        ("xdp_received", "Datagrams received as AF_XDP frames"),
+        ("xdp_sent", "Datagrams sent as AF_XDP frames"),
     ];
 
     /// Return the switch-wide counters as `(name, value)`, in the order of
@@ -162,6 +168,8 @@ impl DaemonCounters {
             self.throttled,
             self.replies_limited,
             self.status_off,
+            self.xdp_received,
+            self.xdp_sent,
         ];
         Self::COUNTERS.map(|(name, _)| name).into_iter().zip(values)
     }
@@ -194,6 +202,8 @@ impl DaemonCounters {
             throttled,
             replies_limited,
             status_off,
+            xdp_received,
+            xdp_sent,
             cpu,
             switch,
             jobs,
@@ -213,6 +223,8 @@ impl DaemonCounters {
         self.throttled += throttled;
         self.replies_limited += replies_limited;
         self.status_off += status_off;
+        self.xdp_received += xdp_received;
+        self.xdp_sent += xdp_sent;
         self.switch += switch;
         for j in jobs {
             match self.jobs.iter_mut().find(|m| m.job == j.job) {

@@ -13,7 +13,8 @@
 //! - [`frame`]: Ethernet/IPv4/UDP headers read and written, checksums valid;
 //! - [`neighbour`]: the next hop's MAC, from the kernel's neighbour table and from frames;
 //! - [`netns`]: namespaces joined by veths, for the tests and the benchmark;
-//! - [`XdpPath`]: the seam — a shard's or lane's AF_XDP socket beside its UDP socket, with
+//! - [`Io`]: the seam the daemon and the worker call — the UDP socket alone, or an
+//!   [`XdpPath`] — a shard's or lane's AF_XDP socket beside its UDP socket, with
 //!   the same three calls as the socket path (`recv` into a `RecvBatch`, `flush` a
 //!   `SendBatch`, `wait`), falling back datagram by datagram to the socket where it must.
 //!
@@ -38,6 +39,7 @@
 mod bpf;
 pub mod frame;
 pub mod iface;
+pub mod io;
 pub mod neighbour;
 pub mod netns;
 mod path;
@@ -46,5 +48,6 @@ mod ring;
 pub mod xsk;
 
 pub use iface::{Attached, Unavailable};
+pub use io::Io;
 pub use path::{XdpCounters, XdpPath};
 pub use xsk::Mode;

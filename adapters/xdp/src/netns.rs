@@ -34,6 +34,18 @@ pub fn can_build() -> bool {
 }
 
 impl Net {
+    /// [`Net::build`] for a test of `what` named by `tag` (the prefix is `xd-{tag}{pid}`),
+    /// or `None` with the reason printed if this process is not root.
+    pub fn for_test(what: &str, tag: &str, hosts: &[&str], subnet: u8) -> Option<(Net, String)> {
+        if !can_build() {
+            println!("skipped: {what} needs root (network namespaces, bpf)");
+            return None;
+        }
+        let prefix = format!("xd-{tag}{}", std::process::id() % 100_000);
+        let net = Net::build(&prefix, hosts, subnet).expect("network namespaces");
+        Some((net, prefix))
+    }
+
     /// Build `hosts` namespaces `{prefix}-{host}` on a bridge in `{prefix}-hub`, host `i`
     /// at 10.`subnet`.0.(i+1)/24 on a veth named `{prefix}` inside it (15 bytes at most).
     pub fn build(prefix: &str, hosts: &[&str], subnet: u8) -> io::Result<Net> {
@@ -62,6 +74,20 @@ impl Net {
             ip(&["-n", &ns, "link", "set", "lo", "up"])?;
         }
         Ok(net)
+    }
+
+    /// Add an Ethernet interface `name` without a native XDP hook (a bridge) to `host`, for
+    /// tests of the fallback.
+    pub fn add_no_xdp(&self, host: &str, name: &str) -> io::Result<()> {
+        ip(&[
+            "-n",
+            &self.namespace(host),
+            "link",
+            "add",
+            name,
+            "type",
+            "bridge",
+        ])
     }
 
     /// Host `i`'s address.

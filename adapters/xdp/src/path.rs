@@ -10,12 +10,12 @@
 
 use std::io;
 use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::RawFd;
 use std::sync::Arc;
 use std::time::Duration;
 
 use switchml_udp::batch::{Flushed, RecvBatch, SendBatch};
-use switchml_udp::socket::{wait_any, Ready, Wake};
+use switchml_udp::socket::{wait_any, Ready};
 
 use crate::frame::{emit, parse, Route, HEADERS};
 use crate::iface::{unavailable, Attached, Unavailable};
@@ -209,14 +209,9 @@ impl XdpPath {
         Ok(done)
     }
 
-    /// Wait up to `timeout` for a frame, a datagram on `socket` or `wake`.
-    pub fn wait(
-        &mut self,
-        socket: RawFd,
-        wake: Option<&Wake>,
-        timeout: Duration,
-    ) -> io::Result<Ready> {
-        let wake = wake.map_or(-1, |w| w.as_raw_fd());
+    /// Wait up to `timeout` for a frame, a datagram on `socket` or the eventfd `wake` (-1:
+    /// none).
+    pub fn wait(&mut self, socket: RawFd, wake: RawFd, timeout: Duration) -> io::Result<Ready> {
         let [socket, frames, woken] = wait_any([socket, self.xsk.fd(), wake], timeout)?;
         self.socket_ready |= socket;
         Ok(Ready {

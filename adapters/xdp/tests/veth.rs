@@ -10,21 +10,11 @@ use switchml_udp::batch::{RecvBatch, SendBatch};
 use switchml_xdp::netns::Net;
 use switchml_xdp::{Attached, XdpPath};
 
-fn skip() -> bool {
-    if !switchml_xdp::netns::can_build() {
-        println!("skipped: AF_XDP over veths needs root (network namespaces, bpf)");
-        return true;
-    }
-    false
-}
-
 #[test]
 fn datagrams_cross_the_af_xdp_path_both_ways() {
-    if skip() {
+    let Some((net, prefix)) = Net::for_test("AF_XDP over veths", "v", &["a", "b"], 231) else {
         return;
-    }
-    let prefix = format!("xd-v{}", std::process::id() % 100_000);
-    let net = Net::build(&prefix, &["a", "b"], 231).expect("namespaces");
+    };
     let (a_ns, b_ns) = (net.namespace("a"), net.namespace("b"));
     let b_addr: SocketAddr = (Net::address(231, 1), 40_001).into();
     // B: an ordinary socket, in its own thread's namespace.
@@ -54,7 +44,7 @@ fn datagrams_cross_the_af_xdp_path_both_ways() {
             b.send_to(&next.to_le_bytes().repeat(100), a_addr).unwrap();
             next += 1;
         }
-        path.wait(fd, None, Duration::from_millis(10)).unwrap();
+        path.wait(fd, -1, Duration::from_millis(10)).unwrap();
         let n = path.recv(fd, &mut recv).unwrap();
         for i in 0..n {
             let d = recv.get(i).unwrap();
@@ -94,21 +84,14 @@ fn datagrams_cross_the_af_xdp_path_both_ways() {
 
 #[test]
 fn an_interface_without_native_xdp_is_refused_with_a_reason() {
-    if skip() {
+    let Some((net, _)) = Net::for_test("XDP refusals", "r", &["a"], 232) else {
         return;
-    }
-    let prefix = format!("xd-r{}", std::process::id() % 100_000);
-    let net = Net::build(&prefix, &["a"], 232).expect("namespaces");
+    };
     Net::enter(&net.namespace("a")).unwrap();
     let lo = Attached::attach("lo").expect_err("lo is no Ethernet interface");
     assert!(lo.to_string().contains("interface lo"), "{lo}");
     // A bridge is Ethernet, but has no native XDP hook.
-    let ns = net.namespace("a");
-    let made = std::process::Command::new("ip")
-        .args(["-n", &ns, "link", "add", "xd-dum", "type", "bridge"])
-        .status()
-        .unwrap();
-    assert!(made.success());
+    net.add_no_xdp("a", "xd-dum").unwrap();
     let dummy = Attached::attach("xd-dum").expect_err("a bridge has no native XDP");
     assert!(dummy.to_string().contains("attach XDP"), "{dummy}");
     let none = Attached::attach("xd-none").expect_err("no such interface");
