@@ -77,8 +77,15 @@ impl Communicator {
         let mut lanes = Vec::with_capacity(usize::from(config.lanes));
         // This communicator's incarnation: a new process to the switch (protocol.md §4.1).
         let nonce = fresh_nonce();
+        let xdp = crate::lane_io::attach(&config.io);
         for lane in 0..config.lanes {
-            lanes.push(start_lane(config, lane, nonce, reports_tx.clone())?);
+            lanes.push(start_lane(
+                config,
+                lane,
+                nonce,
+                reports_tx.clone(),
+                xdp.as_ref(),
+            )?);
         }
         drop(reports_tx);
         let mut comm = Communicator {
@@ -236,6 +243,18 @@ impl Communicator {
         for lane in &self.lanes {
             let s = lane.shared.lock().map(|s| s.stats).unwrap_or_default();
             total.add(&s);
+        }
+        total
+    }
+
+    /// Return the datagrams the lanes received and sent as AF_XDP frames (`CommConfig::io`;
+    /// all zero on the socket path).
+    pub fn xdp_counters(&self) -> switchml_xdp::XdpCounters {
+        let mut total = switchml_xdp::XdpCounters::default();
+        for lane in &self.lanes {
+            let x = lane.shared.lock().map(|s| s.xdp).unwrap_or_default();
+            total.received += x.received;
+            total.sent += x.sent;
         }
         total
     }
@@ -474,6 +493,7 @@ fn start_lane(
     lane: u16,
     nonce: u32,
     reports: Sender<Report>,
+    xdp: Option<&Arc<switchml_xdp::Attached>>,
 ) -> Result<LaneHandle, Error> {
     let local: IpAddr = match config.switch {
         SocketAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
@@ -497,12 +517,14 @@ fn start_lane(
             .map_err(|e| Error::io(format!("lane {lane}: size the socket buffer"), &e))?;
     }
     let worker = Lane::worker(core)?;
+    let io = switchml_xdp::Io::open(xdp, u32::from(lane), &socket, &format!("lane {lane}"));
     let (tx, commands) = mpsc::channel();
     let wake = Arc::new(Wake::new().map_err(|e| Error::io("eventfd", &e))?);
     let shared = Arc::new(Mutex::new(Shared::default()));
     let state = Lane {
         index: usize::from(lane),
         socket,
+        io,
         switch: config.switch,
         worker,
         commands,

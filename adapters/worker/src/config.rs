@@ -85,6 +85,33 @@ pub struct CommConfig {
     /// [`Error::NonFinite`] before anything is sent. Likewise a float sum beyond the
     /// type's range: ±∞, or [`Error::Overflow`].
     pub non_finite: NonFinitePolicy,
+    /// How the lanes' datagrams move (`SWITCHML_IO`, `io`: `socket` or `xdp:IF`): UDP
+    /// sockets, or AF_XDP on interface IF, lane `l` on its receive queue `l` with its
+    /// socket beside it (`switchml_xdp::Io`); where XDP is unavailable the lanes say why
+    /// (a warning) and use their sockets.
+    pub io: IoPath,
+}
+
+/// How a communicator's lanes move datagrams.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum IoPath {
+    /// UDP sockets (`socket`).
+    #[default]
+    Socket,
+    /// AF_XDP on this interface (`xdp:IF`).
+    Xdp(String),
+}
+
+impl std::str::FromStr for IoPath {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<IoPath, String> {
+        match s.split_once(':') {
+            _ if s == "socket" => Ok(IoPath::Socket),
+            Some(("xdp", iface)) if !iface.is_empty() => Ok(IoPath::Xdp(iface.to_string())),
+            _ => Err(format!("io {s:?}: expected socket or xdp:INTERFACE")),
+        }
+    }
 }
 
 /// The protocol a communicator speaks.
@@ -162,6 +189,7 @@ impl CommConfig {
             fallback_timeout: DEFAULT_FALLBACK_TIMEOUT,
             dialect: Dialect::Switchml,
             non_finite: core.non_finite,
+            io: IoPath::Socket,
         }
     }
 
@@ -292,6 +320,8 @@ setters! {
     dialect: Dialect,
     /// Set what a float tensor holding a NaN or ±∞ does.
     non_finite: NonFinitePolicy,
+    /// Set how the lanes move datagrams.
+    io: IoPath,
 }
 
 impl CommConfigBuilder {

@@ -21,8 +21,9 @@ use switchml_core::worker::{
 
 use switchml_udp::batch::{RecvBatch, SendBatch};
 use switchml_udp::clock::{to_std, Clock};
-use switchml_udp::socket::{wait_readable, Wake};
+use switchml_udp::socket::Wake;
 use switchml_udp::Offload;
+use switchml_xdp::Io;
 
 use crate::error::Error;
 use crate::lane_log::LaneLog;
@@ -70,6 +71,8 @@ pub(crate) struct Shared {
     pub(crate) failure: Option<WorkerError>,
     /// The worker's round-trip estimate and the timeout a fresh use starts with.
     pub(crate) timing: Timing,
+    /// What went as AF_XDP frames (`CommConfig::io`).
+    pub(crate) xdp: switchml_xdp::XdpCounters,
 }
 
 /// What a lane's worker has measured of its round trips.
@@ -85,6 +88,8 @@ pub struct Timing {
 pub(crate) struct Lane {
     pub(crate) index: usize,
     pub(crate) socket: UdpSocket,
+    /// The socket alone, or an AF_XDP path beside it (`CommConfig::io`).
+    pub(crate) io: Io,
     /// The switch's address: its first shard's (protocol.md §1.1).
     pub(crate) switch: SocketAddr,
     pub(crate) worker: Box<LaneWorker>,
@@ -121,7 +126,8 @@ impl Lane {
         let size = config.max_datagram().max(256);
         let offload = Offload::enable(fd);
         log::debug!("lane {}: UDP offload {offload:?}", self.index);
-        let mut recv = match offload.gro {
+        // The AF_XDP path copies frames into the batch one by one: no GRO buffers.
+        let mut recv = match offload.gro && !self.io.is_xdp() {
             true => RecvBatch::with_gro(GRO_BATCH, size, true),
             false => RecvBatch::new(BATCH, size),
         };
@@ -172,7 +178,10 @@ impl Lane {
                     .worker
                     .poll_timeout()
                     .map_or(IDLE_WAIT, |t| clock.until(clock.now(), t).min(IDLE_WAIT));
-                let ready = wait_readable(fd, Some(&self.wake), timeout).unwrap_or_default();
+                let ready = self
+                    .io
+                    .wait(fd, Some(&self.wake), timeout)
+                    .unwrap_or_default();
                 if ready.woken {
                     self.wake.clear();
                 }
@@ -216,6 +225,7 @@ impl Lane {
     fn publish(&self) {
         if let Ok(mut shared) = self.shared.lock() {
             shared.stats = *self.worker.stats();
+            shared.xdp = self.io.counters();
             shared.timing = Timing {
                 srtt: self.worker.smoothed_rtt().map(to_std),
                 rto: to_std(self.worker.current_rto()),
@@ -237,7 +247,7 @@ impl Lane {
 
     /// Read one batch; a failure is logged and reads as nothing received.
     fn receive(&mut self, recv: &mut RecvBatch, fd: std::os::fd::RawFd) -> usize {
-        recv.recv(fd).unwrap_or_else(|e| {
+        self.io.recv(fd, recv).unwrap_or_else(|e| {
             self.log.recv_failed(&e);
             0
         })
@@ -246,7 +256,7 @@ impl Lane {
     /// Send one batch; return how many datagrams were refused (ICMP port unreachable). The
     /// others that failed are logged: the worker resends them, as it resends any loss.
     fn flush(&mut self, send: &mut SendBatch, fd: std::os::fd::RawFd) -> usize {
-        match send.flush(fd) {
+        match self.io.flush(fd, send) {
             Ok(f) => {
                 self.log
                     .send_failed(f.failed - f.refused, send.take_failure());

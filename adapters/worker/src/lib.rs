@@ -51,12 +51,13 @@ mod dialect;
 mod error;
 mod fallback;
 mod lane;
+mod lane_io;
 mod lane_log;
 mod part;
 mod settings;
 
 pub use comm::{Communicator, Pending};
-pub use config::{CommConfig, CommConfigBuilder, Dialect, DEFAULT_JOB};
+pub use config::{CommConfig, CommConfigBuilder, Dialect, IoPath, DEFAULT_JOB};
 pub use error::{Error, ShapeSetting};
 pub use fallback::FallbackStats;
 pub use half::{bf16, f16};

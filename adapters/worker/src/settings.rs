@@ -27,7 +27,7 @@ use switchml_core::wire::SWITCH_PORT;
 use switchml_core::worker::{max_rto_for, NonFinitePolicy};
 use switchml_udp::clock::{to_core, to_std};
 
-use crate::config::{resolve, CommConfig, Dialect, DEFAULT_JOB};
+use crate::config::{resolve, CommConfig, Dialect, IoPath, DEFAULT_JOB};
 use crate::error::Error;
 
 /// Define [`Settings`] from one list of fields: each becomes an `Option` field, and the
@@ -142,6 +142,12 @@ settings! {
     #[serde(default, deserialize_with = "non_finite_text")]
     #[cfg_attr(feature = "clap", arg(long))]
     non_finite: NonFinitePolicy,
+    /// How datagrams move: socket, or xdp:IF for AF_XDP on interface IF (root, or
+    /// CAP_NET_ADMIN and CAP_BPF; falls back to the sockets, saying why)
+    /// [env: SWITCHML_IO; default: socket].
+    #[serde(default, deserialize_with = "io_text")]
+    #[cfg_attr(feature = "clap", arg(long))]
+    io: IoPath,
 }
 
 impl Settings {
@@ -296,6 +302,7 @@ impl Settings {
             fallback_timeout: self.fallback_timeout_ms.map_or(c.fallback_timeout, ms),
             dialect: self.dialect.unwrap_or(c.dialect),
             non_finite: self.non_finite.unwrap_or(c.non_finite),
+            io: self.io.clone().unwrap_or(c.io),
             ..c
         }
     }
@@ -317,6 +324,12 @@ fn dialect_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Dialect>, D::E
 
 /// A non-finite policy's name (`propagate`, `error`), in the file or the environment.
 fn non_finite_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<NonFinitePolicy>, D::Error> {
+    let text = String::deserialize(d)?;
+    text.parse().map(Some).map_err(de::Error::custom)
+}
+
+/// An I/O path's name (`socket`, `xdp:IF`), in the file or the environment.
+fn io_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<IoPath>, D::Error> {
     let text = String::deserialize(d)?;
     text.parse().map(Some).map_err(de::Error::custom)
 }
@@ -528,13 +541,14 @@ pub(crate) mod tests {
             "key" => "bee",
             "dialect" => "p4app",
             "non_finite" => "error",
+            "io" => "xdp:xd-none",
             "rank" => "0",
             _ => "7",
         };
         let toml: String = Settings::NAMES
             .iter()
             .map(|&n| match n {
-                "switch" | "fallback_addr" | "key" | "dialect" | "non_finite" => {
+                "switch" | "fallback_addr" | "key" | "dialect" | "non_finite" | "io" => {
                     format!("{n} = \"{}\"\n", value(n))
                 }
                 _ => format!("{n} = {}\n", value(n)),
@@ -553,6 +567,7 @@ pub(crate) mod tests {
         assert_eq!(from_env.key, Some(0xBEE));
         assert_eq!(from_env.dialect, Some(Dialect::P4app));
         assert_eq!(from_env.non_finite, Some(NonFinitePolicy::Refuse));
+        assert_eq!(from_env.io, Some(IoPath::Xdp("xd-none".into())));
         assert_eq!(from_env.join_timeout_ms, Some(7));
         // Equal but for where the switch came from, which only error messages say.
         assert_eq!(
