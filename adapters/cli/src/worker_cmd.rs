@@ -79,6 +79,7 @@ pub fn worker(
     let eps = w.elements as f64 * f64::from(w.iterations) / run.elapsed.as_secs_f64().max(1e-9);
     let verified = run.check.map(|c| c.ok());
     let fallback = comm.fallback_stats();
+    let xdp = comm.xdp_counters();
     if json_out {
         println!(
             "{}",
@@ -107,6 +108,8 @@ pub fn worker(
                 "fallback_tensors": fallback.tensors,
                 "fallback_bytes": fallback.bytes,
                 "fallback_reason": fallback.reason,
+                "xdp_frames_received": xdp.received,
+                "xdp_frames_sent": xdp.sent,
             })
         );
     } else {

@@ -57,19 +57,30 @@ pub fn parse(frame: &[u8]) -> Option<UdpFrame> {
     })
 }
 
-/// One's-complement sum of `bytes` as big-endian 16-bit words, added to `sum`.
-fn add_words(mut sum: u32, bytes: &[u8]) -> u32 {
-    let mut words = bytes.chunks_exact(2);
-    for w in &mut words {
-        sum += u32::from(u16::from_be_bytes([w[0], w[1]]));
+/// One's-complement sum of `bytes` as big-endian 16-bit words, added to `sum` (not yet
+/// folded). Four bytes at a time: a 32-bit word is congruent to the sum of its two halves
+/// modulo 0xffff, which is all the folded result depends on.
+fn add_words(sum: u32, bytes: &[u8]) -> u32 {
+    let mut acc = u64::from(sum);
+    let mut quads = bytes.chunks_exact(4);
+    for q in &mut quads {
+        acc += u64::from(u32::from_be_bytes([q[0], q[1], q[2], q[3]]));
     }
-    if let [last] = words.remainder() {
-        sum += u32::from(*last) << 8;
+    let mut rest = quads.remainder().chunks_exact(2);
+    for w in &mut rest {
+        acc += u64::from(u16::from_be_bytes([w[0], w[1]]));
     }
-    sum
+    if let [last] = rest.remainder() {
+        acc += u64::from(*last) << 8;
+    }
+    // Fold to 32 bits (twice covers the carry of the first fold).
+    acc = (acc & 0xffff_ffff) + (acc >> 32);
+    acc = (acc & 0xffff_ffff) + (acc >> 32);
+    acc as u32
 }
 
-fn fold(mut sum: u32) -> u16 {
+fn fold(sum: u32) -> u16 {
+    let mut sum = u64::from(sum);
     while sum > 0xffff {
         sum = (sum & 0xffff) + (sum >> 16);
     }
@@ -169,6 +180,25 @@ mod tests {
             0x01, 0xc0, 0xa8, 0x00, 0xc7,
         ];
         assert_eq!(fold(add_words(0, &h)), 0xb861);
+    }
+
+    #[test]
+    fn the_four_byte_sum_equals_the_two_byte_sum() {
+        let bytes: Vec<u8> = (0..1031u32).map(|i| (i * 7919 % 251) as u8).collect();
+        for len in [0, 1, 2, 3, 5, 6, 7, 1030, 1031] {
+            let slow = bytes[..len].chunks(2).fold(0u64, |s, w| {
+                s + u64::from(u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)]))
+            });
+            let mut slow_folded = slow;
+            while slow_folded > 0xffff {
+                slow_folded = (slow_folded & 0xffff) + (slow_folded >> 16);
+            }
+            assert_eq!(
+                fold(add_words(0, &bytes[..len])),
+                !(slow_folded as u16),
+                "{len}"
+            );
+        }
     }
 
     #[test]
