@@ -1,7 +1,10 @@
 //! Ethernet II + IPv4 + UDP framing of a datagram, both ways. A frame written here carries
 //! a valid IPv4 header checksum and a valid UDP checksum (RFC 768, over the pseudo-header),
 //! Don't Fragment set and no IP options; a frame read here must be IPv4 without options,
-//! not a fragment, and UDP whose lengths agree with the frame.
+//! not a fragment, and UDP whose lengths agree with the frame. Its checksums are not
+//! checked: a NIC has dropped a frame whose Ethernet FCS failed, and on a veth a frame
+//! from a local socket carries only the pseudo-header's partial sum (the kernel's own UDP
+//! receive skips the check there too).
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 

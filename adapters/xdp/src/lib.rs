@@ -26,8 +26,10 @@
 //! nightly toolchain (or a C compiler for BPF). The program here is 40 instructions and
 //! its whole life is three `bpf(2)` commands and a link, so this crate speaks to the kernel
 //! through `libc` (already a dependency of the socket layer): it builds wherever the rest
-//! of the workspace builds, in about the time of its own 1,000 lines, and every `unsafe` is
-//! in view, each with the reason it is sound.
+//! of the workspace builds (1.7 s for this crate, a debug build on a busy 2-core machine; it
+//! adds no crate to the build), and every `unsafe` is in view, each with the reason it is
+//! sound. The alternatives' build cost was not measured here: this machine has no clang or
+//! `libclang`, which `bindgen` needs.
 //!
 //! What this crate does **not** do: read or write a protocol message, or decide anything;
 //! IPv6, VLAN tags, IP options or fragments (all passed to the kernel, so the UDP socket
