@@ -200,7 +200,7 @@ pub fn demo(workers: u16, w: &Workload, tuning: &Tuning, switch: Setup, json_out
     if !json_out {
         println!(
             "switchml demo: {workers} workers × {} {:?} elements, {} iteration(s), {} lanes × {} slots, {} values/packet, loss {:.1}%, {switches} — switches and workers on 127.0.0.1",
-            w.elements, w.dtype, w.iterations, tuned.lanes, tuned.window, tuned.count, drop_rate * 100.0
+            w.elements, w.dtype, w.iterations, tuned.lanes, tuned.window, values_per_packet(tuned.count), drop_rate * 100.0
         );
     }
     let progress = if json_out {
@@ -289,5 +289,13 @@ pub fn op(average: bool) -> Op {
         Op::Average
     } else {
         Op::Sum
+    }
+}
+
+/// A count as set, or what 0 means: the path's (the switch's largest that fits its MTU).
+fn values_per_packet(count: u16) -> String {
+    match count {
+        switchml_worker::config::COUNT_FROM_PATH => "the path's".into(),
+        n => n.to_string(),
     }
 }

@@ -12,6 +12,7 @@
 mod bench;
 mod demo;
 mod doctor;
+mod doctor_p4app;
 mod inputs;
 mod local_switch;
 mod logger;
@@ -207,9 +208,18 @@ enum Command {
     /// Probe a switch: reachability, round-trip time, the job and its ranks. The switch
     /// answers a Status only to the job's key: set SWITCHML_JOB_KEY as for its workers.
     Doctor {
-        /// The switch's address, host:port.
-        #[arg(long)]
-        switch: String,
+        /// The switch's address, host:port (--dialect p4app: its gRPC control plane's,
+        /// checked for a connection).
+        #[arg(long, required_unless_present = "admin")]
+        switch: Option<String>,
+        /// The protocol the switch serves: `switchml` (asked with Status messages) or
+        /// `p4app` (asked through its --admin socket: the dialect has no Status).
+        #[arg(long, value_enum, default_value_t = p4app_cmd::Dialect::Switchml)]
+        dialect: p4app_cmd::Dialect,
+        /// --dialect p4app: the switch's admin socket (`switchml switch --dialect p4app
+        /// --admin PATH`), whose `stats` the doctor reads.
+        #[arg(long, required_if_eq("dialect", "p4app"))]
+        admin: Option<std::path::PathBuf>,
         /// The job id to ask about.
         #[arg(long, default_value_t = 0)]
         job: u16,
@@ -403,7 +413,14 @@ fn main() {
             control,
         } => 'arm: {
             if let (p4app_cmd::Dialect::P4app, Some(iface), Some(ip)) = (dialect, &iface, ip) {
-                break 'arm p4app_cmd::switch(iface, ip, control, report_every, json);
+                let serving = p4app_cmd::Serving {
+                    control,
+                    report_every,
+                    json,
+                    admin,
+                    metrics,
+                };
+                break 'arm p4app_cmd::switch(iface, ip, serving);
             }
             let xdp = io == "xdp";
             if (iface.is_some() && !xdp) || ip.is_some() {
@@ -469,14 +486,27 @@ fn main() {
         ),
         Command::Doctor {
             switch,
+            dialect,
+            admin,
             job,
             probes,
             json,
             bmv2_cli,
-        } => match switchml_switchd::key_from_env() {
-            Ok(key) => doctor::doctor(&switch, job, key, probes, json, bmv2_cli.as_deref()),
-            Err(e) => {
-                eprintln!("switchml doctor: {e}");
+        } => match (dialect, admin, switch) {
+            (p4app_cmd::Dialect::P4app, Some(admin), switch) => {
+                doctor_p4app::doctor(&admin, switch.as_deref(), json)
+            }
+            (p4app_cmd::Dialect::Switchml, _, Some(switch)) => {
+                match switchml_switchd::key_from_env() {
+                    Ok(key) => doctor::doctor(&switch, job, key, probes, json, bmv2_cli.as_deref()),
+                    Err(e) => {
+                        eprintln!("switchml doctor: {e}");
+                        2
+                    }
+                }
+            }
+            _ => {
+                eprintln!("switchml doctor: --switch is required (--admin is for --dialect p4app)");
                 2
             }
         },

@@ -1,13 +1,17 @@
 //! `switchml switch --dialect p4app`: serve the original SwitchML's client
-//! (switchml-p4app-switch) until SIGINT or SIGTERM, then print every counter.
+//! (switchml-p4app-switch) until SIGINT or SIGTERM, then print every counter; its
+//! counters also at `--metrics` and through `--admin` (`stats`, `list`).
 
 use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use switchml_p4app_switch::{P4appSwitchConfig, RunningP4appSwitch, Stats};
+use switchml_p4app_switch::{CounterKind, P4appSwitchConfig, RunningP4appSwitch, Stats};
+use switchml_switchd::{AdminRequest, AdminSocket, MetricsEndpoint};
 
 /// The protocol `switchml switch` serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -18,101 +22,11 @@ pub enum Dialect {
     P4app,
 }
 
-/// Every counter with its name, the drops saying why.
-fn counters(s: &Stats) -> Vec<(&'static str, u64, &'static str)> {
-    let (f, w) = (s.frames, s.switch);
-    vec![
-        ("received", f.received, "frames received"),
-        ("sent", f.sent, "frames sent"),
-        (
-            "arp_replies",
-            f.arp_replies,
-            "ARP requests for the switch's IP answered",
-        ),
-        (
-            "multicast",
-            w.multicast,
-            "sets completed, the result sent to every worker",
-        ),
-        (
-            "unicast",
-            w.unicast,
-            "stored results sent again to a retransmitter",
-        ),
-        (
-            "consumed",
-            w.consumed,
-            "contributions taken without a reply",
-        ),
-        (
-            "malformed_frame",
-            f.malformed,
-            "dropped: frames that do not parse",
-        ),
-        (
-            "wrong_port",
-            f.wrong_port,
-            "dropped: UDP outside ports 0xBEE0-0xBEEF",
-        ),
-        (
-            "unknown_sender",
-            f.unknown_sender,
-            "dropped: a (MAC, IP) no UdpSession registered",
-        ),
-        (
-            "malformed",
-            w.malformed,
-            "dropped: a header that does not parse",
-        ),
-        (
-            "size",
-            w.size,
-            "dropped: a size code other than 1 (64) or 3 (256)",
-        ),
-        (
-            "too_large",
-            w.too_large,
-            "dropped: more values than a slot holds",
-        ),
-        (
-            "unknown_rank",
-            w.unknown_rank,
-            "dropped: no session, or a rank beyond it",
-        ),
-        ("slot", w.slot, "dropped: a slot beyond the switch's"),
-        (
-            "incomplete",
-            w.incomplete,
-            "dropped: a retransmission into a set not yet complete",
-        ),
-        (
-            "buffer_too_small",
-            w.buffer_too_small,
-            "dropped: no room for the reply",
-        ),
-        (
-            "unregistered",
-            f.unregistered,
-            "not sent: a rank that has not registered",
-        ),
-        (
-            "send_errors",
-            f.send_errors,
-            "not sent: the interface refused",
-        ),
-        (
-            "other",
-            f.other,
-            "ignored: frames for other hosts or protocols",
-        ),
-    ]
-}
-
 fn print(s: &Stats, json_out: bool) {
     if json_out {
         let mut m = serde_json::Map::new();
-        for (k, v, _) in counters(s) {
-            m.insert(k.into(), v.into());
+        for c in s.counters() {
+            m.insert(c.name.into(), c.value.into());
         }
         m.insert("workers".into(), s.workers.into());
         m.insert("registered".into(), s.registered.into());
@@ -122,32 +36,91 @@ fn print(s: &Stats, json_out: bool) {
             "  session: {} workers, {} registered",
             s.workers, s.registered
         );
-        for (k, v, why) in counters(s) {
-            if v > 0 || !why.starts_with("dropped") {
-                println!("  {k:>16} {v:>12}  {why}");
+        for c in s.counters() {
+            let why = match c.kind {
+                CounterKind::Work => c.help.to_string(),
+                CounterKind::Dropped => format!("dropped: {}", c.help),
+                CounterKind::NotSent => format!("not sent: {}", c.help),
+                CounterKind::Ignored => format!("ignored: {}", c.help),
+            };
+            if c.value > 0 || c.kind == CounterKind::Work {
+                println!("  {:>16} {:>12}  {why}", c.name, c.value);
             }
         }
     }
     let _ = std::io::stdout().flush();
 }
 
+/// The admin socket's answer: `stats` the counters in the metrics' text, `list` the
+/// session; jobs cannot be added or removed (the client's `UdpSession` makes the one
+/// session).
+fn answer(request: Result<AdminRequest, String>, s: &Stats) -> String {
+    match request {
+        Ok(AdminRequest::Stats) => format!("ok\n{}", s.openmetrics()),
+        Ok(AdminRequest::List) => format!(
+            "ok p4app session: {} workers, {} registered",
+            s.workers, s.registered
+        ),
+        Ok(AdminRequest::Add(_) | AdminRequest::Remove(_)) => "error: the p4app dialect has \
+            one session, which the client's Session.UdpSession opens; there are no jobs to \
+            add or remove"
+            .into(),
+        Err(e) => format!("error: {e}"),
+    }
+}
+
+/// Where the dialect switch listens and reports, beside its interface.
+pub struct Serving {
+    /// The gRPC control plane's address.
+    pub control: SocketAddr,
+    /// Print the counters every this many seconds (0: only at the end).
+    pub report_every: u64,
+    /// Print JSON.
+    pub json: bool,
+    /// The admin socket (`stats`, `list`), if any.
+    pub admin: Option<PathBuf>,
+    /// The Prometheus endpoint, if any.
+    pub metrics: Option<SocketAddr>,
+}
+
 /// Run the dialect switch; return the exit code.
-pub fn switch(
-    iface: &str,
-    ip: Ipv4Addr,
-    control: SocketAddr,
-    report_every: u64,
-    json_out: bool,
-) -> i32 {
+pub fn switch(iface: &str, ip: Ipv4Addr, serving: Serving) -> i32 {
+    let Serving {
+        control,
+        report_every,
+        json: json_out,
+        admin,
+        metrics,
+    } = serving;
     let stop = crate::signal::stop_flag();
     let mut config = P4appSwitchConfig::new(iface, ip);
     config.control = control;
     let sw = match RunningP4appSwitch::start(&config) {
-        Ok(s) => s,
+        Ok(s) => Arc::new(s),
         Err(e) => {
             eprintln!("error: the p4app switch on {iface}: {e}");
             return 1;
         }
+    };
+    let admin = match admin.as_deref().map(AdminSocket::bind).transpose() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: the admin socket: {e}");
+            return 1;
+        }
+    };
+    let _metrics = match metrics {
+        Some(at) => {
+            let sw = Arc::clone(&sw);
+            match MetricsEndpoint::serve_text(at, Box::new(move || sw.stats().openmetrics())) {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return 1;
+                }
+            }
+        }
+        None => None,
     };
     let mac = sw.mac().map(|b| format!("{b:02x}")).join(":");
     if json_out {
@@ -166,12 +139,19 @@ pub fn switch(
     let mut last = Instant::now();
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(50));
+        if let Some(a) = &admin {
+            a.serve(|request| answer(request, &sw.stats()));
+        }
         if report_every > 0 && last.elapsed() >= Duration::from_secs(report_every) {
             last = Instant::now();
             print(&sw.stats(), json_out);
         }
     }
-    let s = sw.stop();
+    drop(_metrics);
+    let s = match Arc::try_unwrap(sw) {
+        Ok(sw) => sw.stop(),
+        Err(sw) => sw.stats(),
+    };
     if !json_out {
         println!("stopped; final counters:");
     }

@@ -53,7 +53,7 @@ pub fn worker(
     match (&at_start, json_out) {
         (None, false) => println!(
             "rank {rank}/{} joined job {job} at {} (epoch {:#010x}, {} lanes × {} slots, {} values/packet)",
-            config.world, config.switch, comm.epoch(), config.lanes, config.window, config.count
+            config.world, config.switch, comm.epoch(), config.lanes, config.window, comm.config().count
         ),
         (Some(reason), false) => println!(
             "rank {rank}/{}: FALLBACK: job {job} all-reduces over the host ring: {reason}",

@@ -12,10 +12,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
 
-use switchml_core::p4app::{P4appCounters, P4appSlot, P4appSwitch, P4appVerdict};
+use switchml_core::p4app::{P4appSlot, P4appSwitch, P4appVerdict};
 
 use crate::frame::{self, Frame, Peer, REPLY_HEADERS_LEN};
 use crate::raw::RawSocket;
+use crate::stats::{FrameCounters, Stats};
 
 /// 32-bit words of rank bitmap: 64 ranks (the original has 32).
 pub const WORDS: usize = 2;
@@ -40,43 +41,6 @@ pub enum Command {
         /// Its addresses.
         peer: Peer,
     },
-}
-
-/// The data plane's counters of frames, beside the switch's own.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct FrameCounters {
-    /// Frames received.
-    pub received: u64,
-    /// Frames sent (replies and ARP replies).
-    pub sent: u64,
-    /// ARP requests for the switch's IP answered.
-    pub arp_replies: u64,
-    /// Dropped: a frame to the switch that does not parse (short, lengths, fragments), or
-    /// one cut by the receive buffer.
-    pub malformed: u64,
-    /// Dropped: UDP to the switch's IP on a port outside 0xBEE0–0xBEEF.
-    pub wrong_port: u64,
-    /// Dropped: a request from a (MAC, IP) that no `UdpSession` registered.
-    pub unknown_sender: u64,
-    /// Replies not sent: a rank of the session that has not registered yet.
-    pub unregistered: u64,
-    /// Replies the interface refused.
-    pub send_errors: u64,
-    /// Ignored: another host's frames, other protocols, ARP for other IPs.
-    pub other: u64,
-}
-
-/// Everything counted: the frames and the dialect switch.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Stats {
-    /// Frames.
-    pub frames: FrameCounters,
-    /// The switch's verdicts on the requests it was handed.
-    pub switch: P4appCounters,
-    /// The session's worker count (0 before the first `UdpSession`).
-    pub workers: u16,
-    /// Ranks registered in this session.
-    pub registered: u16,
 }
 
 /// The data plane without its socket.
@@ -132,6 +96,13 @@ impl<'s> Engine<'s> {
             switch: self.switch.counters(),
             workers: self.switch.workers(),
             registered: self.ranks.len() as u16,
+            registered_ranks: self
+                .peers
+                .iter()
+                .take(64)
+                .enumerate()
+                .filter(|(_, p)| p.is_some())
+                .fold(0, |mask, (rank, _)| mask | 1 << rank),
         }
     }
 

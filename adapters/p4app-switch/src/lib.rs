@@ -36,6 +36,7 @@ pub mod dataplane;
 pub mod frame;
 pub mod proto;
 pub mod raw;
+pub mod stats;
 pub mod worker;
 
 use std::net::{Ipv4Addr, SocketAddr};
@@ -45,8 +46,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 pub use client::ControlClient;
-pub use dataplane::{FrameCounters, Stats};
 pub use frame::Peer;
+pub use stats::{Counter, CounterKind, FrameCounters, Stats};
 pub use worker::{DialectError, DialectSetup, UdpDialectWorker};
 
 /// The port of the original controller.

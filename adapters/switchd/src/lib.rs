@@ -30,6 +30,7 @@ mod traffic;
 mod tree;
 
 pub use admin::request as admin_request;
+pub use admin::{AdminRequest, AdminSocket};
 pub use job::{key_from_env, JobSpec, DEFAULT_JOB_SLOTS};
 pub use metrics::MetricsEndpoint;
 pub use running_switch::{RunningSwitch, SwitchConfig, SwitchPipeline};

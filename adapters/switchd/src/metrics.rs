@@ -32,6 +32,10 @@ use crate::traffic::{DaemonCounters, JobTraffic};
 /// Where a scrape gets the counters from.
 pub type Snapshot = dyn Fn() -> DaemonCounters + Send + Sync;
 
+/// What a scrape answers: the whole OpenMetrics text (another switch's counters, e.g.
+/// the p4app dialect's `Stats::openmetrics`).
+pub type Render = dyn Fn() -> String + Send + Sync;
+
 /// How often the endpoint's thread looks at its stop flag while idle.
 const POLL: Duration = Duration::from_millis(100);
 
@@ -45,6 +49,11 @@ pub struct MetricsEndpoint {
 impl MetricsEndpoint {
     /// Listen at `addr` (port 0: any) and serve `snapshot()`'s counters at `/metrics`.
     pub fn start(addr: SocketAddr, snapshot: Box<Snapshot>) -> io::Result<MetricsEndpoint> {
+        MetricsEndpoint::serve_text(addr, Box::new(move || encode(&snapshot())))
+    }
+
+    /// Listen at `addr` (port 0: any) and answer each scrape of `/metrics` with `render()`.
+    pub fn serve_text(addr: SocketAddr, render: Box<Render>) -> io::Result<MetricsEndpoint> {
         let server = tiny_http::Server::http(addr).map_err(|e| {
             io::Error::new(io::ErrorKind::AddrInUse, format!("metrics at {addr}: {e}"))
         })?;
@@ -57,7 +66,7 @@ impl MetricsEndpoint {
             .name("switchml-metrics".into())
             .spawn({
                 let stop = Arc::clone(&stop);
-                move || serve(&server, &*snapshot, &stop)
+                move || serve(&server, &*render, &stop)
             })?;
         log::info!("metrics at http://{addr}/metrics");
         Ok(MetricsEndpoint {
@@ -82,7 +91,7 @@ impl Drop for MetricsEndpoint {
     }
 }
 
-fn serve(server: &tiny_http::Server, snapshot: &Snapshot, stop: &AtomicBool) {
+fn serve(server: &tiny_http::Server, render: &Render, stop: &AtomicBool) {
     while !stop.load(Ordering::Relaxed) {
         let request = match server.recv_timeout(POLL) {
             Ok(Some(r)) => r,
@@ -94,7 +103,7 @@ fn serve(server: &tiny_http::Server, snapshot: &Snapshot, stop: &AtomicBool) {
         };
         let path = request.url().split('?').next().unwrap_or("");
         let response = if path == "/metrics" {
-            let text = encode(&snapshot());
+            let text = render();
             let kind = "application/openmetrics-text; version=1.0.0; charset=utf-8";
             tiny_http::Response::from_string(text).with_header(
                 tiny_http::Header::from_bytes("Content-Type", kind).expect("a valid header"),

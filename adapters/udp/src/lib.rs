@@ -9,7 +9,7 @@
 //!   with UDP GSO runs and GRO buffers where the kernel has them ([`Offload`]);
 //! - [`sockaddr`]: socket addresses to and from the kernel's form;
 //! - [`socket`]: socket buffer sizing, `poll` with a wake-up ([`socket::Wake`]);
-//! - [`source`]: source addresses no answer can go to;
+//! - [`source`]: source addresses no answer can go to; [`mtu`]: the path MTU to a peer;
 //! - [`loss`]: seeded loss injection, for tests and benchmarks;
 //! - [`clock`]: the one place where OS time becomes core time; [`cpu`]: a thread's CPU time;
 //! - [`fresh`]: fresh keys, nonces and epochs from the host;
@@ -26,6 +26,7 @@ pub mod cpu;
 pub mod fresh;
 pub mod log_limit;
 pub mod loss;
+pub mod mtu;
 mod offload;
 mod os_error;
 pub mod sockaddr;

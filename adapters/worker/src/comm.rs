@@ -22,9 +22,10 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use switchml_core::quant::Op;
-use switchml_core::worker::{Stats, WorkerError};
+use switchml_core::wire::AbortReason;
+use switchml_core::worker::{Stats, WorkerError, MAX_DEFAULT_COUNT};
 
-use crate::config::{CommConfig, Dialect};
+use crate::config::{CommConfig, Dialect, COUNT_FROM_PATH};
 use crate::error::{Error, ShapeSetting};
 use crate::fallback::{falls_back, Fallback, FallbackStats};
 use crate::lane::{Command, Lane, Report, Shared, Timing, BATCH};
@@ -62,6 +63,20 @@ pub struct Pending<T> {
     pub(crate) _element: PhantomData<T>,
 }
 
+/// The switch's largest count, if `joined` is its refusal of a larger one.
+fn count_too_large(joined: &Result<u32, Error>) -> Option<u16> {
+    match joined {
+        Err(Error::Worker { error, .. }) => match **error {
+            WorkerError::Refused {
+                reason: AbortReason::CountTooLarge,
+                detail,
+            } => Some(detail).filter(|&m| m > 0),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// How long `connect` waits beyond the join timeout for lanes that report nothing.
 const JOIN_GRACE: Duration = Duration::from_secs(2);
 
@@ -69,10 +84,34 @@ impl Communicator {
     /// Start the lanes and join the job; return when every lane has joined.
     pub fn connect(config: &CommConfig) -> Result<Communicator, Error> {
         config.validate()?;
+        let sized = config.sized_for_path(MAX_DEFAULT_COUNT);
+        sized.validate()?;
         if config.dialect == Dialect::P4app {
-            return Self::connect_p4app(config);
+            return Self::connect_p4app(&sized);
         }
         let fallback = Fallback::open(config)?;
+        let (mut comm, mut joined) = Self::start_lanes(sized, fallback.clone())?;
+        // A count chosen from the path may exceed what the switch takes (a P4 switch's
+        // 256): every rank is refused alike before any run gathers, and tries once more
+        // with the switch's largest, before any refusal counts as the switch's failure.
+        if let (COUNT_FROM_PATH, Some(max)) = (config.count, count_too_large(&joined)) {
+            drop(comm);
+            (comm, joined) = Self::start_lanes(config.sized_for_path(max), fallback)?;
+        }
+        match (joined, &comm.fallback) {
+            (Ok(epoch), _) => comm.epoch = epoch,
+            (Err(e), Some(f)) if falls_back(&e) => f.switch_failed(&e),
+            (Err(e), _) => return Err(e),
+        }
+        Ok(comm)
+    }
+
+    /// Start `config`'s lanes and wait for them to join; the communicator and how the
+    /// joins went.
+    fn start_lanes(
+        config: CommConfig,
+        fallback: Option<Arc<Fallback>>,
+    ) -> Result<(Communicator, Result<u32, Error>), Error> {
         let (reports_tx, reports) = mpsc::channel();
         let mut lanes = Vec::with_capacity(usize::from(config.lanes));
         // This communicator's incarnation: a new process to the switch (protocol.md §4.1).
@@ -80,7 +119,7 @@ impl Communicator {
         let xdp = crate::lane_io::attach(&config.io);
         for lane in 0..config.lanes {
             lanes.push(start_lane(
-                config,
+                &config,
                 lane,
                 nonce,
                 reports_tx.clone(),
@@ -88,8 +127,8 @@ impl Communicator {
             )?);
         }
         drop(reports_tx);
-        let mut comm = Communicator {
-            config: config.clone(),
+        let comm = Communicator {
+            config,
             lanes,
             epoch: 0,
             exponents: Arc::default(),
@@ -97,12 +136,8 @@ impl Communicator {
             #[cfg(feature = "p4app")]
             dialect: None,
         };
-        match (comm.await_joins(&reports), &comm.fallback) {
-            (Ok(epoch), _) => comm.epoch = epoch,
-            (Err(e), Some(f)) if falls_back(&e) => f.switch_failed(&e),
-            (Err(e), _) => return Err(e),
-        }
-        Ok(comm)
+        let joined = comm.await_joins(&reports);
+        Ok((comm, joined))
     }
 
     /// Join through the original controller at `config.switch` (the p4app dialect).

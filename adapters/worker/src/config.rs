@@ -12,7 +12,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
 use switchml_core::time::Duration as CoreDuration;
-use switchml_core::worker::{Config as LaneConfig, LaneLayout, NonFinitePolicy};
+use switchml_core::worker::{count_for_mtu, Config as LaneConfig, LaneLayout, NonFinitePolicy};
 
 use switchml_udp::clock::{to_core, to_std};
 
@@ -36,8 +36,11 @@ pub struct CommConfig {
     pub lanes: u16,
     /// Slots per lane; the job needs `lanes × window` slots at the switch.
     pub window: u16,
-    /// Values per packet (`k`); the default, 256, keeps a datagram under a 1500-byte MTU
-    /// ([`DEFAULT_COUNT`]).
+    /// Values per packet (`k`), or [`COUNT_FROM_PATH`] (0, the default): the largest power
+    /// of two up to 1,024 whose datagram fits the path MTU to the switch, which the kernel
+    /// reports when the communicator connects (256 on a 1500-byte Ethernet, 1,024 on
+    /// loopback or jumbo frames; protocol.md §6). The communicator's
+    /// [`config`](crate::Communicator::config) holds the count it chose.
     pub count: u16,
     /// First retransmission timeout.
     pub rto: Duration,
@@ -148,11 +151,18 @@ pub const DEFAULT_LANES: u16 = 2;
 /// Default slots per lane: 2 × 128 = 256 slots, the switch's default per job
 /// (`JobSpec`'s `DEFAULT_JOB_SLOTS`).
 pub const DEFAULT_WINDOW: u16 = 128;
-/// Default values per packet. A Contribution is a 24-byte header and 4 bytes per value;
-/// with IP and UDP's 28 bytes, `count` ≤ 362 fits a 1500-byte MTU. 256 is the largest
-/// power of two that does (1,076 bytes on the wire), so the defaults work across hosts
-/// on an ordinary Ethernet; loopback and jumbo frames can take 1024 or more.
-pub const DEFAULT_COUNT: u16 = 256;
+/// `count` 0: the values per packet come from the path MTU to the switch
+/// ([`CommConfig::sized_for_path`]).
+pub const COUNT_FROM_PATH: u16 = 0;
+/// Default values per packet: from the path ([`COUNT_FROM_PATH`]). A Contribution is a
+/// 24-byte header and 4 bytes per value; with IP and UDP's 28 bytes, `count` ≤ 362 fits a
+/// 1500-byte MTU, and 256 is the largest power of two that does (1,076 bytes on the wire);
+/// loopback (65,536) and jumbo frames take 1,024, the software switch's largest.
+pub const DEFAULT_COUNT: u16 = COUNT_FROM_PATH;
+/// The count when the path's MTU cannot be read: 256, which fits an ordinary Ethernet.
+pub const SAFE_COUNT: u16 = 256;
+/// The dialect's count when none is set: 64, the only size a standard Tofino pipe serves.
+pub const P4APP_DEFAULT_COUNT: u16 = 64;
 /// Default first retransmission timeout, the floor under the measured one: the core's
 /// [`HOST_RTO`](switchml_core::worker::HOST_RTO), 20 ms, where the reasons are. Lower it
 /// (`SWITCHML_RTO_MS`) where losses are real and hosts idle.
@@ -199,8 +209,15 @@ impl CommConfig {
         if self.world == 0 || self.rank >= self.world {
             return bad(format!("rank {} is not in 0..{}", self.rank, self.world));
         }
-        // The layout's bounds are the core's (lanes × window, the window, the count).
-        let layout = self.layout();
+        // The layout's bounds are the core's (lanes × window, the window, the count); a
+        // count from the path is checked once chosen (`sized_for_path`).
+        let mut layout = self.layout();
+        if self.count == COUNT_FROM_PATH {
+            layout.count = match self.dialect {
+                Dialect::Switchml => SAFE_COUNT,
+                Dialect::P4app => P4APP_DEFAULT_COUNT,
+            };
+        }
         if let Err(e) = layout.check(crate::lane::MAX_WINDOW) {
             return bad(e.to_string());
         }
@@ -225,6 +242,45 @@ impl CommConfig {
             ));
         }
         Ok(())
+    }
+
+    /// Return this configuration with its count decided: as set, or ([`COUNT_FROM_PATH`])
+    /// the largest power of two up to `max` whose datagram fits the path MTU to the switch
+    /// (the core's `count_for_mtu`), [`SAFE_COUNT`] if the kernel cannot say, and
+    /// [`P4APP_DEFAULT_COUNT`] for the dialect. Every rank on the same kind of path picks
+    /// the same; a rank whose path differs is refused with the run's count
+    /// ([`Error::Shape`]), never sends what its path cannot carry.
+    pub fn sized_for_path(&self, max: u16) -> CommConfig {
+        if self.count != COUNT_FROM_PATH {
+            return self.clone();
+        }
+        let count = match self.dialect {
+            Dialect::P4app => P4APP_DEFAULT_COUNT,
+            Dialect::Switchml => match switchml_udp::mtu::path_mtu(self.switch) {
+                Ok(mtu) => {
+                    let headers = switchml_udp::mtu::ip_udp_headers(&self.switch);
+                    let count = count_for_mtu(mtu, headers, max);
+                    log::info!(
+                        "rank {}: {count} values per packet (path MTU {mtu} to {})",
+                        self.rank,
+                        self.switch
+                    );
+                    count
+                }
+                Err(e) => {
+                    log::warn!(
+                        "rank {}: the path MTU to {} is unknown ({e}): {SAFE_COUNT} values per packet",
+                        self.rank,
+                        self.switch
+                    );
+                    SAFE_COUNT.min(max)
+                }
+            },
+        };
+        CommConfig {
+            count,
+            ..self.clone()
+        }
     }
 
     /// Return the number of job slots this configuration drives.
@@ -468,8 +524,11 @@ mod tests {
         c.window = 0;
         assert_eq!(refused(c), "lanes and window must be at least 1");
         let mut c = base.clone();
-        c.count = 0;
-        assert_eq!(refused(c), "count 0 is not in 1..=16370");
+        c.count = 16371;
+        assert_eq!(refused(c), "count 16371 is not in 1..=16370");
+        let mut c = base.clone();
+        c.count = COUNT_FROM_PATH;
+        assert!(c.validate().is_ok(), "0: from the path");
         let mut c = base.clone();
         (c.dialect, c.count) = (Dialect::P4app, 128);
         assert_eq!(
@@ -478,6 +537,25 @@ mod tests {
         );
         c.count = 64;
         assert!(c.validate().is_ok());
+    }
+
+    #[test]
+    fn a_count_from_the_path_fits_its_mtu_and_a_set_count_stays() {
+        let lo = CommConfig::new(0, 2, "127.0.0.1:9".parse().unwrap(), 1);
+        assert_eq!(lo.count, COUNT_FROM_PATH);
+        // Loopback's MTU (65,536) takes the largest, bounded by the switch's.
+        assert_eq!(lo.sized_for_path(1024).count, 1024);
+        assert_eq!(lo.sized_for_path(256).count, 256);
+        let set = CommConfig {
+            count: 100,
+            ..lo.clone()
+        };
+        assert_eq!(set.sized_for_path(1024).count, 100);
+        let dialect = CommConfig {
+            dialect: Dialect::P4app,
+            ..lo
+        };
+        assert_eq!(dialect.sized_for_path(1024).count, P4APP_DEFAULT_COUNT);
     }
 
     #[test]

@@ -93,8 +93,9 @@ settings! {
     /// Slots per lane, i.e. packets in flight per lane [env: SWITCHML_WINDOW; default: 128].
     #[cfg_attr(feature = "clap", arg(long))]
     window: u16,
-    /// Values per packet [env: SWITCHML_COUNT; default: 256, which fits a 1500-byte MTU;
-    /// loopback and jumbo frames can take 1024].
+    /// Values per packet [env: SWITCHML_COUNT; default: 0, from the path MTU to the switch:
+    /// the largest power of two up to 1024 that fits, 256 on a 1500-byte Ethernet, 1024 on
+    /// loopback or jumbo frames; the dialect's default is 64].
     #[cfg_attr(feature = "clap", arg(long))]
     count: u16,
     /// First retransmission timeout, ms [env: SWITCHML_RTO_MS; default: 20].
@@ -636,6 +637,13 @@ pub(crate) mod tests {
     #[test]
     fn a_default_contribution_fits_a_1500_byte_mtu() {
         let c = CommConfig::new(0, 2, "127.0.0.1:1".parse().unwrap(), 0);
+        // The default count is the path's; on an ordinary Ethernet's that is 256.
+        assert_eq!(c.count, crate::config::COUNT_FROM_PATH);
+        let ethernet = switchml_core::worker::count_for_mtu(1500, IP_UDP_HEADERS, 1024);
+        let c = CommConfig {
+            count: ethernet,
+            ..c
+        };
         let datagram = c.lane(0, 1).max_datagram();
         assert_eq!(datagram, switchml_core::wire::data::HEADER_LEN + 4 * 256);
         assert!(datagram + IP_UDP_HEADERS <= 1500, "{datagram} bytes");

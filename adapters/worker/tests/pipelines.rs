@@ -61,3 +61,38 @@ fn each_pipeline_answers_with_its_own_limits_and_counters() {
         assert_eq!(wide.is_ok(), takes_65_ranks, "{pipeline}");
     }
 }
+
+/// A worker left to choose its count from the path (loopback: 1,024) joins the reference
+/// switch with it, and the P4 model (256 at most) after that switch refuses it with
+/// `CountTooLarge`: every rank retries with 256, and the sums are exact on both.
+#[test]
+fn a_count_from_the_path_joins_either_switch_with_its_largest() {
+    use switchml_worker::config::COUNT_FROM_PATH;
+    use switchml_worker::Op;
+    for (pipeline, count) in [
+        (SwitchPipeline::Reference, 1024),
+        (SwitchPipeline::P4Model, 256),
+    ] {
+        let sw = switch(pipeline, 2, 32, 0.0, 0);
+        let len = 10_000;
+        let out = per_rank(
+            2,
+            |rank| {
+                config(rank, 2, sw.addr())
+                    .into_builder()
+                    .count(COUNT_FROM_PATH)
+                    .build()
+            },
+            |comm| {
+                let mut data = ints(comm.rank(), 2, len, 7);
+                comm.allreduce(&mut data, Op::Sum)
+                    .map(|()| (comm.config().count, data))
+            },
+        );
+        for result in out {
+            let (chosen, data) = result.expect("connect").expect("all-reduce");
+            assert_eq!(chosen, count, "{pipeline}");
+            assert_eq!(data, int_sum(2, len, 7), "{pipeline}");
+        }
+    }
+}

@@ -34,6 +34,7 @@ mod control;
 mod event;
 mod lanes;
 mod non_finite_policy;
+mod packet_size;
 mod recovery;
 mod rtt;
 mod slot_state;
@@ -47,6 +48,7 @@ pub use event::{
 };
 pub use lanes::{LaneLayout, LayoutError};
 pub use non_finite_policy::NonFinitePolicy;
+pub use packet_size::{count_for_mtu, MAX_DEFAULT_COUNT};
 pub use timeout_policy::{max_rto_for, HOST_RTO, MAX_RTO_PER_RTO};
 
 use crate::quant::{ElementType, Op, Tensor};
