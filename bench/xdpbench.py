@@ -11,7 +11,7 @@ all-reduce of a 64 MiB int32 tensor (16 Mi elements), verified exact. Measured p
   ranks start to after they end) and the ranks' (each rank's own `cpu_seconds` over its
   timed all-reduce), per GB of tensor all-reduced (per rank for the ranks);
 - packets per second per core: datagrams in + out over those CPU seconds;
-- the all-reduce time (the slowest rank's);
+- the all-reduce time (the slowest rank's, over its --iterations all-reduces);
 - the ksoftirqd threads' CPU over the job (veth delivery the kernel defers there).
 
 Root only. Prints a Markdown table and writes JSON lines (--out).
@@ -90,7 +90,7 @@ def ksoftirqd_cpu():
 PATHS = ["socket", "socket-no-gso", "xdp"]
 
 
-def run_job(binary, path, ranks, elements, key, limit):
+def run_job(binary, path, ranks, elements, iterations, key, limit):
     env = dict(os.environ, SWITCHML_JOB_KEY=key, RUST_LOG="warn")
     if path == "socket-no-gso":
         # The socket path one datagram per packet everywhere, as AF_XDP's copy mode is.
@@ -111,6 +111,7 @@ def run_job(binary, path, ranks, elements, key, limit):
         for r in range(ranks):
             args = [binary, "worker", "--rank", str(r), "--world", str(ranks),
                     "--switch", f"{SUBNET}.1:48864", "--job", "1", "--elements", str(elements),
+                    "--iterations", str(iterations),
                     "--dtype", "i32", "--lanes", "1", "--window", "128", "--json"]
             if path == "xdp":
                 args += ["--io", f"xdp:{PREFIX}"]
@@ -131,13 +132,14 @@ def run_job(binary, path, ranks, elements, key, limit):
         counters = final[-1]["counters"] if final else {}
         xdp_warned = "AF_XDP" in err and "instead" in err
         return {
-            "path": path, "ranks": ranks, "elements": elements,
+            "path": path, "ranks": ranks, "elements": elements, "iterations": iterations,
             "switch_cpu": cpu1 - cpu0, "ksoftirqd_cpu": soft1 - soft0,
             "rank_cpu": [r["cpu_seconds"] for r in reports],
             "seconds": max(r["seconds"] for r in reports),
             "verified": all(r["verified"] for r in reports),
             "rank_datagrams": sum(r["datagrams_sent"] + r["datagrams_received"] for r in reports),
-            "rank_frames": sum(r["xdp_frames_sent"] + r["xdp_frames_received"] for r in reports),
+            "rank_frames": sum(r.get("xdp_frames_sent", 0) + r.get("xdp_frames_received", 0)
+                               for r in reports),
             "switch_datagrams": counters.get("received", 0) + counters.get("sent", 0),
             "switch_frames": counters.get("xdp_received", 0) + counters.get("xdp_sent", 0),
             "fell_back": xdp_warned,
@@ -148,12 +150,12 @@ def run_job(binary, path, ranks, elements, key, limit):
             switch.wait()
 
 
-def table(results, elements):
-    gb = elements * 4 / 1e9
+def table(results, elements, iterations):
+    gb = elements * 4 * iterations / 1e9
     rows = {}
     for r in results:
         rows.setdefault((r["ranks"], r["path"]), []).append(r)
-    print("| P | path | all-reduce s | switch CPU-s/GB | ranks CPU-s/GB (per rank) |"
+    print("| P | path | s per all-reduce | switch CPU-s/GB | ranks CPU-s/GB (per rank) |"
           " switch pkts/s/core | ranks pkts/s/core | ksoftirqd CPU-s | frames via AF_XDP |")
     print("|---|---|---|---|---|---|---|---|---|")
     med = lambda xs: sorted(xs)[len(xs) // 2]
@@ -163,8 +165,8 @@ def table(results, elements):
         sw_pps = [r["switch_datagrams"] / max(r["switch_cpu"], 1e-9) for r in rs]
         rk_pps = [r["rank_datagrams"] / max(sum(r["rank_cpu"]), 1e-9) for r in rs]
         frames = [r["switch_frames"] / max(r["switch_datagrams"], 1) for r in rs]
-        print(f"| {ranks} | {path} | {med([r['seconds'] for r in rs]):.2f} "
-              f"({min(r['seconds'] for r in rs):.2f}–{max(r['seconds'] for r in rs):.2f}) | "
+        t = [r["seconds"] / iterations for r in rs]
+        print(f"| {ranks} | {path} | {med(t):.2f} ({min(t):.2f}–{max(t):.2f}) | "
               f"{med(sw):.2f} ({min(sw):.2f}–{max(sw):.2f}) | {med(rk):.2f} ({min(rk):.2f}–{max(rk):.2f}) | "
               f"{med(sw_pps) / 1e3:.0f} k | {med(rk_pps) / 1e3:.0f} k | "
               f"{med([r['ksoftirqd_cpu'] for r in rs]):.2f} | {med(frames) * 100:.0f} % |")
@@ -174,8 +176,10 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--binary", default="target/release/switchml")
     p.add_argument("--ranks", default="2,4")
+    p.add_argument("--paths", default=",".join(PATHS), help="of " + ", ".join(PATHS))
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--elements", type=int, default=16 << 20, help="int32 elements (64 MiB)")
+    p.add_argument("--iterations", type=int, default=1, help="all-reduces of the tensor a job")
     p.add_argument("--limit", type=int, default=300, help="seconds a job may take")
     p.add_argument("--out", help="write every job's measurements as JSON lines")
     a = p.parse_args()
@@ -190,9 +194,10 @@ def main():
         for rnd in range(a.rounds):
             for n in ranks:
                 # Rotate which path goes first, round by round.
-                paths = PATHS[rnd % len(PATHS):] + PATHS[:rnd % len(PATHS)]
+                paths = a.paths.split(",")
+                paths = paths[rnd % len(paths):] + paths[:rnd % len(paths)]
                 for path in paths:
-                    r = run_job(a.binary, path, n, a.elements, key, a.limit)
+                    r = run_job(a.binary, path, n, a.elements, a.iterations, key, a.limit)
                     r["round"] = rnd
                     print(json.dumps(r), file=sys.stderr, flush=True)
                     results.append(r)
@@ -202,7 +207,7 @@ def main():
         with open(a.out, "w") as f:
             for r in results:
                 f.write(json.dumps(r) + "\n")
-    table(results, a.elements)
+    table(results, a.elements, a.iterations)
 
 
 if __name__ == "__main__":
