@@ -184,11 +184,13 @@ impl<G: ControlPlane> Daemon<G> {
         })
     }
 
-    /// Move datagrams through `io` (an AF_XDP path, whose receive batches are copied into
-    /// one by one: a batch without GRO buffers, of [`RECV_BATCH`] datagrams).
+    /// Move datagrams through `io`. An AF_XDP path copies frames into the receive batch
+    /// one per buffer, so it gets [`RECV_BATCH`] buffers, still GRO buffers if the socket
+    /// has GRO on (a coalesced datagram read into a plain buffer would be cut).
     pub(crate) fn use_io(&mut self, io: Io) {
         if io.is_xdp() {
-            self.recv = RecvBatch::new(RECV_BATCH, LONGEST.max(SoftEndpoint::<G>::OUT_LEN));
+            let len = LONGEST.max(SoftEndpoint::<G>::OUT_LEN);
+            self.recv = RecvBatch::with_gro(RECV_BATCH, len, self.recv.has_gro());
         }
         self.io = io;
     }

@@ -178,6 +178,11 @@ impl RecvBatch {
         self.refused = false;
     }
 
+    /// Return whether the batch reads `UDP_GRO` buffers.
+    pub fn has_gro(&self) -> bool {
+        self.gro
+    }
+
     /// Return how many more datagrams [`RecvBatch::push_copy`] can take.
     pub fn room_left(&self) -> usize {
         self.addrs.len() - self.entries
@@ -656,6 +661,60 @@ mod tests {
     use super::*;
     use std::net::UdpSocket;
     use std::os::fd::AsRawFd;
+
+    /// Datagrams copied in from another path go after the socket's, up to one per buffer,
+    /// cut and flagged past the batch's size; queued datagrams taken elsewhere leave the
+    /// send queue, the rest keep their order.
+    #[test]
+    fn datagrams_from_another_path_join_the_batches() {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        rx.set_nonblocking(true).unwrap();
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        tx.send_to(b"socket", rx.local_addr().unwrap()).unwrap();
+        let mut recv = RecvBatch::new(3, 8);
+        let from: SocketAddr = "10.0.0.9:7".parse().unwrap();
+        let mut got = 0;
+        for _ in 0..1000 {
+            got = recv.recv(rx.as_raw_fd()).unwrap();
+            if got > 0 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!((got, recv.room_left()), (1, 2));
+        assert!(recv.push_copy(b"frame", from));
+        assert!(recv.push_copy(b"much too long", from));
+        assert!(!recv.push_copy(b"no room", from));
+        assert_eq!(recv.len(), 3);
+        assert_eq!(recv.get(0).unwrap().bytes, b"socket");
+        let d = recv.get(1).unwrap();
+        assert_eq!(
+            (d.bytes, d.from, d.truncated),
+            (&b"frame"[..], Some(from), false)
+        );
+        let d = recv.get(2).unwrap();
+        assert_eq!((d.bytes, d.truncated), (&b"much too"[..], true));
+        recv.clear_received();
+        assert!(recv.is_empty() && recv.room_left() == 3);
+
+        let mut send = SendBatch::new(4, 8, 4);
+        for k in 0..4u8 {
+            let (i, buf) = send.buffer().unwrap();
+            buf[0] = k;
+            send.push(i, 1, Some(&from));
+        }
+        let taken = send.take_queued(|bytes, to| {
+            assert_eq!(to, Some(&from));
+            bytes[0] % 2 == 0
+        });
+        assert_eq!(taken, 2);
+        let mut left = Vec::new();
+        send.take_queued(|bytes, _| {
+            left.push(bytes[0]);
+            false
+        });
+        assert_eq!(left, [1, 3]);
+    }
 
     #[test]
     fn a_batch_goes_out_and_comes_back_with_addresses() {

@@ -126,10 +126,12 @@ impl Lane {
         let size = config.max_datagram().max(256);
         let offload = Offload::enable(fd);
         log::debug!("lane {}: UDP offload {offload:?}", self.index);
-        // The AF_XDP path copies frames into the batch one by one: no GRO buffers.
-        let mut recv = match offload.gro && !self.io.is_xdp() {
-            true => RecvBatch::with_gro(GRO_BATCH, size, true),
-            false => RecvBatch::new(BATCH, size),
+        // The AF_XDP path copies frames into the batch one per buffer: BATCH buffers, still
+        // GRO buffers if the socket has GRO on (a coalesced datagram would be cut otherwise).
+        let mut recv = match (offload.gro, self.io.is_xdp()) {
+            (gro, true) => RecvBatch::with_gro(BATCH, size, gro),
+            (true, false) => RecvBatch::with_gro(GRO_BATCH, size, true),
+            (false, false) => RecvBatch::new(BATCH, size),
         };
         let mut send = SendBatch::new(BATCH, size, BATCH);
         send.set_gso(offload.gso);
