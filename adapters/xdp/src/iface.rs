@@ -149,10 +149,17 @@ fn ifreq(name: &str) -> Option<libc::ifreq> {
     Some(req)
 }
 
-fn ioctl<T>(socket: &std::net::UdpSocket, request: libc::Ioctl, arg: &mut T) -> io::Result<()> {
-    // SAFETY: `arg` is a live value of the type `request` reads and writes (an `ifreq`, or
-    // an `ifreq` pointing at a live ethtool struct), on an open socket.
-    match unsafe { libc::ioctl(socket.as_raw_fd(), request, arg as *mut T) } {
+/// One of the interface ioctls used here (`SIOCGIFINDEX`, `SIOCGIFHWADDR`, `SIOCETHTOOL`),
+/// all of which take an `ifreq`.
+fn ioctl(
+    socket: &std::net::UdpSocket,
+    request: libc::Ioctl,
+    arg: &mut libc::ifreq,
+) -> io::Result<()> {
+    // SAFETY: `arg` is a live `ifreq` with a NUL-terminated name, which each of these
+    // requests reads and writes in place; for SIOCETHTOOL its data pointer points at a live
+    // ethtool struct of the command's type (see `rx_queues`). The socket is open.
+    match unsafe { libc::ioctl(socket.as_raw_fd(), request, arg as *mut libc::ifreq) } {
         0 => Ok(()),
         _ => Err(io::Error::last_os_error()),
     }

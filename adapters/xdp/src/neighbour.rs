@@ -7,6 +7,11 @@
 //! the peer itself on a link, or the router it sits behind, where our answers must go too.
 //! A peer we know no MAC for gets its datagrams through the kernel's socket, which resolves
 //! it (and so fills the table for the next read): nothing waits, nothing is lost.
+//!
+//! A hop is relearned from every frame, so a peer whose MAC changes is followed as soon as
+//! it sends. What this does not defend against: a host on the link that forges a peer's
+//! source address steers our frames for that peer to itself, as a forged ARP reply would
+//! steer the kernel's (the protocol's results are not secret; its joins are keyed).
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
