@@ -35,15 +35,21 @@ pub fn can_build() -> bool {
 
 impl Net {
     /// [`Net::build`] for a test of `what` named by `tag` (the prefix is `xd-{tag}{pid}`),
-    /// or `None` with the reason printed if this process is not root.
+    /// or `None` with the reason printed if this process is not root or the namespaces
+    /// cannot be made (a container without the capability, no `ip`).
     pub fn for_test(what: &str, tag: &str, hosts: &[&str], subnet: u8) -> Option<(Net, String)> {
         if !can_build() {
             println!("skipped: {what} needs root (network namespaces, bpf)");
             return None;
         }
         let prefix = format!("xd-{tag}{}", std::process::id() % 100_000);
-        let net = Net::build(&prefix, hosts, subnet).expect("network namespaces");
-        Some((net, prefix))
+        match Net::build(&prefix, hosts, subnet) {
+            Ok(net) => Some((net, prefix)),
+            Err(e) => {
+                println!("skipped: {what}: network namespaces: {e}");
+                None
+            }
+        }
     }
 
     /// Build `hosts` namespaces `{prefix}-{host}` on a bridge in `{prefix}-hub`, host `i`
