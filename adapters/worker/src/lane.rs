@@ -409,10 +409,13 @@ impl Lane {
         let mut to = self.switch;
         to.set_port(port);
         match self.socket.connect(to) {
-            Ok(()) => log::info!(
-                "lane {}: the switch has {shards} shards; joining shard {shard} at {to}",
-                self.index
-            ),
+            Ok(()) => {
+                self.io.peer_moved(to);
+                log::info!(
+                    "lane {}: the switch has {shards} shards; joining shard {shard} at {to}",
+                    self.index
+                )
+            }
             Err(e) => log::warn!("lane {}: connect to shard {shard} at {to}: {e}", self.index),
         }
     }

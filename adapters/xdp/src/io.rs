@@ -3,7 +3,7 @@
 //! very calls it replaces, so the socket path does what it did, at the cost of a match.
 
 use std::io;
-use std::net::UdpSocket;
+use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,6 +49,13 @@ impl Io {
     /// Whether this is the AF_XDP path.
     pub fn is_xdp(&self) -> bool {
         matches!(self, Io::Xdp(_))
+    }
+
+    /// The UDP socket was connected to `to`: datagrams queued with no destination go there.
+    pub fn peer_moved(&mut self, to: SocketAddr) {
+        if let Io::Xdp(p) = self {
+            p.peer_moved(to);
+        }
     }
 
     /// What went through the AF_XDP socket (zero on the socket path).

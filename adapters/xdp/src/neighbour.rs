@@ -1,8 +1,9 @@
 //! Whom to address a frame to: the next hop's MAC for a peer's IPv4 address.
 //!
 //! The kernel keeps answering ARP on the interface (the XDP program passes ARP to it), so
-//! its neighbour table stays right; we read it (`/proc/net/arp`, complete entries of our
-//! interface) when a peer is new to us, at most every [`REREAD`]. We also learn from every
+//! its neighbour table stays right; we read it (`/proc/thread-self/net/arp`, the calling
+//! thread's namespace's: complete entries of our interface) when a peer is new to us, at
+//! most every 100 ms. We also learn from every
 //! frame we receive: its source MAC is the hop the peer's datagrams come through, which is
 //! the peer itself on a link, or the router it sits behind, where our answers must go too.
 //! A peer we know no MAC for gets its datagrams through the kernel's socket, which resolves
@@ -57,7 +58,8 @@ impl Neighbours {
             return None;
         }
         self.read_at = Some(now);
-        let table = std::fs::read_to_string("/proc/net/arp").unwrap_or_default();
+        // The calling thread's namespace's table (`/proc/net` is the process leader's).
+        let table = std::fs::read_to_string("/proc/thread-self/net/arp").unwrap_or_default();
         for (peer, mac) in parse_arp(&table, &self.iface) {
             self.known.entry(peer).or_insert(mac);
         }

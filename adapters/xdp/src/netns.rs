@@ -37,13 +37,19 @@ impl Net {
     /// [`Net::build`] for a test of `what` named by `tag` (the prefix is `xd-{tag}{pid}`),
     /// or `None` with the reason printed if this process is not root or the namespaces
     /// cannot be made (a container without the capability, no `ip`).
-    pub fn for_test(what: &str, tag: &str, hosts: &[&str], subnet: u8) -> Option<(Net, String)> {
+    pub fn for_test(
+        what: &str,
+        tag: &str,
+        hosts: &[&str],
+        subnet: u8,
+        queues: u8,
+    ) -> Option<(Net, String)> {
         if !can_build() {
             println!("skipped: {what} needs root (network namespaces, bpf)");
             return None;
         }
         let prefix = format!("xd-{tag}{}", std::process::id() % 100_000);
-        match Net::build(&prefix, hosts, subnet) {
+        match Net::build_with_queues(&prefix, hosts, subnet, queues) {
             Ok(net) => Some((net, prefix)),
             Err(e) => {
                 println!("skipped: {what}: network namespaces: {e}");
@@ -55,6 +61,17 @@ impl Net {
     /// Build `hosts` namespaces `{prefix}-{host}` on a bridge in `{prefix}-hub`, host `i`
     /// at 10.`subnet`.0.(i+1)/24 on a veth named `{prefix}` inside it (15 bytes at most).
     pub fn build(prefix: &str, hosts: &[&str], subnet: u8) -> io::Result<Net> {
+        Net::build_with_queues(prefix, hosts, subnet, 1)
+    }
+
+    /// [`Net::build`], each host's veth with `queues` receive and transmit queues.
+    pub fn build_with_queues(
+        prefix: &str,
+        hosts: &[&str],
+        subnet: u8,
+        queues: u8,
+    ) -> io::Result<Net> {
+        let queues = queues.max(1).to_string();
         let mut net = Net {
             prefix: prefix.to_string(),
             hosts: Vec::new(),
@@ -69,9 +86,28 @@ impl Net {
             ip(&["netns", "add", &ns])?;
             net.hosts.push(ns.clone());
             let port = format!("xd-p{i}");
+            let q = &queues;
             ip(&[
-                "-n", &hub, "link", "add", &port, "type", "veth", "peer", "name", prefix, "netns",
+                "-n",
+                &hub,
+                "link",
+                "add",
+                &port,
+                "numtxqueues",
+                q,
+                "numrxqueues",
+                q,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                prefix,
+                "netns",
                 &ns,
+                "numtxqueues",
+                q,
+                "numrxqueues",
+                q,
             ])?;
             ip(&["-n", &hub, "link", "set", &port, "master", "xd-br", "up"])?;
             let addr = format!("{}/24", Net::address(subnet, i));

@@ -32,8 +32,9 @@ pub struct XdpPath {
     iface: Arc<Attached>,
     queue: u32,
     /// Our address: the socket's (a connected socket's has the source IP the kernel picked
-    /// for the peer), its IP learned from the first frame if the socket is bound to the
-    /// unspecified address (a daemon on 0.0.0.0 answers from the address it was sent to).
+    /// for the peer), its IP learned from the first unicast frame if the socket is bound to
+    /// the unspecified address (a daemon on 0.0.0.0 answers from the address it was first
+    /// sent to: on an interface with several, bind the daemon to the one workers use).
     local: SocketAddrV4,
     /// Where datagrams queued with no destination go: the connected socket's peer.
     peer: Option<SocketAddrV4>,
@@ -104,6 +105,15 @@ impl XdpPath {
         })
     }
 
+    /// The connected socket now sends to `to` (a lane moved to another shard): so do the
+    /// frames sent with no destination.
+    pub fn peer_moved(&mut self, to: SocketAddr) {
+        self.peer = match to {
+            SocketAddr::V4(p) => Some(p),
+            SocketAddr::V6(_) => None,
+        };
+    }
+
     /// What went through the AF_XDP socket so far.
     pub fn counters(&self) -> XdpCounters {
         self.counters
@@ -138,7 +148,8 @@ impl XdpPath {
             if f.dst.port() != local.port() {
                 return;
             }
-            if local.ip().is_unspecified() {
+            let unicast = !f.dst.ip().is_broadcast() && !f.dst.ip().is_multicast();
+            if local.ip().is_unspecified() && unicast {
                 local.set_ip(*f.dst.ip());
             }
             neighbours.learn(*f.src.ip(), f.src_mac);

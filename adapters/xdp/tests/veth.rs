@@ -12,7 +12,7 @@ use switchml_xdp::{Attached, XdpPath};
 
 #[test]
 fn datagrams_cross_the_af_xdp_path_both_ways() {
-    let Some((net, prefix)) = Net::for_test("AF_XDP over veths", "v", &["a", "b"], 231) else {
+    let Some((net, prefix)) = Net::for_test("AF_XDP over veths", "v", &["a", "b"], 231, 1) else {
         return;
     };
     let (a_ns, b_ns) = (net.namespace("a"), net.namespace("b"));
@@ -84,7 +84,7 @@ fn datagrams_cross_the_af_xdp_path_both_ways() {
 
 #[test]
 fn an_interface_without_native_xdp_is_refused_with_a_reason() {
-    let Some((net, _)) = Net::for_test("XDP refusals", "r", &["a"], 232) else {
+    let Some((net, _)) = Net::for_test("XDP refusals", "r", &["a"], 232, 1) else {
         return;
     };
     Net::enter(&net.namespace("a")).unwrap();
