@@ -11,7 +11,7 @@ use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
-use switchml_worker::{Communicator as UdpCommunicator, NonFinitePolicy, Settings};
+use switchml_worker::{Communicator as UdpCommunicator, SettingValue, Settings};
 
 use crate::collectives;
 use crate::errors::{to_py, SwitchMLError};
@@ -224,29 +224,19 @@ impl Communicator {
             .collect()
     }
 
-    /// Return the settings in force: rank, world_size, switch, job, lanes, window, count,
-    /// rto_ms, max_rto_ms, retries, join_timeout_ms, coalesce_us (not the key).
+    /// Return the settings in force, every one of `switchml.SETTINGS` but the key (the
+    /// count as chosen from the path, a fallback_addr only if the fallback is on).
     fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let comm = self.get()?;
-        let c = comm.config();
         let d = PyDict::new(py);
-        d.set_item("rank", c.rank)?;
-        d.set_item("world_size", c.world)?;
-        d.set_item("switch", c.switch.to_string())?;
-        d.set_item("job", c.job)?;
-        d.set_item("lanes", c.lanes)?;
-        d.set_item("window", c.window)?;
-        d.set_item("count", c.count)?;
-        d.set_item("rto_ms", c.rto.as_millis())?;
-        d.set_item("max_rto_ms", c.max_rto.as_millis())?;
-        d.set_item("retries", c.retries)?;
-        d.set_item("join_timeout_ms", c.join_timeout.as_millis())?;
-        d.set_item("coalesce_us", c.coalesce.as_micros())?;
-        let non_finite = match c.non_finite {
-            NonFinitePolicy::Propagate => "propagate",
-            NonFinitePolicy::Refuse => "error",
-        };
-        d.set_item("non_finite", non_finite)?;
+        // Every setting, from the one list (`switchml.SETTINGS`), but the key: a secret.
+        for (name, value) in Settings::of(comm.config()).values() {
+            match value {
+                _ if name == "key" => {}
+                SettingValue::Number(n) => d.set_item(name, n)?,
+                SettingValue::Text(t) => d.set_item(name, t)?,
+            }
+        }
         Ok(d)
     }
 

@@ -83,6 +83,10 @@ def test_settings_from_the_environment(switch, monkeypatch):
         assert config["rank"] == r
         assert (config["world_size"], config["job"], config["lanes"]) == (2, 1, 1)
         assert config["switch"] == switch.address
+        # Every setting but the key (a secret) and the fallback (off); the count as chosen
+        # from the path: loopback carries the largest, 1,024.
+        assert set(config) == set(switchml.SETTINGS) - {"key", "fallback_addr"}, config
+        assert config["count"] == 1024 and config["dialect"] == "switchml", config
 
 
 def test_refused_inputs(switch):

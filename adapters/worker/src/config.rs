@@ -127,6 +127,16 @@ pub enum Dialect {
     P4app,
 }
 
+impl Dialect {
+    /// Return the dialect's name, as [`str::parse`] reads it: `switchml` or `p4app`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Dialect::Switchml => "switchml",
+            Dialect::P4app => "p4app",
+        }
+    }
+}
+
 impl std::str::FromStr for Dialect {
     type Err = Error;
 

@@ -63,6 +63,6 @@ pub use fallback::FallbackStats;
 pub use half::{bf16, f16};
 pub use lane::Timing;
 pub use part::Element;
-pub use settings::Settings;
+pub use settings::{SettingValue, Settings};
 pub use switchml_core::quant::{ElementType, Op};
 pub use switchml_core::worker::NonFinitePolicy;

@@ -54,6 +54,17 @@ macro_rules! settings {
             /// The settings' names, in order: the file's keys and Python's keywords.
             pub const NAMES: &'static [&'static str] = &[$(stringify!($name)),*];
 
+            /// Return every setting that is set, by name, in [`Settings::NAMES`]' order:
+            /// numbers as numbers, the rest as the text a source would give (the key
+            /// too: leave it out where it would be shown).
+            pub fn values(&self) -> Vec<(&'static str, SettingValue)> {
+                let mut out = Vec::new();
+                $(if let Some(v) = &self.$name {
+                    out.push((stringify!($name), v.setting_value()));
+                })*
+                out
+            }
+
             /// Return these settings, with each one left out taken from `lower`.
             pub fn or(self, lower: Settings) -> Settings {
                 let switch_source = match self.switch {
@@ -151,7 +162,79 @@ settings! {
     io: IoPath,
 }
 
+/// A setting's value, for a reader (Python's `Communicator.config()`, JSON).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SettingValue {
+    /// A number.
+    Number(u64),
+    /// Text: an address, a name.
+    Text(String),
+}
+
+/// A setting's type, as a [`SettingValue`].
+trait ToSettingValue {
+    fn setting_value(&self) -> SettingValue;
+}
+
+impl ToSettingValue for u16 {
+    fn setting_value(&self) -> SettingValue {
+        SettingValue::Number(u64::from(*self))
+    }
+}
+
+impl ToSettingValue for u64 {
+    fn setting_value(&self) -> SettingValue {
+        SettingValue::Number(*self)
+    }
+}
+
+impl ToSettingValue for String {
+    fn setting_value(&self) -> SettingValue {
+        SettingValue::Text(self.clone())
+    }
+}
+
+impl ToSettingValue for Dialect {
+    fn setting_value(&self) -> SettingValue {
+        SettingValue::Text(self.name().into())
+    }
+}
+
+impl ToSettingValue for NonFinitePolicy {
+    fn setting_value(&self) -> SettingValue {
+        SettingValue::Text(self.name().into())
+    }
+}
+
 impl Settings {
+    /// Return the settings that make `c` (every one set): the inverse of
+    /// [`Settings::config`], durations in the settings' units (a `fallback_addr` only if
+    /// `c` has a fallback).
+    pub fn of(c: &CommConfig) -> Settings {
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        Settings {
+            rank: Some(c.rank),
+            world_size: Some(c.world),
+            switch: Some(c.switch.to_string()),
+            job: Some(c.job),
+            key: Some(c.key),
+            lanes: Some(c.lanes),
+            window: Some(c.window),
+            count: Some(c.count),
+            rto_ms: Some(ms(c.rto)),
+            max_rto_ms: Some(ms(c.max_rto)),
+            retries: Some(c.retries),
+            timeout: Some(c.timeout.as_secs()),
+            join_timeout_ms: Some(ms(c.join_timeout)),
+            coalesce_us: Some(u64::try_from(c.coalesce.as_micros()).unwrap_or(u64::MAX)),
+            fallback_addr: c.fallback.map(|a| a.to_string()),
+            fallback_timeout_ms: Some(ms(c.fallback_timeout)),
+            dialect: Some(c.dialect),
+            non_finite: Some(c.non_finite),
+            switch_source: None,
+        }
+    }
+
     /// Return the environment variable of setting `name` ([`Settings::NAMES`]):
     /// `SWITCHML_<NAME>`, but for a launcher's `RANK` and `WORLD_SIZE` and the job key's
     /// `SWITCHML_JOB_KEY`. (The switch also comes from `MASTER_ADDR`, see the module doc.)
@@ -672,5 +755,24 @@ pub(crate) mod tests {
         assert_eq!(p4app.unwrap().dialect, Dialect::P4app);
         assert!(config(&[("SWITCHML_DIALECT", "p4app"), ("SWITCHML_COUNT", "100")]).is_err());
         assert!(config(&[("SWITCHML_DIALECT", "tofino")]).is_err());
+    }
+
+    #[test]
+    fn the_settings_of_a_configuration_name_every_setting_and_make_it_again() {
+        let c = CommConfig::builder(1, 3, "127.0.0.1:7000".parse().unwrap(), 4)
+            .key(0xBEEF)
+            .window(16)
+            .coalesce(Duration::from_micros(300))
+            .fallback("127.0.0.1:7100".parse::<std::net::SocketAddr>().unwrap())
+            .build();
+        let settings = Settings::of(&c);
+        let names: Vec<&str> = settings.values().iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, Settings::NAMES, "every setting, in order");
+        assert_eq!(settings.config().unwrap(), c);
+        let values = settings.values();
+        let value = |name: &str| values.iter().find(|(n, _)| *n == name).unwrap().1.clone();
+        assert_eq!(value("window"), SettingValue::Number(16));
+        assert_eq!(value("non_finite"), SettingValue::Text("propagate".into()));
+        assert_eq!(value("dialect"), SettingValue::Text("switchml".into()));
     }
 }

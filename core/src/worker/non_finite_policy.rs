@@ -23,6 +23,16 @@ pub enum NonFinitePolicy {
 }
 
 /// The text form the settings use (`SWITCHML_NON_FINITE`): `propagate` or `error`.
+impl NonFinitePolicy {
+    /// Return the policy's name, as [`str::parse`] reads it: `propagate` or `error`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            NonFinitePolicy::Propagate => "propagate",
+            NonFinitePolicy::Refuse => "error",
+        }
+    }
+}
+
 impl core::str::FromStr for NonFinitePolicy {
     type Err = &'static str;
 
