@@ -105,6 +105,16 @@ pub enum IoPath {
     Xdp(String),
 }
 
+impl std::fmt::Display for IoPath {
+    /// The setting's text, as [`IoPath`]'s `FromStr` reads it: `socket` or `xdp:IF`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IoPath::Socket => f.write_str("socket"),
+            IoPath::Xdp(iface) => write!(f, "xdp:{iface}"),
+        }
+    }
+}
+
 impl std::str::FromStr for IoPath {
     type Err = String;
 

@@ -200,6 +200,12 @@ impl ToSettingValue for Dialect {
     }
 }
 
+impl ToSettingValue for IoPath {
+    fn setting_value(&self) -> SettingValue {
+        SettingValue::Text(self.to_string())
+    }
+}
+
 impl ToSettingValue for NonFinitePolicy {
     fn setting_value(&self) -> SettingValue {
         SettingValue::Text(self.name().into())
@@ -231,6 +237,7 @@ impl Settings {
             fallback_timeout_ms: Some(ms(c.fallback_timeout)),
             dialect: Some(c.dialect),
             non_finite: Some(c.non_finite),
+            io: Some(c.io.clone()),
             switch_source: None,
         }
     }
@@ -774,5 +781,15 @@ pub(crate) mod tests {
         assert_eq!(value("window"), SettingValue::Number(16));
         assert_eq!(value("non_finite"), SettingValue::Text("propagate".into()));
         assert_eq!(value("dialect"), SettingValue::Text("switchml".into()));
+        assert_eq!(value("io"), SettingValue::Text("socket".into()));
+        let xdp = CommConfig {
+            io: IoPath::Xdp("eth1".into()),
+            ..c
+        };
+        assert_eq!(
+            Settings::of(&xdp).config().unwrap(),
+            xdp,
+            "xdp:IF round-trips"
+        );
     }
 }
