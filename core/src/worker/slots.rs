@@ -54,6 +54,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
     /// made no progress.
     pub(super) fn expire_slots(&mut self, now: Instant) {
         let mut stalled = heapless::Vec::<u16, SLOTS>::new();
+        let mut unanswered = 0u16;
         let (slots, queue, cfg) = (&mut self.slots, &mut self.send_queue, &self.config);
         self.slot_timers.expire(now, |i| {
             let st = &mut slots[i];
@@ -72,6 +73,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
                 st.resends += 1;
                 st.checking = false;
                 st.backed_off = true;
+                unanswered += 1;
             } else {
                 st.checking = true;
                 st.probe_due = true;
@@ -106,6 +108,10 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
                 Some(_) => {}
             }
         }
+        for _ in 0..unanswered {
+            // Which way it was lost is unknown: not a reason to mark (§6.3).
+            self.note_loss(now, false);
+        }
     }
 
     /// Send the next queued use, or the next queued recovery Probe, if any.
@@ -124,12 +130,24 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
                 }
                 continue;
             }
-            if let Some(len) = self.emit_contribution(i, buf) {
+            let fresh = self.slots[i].resends == 0 && self.slots[i].order == NOT_SENT;
+            if fresh && !self.window_admits(i) {
+                // The window is full and an older use is outstanding: wait for a Result
+                // (§6.3). Resends and Probes never wait.
+                self.slots[i].held = true;
+                self.held += 1;
+                self.stats.cwnd_waits += 1;
+                continue;
+            }
+            if let Some(len) = self.emit_contribution(now, i, buf) {
                 let st = &mut self.slots[i];
                 if st.resends == 0 {
                     st.sent_at = now;
                     st.order = self.next_order;
                     self.next_order += 1;
+                }
+                if fresh {
+                    self.in_flight += 1;
                 }
                 st.watch = self.next_order - 1;
                 self.slot_timers.arm(i, now + st.rto);
@@ -147,7 +165,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
     }
 
     /// Write slot `i`'s current use into `buf`.
-    fn emit_contribution(&mut self, i: usize, buf: &mut [u8]) -> Option<usize> {
+    fn emit_contribution(&mut self, now: Instant, i: usize, buf: &mut [u8]) -> Option<usize> {
         let cfg = self.config;
         let st = self.slots[i];
         let (tensor, chunk, exp_max, prime) = match st.work {
@@ -172,11 +190,13 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             rank: cfg.rank,
             slot: cfg.slot_lo + i as u16,
             ver: (st.seq & 1) as u8,
-            flags: if st.resends > 0 {
-                Flags::RETRANSMIT
-            } else {
-                Flags::default()
-            },
+            flags: [
+                (st.resends > 0, Flags::RETRANSMIT),
+                (self.cwnd.marks(now), Flags::CONGESTED),
+            ]
+            .into_iter()
+            .filter(|&(set, _)| set)
+            .fold(Flags::default(), |f, (_, bit)| f.with(bit)),
             count,
             seq: st.seq,
             exp,
@@ -271,11 +291,22 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             }
         };
         self.stats.results += 1;
-        if st.resends == 0 && !st.fetch {
-            // Karn's rule: a resent use's result may answer any of its copies; a fetched
-            // one answers the Probe that asked for it.
-            self.rtt.sample(now - st.sent_at);
+        // Karn's rule: a resent use's result may answer any of its copies; a fetched one
+        // answers the Probe that asked for it.
+        let sample = (st.resends == 0 && !st.fetch).then(|| now - st.sent_at);
+        if let Some(rtt) = sample {
+            self.rtt.sample(rtt);
         }
+        if st.order != NOT_SENT {
+            self.in_flight = self.in_flight.saturating_sub(1);
+        }
+        let decrease = self.cwnd.on_result(
+            now,
+            sample,
+            self.rtt.srtt(),
+            r.flags.contains(Flags::CONGESTED),
+        );
+        self.count_decrease(decrease);
         self.slot_timers.cancel(i);
         if self.probe.is_some_and(|p| usize::from(p.slot) == i) {
             // The stalled use completed after all: no failure to report.
@@ -316,6 +347,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
                 self.start_next(i, tensor + 1);
             }
         }
+        self.release_held();
     }
 
     /// The probe for a stalled slot was answered: fail with what the switch knows.
