@@ -13,8 +13,9 @@
 //!   sample, because a use that waited for another rank's lost Contribution has one long
 //!   sample while the queue is empty: a standing queue raises every sample of a round trip;
 //!   a loss raises a few;
-//! - losses, only when they look like congestion: in a round trip whose delay was above
-//!   the target, or clustered (at least `max(2, window / 8)` in one round trip, which a
+//! - losses, only when they look like congestion: after a round trip whose delay was
+//!   above the target by more than the headroom again (a queue the delay signal does not
+//!   hold, as before a tail-drop queue overflows), or clustered (at least `max(4, window / 2)` in one round trip, which a
 //!   tail-drop queue gives and 1% random loss almost never does): halve, at most once a
 //!   round trip.
 //!
@@ -70,10 +71,10 @@ pub struct CongestionParams {
 }
 
 impl CongestionParams {
-    /// One slot at least, 2 ms of headroom, `β` = 0.8, decreases of at most a half.
+    /// One slot at least, 10 ms of headroom, `β` = 0.8, decreases of at most a half.
     pub const DEFAULT: CongestionParams = CongestionParams {
         min_window: 1,
-        headroom: Duration::from_millis(2),
+        headroom: Duration::from_millis(10),
         delay_beta_per_mille: 800,
         max_decrease_per_mille: 500,
     };
@@ -100,8 +101,14 @@ pub(crate) struct CongestionWindow {
     epoch_start: Option<Instant>,
     epoch_min: Option<Duration>,
     epoch_losses: u16,
-    /// Whether the last whole round trip's smallest sample was above the target.
+    /// Whether the last whole round trip's smallest sample was above the target by more
+    /// than the headroom again: a queue the delay signal is not holding down, which is
+    /// when a tail-drop queue overflows.
     delay_high: bool,
+    /// The last whole round trip's smallest sample: the round trip now, queues included,
+    /// without the long samples of uses that waited for a loss's recovery. It times the
+    /// round trips here (the smoothed one until it is known).
+    recent_rtt: Option<Duration>,
     last_decrease: Option<Instant>,
     /// Until when this rank's Contributions carry `CONGESTED`: it lost some of its own to
     /// congestion, which only it can see (protocol.md §6.3).
@@ -126,6 +133,7 @@ impl CongestionWindow {
             epoch_min: None,
             epoch_losses: 0,
             delay_high: false,
+            recent_rtt: None,
             last_decrease: None,
             mark_until: None,
         }
@@ -146,8 +154,9 @@ impl CongestionWindow {
         self.mark_until.is_some_and(|t| now < t)
     }
 
-    /// A Result came: `sample` its round trip (Karn: none for a resent or fetched use),
-    /// `srtt` the lane's smoothed round trip, `marked` its `CONGESTED` flag.
+    /// A Result came: `sample` its round trip (none for a resent or fetched use, Karn's
+    /// rule, nor for one found late), `srtt` the lane's smoothed round trip, `marked` its
+    /// `CONGESTED` flag.
     pub(crate) fn on_result(
         &mut self,
         now: Instant,
@@ -160,7 +169,7 @@ impl CongestionWindow {
             self.base_rtt = Some(self.base_rtt.map_or(s, |b| b.min(s)));
             self.epoch_min = Some(self.epoch_min.map_or(s, |m| m.min(s)));
         }
-        let srtt = srtt?;
+        let srtt = self.recent_rtt.or(srtt)?;
         if marked && self.may_decrease(now, srtt) {
             self.decrease(now, 500);
             return Some(Decrease::Mark);
@@ -173,8 +182,11 @@ impl CongestionWindow {
         let smallest = self.epoch_min.take();
         self.epoch_start = Some(now);
         self.epoch_losses = 0;
+        if smallest.is_some() {
+            self.recent_rtt = smallest;
+        }
         let target = self.base_rtt.map(|b| b + p.headroom);
-        self.delay_high = matches!((smallest, target), (Some(m), Some(t)) if m > t);
+        self.delay_high = matches!((smallest, target), (Some(m), Some(t)) if m > t + p.headroom);
         match (smallest, target) {
             (Some(m), Some(t)) if m > t => {
                 if !self.may_decrease(now, srtt) {
@@ -186,6 +198,7 @@ impl CongestionWindow {
                 self.decrease(now, cut as u16);
                 Some(Decrease::Delay)
             }
+            (None, _) => None,
             _ => {
                 let quiet = self.last_decrease.is_none_or(|t| now >= t + srtt);
                 if quiet {
@@ -207,8 +220,8 @@ impl CongestionWindow {
     ) -> Option<Decrease> {
         self.params?;
         self.epoch_losses = self.epoch_losses.saturating_add(1);
-        let srtt = srtt?;
-        let clustered = self.epoch_losses >= (self.window / 8).max(2);
+        let srtt = self.recent_rtt.or(srtt)?;
+        let clustered = self.epoch_losses >= (self.window / 2).max(4);
         if !(clustered || self.delay_high) || !self.may_decrease(now, srtt) {
             return None;
         }

@@ -19,9 +19,11 @@ use crate::switch::{JobConfig, Slot, Switch, Verdict};
 const MS: fn(u64) -> Duration = Duration::from_millis;
 const AT: fn(u64) -> Instant = Instant::from_millis;
 
+/// The controller with a 2 ms headroom, whatever the default.
 fn on(min_window: u16) -> CongestionControl {
     CongestionControl::On(CongestionParams {
         min_window,
+        headroom: MS(2),
         ..CongestionParams::DEFAULT
     })
 }
@@ -109,8 +111,8 @@ fn random_losses_are_not_congestion_but_a_burst_is() {
     }
     assert_eq!(w.window(), 64);
     assert!(!w.marks(AT(600)));
-    // Eight losses in one round trip: a tail-drop queue overflowing.
-    let decreases: Vec<_> = (0..8)
+    // Half the window lost in one round trip: a tail-drop queue overflowing.
+    let decreases: Vec<_> = (0..32)
         .filter_map(|_| w.on_loss(AT(601), srtt, true))
         .collect();
     assert_eq!(decreases, [Decrease::Loss], "halved once");
@@ -134,8 +136,10 @@ fn a_loss_in_a_round_trip_of_high_delay_is_congestion() {
     let before = w.window();
     assert!(before < 64);
     assert_eq!(w.on_loss(AT(25), srtt, false), None, "once a round trip");
-    // Past the guard, the delay still high: one loss is enough.
-    assert_eq!(w.on_loss(AT(31), srtt, false), Some(Decrease::Loss));
+    // A round trip (now the 30 ms the queue makes it) past the decrease, the delay still
+    // high: one loss is enough.
+    assert_eq!(w.on_loss(AT(49), srtt, false), None, "once a round trip");
+    assert_eq!(w.on_loss(AT(51), srtt, false), Some(Decrease::Loss));
     assert_eq!(w.window(), before / 2);
     assert!(
         !w.marks(AT(36)),

@@ -40,6 +40,11 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
                 continue;
             }
             self.stats.suspected += 1;
+            if !st.late {
+                // Being recovered, it holds no room in the window (§6.3).
+                st.late = true;
+                self.in_flight = self.in_flight.saturating_sub(1);
+            }
             if st.checking {
                 st.checking = false;
                 st.resends += 1;
@@ -52,6 +57,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             }
         }
         self.oldest_watch = oldest;
+        self.release_held();
     }
 
     /// Write the recovery Probe of slot `i`'s current use into `buf`.

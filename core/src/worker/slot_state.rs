@@ -46,6 +46,9 @@ pub(crate) struct SlotState {
     pub(crate) queued: bool,
     /// Whether its fresh use waits for the congestion window (§6.3), out of the queue.
     pub(crate) held: bool,
+    /// Whether the current use was found late (§6.1): its round trip then measures a
+    /// loss's recovery, not the queues, and says nothing of congestion (§6.3).
+    pub(crate) late: bool,
 }
 
 impl Work {
@@ -84,6 +87,7 @@ impl SlotState {
             watch: 0,
             queued: false,
             held: false,
+            late: false,
         }
     }
 }

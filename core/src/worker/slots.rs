@@ -55,6 +55,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
     pub(super) fn expire_slots(&mut self, now: Instant) {
         let mut stalled = heapless::Vec::<u16, SLOTS>::new();
         let mut unanswered = 0u16;
+        let mut newly_late = 0u16;
         let (slots, queue, cfg) = (&mut self.slots, &mut self.send_queue, &self.config);
         self.slot_timers.expire(now, |i| {
             let st = &mut slots[i];
@@ -66,6 +67,10 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
                 return;
             }
             st.tries += 1;
+            if !st.late && st.order != NOT_SENT {
+                newly_late += 1;
+            }
+            st.late = true;
             st.rto = st.rto.doubled_up_to(cfg.max_rto);
             if st.checking && !st.probe_due {
                 // Neither the switch's answer nor the result came within a timeout: the
@@ -112,6 +117,10 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             // Which way it was lost is unknown: not a reason to mark (§6.3).
             self.note_loss(now, false);
         }
+        // A late use is being recovered: it holds no room in the window, as a lost segment
+        // holds none in TCP's pipe (RFC 6675), so a loss does not stall the lane.
+        self.in_flight = self.in_flight.saturating_sub(newly_late);
+        self.release_held();
     }
 
     /// Send the next queued use, or the next queued recovery Probe, if any.
@@ -297,12 +306,12 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         if let Some(rtt) = sample {
             self.rtt.sample(rtt);
         }
-        if st.order != NOT_SENT {
+        if st.order != NOT_SENT && !st.late {
             self.in_flight = self.in_flight.saturating_sub(1);
         }
         let decrease = self.cwnd.on_result(
             now,
-            sample,
+            sample.filter(|_| !st.late),
             self.rtt.srtt(),
             r.flags.contains(Flags::CONGESTED),
         );
@@ -334,6 +343,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         st.checking = false;
         st.probe_due = false;
         st.fetch = false;
+        st.late = false;
         match next {
             Some(work) => {
                 st.work = work;
