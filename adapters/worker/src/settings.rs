@@ -24,7 +24,7 @@ use std::time::Duration;
 use serde::de::{self, Deserializer, IntoDeserializer};
 use serde::Deserialize;
 use switchml_core::wire::SWITCH_PORT;
-use switchml_core::worker::{max_rto_for, NonFinitePolicy};
+use switchml_core::worker::{max_rto_for, CongestionControl, NonFinitePolicy};
 use switchml_udp::clock::{to_core, to_std};
 
 use crate::config::{resolve, CommConfig, Dialect, DEFAULT_JOB};
@@ -154,6 +154,11 @@ settings! {
     #[serde(default, deserialize_with = "non_finite_text")]
     #[cfg_attr(feature = "clap", arg(long))]
     non_finite: NonFinitePolicy,
+    /// Whether each lane adapts its window of slots in flight to congestion: on or off
+    /// (protocol.md §6.3) [env: SWITCHML_CONGESTION; default: off].
+    #[serde(default, deserialize_with = "congestion_text")]
+    #[cfg_attr(feature = "clap", arg(long))]
+    congestion: CongestionControl,
 }
 
 /// A setting's value, for a reader (Python's `Communicator.config()`, JSON).
@@ -200,6 +205,20 @@ impl ToSettingValue for NonFinitePolicy {
     }
 }
 
+impl ToSettingValue for CongestionControl {
+    /// `on` or `off`, as the setting reads them (parameters other than the defaults have
+    /// no text form: the core's `Config` carries them).
+    fn setting_value(&self) -> SettingValue {
+        SettingValue::Text(
+            match self {
+                CongestionControl::Off => "off",
+                CongestionControl::On(_) => "on",
+            }
+            .into(),
+        )
+    }
+}
+
 impl Settings {
     /// Return the settings that make `c` (every one set): the inverse of
     /// [`Settings::config`], durations in the settings' units (a `fallback_addr` only if
@@ -225,6 +244,7 @@ impl Settings {
             fallback_timeout_ms: Some(ms(c.fallback_timeout)),
             dialect: Some(c.dialect),
             non_finite: Some(c.non_finite),
+            congestion: Some(c.congestion),
             switch_source: None,
         }
     }
@@ -380,6 +400,7 @@ impl Settings {
             fallback_timeout: self.fallback_timeout_ms.map_or(c.fallback_timeout, ms),
             dialect: self.dialect.unwrap_or(c.dialect),
             non_finite: self.non_finite.unwrap_or(c.non_finite),
+            congestion: self.congestion.unwrap_or(c.congestion),
             ..c
         }
     }
@@ -401,6 +422,12 @@ fn dialect_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Dialect>, D::E
 
 /// A non-finite policy's name (`propagate`, `error`), in the file or the environment.
 fn non_finite_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<NonFinitePolicy>, D::Error> {
+    let text = String::deserialize(d)?;
+    text.parse().map(Some).map_err(de::Error::custom)
+}
+
+/// A congestion control's name (`on`, `off`), in the file or the environment.
+fn congestion_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<CongestionControl>, D::Error> {
     let text = String::deserialize(d)?;
     text.parse().map(Some).map_err(de::Error::custom)
 }
@@ -612,13 +639,14 @@ pub(crate) mod tests {
             "key" => "bee",
             "dialect" => "p4app",
             "non_finite" => "error",
+            "congestion" => "on",
             "rank" => "0",
             _ => "7",
         };
         let toml: String = Settings::NAMES
             .iter()
             .map(|&n| match n {
-                "switch" | "fallback_addr" | "key" | "dialect" | "non_finite" => {
+                "switch" | "fallback_addr" | "key" | "dialect" | "non_finite" | "congestion" => {
                     format!("{n} = \"{}\"\n", value(n))
                 }
                 _ => format!("{n} = {}\n", value(n)),
@@ -637,6 +665,7 @@ pub(crate) mod tests {
         assert_eq!(from_env.key, Some(0xBEE));
         assert_eq!(from_env.dialect, Some(Dialect::P4app));
         assert_eq!(from_env.non_finite, Some(NonFinitePolicy::Refuse));
+        assert_eq!(from_env.congestion, Some(CongestionControl::DEFAULT_ON));
         assert_eq!(from_env.join_timeout_ms, Some(7));
         // Equal but for where the switch came from, which only error messages say.
         assert_eq!(
@@ -758,6 +787,7 @@ pub(crate) mod tests {
         let value = |name: &str| values.iter().find(|(n, _)| *n == name).unwrap().1.clone();
         assert_eq!(value("window"), SettingValue::Number(16));
         assert_eq!(value("non_finite"), SettingValue::Text("propagate".into()));
+        assert_eq!(value("congestion"), SettingValue::Text("off".into()));
         assert_eq!(value("dialect"), SettingValue::Text("switchml".into()));
     }
 }
