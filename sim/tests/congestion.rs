@@ -1,6 +1,7 @@
 //! The workers' congestion window (protocol.md §6.3) in the simulator, against the same
 //! scenario without it: it costs nothing on a network of its own, loses no sum under loss,
-//! and leaves a bulk TCP flow on a shared uplink more of the link.
+//! and on an uplink that marks (ECN) and that a bulk TCP flow shares, it backs off and
+//! drains the queue.
 //!
 //! ```text
 //!  rank 0 ──uplink (shared with a Reno flow)──▶ ┌────────┐
@@ -56,9 +57,10 @@ fn under_random_loss_every_sum_stays_exact_and_the_time_that_of_no_controller() 
 }
 
 #[test]
-fn a_competing_flow_gets_more_of_a_shared_uplink() {
+fn on_a_marking_uplink_shared_with_a_flow_the_job_backs_off_and_the_queue_drains() {
     let shared = |congestion| Scenario {
         competing_flow: true,
+        mark_bytes: 32 << 10,
         ..shared_link(congestion)
     };
     let (off, off_share) = in_network::simulate_shared(&shared(false));
@@ -67,14 +69,11 @@ fn a_competing_flow_gets_more_of_a_shared_uplink() {
     let bps = shared(true).bits_per_sec;
     let (_, flow_off, jain_off) = off_share.shares(bps, off.completion.unwrap());
     let (_, flow_on, jain_on) = on_share.shares(bps, on.completion.unwrap());
-    assert!(
-        flow_on > flow_off,
-        "the flow's share: on {flow_on}, off {flow_off}"
-    );
-    assert!(
-        jain_on > jain_off,
-        "Jain's index: on {jain_on}, off {jain_off}"
-    );
-    let fewer = |r: &switchml_sim::RunReport| r.uplinks[0].tail_dropped;
-    assert!(fewer(&on) < fewer(&off), "tail drops on rank 0's uplink");
+    assert!(flow_on > flow_off, "the flow's share: on {flow_on}, off {flow_off}");
+    assert!(jain_on > jain_off, "Jain's index: on {jain_on}, off {jain_off}");
+    let mean_queue = |s: &in_network::SharedReport| {
+        s.uplink0.queued_bytes_sum / s.uplink0.packets.max(1)
+    };
+    assert!(mean_queue(&on_share) < mean_queue(&off_share) / 2);
+    assert!(on.uplinks[0].tail_dropped < off.uplinks[0].tail_dropped);
 }

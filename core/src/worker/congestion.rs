@@ -19,7 +19,8 @@
 //!   tail-drop queue gives and 1% random loss almost never does): halve, at most once a
 //!   round trip.
 //!
-//! Otherwise the window grows by one slot a round trip, up to the lane's slots. The state
+//! The window grows by a slot for every window's worth of unmarked Results (one a round
+//! trip, TCP's additive increase), up to the lane's slots. The state
 //! is integers and the caller's clock; nothing here allocates.
 
 use crate::time::{Duration, Instant};
@@ -110,6 +111,8 @@ pub(crate) struct CongestionWindow {
     /// round trips here (the smoothed one until it is known).
     recent_rtt: Option<Duration>,
     last_decrease: Option<Instant>,
+    /// Unmarked Results since the window last grew.
+    unmarked: u16,
     /// Until when this rank's Contributions carry `CONGESTED`: it lost some of its own to
     /// congestion, which only it can see (protocol.md §6.3).
     mark_until: Option<Instant>,
@@ -135,6 +138,7 @@ impl CongestionWindow {
             delay_high: false,
             recent_rtt: None,
             last_decrease: None,
+            unmarked: 0,
             mark_until: None,
         }
     }
@@ -174,6 +178,15 @@ impl CongestionWindow {
             self.decrease(now, 500);
             return Some(Decrease::Mark);
         }
+        if !marked {
+            // Additive increase, as TCP's: a slot a window of unmarked Results, about one a
+            // round trip, also in the round trip after a decrease.
+            self.unmarked = self.unmarked.saturating_add(1);
+            if self.unmarked >= self.window {
+                self.unmarked = 0;
+                self.window = self.window.saturating_add(1).min(self.max);
+            }
+        }
         let start = *self.epoch_start.get_or_insert(now);
         if now < start + srtt {
             return None;
@@ -199,13 +212,7 @@ impl CongestionWindow {
                 Some(Decrease::Delay)
             }
             (None, _) => None,
-            _ => {
-                let quiet = self.last_decrease.is_none_or(|t| now >= t + srtt);
-                if quiet {
-                    self.window = self.window.saturating_add(1).min(self.max);
-                }
-                None
-            }
+            _ => None,
         }
     }
 

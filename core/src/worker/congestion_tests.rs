@@ -52,20 +52,26 @@ fn a_mark_halves_the_window_at_most_once_a_round_trip() {
 }
 
 #[test]
-fn the_window_grows_a_slot_a_round_trip_up_to_the_lanes_slots() {
-    let mut w = CongestionWindow::new(on(1), 8);
+fn the_window_grows_a_slot_a_window_of_results_up_to_the_lanes_slots() {
+    let mut w = CongestionWindow::new(on(1), 16);
     let srtt = Some(MS(10));
     w.on_result(AT(0), Some(MS(10)), srtt, true);
-    assert_eq!(w.window(), 4);
-    // Ten Results a round trip, none marked, no queue: one slot more each round trip.
-    for t in 1..=30u64 {
+    assert_eq!(w.window(), 8);
+    // A window of unmarked Results (about a round trip) with no queue: one slot more.
+    for t in 1..=7u64 {
         w.on_result(AT(t), Some(MS(10)), srtt, false);
     }
-    assert_eq!(w.window(), 7, "one a round trip from the decrease on");
-    for t in 31..=200u64 {
+    assert_eq!(w.window(), 8);
+    w.on_result(AT(8), Some(MS(10)), srtt, false);
+    assert_eq!(w.window(), 9, "eight Results at a window of 8");
+    for t in 9..=17u64 {
         w.on_result(AT(t), Some(MS(10)), srtt, false);
     }
-    assert_eq!(w.window(), 8, "capped at the lane's slots");
+    assert_eq!(w.window(), 10, "nine more at a window of 9");
+    for t in 18..=400u64 {
+        w.on_result(AT(t), Some(MS(10)), srtt, false);
+    }
+    assert_eq!(w.window(), 16, "capped at the lane's slots");
 }
 
 #[test]
