@@ -69,11 +69,16 @@ fn on_a_marking_uplink_shared_with_a_flow_the_job_backs_off_and_the_queue_drains
     let bps = shared(true).bits_per_sec;
     let (_, flow_off, jain_off) = off_share.shares(bps, off.completion.unwrap());
     let (_, flow_on, jain_on) = on_share.shares(bps, on.completion.unwrap());
-    assert!(flow_on > flow_off, "the flow's share: on {flow_on}, off {flow_off}");
-    assert!(jain_on > jain_off, "Jain's index: on {jain_on}, off {jain_off}");
-    let mean_queue = |s: &in_network::SharedReport| {
-        s.uplink0.queued_bytes_sum / s.uplink0.packets.max(1)
-    };
+    assert!(
+        flow_on > flow_off,
+        "the flow's share: on {flow_on}, off {flow_off}"
+    );
+    assert!(
+        jain_on > jain_off,
+        "Jain's index: on {jain_on}, off {jain_off}"
+    );
+    let mean_queue =
+        |s: &in_network::SharedReport| s.uplink0.queued_bytes_sum / s.uplink0.packets.max(1);
     assert!(mean_queue(&on_share) < mean_queue(&off_share) / 2);
     assert!(on.uplinks[0].tail_dropped < off.uplinks[0].tail_dropped);
 }

@@ -179,6 +179,9 @@ struct Run {
     most_in_flight_at_min: usize,
     stats: Vec<Stats>,
     windows: Vec<u16>,
+    /// Each rank's first sends (RETRANSMIT clear) of a chunk while an older chunk whose
+    /// slot was free (the Result of its slot's previous use had come) was not sent yet.
+    out_of_order: Vec<Vec<(u32, u32)>>,
 }
 
 /// Values per rank: 200 chunks of 2.
@@ -220,7 +223,13 @@ fn run<const N: usize>(controls: [CongestionControl; N], marking: bool, loss_pct
         most_in_flight_at_min: 0,
         stats: Vec::new(),
         windows: Vec::new(),
+        out_of_order: (0..N).map(|_| Vec::new()).collect(),
     };
+    // Per rank: chunks first sent, and chunks whose Result came (one int32 tensor from
+    // rotation 0: chunk j is use j / 8 of slot j mod 8).
+    let mut sent = [[false; VALUES / 2]; N];
+    let mut answered = [[false; VALUES / 2]; N];
+    let chunk = |d: &wire::DataRepr| (d.seq * 8 + u32::from(d.slot)) as usize;
     let (mut buf, mut reply) = ([0u8; 64], [0u8; 512]);
     let mut outstanding = [[false; 8]; N];
     let mut reached_min = [false; N];
@@ -235,6 +244,9 @@ fn run<const N: usize>(controls: [CongestionControl; N], marking: bool, loss_pct
                 Some(r) => {
                     if let Ok(wire::Message::Data(d, _)) = wire::Message::parse(&bytes) {
                         outstanding[r][usize::from(d.slot)] = false;
+                        if let Some(a) = answered[r].get_mut(chunk(&d)) {
+                            *a = true;
+                        }
                     }
                     w[r].handle_packet(now, &bytes);
                 }
@@ -261,6 +273,14 @@ fn run<const N: usize>(controls: [CongestionControl; N], marking: bool, loss_pct
             while let Some(len) = w[r].poll_transmit(now, &mut buf) {
                 if let Ok(wire::Message::Data(d, _)) = wire::Message::parse(&buf[..len]) {
                     outstanding[r][usize::from(d.slot)] = true;
+                    let y = chunk(&d);
+                    if !d.flags.contains(wire::Flags::RETRANSMIT) && y < VALUES / 2 {
+                        let free = |x: usize| x < 8 || answered[r][x - 8];
+                        if let Some(x) = (0..y).find(|&x| !sent[r][x] && free(x)) {
+                            out.out_of_order[r].push((y as u32, x as u32));
+                        }
+                        sent[r][y] = true;
+                    }
                 }
                 net.flight.push((now + MS(1), None, buf[..len].to_vec()));
             }
@@ -331,4 +351,18 @@ fn a_switch_mark_off_leaves_a_lane_with_the_controller_off_alone() {
     assert!(r.bufs.iter().all(|b| b.as_ref() == Some(&exact_sum(2))));
     assert_eq!(r.windows, [8, 1]);
     assert_eq!(r.stats[0].cwnd_mark_decreases, 0);
+}
+
+#[test]
+fn every_rank_sends_its_fresh_uses_oldest_first() {
+    // Lost Results make the ranks' slots free in different orders; the window sends what
+    // is free in the order every rank shares, so Results come back in it.
+    let r = run([on(1); 3], true, 5);
+    for (rank, late) in r.out_of_order.iter().enumerate() {
+        assert_eq!(
+            late,
+            &[],
+            "rank {rank}: (chunk sent, older free chunk not sent)"
+        );
+    }
 }

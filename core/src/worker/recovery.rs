@@ -57,7 +57,6 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             }
         }
         self.oldest_watch = oldest;
-        self.release_held();
     }
 
     /// Write the recovery Probe of slot `i`'s current use into `buf`.

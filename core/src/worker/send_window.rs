@@ -6,7 +6,9 @@
 //! **oldest** incomplete use, whatever its window. The job's oldest incomplete use is then
 //! sent by every rank, so it completes, and so on; a window held by younger uses at one
 //! rank can never wait on another rank that holds its window for a different use.
-//! Resends and Probes of uses already sent never wait for the window.
+//! Resends and Probes of uses already sent never wait for the window. With the window on,
+//! every fresh use waits among the held ones and they go out oldest first, so every rank
+//! sends in the same order whatever its timing.
 
 use super::congestion::Decrease;
 use super::Worker;
@@ -31,41 +33,39 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             .all(|other| age < other)
     }
 
-    /// Give held uses back to the send queue, oldest first, while the window has room, and
-    /// the oldest incomplete use of the lane in any case.
-    pub(super) fn release_held(&mut self) {
-        let mut room = self.cwnd.window().saturating_sub(self.in_flight);
-        while self.held > 0 {
-            let mut oldest_held = None;
-            let mut oldest_other = None;
-            for (j, st) in self.slots[..usize::from(self.config.window)]
-                .iter()
-                .enumerate()
-            {
-                let Some(age) = st.work.age() else { continue };
-                if st.held {
-                    if oldest_held.is_none_or(|(_, a)| age < a) {
-                        oldest_held = Some((j, age));
-                    }
-                } else if oldest_other.is_none_or(|a| age < a) {
-                    oldest_other = Some(age);
-                }
-            }
-            let Some((j, age)) = oldest_held else {
-                self.held = 0;
-                return;
-            };
-            if room == 0 && oldest_other.is_some_and(|a| a < age) {
-                return;
-            }
-            room = room.saturating_sub(1);
-            self.held -= 1;
-            let st = &mut self.slots[j];
-            st.held = false;
-            if !st.queued && self.send_queue.push_back(j as u16).is_ok() {
-                st.queued = true;
+    /// Hold slot `i`'s fresh use until it is the oldest held and the window has room.
+    pub(super) fn hold(&mut self, i: usize) {
+        if !self.slots[i].held {
+            self.slots[i].held = true;
+            self.held += 1;
+            if self.in_flight >= self.cwnd.window() {
+                self.stats.cwnd_waits += 1;
             }
         }
+    }
+
+    /// Take slot `i`'s use out of the held ones: it is being sent.
+    pub(super) fn unhold(&mut self, i: usize) {
+        if self.slots[i].held {
+            self.slots[i].held = false;
+            self.held -= 1;
+        }
+    }
+
+    /// Return the held slot with the oldest use: every rank sends its fresh uses in the
+    /// same order, so that their Results come back in it and a use is found late only when
+    /// something was lost (§6.1).
+    pub(super) fn oldest_held(&self) -> Option<usize> {
+        if self.held == 0 {
+            return None;
+        }
+        self.slots[..usize::from(self.config.window)]
+            .iter()
+            .enumerate()
+            .filter(|(_, st)| st.held)
+            .filter_map(|(j, st)| Some((st.work.age()?, j)))
+            .min()
+            .map(|(_, j)| j)
     }
 
     /// A use was found lost; `upstream`: its Contribution never reached the switch.

@@ -120,7 +120,6 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         // A late use is being recovered: it holds no room in the window, as a lost segment
         // holds none in TCP's pipe (RFC 6675), so a loss does not stall the lane.
         self.in_flight = self.in_flight.saturating_sub(newly_late);
-        self.release_held();
     }
 
     /// Send the next queued use, or the next queued recovery Probe, if any.
@@ -140,37 +139,46 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
                 continue;
             }
             let fresh = self.slots[i].resends == 0 && self.slots[i].order == NOT_SENT;
-            if fresh && !self.window_admits(i) {
-                // The window is full and an older use is outstanding: wait for a Result
-                // (§6.3). Resends and Probes never wait.
-                self.slots[i].held = true;
-                self.held += 1;
-                self.stats.cwnd_waits += 1;
+            if fresh && self.cwnd.is_on() {
+                // Fresh uses go out oldest first, below (§6.3); resends and Probes never
+                // wait.
+                self.hold(i);
                 continue;
             }
-            if let Some(len) = self.emit_contribution(now, i, buf) {
-                let st = &mut self.slots[i];
-                if st.resends == 0 {
-                    st.sent_at = now;
-                    st.order = self.next_order;
-                    self.next_order += 1;
-                }
-                if fresh {
-                    self.in_flight += 1;
-                }
-                st.watch = self.next_order - 1;
-                self.slot_timers.arm(i, now + st.rto);
-                self.stats.sent += 1;
-                if st.resends > 0 {
-                    self.stats.retransmissions += 1;
-                }
+            if let Some(len) = self.send_use(now, i, fresh, buf) {
                 return Some(len);
             }
             if self.phase == Phase::Failed {
                 return None;
             }
         }
-        None
+        let i = self.oldest_held()?;
+        if !self.window_admits(i) {
+            return None;
+        }
+        self.unhold(i);
+        self.send_use(now, i, true, buf)
+    }
+
+    /// Send slot `i`'s current use (`fresh`: its first send) and arm its timer.
+    fn send_use(&mut self, now: Instant, i: usize, fresh: bool, buf: &mut [u8]) -> Option<usize> {
+        let len = self.emit_contribution(now, i, buf)?;
+        let st = &mut self.slots[i];
+        if st.resends == 0 {
+            st.sent_at = now;
+            st.order = self.next_order;
+            self.next_order += 1;
+        }
+        if fresh {
+            self.in_flight += 1;
+        }
+        st.watch = self.next_order - 1;
+        self.slot_timers.arm(i, now + st.rto);
+        self.stats.sent += 1;
+        if st.resends > 0 {
+            self.stats.retransmissions += 1;
+        }
+        Some(len)
     }
 
     /// Write slot `i`'s current use into `buf`.
@@ -357,7 +365,6 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
                 self.start_next(i, tensor + 1);
             }
         }
-        self.release_held();
     }
 
     /// The probe for a stalled slot was answered: fail with what the switch knows.
