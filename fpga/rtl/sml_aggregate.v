@@ -1,8 +1,8 @@
 // sml_aggregate: the slot values and the L int32 adder lanes (protocol.md §4 step 5).
 //
 // It owns the values of every slot version (K_MAX values = KW words of L lanes each),
-// their OVERFLOW bits and their non-finite kinds (protocol.md §5.4: the OR of the
-// Contributions' flags bits 2-4, which sml_decide puts in the op's header), and carries out the decide stage's ops in order, one payload word a
+// their OVERFLOW bits and their carried flags (protocol.md §5.4, §6.3: the OR of the
+// Contributions' flags bits 2-5, the non-finite kinds and CONGESTED, which sml_decide puts in the op's header), and carries out the decide stage's ops in order, one payload word a
 // cycle: discard the payload; load it (a use's first contribution); add it lane by lane
 // with wrapping int32 addition, noting signed overflow in the lanes below `count`; or read
 // the stored sum (a retransmission's answer). An op that answers pushes its result words
@@ -93,7 +93,7 @@ module sml_aggregate #(
     reg [32*L-1:0] b_fwd_word;
     reg           b_ovf_run;     // overflow in the earlier words of this op
     reg [2*SLOTS-1:0] ovf_bits;  // OVERFLOW of each slot version's use
-    reg [3*2*SLOTS-1:0] nf_bits; // the non-finite kinds (POS_INF, NEG_INF, NAN), likewise
+    reg [4*2*SLOTS-1:0] nf_bits; // the carried flags (POS_INF, NEG_INF, NAN, CONGESTED), likewise
 
     assign b_addr  = {b_sv, b_i[KWB-1:0]};
     assign b_write = b_data && (b_kind == OP_LOAD || b_kind == OP_ACC);
@@ -129,16 +129,16 @@ module sml_aggregate #(
     assign m_word       = b_new;
     assign m_word_valid = b_valid && push_word && (!push_desc || m_desc_ready);
     // OVERFLOW is bit 0 of a Result's flags, byte 9 of its header, above hlen/mcast/rank;
-    // the non-finite kinds are bits 2-4. A load takes the Contribution's kinds, an add ORs
+    // the carried flags (non-finite kinds, CONGESTED) are bits 2-5. A load takes the Contribution's kinds, an add ORs
     // them in, a read (a resend's answer) gives the use's alone.
     localparam integer FLAGS_AT = 72 + 6 + 1 + 16;
     wire [DSW-1:0] ovf_patch = {{(DSW - 1) {1'b0}}, 1'b1} << FLAGS_AT;
-    wire [2:0] b_kinds  = b_desc[FLAGS_AT+2+:3];
-    wire [2:0] nf_held  = nf_bits[3*b_sv+:3];
-    wire [2:0] nf_final = (b_kind == OP_LOAD) ? b_kinds :
+    wire [3:0] b_kinds  = b_desc[FLAGS_AT+2+:4];
+    wire [3:0] nf_held  = nf_bits[4*b_sv+:4];
+    wire [3:0] nf_final = (b_kind == OP_LOAD) ? b_kinds :
                           (b_kind == OP_ACC) ? (nf_held | b_kinds) : nf_held;
-    wire [DSW-1:0] nf_mask  = {{(DSW - 3) {1'b0}}, 3'b111} << (FLAGS_AT + 2);
-    wire [DSW-1:0] nf_patch = {{(DSW - 3) {1'b0}}, nf_final} << (FLAGS_AT + 2);
+    wire [DSW-1:0] nf_mask  = {{(DSW - 4) {1'b0}}, 4'b1111} << (FLAGS_AT + 2);
+    wire [DSW-1:0] nf_patch = {{(DSW - 4) {1'b0}}, nf_final} << (FLAGS_AT + 2);
     wire [DSW-1:0] result_desc = (b_desc & ~nf_mask) | nf_patch |
                                  (ovf_final ? ovf_patch : {DSW{1'b0}});
     assign m_desc       = b_result ? result_desc : b_desc;
@@ -154,7 +154,7 @@ module sml_aggregate #(
             b_valid   <= 1'b0;
             b_ovf_run <= 1'b0;
             ovf_bits  <= {2 * SLOTS{1'b0}};
-            nf_bits   <= {3 * 2 * SLOTS{1'b0}};
+            nf_bits   <= {4 * 2 * SLOTS{1'b0}};
             b_fwd     <= 1'b0;
         end else begin
             if (b_fire) begin
@@ -162,7 +162,7 @@ module sml_aggregate #(
                 if (b_last && b_kind == OP_LOAD) ovf_bits[b_sv] <= 1'b0;
                 if (b_last && b_kind == OP_ACC) ovf_bits[b_sv] <= ovf_final;
                 if (b_last && (b_kind == OP_LOAD || b_kind == OP_ACC))
-                    nf_bits[3*b_sv+:3] <= nf_final;
+                    nf_bits[4*b_sv+:4] <= nf_final;
             end
             if (b_fire && !a_fire) b_valid <= 1'b0;
             if (a_fire) begin

@@ -194,9 +194,10 @@ module sml_decide #(
     wire [15:0] g_count   = {b2(10), b2(11)};
     wire [31:0] g_seq     = {b2(12), b2(13), b2(14), b2(15)};
     wire [7:0]  g_exp     = b2(16);
-    // A Contribution's non-finite kinds (flags bits 2-4, protocol.md §5.4), which ride to
-    // sml_aggregate in the op's Result header (byte 9) to be ORed into the use's.
-    wire [7:0]  g_kinds   = b2(9) & 8'h1C;
+    // A Contribution's carried flags (bits 2-5: the non-finite kinds, protocol.md §5.4, and
+    // CONGESTED, §6.3), which ride to sml_aggregate in the op's Result header (byte 9) to
+    // be ORed into the use's.
+    wire [7:0]  g_kinds   = b2(9) & 8'h3C;
     wire        g_probe   = (b2(1) == 8'h12);
     wire [31:0] g_session = g_probe ? {b2(16), b2(17), b2(18), b2(19)}
                                     : {b2(20), b2(21), b2(22), b2(23)};

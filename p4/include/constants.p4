@@ -46,10 +46,12 @@ const bit<8> TYPE_COOKIE       = 0x18;
 // Data flags (protocol.md §3.1), JoinReply flags (§3.3), StatusReply flags (§3.8).
 const bit<8> FLAG_OVERFLOW   = 0x01;
 const bit<8> FLAG_RETRANSMIT = 0x02;
-// POS_INF 0x04, NEG_INF 0x08 and NAN 0x10: the non-finite kinds every switch ORs into the
-// Result (§5.4); with OVERFLOW, the bits a slot version keeps (overflow_flag.p4).
-const bit<8> FLAG_NON_FINITE = 0x1C;
-const bit<8> FLAG_STICKY     = 0x1D;
+// POS_INF 0x04, NEG_INF 0x08 and NAN 0x10: the non-finite kinds (§5.4), and CONGESTED 0x20
+// (§6.3): the bits every switch ORs into the Result; with OVERFLOW, the bits a slot version
+// keeps (overflow_flag.p4). These programs pass a worker's CONGESTED on; they do not set it
+// from their own queues (yet).
+const bit<8> FLAG_CARRIED    = 0x3C;
+const bit<8> FLAG_STICKY     = 0x3D;
 const bit<8> JOIN_COMPLETE   = 0x01;
 // StatusReply flags 0x01 ALL_JOINED, 0x02 RUN_OPEN: the controller's, which answers Status
 // (protocol.md §4.2).

@@ -38,8 +38,9 @@ control NextStepSelector(inout headers_t hdr, inout metadata_t meta) {
         }
         bit<1> waits = 0;
         // The packet's own flags that reach the Result: every Contribution's non-finite
-        // kinds (protocol.md §5.4); at a parent, and from a parent's Result, OVERFLOW too.
-        bit<8> kinds = hdr.data.flags & FLAG_NON_FINITE;
+        // kinds and congestion mark (protocol.md §5.4, §6.3); at a parent, and from a
+        // parent's Result, OVERFLOW too.
+        bit<8> kinds = hdr.data.flags & FLAG_CARRIED;
         bit<8> sticky = hdr.data.flags & FLAG_STICKY;
         if (meta.pass == 0) {
             meta.up = 0;

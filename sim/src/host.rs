@@ -7,7 +7,8 @@ use std::rc::Rc;
 
 use switchml_core::quant::Op;
 use switchml_core::time::Duration;
-use switchml_core::worker::{Config, Event as WorkerEvent, Worker};
+use switchml_core::wire::Flags;
+use switchml_core::worker::{Config, CongestionControl, Event as WorkerEvent, Worker};
 
 use crate::bucket::Bucket;
 use crate::clock::{from_core, to_core, Nanos};
@@ -74,6 +75,11 @@ impl Host {
             join_timeout: Duration::from_secs(10),
             key,
             nonce: 0x1000_0001 + u32::from(rank),
+            congestion: if s.congestion {
+                CongestionControl::DEFAULT_ON
+            } else {
+                CongestionControl::Off
+            },
             ..Config::new(job, rank, world)
         };
         let seed = s.seed.wrapping_mul(0x1_0001) ^ (u64::from(rank) << 1);
@@ -147,6 +153,9 @@ impl Host {
         loop {
             while let Some(len) = self.worker.poll_transmit(now, tx) {
                 if let Delivery::At(at) = self.uplink.transmit(now_ns, wire_bytes(len)) {
+                    if self.uplink.last_marked() {
+                        mark(&mut tx[..len]);
+                    }
                     send(at, Rc::from(&tx[..len]));
                 }
             }
@@ -228,6 +237,16 @@ impl Host {
                     .get_or_insert(format!("rank {rank}: {}", e.kind));
                 false
             }
+        }
+    }
+}
+
+/// Set `CONGESTED` on a data message that a queue marked, as an ECN queue sets CE (the
+/// switch ORs a Contribution's mark into its Result; a Result's reaches its rank).
+pub(crate) fn mark(datagram: &mut [u8]) {
+    if matches!(datagram.get(1), Some(0x01 | 0x02)) {
+        if let Some(flags) = datagram.get_mut(9) {
+            *flags |= Flags::CONGESTED.0;
         }
     }
 }

@@ -26,7 +26,8 @@ use switchml_p4model::pipeline::{Config as ModelConfig, Pipeline};
 use crate::clock::{to_core, Nanos};
 use crate::events::EventQueue;
 use crate::host::{self, Host, HostEvent};
-use crate::link::{wire_bytes, Delivery};
+use crate::link::{wire_bytes, Delivery, LinkStats};
+use crate::reno::{Reno, RenoEvent};
 use crate::report::{ProtocolCounters, RunReport};
 use crate::scenario::{Direction, Scenario, SwitchModel};
 
@@ -48,6 +49,51 @@ enum Event {
     AtSwitch { from: usize, bytes: Rc<[u8]> },
     /// Something happens to rank `rank`.
     Host { rank: usize, event: HostEvent },
+    /// The competing flow starts.
+    FlowStart,
+    /// Something happens to the competing flow.
+    Flow(RenoEvent),
+}
+
+/// What a run on a shared uplink reports beside [`RunReport`]: rank 0's uplink over time,
+/// the job's bytes and the competing flow's.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SharedReport {
+    /// The bins' width.
+    pub bin: Nanos,
+    /// Wire bytes of the job that crossed rank 0's uplink, per bin from the start.
+    pub job_bytes: Vec<u64>,
+    /// Wire bytes of the competing flow that crossed it, per bin.
+    pub flow_bytes: Vec<u64>,
+    /// The flow's segments lost.
+    pub flow_lost: u64,
+    /// The flow's window's halvings.
+    pub flow_decreases: u64,
+    /// Rank 0's uplink's counters (both kinds of traffic).
+    pub uplink0: LinkStats,
+}
+
+impl SharedReport {
+    /// Add `bytes` arriving at `at` (from the run's `start`) to `series`.
+    fn add(series: &mut Vec<u64>, bin: Nanos, start: Nanos, at: Nanos, bytes: u64) {
+        let Some(i) = at.checked_sub(start).map(|d| (d / bin.max(1)) as usize) else {
+            return;
+        };
+        if series.len() <= i {
+            series.resize(i + 1, 0);
+        }
+        series[i] += bytes;
+    }
+
+    /// Return the job's and the flow's shares of rank 0's uplink's capacity over
+    /// `duration`, and Jain's fairness index of the two.
+    pub fn shares(&self, bits_per_sec: u64, duration: Nanos) -> (f64, f64, f64) {
+        let capacity = bits_per_sec as f64 / 8.0 * duration as f64 * 1e-9;
+        let job = self.job_bytes.iter().sum::<u64>() as f64 / capacity;
+        let flow = self.flow_bytes.iter().sum::<u64>() as f64 / capacity;
+        let jain = (job + flow).powi(2) / (2.0 * (job * job + flow * flow)).max(f64::MIN_POSITIVE);
+        (job, flow, jain)
+    }
 }
 
 /// A run of the in-network all-reduce through switch `G`.
@@ -59,10 +105,19 @@ struct Run<G> {
     hosts: Vec<Host>,
     out: Vec<u8>,
     tx: Vec<u8>,
+    /// When the all-reduce began (every rank joined).
+    start: Nanos,
+    flow: Option<Reno>,
+    shared: SharedReport,
 }
 
 /// Simulate `scenario`'s all-reduce through the switch it names and report it.
 pub fn simulate(scenario: &Scenario) -> RunReport {
+    simulate_shared(scenario).0
+}
+
+/// Simulate `scenario` as [`simulate`] does, and report rank 0's uplink over time.
+pub fn simulate_shared(scenario: &Scenario) -> (RunReport, SharedReport) {
     assert!(
         usize::from(scenario.count) <= MAX_COUNT,
         "k above {MAX_COUNT}"
@@ -93,18 +148,30 @@ pub fn simulate(scenario: &Scenario) -> RunReport {
     }
 }
 
-fn simulate_with<G: ControlPlane>(scenario: &Scenario, switch: G) -> RunReport {
+fn simulate_with<G: ControlPlane>(scenario: &Scenario, switch: G) -> (RunReport, SharedReport) {
     let wall = WallClock::now();
     let mut run = Run::new(scenario, switch);
     run.join();
     let start = run.now;
+    run.start = start;
     let queue = &mut run.queue;
     host::begin(scenario, start, &mut run.hosts, |at, rank| {
         let event = HostEvent::Start;
         queue.push(at, Event::Host { rank, event });
     });
+    if scenario.competing_flow {
+        run.flow = Some(Reno::new(scenario.propagation * 2));
+        run.queue.push(start, Event::FlowStart);
+    }
     run.drive(|r| host::all_done(&r.hosts));
-    run.report(start, wall.elapsed().as_secs_f64())
+    let report = run.report(start, wall.elapsed().as_secs_f64());
+    let mut shared = std::mem::take(&mut run.shared);
+    if let Some(f) = &run.flow {
+        shared.flow_lost = f.lost;
+        shared.flow_decreases = f.decreases;
+    }
+    shared.uplink0 = *run.hosts[0].uplink.stats();
+    (report, shared)
 }
 
 impl<G: ControlPlane> Run<G> {
@@ -138,6 +205,12 @@ impl<G: ControlPlane> Run<G> {
             hosts,
             out: vec![0; SimEndpoint::<G>::OUT_LEN],
             tx: vec![0; scenario.data_payload().max(64)],
+            start: Nanos::MAX,
+            flow: None,
+            shared: SharedReport {
+                bin: scenario.series_bin,
+                ..SharedReport::default()
+            },
         }
     }
 
@@ -166,6 +239,13 @@ impl<G: ControlPlane> Run<G> {
                         self.service(rank);
                     }
                 }
+                Event::FlowStart => self.flow_send(),
+                Event::Flow(e) => {
+                    if let Some(f) = self.flow.as_mut() {
+                        f.handle(at, e);
+                    }
+                    self.flow_send();
+                }
             }
         }
     }
@@ -187,7 +267,13 @@ impl<G: ControlPlane> Run<G> {
         let leaves = self.now + self.scenario.switch_latency;
         for rank in to {
             if let Delivery::At(at) = self.hosts[rank].downlink.transmit(leaves, wire_bytes(len)) {
-                let bytes = answer.clone();
+                let bytes = if self.hosts[rank].downlink.last_marked() {
+                    let mut marked = answer.to_vec();
+                    host::mark(&mut marked);
+                    Rc::from(marked)
+                } else {
+                    answer.clone()
+                };
                 self.queue.push(
                     at,
                     Event::Host {
@@ -199,10 +285,30 @@ impl<G: ControlPlane> Run<G> {
         }
     }
 
+    /// Let the competing flow send what its window allows on rank 0's uplink.
+    fn flow_send(&mut self) {
+        let Some(flow) = self.flow.as_mut() else {
+            return;
+        };
+        let (queue, shared, start) = (&mut self.queue, &mut self.shared, self.start);
+        flow.send(
+            self.now,
+            &mut self.hosts[0].uplink,
+            |at, e| queue.push(at, Event::Flow(e)),
+            |at, bytes| SharedReport::add(&mut shared.flow_bytes, shared.bin, start, at, bytes),
+        );
+    }
+
     /// Let rank `rank` transmit, take its events, keep its buckets coming, re-arm its timer.
     fn service(&mut self, rank: usize) {
-        let queue = &mut self.queue;
-        let send = |at, bytes| queue.push(at, Event::AtSwitch { from: rank, bytes });
+        let (queue, shared, start) = (&mut self.queue, &mut self.shared, self.start);
+        let send = |at, bytes: Rc<[u8]>| {
+            if rank == 0 {
+                let wire = wire_bytes(bytes.len());
+                SharedReport::add(&mut shared.job_bytes, shared.bin, start, at, wire);
+            }
+            queue.push(at, Event::AtSwitch { from: rank, bytes })
+        };
         let host = &mut self.hosts[rank];
         if let Some(at) = host.service(self.now, &self.scenario, &mut self.tx, send) {
             self.queue.push(

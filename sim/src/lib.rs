@@ -26,8 +26,12 @@
 //! (`switchml-sim --help`) runs one scenario; `sim/figures` runs the experiments of the
 //! paper and plots them (`docs/simulation.md`).
 //!
-//! What it does **not** model: host CPU (workers answer instantly), PCIe, congestion
-//! control, the switch's pipeline passes (it forwards at line rate after a fixed latency),
+//! Congestion (`--competing-flow`, `--mark-kib`, `--congestion`): tail-drop queues that may
+//! mark, a bulk Reno flow ([`reno`]) on rank 0's uplink, and the workers' congestion window
+//! (protocol.md §6.3), reported over time by [`in_network::simulate_shared`].
+//!
+//! What it does **not** model: host CPU (workers answer instantly), PCIe, the switch's
+//! pipeline passes (it forwards at line rate after a fixed latency),
 //! and loss on the ring's transport.
 
 pub mod analytic;
@@ -37,6 +41,7 @@ pub mod events;
 mod host;
 pub mod in_network;
 pub mod link;
+pub mod reno;
 pub mod report;
 pub mod ring;
 pub mod scenario;

@@ -42,6 +42,9 @@ pub struct LinkConfig {
     pub queue_bytes: u64,
     /// The most packets the queue holds, the packet in service included.
     pub queue_packets: usize,
+    /// A packet that finds at least this many bytes queued ahead of it is marked, as an
+    /// ECN-capable queue sets CE (`u64::MAX`: never).
+    pub mark_bytes: u64,
 }
 
 impl LinkConfig {
@@ -77,6 +80,11 @@ pub struct LinkStats {
     pub tail_dropped: u64,
     /// The largest queue seen, in bytes.
     pub max_queue_bytes: u64,
+    /// Packets marked (the queue ahead of them was at least `mark_bytes`).
+    pub marked: u64,
+    /// The queue each packet found ahead of it, summed over the packets serialised, in
+    /// bytes: divided by `packets`, the mean queue a packet waited behind.
+    pub queued_bytes_sum: u64,
     /// When the last bit of the last packet left, in picoseconds.
     pub last_departure_ps: u64,
 }
@@ -91,6 +99,8 @@ pub struct Link {
     queued: VecDeque<(u64, u64)>,
     queued_bytes: u64,
     stats: LinkStats,
+    /// Whether the last packet handed to the link was marked.
+    last_marked: bool,
 }
 
 impl Link {
@@ -103,6 +113,7 @@ impl Link {
             queued: VecDeque::new(),
             queued_bytes: 0,
             stats: LinkStats::default(),
+            last_marked: false,
         }
     }
 
@@ -116,6 +127,27 @@ impl Link {
         &self.stats
     }
 
+    /// Return whether the last packet handed to [`Link::transmit`] was marked.
+    pub fn last_marked(&self) -> bool {
+        self.last_marked
+    }
+
+    /// Return the bytes queued at `now`, the packet in service included.
+    pub fn queued_bytes(&mut self, now: Nanos) -> u64 {
+        self.drain(now * 1000);
+        self.queued_bytes
+    }
+
+    fn drain(&mut self, now_ps: u64) {
+        while let Some(&(departs, bytes)) = self.queued.front() {
+            if departs > now_ps {
+                break;
+            }
+            self.queued.pop_front();
+            self.queued_bytes -= bytes;
+        }
+    }
+
     /// Forget the counters (the queue and its timing stay).
     pub fn reset_stats(&mut self) {
         self.stats = LinkStats::default();
@@ -124,19 +156,17 @@ impl Link {
     /// Hand the link a packet of `wire_bytes` at time `now`.
     pub fn transmit(&mut self, now: Nanos, wire_bytes: u64) -> Delivery {
         let now_ps = now * 1000;
-        while let Some(&(departs, bytes)) = self.queued.front() {
-            if departs > now_ps {
-                break;
-            }
-            self.queued.pop_front();
-            self.queued_bytes -= bytes;
-        }
+        self.drain(now_ps);
+        self.last_marked = false;
         if self.queued_bytes + wire_bytes > self.config.queue_bytes
             || self.queued.len() >= self.config.queue_packets
         {
             self.stats.tail_dropped += 1;
             return Delivery::TailDropped;
         }
+        self.last_marked = self.queued_bytes >= self.config.mark_bytes;
+        self.stats.marked += u64::from(self.last_marked);
+        self.stats.queued_bytes_sum += self.queued_bytes;
         let serialisation = self.config.serialisation_ps(wire_bytes);
         let departs = self.busy_until_ps.max(now_ps) + serialisation;
         self.busy_until_ps = departs;
@@ -166,6 +196,7 @@ mod tests {
             loss: 0.0,
             queue_bytes: u64::MAX,
             queue_packets,
+            mark_bytes: u64::MAX,
         };
         Link::new(config, 1)
     }
@@ -200,6 +231,22 @@ mod tests {
             .filter(|&i| l.transmit(i * 1000, 100) == Delivery::Lost)
             .count();
         assert!((800..1200).contains(&lost), "{lost} lost of 100,000");
+    }
+
+    #[test]
+    fn a_packet_behind_a_deep_queue_is_marked() {
+        let mut l = link(usize::MAX);
+        l.config.mark_bytes = 2000;
+        l.transmit(0, 1250);
+        assert!(!l.last_marked(), "an empty queue");
+        l.transmit(0, 1250);
+        assert!(!l.last_marked(), "1,250 bytes ahead");
+        l.transmit(0, 1250);
+        assert!(l.last_marked(), "2,500 bytes ahead");
+        assert_eq!(l.stats().marked, 1);
+        // Drained by 300 ns.
+        l.transmit(300, 1250);
+        assert!(!l.last_marked());
     }
 
     #[test]

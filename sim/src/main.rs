@@ -7,6 +7,7 @@
 use std::process::ExitCode;
 
 use serde_json::json;
+use switchml_sim::in_network::SharedReport;
 use switchml_sim::tiered::{self, Tree};
 use switchml_sim::{analytic, in_network, ring, Dtype, LossOn, RunReport, Scenario, SwitchModel};
 
@@ -38,11 +39,18 @@ switchml-sim: a discrete-event simulation of one all-reduce on a star of links
                        the ranks dealt to them (0: one switch)
   --tier-loss X        loss probability on each child-parent link (0)
   --tier-gbps G        each child-parent link's rate, Gb/s (the ranks' links')
+  --congestion on|off|both  the workers' congestion window (protocol.md 6.3): off,
+                       on, or both: the same scenario without, then with it (off)
+  --mark-kib Q         every queue marks what finds Q KiB ahead of it CONGESTED (no marking)
+  --competing-flow     a bulk TCP Reno flow shares rank 0's uplink for the whole run
+  --series-ms T        bins of rank 0's uplink's throughput over time (100)
   --json               print JSON instead of a summary
 ";
 
 struct Args {
     scenario: Scenario,
+    /// The congestion settings to run the star's all-reduce with, in order.
+    congestion: Vec<bool>,
     tree: Option<Tree>,
     algorithms: Vec<&'static str>,
     json: bool,
@@ -51,6 +59,7 @@ struct Args {
 fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     let mut s = Scenario::default();
     let mut algorithms = vec!["switchml"];
+    let mut congestion = vec![false];
     let mut json = false;
     let mut tree = Tree {
         children: 0,
@@ -60,6 +69,10 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     while let Some(flag) = args.next() {
         if flag == "--json" {
             json = true;
+            continue;
+        }
+        if flag == "--competing-flow" {
+            s.competing_flow = true;
             continue;
         }
         if flag == "--help" || flag == "-h" {
@@ -84,6 +97,16 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--max-rto-us" => s.max_rto_us = int(&value)?,
             "--rto-stagger-us" => s.rto_stagger_us = int(&value)?,
             "--seed" => s.seed = int(&value)?,
+            "--mark-kib" => s.mark_bytes = int(&value)? * 1024,
+            "--series-ms" => s.series_bin = int(&value)?.max(1) * 1_000_000,
+            "--congestion" => {
+                congestion = match value.as_str() {
+                    "off" => vec![false],
+                    "on" => vec![true],
+                    "both" => vec![false, true],
+                    other => return Err(format!("--congestion {other}: on, off or both")),
+                }
+            }
             "--children" => tree.children = int(&value)? as u16,
             "--tier-loss" => tree.loss = num(&value)?,
             "--tier-gbps" => tree.bits_per_sec = (num(&value)? * 1e9) as u64,
@@ -155,11 +178,35 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     {
         return Err("the P4 model takes k <= 256 and 64 ranks a switch".into());
     }
+    if tree.is_some() && (s.competing_flow || congestion != [false]) {
+        return Err("--competing-flow and --congestion take one switch".into());
+    }
     Ok(Args {
         scenario: s,
+        congestion,
         tree,
         algorithms,
         json,
+    })
+}
+
+/// Rank 0's uplink over a run of `completion`: each side's share, Jain's index, the series.
+fn shared_json(share: &SharedReport, s: &Scenario, completion: u64) -> serde_json::Value {
+    let (job, flow, jain) = share.shares(s.bits_per_sec, completion);
+    let u = &share.uplink0;
+    json!({
+        "job_share": job,
+        "flow_share": flow,
+        "jain": jain,
+        "bin_ns": share.bin,
+        "job_bytes": share.job_bytes,
+        "flow_bytes": share.flow_bytes,
+        "flow_lost": share.flow_lost,
+        "flow_decreases": share.flow_decreases,
+        "mean_queue_bytes": u.queued_bytes_sum as f64 / u.packets.max(1) as f64,
+        "max_queue_bytes": u.max_queue_bytes,
+        "marked": u.marked,
+        "tail_dropped": u.tail_dropped,
     })
 }
 
@@ -171,9 +218,19 @@ fn summary(r: &RunReport) -> String {
     let mean = up.iter().sum::<f64>() / up.len() as f64;
     let (lost, tail) = r.network_drops();
     let (resends, probes) = r.protocol.map_or((0, 0), |p| (p.retransmissions, p.probes));
+    let cwnd = r
+        .protocol
+        .filter(|p| p.cwnd_decreases != [0; 3] || p.cwnd_waits > 0)
+        .map_or(String::new(), |p| {
+            let [m, d, l] = p.cwnd_decreases;
+            format!(
+                "  cwnd decreases mark {m} delay {d} loss {l}, waits {}",
+                p.cwnd_waits
+            )
+        });
     format!(
         "{:8}  {:10.3} ms  {:6.3} G elements/s  uplinks {:5.1}% busy  lost {lost}  tail-dropped {tail}  \
-         resends {resends}  probes {probes}  wrong {}  ({} events in {:.2} s)",
+         resends {resends}  probes {probes}  wrong {}{cwnd}  ({} events in {:.2} s)",
         r.algorithm,
         t as f64 * 1e-6,
         r.elements_per_sec().unwrap_or(0.0) * 1e-9,
@@ -197,17 +254,30 @@ fn main() -> ExitCode {
         }
     };
     let s = &args.scenario;
-    let reports: Vec<RunReport> = args
-        .algorithms
-        .iter()
-        .map(|&a| match a {
-            "ring" => ring::simulate(s),
-            _ => match &args.tree {
-                Some(tree) => tiered::simulate(s, tree),
-                None => in_network::simulate(s),
-            },
-        })
-        .collect();
+    let mut reports: Vec<RunReport> = Vec::new();
+    let mut scenarios: Vec<Scenario> = Vec::new();
+    let mut shared: Vec<Option<SharedReport>> = Vec::new();
+    for &a in &args.algorithms {
+        let runs: &[bool] = if a == "ring" {
+            &[false]
+        } else {
+            &args.congestion
+        };
+        for &congestion in runs {
+            let s = Scenario { congestion, ..*s };
+            let (report, share) = match (a, &args.tree) {
+                ("ring", _) => (ring::simulate(&s), None),
+                (_, Some(tree)) => (tiered::simulate(&s, tree), None),
+                (_, None) => {
+                    let (r, share) = in_network::simulate_shared(&s);
+                    (r, Some(share))
+                }
+            };
+            reports.push(report);
+            scenarios.push(s);
+            shared.push(share);
+        }
+    }
     let ok = reports
         .iter()
         .all(|r| r.completion.is_some() && r.wrong_elements == 0);
@@ -222,12 +292,44 @@ fn main() -> ExitCode {
                 "switchml_link_bytes": analytic::switchml_link_bytes(s),
                 "ring_link_bytes": analytic::ring_link_bytes(s),
             },
-            "runs": reports.iter().map(|r| r.to_json(s)).collect::<Vec<_>>(),
+            "runs": reports
+                .iter()
+                .zip(&scenarios)
+                .zip(&shared)
+                .map(|((r, s), share)| {
+                    let mut run = r.to_json(s);
+                    if let (Some(share), Some(t)) = (share, r.completion) {
+                        run["rank0_uplink"] = shared_json(share, s, t);
+                    }
+                    run
+                })
+                .collect::<Vec<_>>(),
         });
         println!("{out}");
     } else {
-        for r in &reports {
-            println!("{}", summary(r));
+        for ((r, s), share) in reports.iter().zip(&scenarios).zip(&shared) {
+            let cc = if r.algorithm == "ring" {
+                ""
+            } else if s.congestion {
+                "cc on   "
+            } else {
+                "cc off  "
+            };
+            println!("{cc}{}", summary(r));
+            if let (Some(share), Some(t)) = (share, r.completion) {
+                let (job, flow, jain) = share.shares(s.bits_per_sec, t);
+                let u = &share.uplink0;
+                println!(
+                    "          rank 0's uplink: job {:5.1}%  flow {:5.1}%  Jain {jain:.3}  \
+                     mean queue {:.1} KiB  marked {}  tail-dropped {}  flow lost {}",
+                    job * 100.0,
+                    flow * 100.0,
+                    u.queued_bytes_sum as f64 / u.packets.max(1) as f64 / 1024.0,
+                    u.marked,
+                    u.tail_dropped,
+                    share.flow_lost,
+                );
+            }
         }
     }
     if ok {

@@ -35,6 +35,13 @@ pub struct ProtocolCounters {
     pub switch_stale: u64,
     /// Every drop the switch counted.
     pub switch_drops: u64,
+    /// Decreases of the workers' congestion windows on marks, delay and loss (protocol.md
+    /// §6.3).
+    pub cwnd_decreases: [u64; 3],
+    /// Fresh uses that waited for a full congestion window.
+    pub cwnd_waits: u64,
+    /// The workers' congestion windows at the end, summed.
+    pub cwnd_end: u64,
 }
 
 impl ProtocolCounters {
@@ -48,6 +55,11 @@ impl ProtocolCounters {
         self.suspected += s.suspected;
         self.results += s.results;
         self.stale_results += s.stale_results;
+        self.cwnd_decreases[0] += s.cwnd_mark_decreases;
+        self.cwnd_decreases[1] += s.cwnd_delay_decreases;
+        self.cwnd_decreases[2] += s.cwnd_loss_decreases;
+        self.cwnd_waits += s.cwnd_waits;
+        self.cwnd_end += s.cwnd;
     }
 }
 
@@ -124,6 +136,11 @@ impl RunReport {
                 "switch_duplicates": p.switch_duplicates,
                 "switch_stale": p.switch_stale,
                 "switch_drops": p.switch_drops,
+                "cwnd_mark_decreases": p.cwnd_decreases[0],
+                "cwnd_delay_decreases": p.cwnd_decreases[1],
+                "cwnd_loss_decreases": p.cwnd_decreases[2],
+                "cwnd_waits": p.cwnd_waits,
+                "cwnd_end": p.cwnd_end,
             })
         });
         json!({
@@ -148,6 +165,9 @@ impl RunReport {
                 "straggler_delay_ns": scenario.straggler.delay,
                 "straggler_gbps": scenario.straggler.bits_per_sec.map(|b| b as f64 / 1e9),
                 "switch": format!("{:?}", scenario.switch),
+                "congestion": scenario.congestion,
+                "mark_bytes": (scenario.mark_bytes != u64::MAX).then_some(scenario.mark_bytes),
+                "competing_flow": scenario.competing_flow,
             },
             "finished": self.completion.is_some(),
             "completion_ns": self.completion,

@@ -79,6 +79,7 @@ pub fn simulate(scenario: &Scenario) -> RunReport {
         loss: 0.0,
         queue_bytes: u64::MAX,
         queue_packets: usize::MAX,
+        mark_bytes: u64::MAX,
         ..scenario.link(rank, Direction::Up)
     };
     let mut uplinks: Vec<Link> = (0..world as u16)

@@ -100,6 +100,15 @@ pub struct Scenario {
     /// Whether the reference switch offers `PROBE_RESULTS` (protocol.md §6.1), as the
     /// software switch does; the P4 model never does.
     pub probe_results: bool,
+    /// Whether the workers run the congestion controller (protocol.md §6.3).
+    pub congestion: bool,
+    /// Every queue marks a packet that finds this many bytes ahead of it (a Contribution
+    /// or Result gets `CONGESTED`, as an ECN queue sets CE); `u64::MAX`: no marking.
+    pub mark_bytes: u64,
+    /// A bulk TCP-like flow (Reno) shares rank 0's uplink for the whole run.
+    pub competing_flow: bool,
+    /// The width of the throughput-over-time bins.
+    pub series_bin: Nanos,
 }
 
 impl Default for Scenario {
@@ -127,6 +136,10 @@ impl Default for Scenario {
             straggler: Straggler::default(),
             switch: SwitchModel::Reference,
             probe_results: true,
+            congestion: false,
+            mark_bytes: u64::MAX,
+            competing_flow: false,
+            series_bin: 100_000_000,
         }
     }
 }
@@ -147,6 +160,7 @@ impl Scenario {
             loss: if lossy { self.loss } else { 0.0 },
             queue_bytes: self.queue_bytes,
             queue_packets: self.queue_packets,
+            mark_bytes: self.mark_bytes,
         }
     }
 

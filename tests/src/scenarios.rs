@@ -339,6 +339,8 @@ pub fn inputs() -> Vec<(&'static str, &'static str, Vec<Vec<u8>>)> {
               join_with(0, 3, lane, nonce(0, 1), KEY), status(7)])),
         ("unknown_flags", "Contributions with flag bits this version does not know (0x80, 0x40 with RETRANSMIT): they are summed, the unknown bits are not copied into the Result, and a resend's answer carries only the flags the switch sets",
          joined(vec![flagged(0, 0x80), flagged(1, 0x42), flagged(2, 0x00), flagged(2, 0x82)])),
+        ("congestion_mark", "One rank's Contribution carries CONGESTED (0x20, protocol.md 6.3): the switch ORs it into the multicast Result, and a resend's answer repeats it",
+         joined(vec![flagged(0, 0x00), flagged(1, 0x20), flagged(2, 0x00), flagged(2, 0x02)])),
         ("probe_and_status", "A probe names the ranks seen in slot 4; a Status reports joins and counters",
          vec![join(1, 3, 0, 8, 8), contribution(0, 4, 6, 0, nonce(1, 0), &[1]), contribution(2, 4, 6, 0, nonce(1, 0), &[1]),
               probe(0, 4, 0, 6, nonce(1, 0)), probe(0, 4, 1, 7, nonce(1, 0)), probe(0, 9, 1, 7, nonce(1, 0)),

@@ -442,6 +442,22 @@ vector(
     f, b, 24,
 )
 
+f, b = data("contribution", 9, 1, 3, 0, 0x20, 4, 128, SESSION, [7, -5])
+vector(
+    "contribution_congested",
+    "Contribution from rank 1 whose sender's path is congested (CONGESTED 0x20, protocol.md"
+    " 6.3), which a switch ORs into its Result",
+    f, b, 24,
+)
+
+f, b = data("result", 9, RANK_ALL, 3, 0, 0x20, 4, 128, SESSION, [7, -5])
+vector(
+    "result_congested_multicast",
+    "Result multicast to every rank of job 9 with CONGESTED (0x20): some Contribution of the"
+    " use was marked, or the switch marked it (6.3); every rank's controller reacts",
+    f, b, 24,
+)
+
 emit("# ---- Join (0x10) and JoinReply (0x11) ----")
 emit()
 

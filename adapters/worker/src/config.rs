@@ -12,7 +12,9 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
 use switchml_core::time::Duration as CoreDuration;
-use switchml_core::worker::{count_for_mtu, Config as LaneConfig, LaneLayout, NonFinitePolicy};
+use switchml_core::worker::{
+    count_for_mtu, Config as LaneConfig, CongestionControl, LaneLayout, NonFinitePolicy,
+};
 
 use switchml_udp::clock::{to_core, to_std};
 
@@ -88,6 +90,10 @@ pub struct CommConfig {
     /// [`Error::NonFinite`] before anything is sent. Likewise a float sum beyond the
     /// type's range: ±∞, or [`Error::Overflow`].
     pub non_finite: NonFinitePolicy,
+    /// Whether each lane adapts its window of slots in flight to congestion
+    /// (`SWITCHML_CONGESTION`, `congestion`: `on` or `off`; protocol.md §6.3). Off by
+    /// default, the core's default.
+    pub congestion: CongestionControl,
     /// How the lanes' datagrams move (`SWITCHML_IO`, `io`: `socket` or `xdp:IF`): UDP
     /// sockets, or AF_XDP on interface IF, lane `l` on its receive queue `l` with its
     /// socket beside it (`switchml_xdp::Io`); where XDP is unavailable the lanes say why
@@ -220,6 +226,7 @@ impl CommConfig {
             dialect: Dialect::Switchml,
             non_finite: core.non_finite,
             io: IoPath::Socket,
+            congestion: core.congestion,
         }
     }
 
@@ -335,6 +342,7 @@ impl CommConfig {
             join_interval: CoreDuration::from_millis(100).min(to_core(self.join_timeout)),
             join_timeout: to_core(self.join_timeout),
             non_finite: self.non_finite,
+            congestion: self.congestion,
             ..LaneConfig::new(self.job, self.rank, self.world)
         }
     }
@@ -398,6 +406,8 @@ setters! {
     non_finite: NonFinitePolicy,
     /// Set how the lanes move datagrams.
     io: IoPath,
+    /// Set whether lanes adapt their window of slots in flight to congestion.
+    congestion: CongestionControl,
 }
 
 impl CommConfigBuilder {

@@ -24,7 +24,7 @@ use std::time::Duration;
 use serde::de::{self, Deserializer, IntoDeserializer};
 use serde::Deserialize;
 use switchml_core::wire::SWITCH_PORT;
-use switchml_core::worker::{max_rto_for, NonFinitePolicy};
+use switchml_core::worker::{max_rto_for, CongestionControl, NonFinitePolicy};
 use switchml_udp::clock::{to_core, to_std};
 
 use crate::config::{resolve, CommConfig, Dialect, IoPath, DEFAULT_JOB};
@@ -160,6 +160,11 @@ settings! {
     #[serde(default, deserialize_with = "io_text")]
     #[cfg_attr(feature = "clap", arg(long))]
     io: IoPath,
+    /// Whether each lane adapts its window of slots in flight to congestion: on or off
+    /// (protocol.md §6.3) [env: SWITCHML_CONGESTION; default: off].
+    #[serde(default, deserialize_with = "congestion_text")]
+    #[cfg_attr(feature = "clap", arg(long))]
+    congestion: CongestionControl,
 }
 
 /// A setting's value, for a reader (Python's `Communicator.config()`, JSON).
@@ -212,6 +217,20 @@ impl ToSettingValue for NonFinitePolicy {
     }
 }
 
+impl ToSettingValue for CongestionControl {
+    /// `on` or `off`, as the setting reads them (parameters other than the defaults have
+    /// no text form: the core's `Config` carries them).
+    fn setting_value(&self) -> SettingValue {
+        SettingValue::Text(
+            match self {
+                CongestionControl::Off => "off",
+                CongestionControl::On(_) => "on",
+            }
+            .into(),
+        )
+    }
+}
+
 impl Settings {
     /// Return the settings that make `c` (every one set): the inverse of
     /// [`Settings::config`], durations in the settings' units (a `fallback_addr` only if
@@ -238,6 +257,7 @@ impl Settings {
             dialect: Some(c.dialect),
             non_finite: Some(c.non_finite),
             io: Some(c.io.clone()),
+            congestion: Some(c.congestion),
             switch_source: None,
         }
     }
@@ -394,6 +414,7 @@ impl Settings {
             dialect: self.dialect.unwrap_or(c.dialect),
             non_finite: self.non_finite.unwrap_or(c.non_finite),
             io: self.io.clone().unwrap_or(c.io),
+            congestion: self.congestion.unwrap_or(c.congestion),
             ..c
         }
     }
@@ -421,6 +442,12 @@ fn non_finite_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<NonFinitePo
 
 /// An I/O path's name (`socket`, `xdp:IF`), in the file or the environment.
 fn io_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<IoPath>, D::Error> {
+    let text = String::deserialize(d)?;
+    text.parse().map(Some).map_err(de::Error::custom)
+}
+
+/// A congestion control's name (`on`, `off`), in the file or the environment.
+fn congestion_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<CongestionControl>, D::Error> {
     let text = String::deserialize(d)?;
     text.parse().map(Some).map_err(de::Error::custom)
 }
@@ -633,13 +660,15 @@ pub(crate) mod tests {
             "dialect" => "p4app",
             "non_finite" => "error",
             "io" => "xdp:xd-none",
+            "congestion" => "on",
             "rank" => "0",
             _ => "7",
         };
         let toml: String = Settings::NAMES
             .iter()
             .map(|&n| match n {
-                "switch" | "fallback_addr" | "key" | "dialect" | "non_finite" | "io" => {
+                "switch" | "fallback_addr" | "key" | "dialect" | "non_finite" | "io"
+                | "congestion" => {
                     format!("{n} = \"{}\"\n", value(n))
                 }
                 _ => format!("{n} = {}\n", value(n)),
@@ -659,6 +688,7 @@ pub(crate) mod tests {
         assert_eq!(from_env.dialect, Some(Dialect::P4app));
         assert_eq!(from_env.non_finite, Some(NonFinitePolicy::Refuse));
         assert_eq!(from_env.io, Some(IoPath::Xdp("xd-none".into())));
+        assert_eq!(from_env.congestion, Some(CongestionControl::DEFAULT_ON));
         assert_eq!(from_env.join_timeout_ms, Some(7));
         // Equal but for where the switch came from, which only error messages say.
         assert_eq!(
@@ -780,6 +810,7 @@ pub(crate) mod tests {
         let value = |name: &str| values.iter().find(|(n, _)| *n == name).unwrap().1.clone();
         assert_eq!(value("window"), SettingValue::Number(16));
         assert_eq!(value("non_finite"), SettingValue::Text("propagate".into()));
+        assert_eq!(value("congestion"), SettingValue::Text("off".into()));
         assert_eq!(value("dialect"), SettingValue::Text("switchml".into()));
         assert_eq!(value("io"), SettingValue::Text("socket".into()));
         let xdp = CommConfig {

@@ -101,6 +101,11 @@ pub trait ControlPlane: Aggregator {
     fn poll_up(&mut self, _out: &mut [u8]) -> Option<Verdict> {
         None
     }
+
+    /// Mark what the switch counts from now on `CONGESTED`, or stop ([`Switch::set_congested`],
+    /// protocol.md §6.3). Both switches here mark; this default, for one that cannot, does
+    /// nothing.
+    fn set_congested(&mut self, _congested: bool) {}
 }
 
 impl<const K: usize, const WORDS: usize, const JOBS: usize> Aggregator
@@ -118,6 +123,10 @@ impl<const K: usize, const WORDS: usize, const JOBS: usize> ControlPlane
 
     fn epoch(&self) -> u32 {
         Switch::epoch(self)
+    }
+
+    fn set_congested(&mut self, congested: bool) {
+        Switch::set_congested(self, congested)
     }
 
     fn pool_len(&self) -> usize {

@@ -209,6 +209,13 @@ where
         &self.switch
     }
 
+    /// Mark every Contribution the switch counts from now on `CONGESTED`, or stop
+    /// (protocol.md §6.3; [`crate::switch::Switch::set_congested`]). The adapter calls it
+    /// when its queue toward the workers grows past a threshold and again when it drains.
+    pub fn set_congested(&mut self, congested: bool) {
+        self.switch.set_congested(congested);
+    }
+
     /// Return how many runs were released for being idle.
     pub fn expired_runs(&self) -> u64 {
         self.expired

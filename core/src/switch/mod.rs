@@ -104,6 +104,8 @@ pub struct Switch<'a, const K: usize, const WORDS: usize, const JOBS: usize> {
     epoch: u32,
     counters: Counters,
     probe_results: bool,
+    /// Mark every Contribution it counts `CONGESTED` (its queues are deep, protocol.md §6.3).
+    congested: bool,
     /// The Abort a child's job owes its parent, until [`Switch::poll_up`] (protocol.md §7).
     up: Option<AbortRepr>,
 }
@@ -120,8 +122,23 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
             epoch,
             counters: Counters::default(),
             probe_results: false,
+            congested: false,
             up: None,
         }
+    }
+
+    /// Mark every Contribution counted from now on `CONGESTED`, or stop (protocol.md §6.3):
+    /// the caller says so while its queues toward the workers are deep (the software
+    /// switch's socket backlog, a NIC's ring), as an ECN-capable router marks packets. The
+    /// mark is ORed into the use's Result like the Contributions' own, so every rank of the
+    /// use sees it, and a resend's unicast answer repeats it.
+    pub fn set_congested(&mut self, congested: bool) {
+        self.congested = congested;
+    }
+
+    /// Return whether the switch marks what it counts `CONGESTED`.
+    pub fn congested(&self) -> bool {
+        self.congested
     }
 
     /// Offer `PROBE_RESULTS` (protocol.md §6.1): a Probe with `RESULT` set, of a complete
@@ -378,14 +395,19 @@ impl<'a, const K: usize, const WORDS: usize, const JOBS: usize> Switch<'a, K, WO
         } else if pool::accumulate(&mut sv.values[..n], packet.values()) {
             sv.flags = sv.flags.with(Flags::OVERFLOW);
         }
-        // Every contribution's non-finite kinds reach the Result (§5.4); a parent keeps a
-        // child's overflow too (§7), where a worker's means nothing.
+        // Every contribution's non-finite kinds and congestion mark reach the Result (§5.4,
+        // §6.3); a parent keeps a child's overflow too (§7), where a worker's means nothing.
         let kept = if job.tier == Tier::Parent {
             Flags::STICKY
         } else {
-            Flags::NON_FINITE
+            Flags::CARRIED
         };
-        sv.flags = sv.flags.with(p.flags.and(kept));
+        let marked = if self.congested {
+            Flags::CONGESTED
+        } else {
+            Flags::default()
+        };
+        sv.flags = sv.flags.with(p.flags.and(kept)).with(marked);
         sv.exp = sv.exp.max(p.exp);
         sv.remaining -= 1;
         job.counters.contributions += 1;

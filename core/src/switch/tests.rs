@@ -899,3 +899,48 @@ fn a_hundred_ranks_fit_in_two_bitmap_words() {
 fn send_wide(s: &mut Switch<'_, 8, 2, 1>, bytes: &[u8], out: &mut [u8]) -> Verdict {
     s.process(bytes, out)
 }
+
+#[test]
+fn a_congestion_mark_reaches_every_rank_from_a_contribution_or_the_switch() {
+    let mut pool = pool();
+    let mut s = switch(&mut pool);
+    let mut out = [0u8; OUT];
+    let n = data_len(1);
+    // One rank's mark is ORed into the multicast Result (protocol.md §6.3).
+    send(
+        &mut s,
+        &flagged(0, 0, &[1], Flags::default())[..n],
+        &mut out,
+    );
+    send(
+        &mut s,
+        &flagged(1, 0, &[2], Flags::CONGESTED)[..n],
+        &mut out,
+    );
+    send(
+        &mut s,
+        &flagged(2, 0, &[4], Flags::default())[..n],
+        &mut out,
+    );
+    assert_eq!(result_of(&out, n).0.flags, Flags::CONGESTED);
+    // A switch told its queues are deep marks the uses it counts, whatever the ranks say.
+    s.set_congested(true);
+    for rank in 0..3 {
+        send(
+            &mut s,
+            &flagged(rank, 2, &[1], Flags::default())[..n],
+            &mut out,
+        );
+    }
+    assert_eq!(result_of(&out, n).0.flags, Flags::CONGESTED);
+    // And stops when told the queues drained.
+    s.set_congested(false);
+    for rank in 0..3 {
+        send(
+            &mut s,
+            &flagged(rank, 4, &[1], Flags::default())[..n],
+            &mut out,
+        );
+    }
+    assert_eq!(result_of(&out, n).0.flags, Flags::default());
+}

@@ -60,10 +60,16 @@ impl Flags {
     pub const NEG_INF: Flags = Flags(0x08);
     /// Contribution: the chunk held a NaN (sent as 0). Result: some contribution did.
     pub const NAN: Flags = Flags(0x10);
-    /// The three non-finite bits, which a switch ORs into the Result (protocol.md §4, §5.4).
+    /// Contribution: the sender's path is congested. Result: some contribution was marked,
+    /// or the switch marked the Result itself (protocol.md §6.3).
+    pub const CONGESTED: Flags = Flags(0x20);
+    /// The three non-finite bits (protocol.md §5.4).
     pub const NON_FINITE: Flags = Flags(0x1c);
-    /// The bits a slot version keeps for its Result: `OVERFLOW` and the non-finite ones.
-    pub const STICKY: Flags = Flags(0x1d);
+    /// The bits a switch ORs from every counted Contribution into the Result: the
+    /// non-finite ones and `CONGESTED` (protocol.md §4).
+    pub const CARRIED: Flags = Flags(0x3c);
+    /// The bits a slot version keeps for its Result: `OVERFLOW` and the carried ones.
+    pub const STICKY: Flags = Flags(0x3d);
 
     /// Return whether every bit of `other` is set.
     pub const fn contains(self, other: Flags) -> bool {
@@ -99,6 +105,7 @@ impl core::fmt::Display for Flags {
                 (Flags::POS_INF.0, "POS_INF"),
                 (Flags::NEG_INF.0, "NEG_INF"),
                 (Flags::NAN.0, "NAN"),
+                (Flags::CONGESTED.0, "CONGESTED"),
             ],
         )
     }

@@ -220,7 +220,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             .probe
             .filter(|p| r.slot == self.config.slot_lo + p.slot && u32::from(r.ver) == p.seq & 1);
         let Some(p) = stall else {
-            self.on_recovery_reply(r);
+            self.on_recovery_reply(now, r);
             return;
         };
         let missing = if r.seq == p.seq && r.state != SlotState::Idle {

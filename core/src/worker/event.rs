@@ -336,6 +336,17 @@ pub struct Stats {
     /// Times a use out of retries was found held by the switch, waiting for a peer that
     /// the switch still hears, and the lane went on waiting (up to its `timeout`, §6).
     pub peer_waits: u64,
+    /// The congestion window, in slots, when the counters were read (§6.3); summed, the
+    /// windows of the lanes added.
+    pub cwnd: u64,
+    /// Times the congestion window shrank on a `CONGESTED` Result.
+    pub cwnd_mark_decreases: u64,
+    /// Times it shrank on queueing delay above the target.
+    pub cwnd_delay_decreases: u64,
+    /// Times it shrank on losses judged to be congestion.
+    pub cwnd_loss_decreases: u64,
+    /// Times a fresh use waited because the window was full.
+    pub cwnd_waits: u64,
 }
 
 impl Stats {
@@ -355,5 +366,10 @@ impl Stats {
         self.datagrams_received += other.datagrams_received;
         self.keep_alives += other.keep_alives;
         self.peer_waits += other.peer_waits;
+        self.cwnd += other.cwnd;
+        self.cwnd_mark_decreases += other.cwnd_mark_decreases;
+        self.cwnd_delay_decreases += other.cwnd_delay_decreases;
+        self.cwnd_loss_decreases += other.cwnd_loss_decreases;
+        self.cwnd_waits += other.cwnd_waits;
     }
 }

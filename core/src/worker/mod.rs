@@ -30,6 +30,7 @@
 //! slot and the ranks that never contributed. A lane with nothing to send keeps alive with
 //! a Probe every [`Config::keep_alive`].
 
+mod congestion;
 mod control;
 mod event;
 mod lanes;
@@ -37,12 +38,14 @@ mod non_finite_policy;
 mod packet_size;
 mod recovery;
 mod rtt;
+mod send_window;
 mod slot_state;
 mod slots;
 mod tensors;
 mod timeout_policy;
 mod timer;
 
+pub use congestion::{CongestionControl, CongestionParams};
 pub use event::{
     Event, StallReport, Stats, SubmitError, SubmitErrorKind, TensorError, TensorId, WorkerError,
 };
@@ -55,6 +58,7 @@ use crate::quant::{ElementType, Op, Tensor};
 use crate::ranks::{WorldSet, MAX_WORLD};
 use crate::time::{Duration, Instant};
 use crate::wire::{self, Message};
+use congestion::CongestionWindow;
 use rtt::RttEstimator;
 use slot_state::{SlotState, Work};
 use tensors::{Entry, Queue, Vouched};
@@ -108,6 +112,9 @@ pub struct Config {
     /// What a submitted float tensor holding a NaN or ±∞ does: travel flagged, like
     /// Gloo's (the default), or be refused before anything is sent.
     pub non_finite: NonFinitePolicy,
+    /// Whether the lane adapts how many of its slots are in flight to congestion
+    /// (protocol.md §6.3), or keeps them all in flight as SwitchML does.
+    pub congestion: CongestionControl,
 }
 
 impl Config {
@@ -135,6 +142,7 @@ impl Config {
             key: 0,
             nonce: 1,
             non_finite: NonFinitePolicy::Propagate,
+            congestion: DEFAULT_CONGESTION,
         }
     }
 
@@ -210,6 +218,9 @@ struct Probe {
     due: bool,
 }
 
+/// The default [`Config::congestion`] (protocol.md §6.3).
+pub const DEFAULT_CONGESTION: CongestionControl = CongestionControl::Off;
+
 /// The default [`Config::timeout`]: 30 minutes, torch.distributed's default.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
@@ -266,6 +277,12 @@ pub struct Worker<B, const SLOTS: usize, const QUEUE: usize> {
     /// No use in flight has a watch mark below this (for `find_gaps`).
     oldest_watch: u64,
     rtt: RttEstimator,
+    /// How many slots may have a first send outstanding (§6.3).
+    cwnd: CongestionWindow,
+    /// Slots whose current use has been sent and has no Result yet.
+    in_flight: u16,
+    /// Slots whose fresh use waits for the congestion window.
+    held: u16,
     tensors: Queue<B, QUEUE>,
     joined_event: bool,
     failure: Option<WorkerError>,
@@ -336,12 +353,18 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             next_order: 0,
             oldest_watch: 0,
             rtt: RttEstimator::default(),
+            cwnd: CongestionWindow::new(config.congestion, config.window),
+            in_flight: 0,
+            held: 0,
             tensors: Queue::new(),
             joined_event: false,
             failure: None,
             failed_event: false,
             abort_pending: None,
-            stats: Stats::default(),
+            stats: Stats {
+                cwnd: u64::from(config.window),
+                ..Stats::default()
+            },
         })
     }
 
@@ -353,6 +376,12 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
     /// Return the counters.
     pub fn stats(&self) -> &Stats {
         &self.stats
+    }
+
+    /// Return the congestion window: how many of the lane's slots may have a first send
+    /// outstanding now (§6.3; the lane's `window` when the controller is off).
+    pub fn congestion_window(&self) -> u16 {
+        self.cwnd.window()
     }
 
     /// Return the smoothed round trip of a slot use (send to result), once measured.
@@ -759,6 +788,8 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
 mod admission_tests;
 #[cfg(test)]
 mod cache_tests;
+#[cfg(test)]
+mod congestion_tests;
 #[cfg(test)]
 mod liveness_tests;
 #[cfg(test)]

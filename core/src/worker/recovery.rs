@@ -14,6 +14,7 @@ use super::slot_state::{Work, NOT_SENT, REORDER_SENDS};
 use super::Worker;
 use crate::quant::Tensor;
 use crate::ranks::WorldSet;
+use crate::time::Instant;
 use crate::wire::{ProbeFlags, ProbePacket, ProbeReplyRepr, ProbeRepr, SlotState};
 
 impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> {
@@ -39,6 +40,11 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
                 continue;
             }
             self.stats.suspected += 1;
+            if !st.late {
+                // Being recovered, it holds no room in the window (§6.3).
+                st.late = true;
+                self.in_flight = self.in_flight.saturating_sub(1);
+            }
             if st.checking {
                 st.checking = false;
                 st.resends += 1;
@@ -83,7 +89,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
     /// switch offers `PROBE_RESULTS` (its Result to this rank was lost: the answer came
     /// after it on the same path); otherwise (the Contribution never arrived, or a switch
     /// that answers a resend to a complete use with the stored Result) resend.
-    pub(super) fn on_recovery_reply(&mut self, r: &ProbeReplyRepr<'_>) {
+    pub(super) fn on_recovery_reply(&mut self, now: Instant, r: &ProbeReplyRepr<'_>) {
         let i = usize::from(r.slot.wrapping_sub(self.config.slot_lo));
         if i >= usize::from(self.config.window) {
             self.stats.ignored += 1;
@@ -119,5 +125,8 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         if !st.queued && self.send_queue.push_back(i as u16).is_ok() {
             st.queued = true;
         }
+        // Lost on the way up (this rank's own Contribution) or down (its Result): a
+        // congestion signal only if the controller judges it one (§6.3).
+        self.note_loss(now, !complete);
     }
 }

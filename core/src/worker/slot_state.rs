@@ -44,6 +44,23 @@ pub(crate) struct SlotState {
     pub(crate) watch: u64,
     /// Whether the slot is in the send queue.
     pub(crate) queued: bool,
+    /// Whether its fresh use waits for the congestion window (§6.3), out of the queue.
+    pub(crate) held: bool,
+    /// Whether the current use was found late (§6.1): its round trip then measures a
+    /// loss's recovery, not the queues, and says nothing of congestion (§6.3).
+    pub(crate) late: bool,
+}
+
+impl Work {
+    /// The use's place in the order every rank shares (§6.3): tensor, chunk, a priming use
+    /// before its chunk's data; `None` for an idle slot.
+    pub(crate) fn age(&self) -> Option<(u64, u32, u8)> {
+        match *self {
+            Work::Idle { .. } => None,
+            Work::Prime { tensor, chunk } => Some((tensor, chunk, 0)),
+            Work::Data { tensor, chunk, .. } => Some((tensor, chunk, 1)),
+        }
+    }
 }
 
 /// `SlotState::order` of a use not sent yet.
@@ -69,6 +86,8 @@ impl SlotState {
             fetch: false,
             watch: 0,
             queued: false,
+            held: false,
+            late: false,
         }
     }
 }

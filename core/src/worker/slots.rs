@@ -54,6 +54,8 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
     /// made no progress.
     pub(super) fn expire_slots(&mut self, now: Instant) {
         let mut stalled = heapless::Vec::<u16, SLOTS>::new();
+        let mut unanswered = 0u16;
+        let mut newly_late = 0u16;
         let (slots, queue, cfg) = (&mut self.slots, &mut self.send_queue, &self.config);
         self.slot_timers.expire(now, |i| {
             let st = &mut slots[i];
@@ -65,6 +67,10 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
                 return;
             }
             st.tries += 1;
+            if !st.late && st.order != NOT_SENT {
+                newly_late += 1;
+            }
+            st.late = true;
             st.rto = st.rto.doubled_up_to(cfg.max_rto);
             if st.checking && !st.probe_due {
                 // Neither the switch's answer nor the result came within a timeout: the
@@ -72,6 +78,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
                 st.resends += 1;
                 st.checking = false;
                 st.backed_off = true;
+                unanswered += 1;
             } else {
                 st.checking = true;
                 st.probe_due = true;
@@ -106,6 +113,13 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
                 Some(_) => {}
             }
         }
+        for _ in 0..unanswered {
+            // Which way it was lost is unknown: not a reason to mark (§6.3).
+            self.note_loss(now, false);
+        }
+        // A late use is being recovered: it holds no room in the window, as a lost segment
+        // holds none in TCP's pipe (RFC 6675), so a loss does not stall the lane.
+        self.in_flight = self.in_flight.saturating_sub(newly_late);
     }
 
     /// Send the next queued use, or the next queued recovery Probe, if any.
@@ -124,30 +138,51 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
                 }
                 continue;
             }
-            if let Some(len) = self.emit_contribution(i, buf) {
-                let st = &mut self.slots[i];
-                if st.resends == 0 {
-                    st.sent_at = now;
-                    st.order = self.next_order;
-                    self.next_order += 1;
-                }
-                st.watch = self.next_order - 1;
-                self.slot_timers.arm(i, now + st.rto);
-                self.stats.sent += 1;
-                if st.resends > 0 {
-                    self.stats.retransmissions += 1;
-                }
+            let fresh = self.slots[i].resends == 0 && self.slots[i].order == NOT_SENT;
+            if fresh && self.cwnd.is_on() {
+                // Fresh uses go out oldest first, below (§6.3); resends and Probes never
+                // wait.
+                self.hold(i);
+                continue;
+            }
+            if let Some(len) = self.send_use(now, i, fresh, buf) {
                 return Some(len);
             }
             if self.phase == Phase::Failed {
                 return None;
             }
         }
-        None
+        let i = self.oldest_held()?;
+        if !self.window_admits(i) {
+            return None;
+        }
+        self.unhold(i);
+        self.send_use(now, i, true, buf)
+    }
+
+    /// Send slot `i`'s current use (`fresh`: its first send) and arm its timer.
+    fn send_use(&mut self, now: Instant, i: usize, fresh: bool, buf: &mut [u8]) -> Option<usize> {
+        let len = self.emit_contribution(now, i, buf)?;
+        let st = &mut self.slots[i];
+        if st.resends == 0 {
+            st.sent_at = now;
+            st.order = self.next_order;
+            self.next_order += 1;
+        }
+        if fresh {
+            self.in_flight += 1;
+        }
+        st.watch = self.next_order - 1;
+        self.slot_timers.arm(i, now + st.rto);
+        self.stats.sent += 1;
+        if st.resends > 0 {
+            self.stats.retransmissions += 1;
+        }
+        Some(len)
     }
 
     /// Write slot `i`'s current use into `buf`.
-    fn emit_contribution(&mut self, i: usize, buf: &mut [u8]) -> Option<usize> {
+    fn emit_contribution(&mut self, now: Instant, i: usize, buf: &mut [u8]) -> Option<usize> {
         let cfg = self.config;
         let st = self.slots[i];
         let (tensor, chunk, exp_max, prime) = match st.work {
@@ -172,11 +207,13 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             rank: cfg.rank,
             slot: cfg.slot_lo + i as u16,
             ver: (st.seq & 1) as u8,
-            flags: if st.resends > 0 {
-                Flags::RETRANSMIT
-            } else {
-                Flags::default()
-            },
+            flags: [
+                (st.resends > 0, Flags::RETRANSMIT),
+                (self.cwnd.marks(now), Flags::CONGESTED),
+            ]
+            .into_iter()
+            .filter(|&(set, _)| set)
+            .fold(Flags::default(), |f, (_, bit)| f.with(bit)),
             count,
             seq: st.seq,
             exp,
@@ -271,11 +308,22 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             }
         };
         self.stats.results += 1;
-        if st.resends == 0 && !st.fetch {
-            // Karn's rule: a resent use's result may answer any of its copies; a fetched
-            // one answers the Probe that asked for it.
-            self.rtt.sample(now - st.sent_at);
+        // Karn's rule: a resent use's result may answer any of its copies; a fetched one
+        // answers the Probe that asked for it.
+        let sample = (st.resends == 0 && !st.fetch).then(|| now - st.sent_at);
+        if let Some(rtt) = sample {
+            self.rtt.sample(rtt);
         }
+        if st.order != NOT_SENT && !st.late {
+            self.in_flight = self.in_flight.saturating_sub(1);
+        }
+        let decrease = self.cwnd.on_result(
+            now,
+            sample.filter(|_| !st.late),
+            self.rtt.srtt(),
+            r.flags.contains(Flags::CONGESTED),
+        );
+        self.count_decrease(decrease);
         self.slot_timers.cancel(i);
         if self.probe.is_some_and(|p| usize::from(p.slot) == i) {
             // The stalled use completed after all: no failure to report.
@@ -303,6 +351,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         st.checking = false;
         st.probe_due = false;
         st.fetch = false;
+        st.late = false;
         match next {
             Some(work) => {
                 st.work = work;

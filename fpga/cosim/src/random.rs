@@ -217,8 +217,9 @@ pub fn sequence<const K: usize>(seed: u64, packets: usize, stall_seed: u64) -> S
             }
             let mut flags = if w.chance(10) { 2 } else { 0 };
             if w.chance(15) {
-                // Non-finite kinds (§5.4), and now and then bits a flat switch ignores.
-                flags |= w.rng.between(0, 255) as u8 & if w.chance(50) { 0x1C } else { 0xFD };
+                // Carried flags (non-finite kinds §5.4, CONGESTED §6.3), and now and then bits a
+                // flat switch ignores.
+                flags |= w.rng.between(0, 255) as u8 & if w.chance(50) { 0x3C } else { 0xFD };
             }
             let exp = w.rng.between(0, 255) as u8;
             let values: Vec<i32> = (0..count).map(|_| w.value()).collect();

@@ -85,6 +85,10 @@ impl ControlPlane for Pipeline {
         Pipeline::epoch(self)
     }
 
+    fn set_congested(&mut self, congested: bool) {
+        self.congested = congested;
+    }
+
     fn pool_len(&self) -> usize {
         self.config.slots
     }

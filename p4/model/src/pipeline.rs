@@ -190,6 +190,10 @@ pub struct Pipeline {
     pub(crate) cookies: Option<crate::controller::CookieCheck>,
     /// The controller's parent cookies and last Joins up, one per job table entry.
     pub(crate) parent_cookies: Vec<crate::controller::ParentCookie>,
+    /// Mark every counted Contribution `CONGESTED` (protocol.md §6.3): the control plane's
+    /// stand-in for a queue-depth test (`enq_qdepth` in v1model), set by
+    /// `ControlPlane::set_congested`.
+    pub(crate) congested: bool,
 }
 
 impl Pipeline {
@@ -221,6 +225,7 @@ impl Pipeline {
             cpu_port: CPU_PORT,
             cookies: None,
             parent_cookies: vec![crate::controller::ParentCookie::NONE; config.jobs],
+            congested: false,
         }
     }
 
@@ -616,12 +621,17 @@ impl Pipeline {
             self.job_counters.count(event, job.index);
             return Ok(Verdict::Drop(reason));
         };
-        // Every Contribution's non-finite kinds reach the Result (§5.4); a parent keeps a
-        // member's OVERFLOW too (§7).
+        // Every Contribution's non-finite kinds and congestion mark reach the Result (§5.4,
+        // §6.3); a parent keeps a member's OVERFLOW too (§7).
         let kept = if tier.keeps_overflow() {
             Flags(d.flags).and(Flags::STICKY)
         } else {
-            Flags(d.flags).and(Flags::NON_FINITE)
+            Flags(d.flags).and(Flags::CARRIED)
+        };
+        let kept = if self.congested {
+            kept.with(Flags::CONGESTED)
+        } else {
+            kept
         };
         let held = self.values(
             pass,

@@ -107,7 +107,7 @@ fn invalid_vectors_are_dropped_as_malformed_and_valid_contributions_aggregate() 
             aggregated += usize::from(verdict == Verdict::Consumed);
         }
     }
-    assert_eq!(aggregated, 5);
+    assert_eq!(aggregated, 6);
     assert!(malformed >= 15, "{malformed}");
 }
 

@@ -1,0 +1,257 @@
+//! The congestion window of a lane (protocol.md §6.3): how many of its slots may have a
+//! first send outstanding at once.
+//!
+//! SwitchML keeps every slot of a lane in flight, which is right on a network the job has
+//! to itself. On a shared one the lane backs off on three signals, after ATP (NSDI'21) and
+//! Swift (SIGCOMM'20):
+//!
+//! - a `CONGESTED` mark in a Result (a switch with deep queues marks, and a mark on any
+//!   rank's Contribution reaches every rank): halve the window, at most once a round trip;
+//! - queueing delay: the smallest round trip of the last round trip's Results above the
+//!   target (the smallest ever seen plus a headroom): shrink in proportion to the excess,
+//!   as Swift does, at most once a round trip. The smallest of a round trip, not each
+//!   sample, because a use that waited for another rank's lost Contribution has one long
+//!   sample while the queue is empty: a standing queue raises every sample of a round trip;
+//!   a loss raises a few;
+//! - losses, only when they look like congestion: after a round trip whose delay was
+//!   above the target by more than the headroom again (a queue the delay signal does not
+//!   hold, as before a tail-drop queue overflows), or clustered (at least `max(4, window / 2)` in one round trip, which a
+//!   tail-drop queue gives and 1% random loss almost never does): halve, at most once a
+//!   round trip.
+//!
+//! The window grows by a slot for every window's worth of unmarked Results (one a round
+//! trip, TCP's additive increase), up to the lane's slots. The state
+//! is integers and the caller's clock; nothing here allocates.
+
+use crate::time::{Duration, Instant};
+
+/// Whether a lane adapts how many of its slots it keeps in flight (protocol.md §6.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum CongestionControl {
+    /// Every slot of the lane in flight, whatever the network does (SwitchML's behaviour).
+    Off,
+    /// A window of slots in `[min_window, window]` that backs off on congestion.
+    On(CongestionParams),
+}
+
+impl CongestionControl {
+    /// The controller with its default parameters.
+    pub const DEFAULT_ON: CongestionControl = CongestionControl::On(CongestionParams::DEFAULT);
+}
+
+/// The text form the settings use (`SWITCHML_CONGESTION`): `on` (the default parameters)
+/// or `off`.
+impl core::str::FromStr for CongestionControl {
+    type Err = &'static str;
+
+    fn from_str(s: &str) -> Result<CongestionControl, &'static str> {
+        match s.trim() {
+            "on" => Ok(CongestionControl::DEFAULT_ON),
+            "off" => Ok(CongestionControl::Off),
+            _ => Err("congestion control is \"on\" or \"off\""),
+        }
+    }
+}
+
+/// The controller's parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct CongestionParams {
+    /// The smallest window, in slots (at least 1; a larger value is capped at the lane's).
+    pub min_window: u16,
+    /// How much queueing delay above the smallest round trip is tolerated (Swift's target
+    /// is the base round trip plus this).
+    pub headroom: Duration,
+    /// Swift's `β`, in thousandths: a delay `d` above a target `t` shrinks the window by
+    /// `β·(d − t)/d`.
+    pub delay_beta_per_mille: u16,
+    /// The largest decrease on delay, in thousandths of the window (a mark or a congestion
+    /// loss halves it).
+    pub max_decrease_per_mille: u16,
+}
+
+impl CongestionParams {
+    /// One slot at least, 10 ms of headroom, `β` = 0.8, decreases of at most a half.
+    pub const DEFAULT: CongestionParams = CongestionParams {
+        min_window: 1,
+        headroom: Duration::from_millis(10),
+        delay_beta_per_mille: 800,
+        max_decrease_per_mille: 500,
+    };
+}
+
+/// Why the window shrank.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Decrease {
+    Mark,
+    Delay,
+    Loss,
+}
+
+/// A lane's congestion window and what it has seen this round trip.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CongestionWindow {
+    params: Option<CongestionParams>,
+    max: u16,
+    min: u16,
+    window: u16,
+    /// The smallest round trip seen: the delay target's base.
+    base_rtt: Option<Duration>,
+    /// The round trip being observed: when it started, its smallest sample, its losses.
+    epoch_start: Option<Instant>,
+    epoch_min: Option<Duration>,
+    epoch_losses: u16,
+    /// Whether the last whole round trip's smallest sample was above the target by more
+    /// than the headroom again: a queue the delay signal is not holding down, which is
+    /// when a tail-drop queue overflows.
+    delay_high: bool,
+    /// The last whole round trip's smallest sample: the round trip now, queues included,
+    /// without the long samples of uses that waited for a loss's recovery. It times the
+    /// round trips here (the smoothed one until it is known).
+    recent_rtt: Option<Duration>,
+    last_decrease: Option<Instant>,
+    /// Unmarked Results since the window last grew.
+    unmarked: u16,
+    /// Until when this rank's Contributions carry `CONGESTED`: it lost some of its own to
+    /// congestion, which only it can see (protocol.md §6.3).
+    mark_until: Option<Instant>,
+}
+
+impl CongestionWindow {
+    /// A window over `max` slots, open fully.
+    pub(crate) fn new(control: CongestionControl, max: u16) -> Self {
+        let max = max.max(1);
+        let (params, min) = match control {
+            CongestionControl::Off => (None, max),
+            CongestionControl::On(p) => (Some(p), p.min_window.clamp(1, max)),
+        };
+        CongestionWindow {
+            params,
+            max,
+            min,
+            window: max,
+            base_rtt: None,
+            epoch_start: None,
+            epoch_min: None,
+            epoch_losses: 0,
+            delay_high: false,
+            recent_rtt: None,
+            last_decrease: None,
+            unmarked: 0,
+            mark_until: None,
+        }
+    }
+
+    /// Return the window: how many slots may have a first send outstanding.
+    pub(crate) fn window(&self) -> u16 {
+        self.window
+    }
+
+    /// Return whether the controller is on.
+    pub(crate) fn is_on(&self) -> bool {
+        self.params.is_some()
+    }
+
+    /// Return whether this rank's Contributions should carry `CONGESTED` now.
+    pub(crate) fn marks(&self, now: Instant) -> bool {
+        self.mark_until.is_some_and(|t| now < t)
+    }
+
+    /// A Result came: `sample` its round trip (none for a resent or fetched use, Karn's
+    /// rule, nor for one found late), `srtt` the lane's smoothed round trip, `marked` its
+    /// `CONGESTED` flag.
+    pub(crate) fn on_result(
+        &mut self,
+        now: Instant,
+        sample: Option<Duration>,
+        srtt: Option<Duration>,
+        marked: bool,
+    ) -> Option<Decrease> {
+        let p = self.params?;
+        if let Some(s) = sample {
+            self.base_rtt = Some(self.base_rtt.map_or(s, |b| b.min(s)));
+            self.epoch_min = Some(self.epoch_min.map_or(s, |m| m.min(s)));
+        }
+        let srtt = self.recent_rtt.or(srtt)?;
+        if marked && self.may_decrease(now, srtt) {
+            self.decrease(now, 500);
+            return Some(Decrease::Mark);
+        }
+        if !marked {
+            // Additive increase, as TCP's: a slot a window of unmarked Results, about one a
+            // round trip, also in the round trip after a decrease.
+            self.unmarked = self.unmarked.saturating_add(1);
+            if self.unmarked >= self.window {
+                self.unmarked = 0;
+                self.window = self.window.saturating_add(1).min(self.max);
+            }
+        }
+        let start = *self.epoch_start.get_or_insert(now);
+        if now < start + srtt {
+            return None;
+        }
+        // A round trip is over: judge its standing queue.
+        let smallest = self.epoch_min.take();
+        self.epoch_start = Some(now);
+        self.epoch_losses = 0;
+        if smallest.is_some() {
+            self.recent_rtt = smallest;
+        }
+        let target = self.base_rtt.map(|b| b + p.headroom);
+        self.delay_high = matches!((smallest, target), (Some(m), Some(t)) if m > t + p.headroom);
+        match (smallest, target) {
+            (Some(m), Some(t)) if m > t => {
+                if !self.may_decrease(now, srtt) {
+                    return None;
+                }
+                let excess = m.total_micros().saturating_sub(t.total_micros());
+                let cut = (u64::from(p.delay_beta_per_mille) * excess / m.total_micros().max(1))
+                    .clamp(1, u64::from(p.max_decrease_per_mille.min(1000)));
+                self.decrease(now, cut as u16);
+                Some(Decrease::Delay)
+            }
+            (None, _) => None,
+            _ => None,
+        }
+    }
+
+    /// A use was found lost (the switch's answer says so, or no answer came):
+    /// `upstream` when this rank's own Contribution never reached the switch. It counts as
+    /// congestion only in a round trip of high delay or among clustered losses.
+    pub(crate) fn on_loss(
+        &mut self,
+        now: Instant,
+        srtt: Option<Duration>,
+        upstream: bool,
+    ) -> Option<Decrease> {
+        self.params?;
+        self.epoch_losses = self.epoch_losses.saturating_add(1);
+        let srtt = self.recent_rtt.or(srtt)?;
+        let clustered = self.epoch_losses >= (self.window / 2).max(4);
+        if !(clustered || self.delay_high) || !self.may_decrease(now, srtt) {
+            return None;
+        }
+        self.decrease(now, 500);
+        if upstream {
+            self.mark_until = Some(now + srtt);
+        }
+        Some(Decrease::Loss)
+    }
+
+    fn may_decrease(&self, now: Instant, srtt: Duration) -> bool {
+        self.last_decrease.is_none_or(|t| now >= t + srtt)
+    }
+
+    /// Shrink the window by `per_mille` thousandths (at least one slot), not below `min`.
+    fn decrease(&mut self, now: Instant, per_mille: u16) {
+        let w = u32::from(self.window);
+        let kept = w * u32::from(1000 - per_mille.min(1000)) / 1000;
+        let kept = kept.min(w.saturating_sub(1));
+        self.window = (kept as u16).max(self.min);
+        self.last_decrease = Some(now);
+        self.epoch_start = Some(now);
+        self.epoch_min = None;
+        self.epoch_losses = 0;
+    }
+}

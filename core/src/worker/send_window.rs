@@ -1,0 +1,87 @@
+//! The lane's side of the congestion window (protocol.md §6.3): which fresh use may be
+//! sent now, and which waits for a Result.
+//!
+//! The rule that keeps a job from deadlocking: every rank gives its uses the same order
+//! (tensor, chunk, a priming use before its chunk's data), and a lane always may send its
+//! **oldest** incomplete use, whatever its window. The job's oldest incomplete use is then
+//! sent by every rank, so it completes, and so on; a window held by younger uses at one
+//! rank can never wait on another rank that holds its window for a different use.
+//! Resends and Probes of uses already sent never wait for the window. With the window on,
+//! every fresh use waits among the held ones and they go out oldest first, so every rank
+//! sends in the same order whatever its timing.
+
+use super::congestion::Decrease;
+use super::Worker;
+use crate::quant::Tensor;
+use crate::time::Instant;
+
+impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> {
+    /// Return whether slot `i`'s fresh use may be sent now: the window has room, or it is
+    /// the lane's oldest incomplete use.
+    pub(super) fn window_admits(&self, i: usize) -> bool {
+        if !self.cwnd.is_on() || self.in_flight < self.cwnd.window() {
+            return true;
+        }
+        let Some(age) = self.slots[i].work.age() else {
+            return true;
+        };
+        self.slots[..usize::from(self.config.window)]
+            .iter()
+            .enumerate()
+            .filter(|&(j, _)| j != i)
+            .filter_map(|(_, st)| st.work.age())
+            .all(|other| age < other)
+    }
+
+    /// Hold slot `i`'s fresh use until it is the oldest held and the window has room.
+    pub(super) fn hold(&mut self, i: usize) {
+        if !self.slots[i].held {
+            self.slots[i].held = true;
+            self.held += 1;
+            if self.in_flight >= self.cwnd.window() {
+                self.stats.cwnd_waits += 1;
+            }
+        }
+    }
+
+    /// Take slot `i`'s use out of the held ones: it is being sent.
+    pub(super) fn unhold(&mut self, i: usize) {
+        if self.slots[i].held {
+            self.slots[i].held = false;
+            self.held -= 1;
+        }
+    }
+
+    /// Return the held slot with the oldest use: every rank sends its fresh uses in the
+    /// same order, so that their Results come back in it and a use is found late only when
+    /// something was lost (§6.1).
+    pub(super) fn oldest_held(&self) -> Option<usize> {
+        if self.held == 0 {
+            return None;
+        }
+        self.slots[..usize::from(self.config.window)]
+            .iter()
+            .enumerate()
+            .filter(|(_, st)| st.held)
+            .filter_map(|(j, st)| Some((st.work.age()?, j)))
+            .min()
+            .map(|(_, j)| j)
+    }
+
+    /// A use was found lost; `upstream`: its Contribution never reached the switch.
+    pub(super) fn note_loss(&mut self, now: Instant, upstream: bool) {
+        let decrease = self.cwnd.on_loss(now, self.rtt.srtt(), upstream);
+        self.count_decrease(decrease);
+    }
+
+    /// Count a decrease of the window, and show the window in the counters.
+    pub(super) fn count_decrease(&mut self, decrease: Option<Decrease>) {
+        match decrease {
+            Some(Decrease::Mark) => self.stats.cwnd_mark_decreases += 1,
+            Some(Decrease::Delay) => self.stats.cwnd_delay_decreases += 1,
+            Some(Decrease::Loss) => self.stats.cwnd_loss_decreases += 1,
+            None => {}
+        }
+        self.stats.cwnd = u64::from(self.cwnd.window());
+    }
+}
