@@ -7,21 +7,22 @@
 //!
 //! - a `CONGESTED` mark in a Result (a switch with deep queues marks, and a mark on any
 //!   rank's Contribution reaches every rank): halve the window, at most once a round trip;
-//! - queueing delay: the smallest round trip of the last round trip's Results above the
-//!   target (the smallest ever seen plus a headroom): shrink in proportion to the excess,
-//!   as Swift does, at most once a round trip. The smallest of a round trip, not each
-//!   sample, because a use that waited for another rank's lost Contribution has one long
-//!   sample while the queue is empty: a standing queue raises every sample of a round trip;
-//!   a loss raises a few;
+//! - queueing delay: the smallest round trip of the last round trip's Results against the
+//!   target (the smallest ever seen plus a headroom). The smallest of a round trip, not
+//!   each sample, because a use that waited for another rank's lost Contribution has one
+//!   long sample while the queue is empty: a standing queue raises every sample of a round
+//!   trip; a loss raises a few. By default (`β` = 0) the delay only classifies losses: a
+//!   decrease on delay alone (Swift's, `β` > 0) starves the job against a loss-based TCP
+//!   flow, which keeps the queue full whatever the job does;
 //! - losses, only when they look like congestion: after a round trip whose delay was
-//!   above the target by more than the headroom again (a queue the delay signal does not
-//!   hold, as before a tail-drop queue overflows), or clustered (at least `max(4, window / 2)` in one round trip, which a
-//!   tail-drop queue gives and 1% random loss almost never does): halve, at most once a
-//!   round trip.
+//!   above the target (a standing queue), or clustered (at least `max(4, window / 2)` in
+//!   one round trip, which a tail-drop queue gives and 1% random loss almost never does):
+//!   halve, at most once a round trip.
 //!
-//! The window grows by a slot for every window's worth of unmarked Results (one a round
-//! trip, TCP's additive increase), up to the lane's slots. The state
-//! is integers and the caller's clock; nothing here allocates.
+//! The window grows by `increase` slots (2) for every window's worth of unmarked Results
+//! (about a round trip: TCP's additive increase, in bytes about a TCP segment's), up to
+//! the lane's slots. The state is integers and the caller's clock; nothing here
+//! allocates.
 
 use crate::time::{Duration, Instant};
 
@@ -69,15 +70,23 @@ pub struct CongestionParams {
     /// The largest decrease on delay, in thousandths of the window (a mark or a congestion
     /// loss halves it).
     pub max_decrease_per_mille: u16,
+    /// Slots added for every window of unmarked Results (about one round trip): 2, about
+    /// the bytes a TCP flow adds a round trip (one 1,448-byte segment against 1 KiB
+    /// chunks), so that the job and a Reno or CUBIC flow converge to halves of a link.
+    pub increase: u16,
 }
 
 impl CongestionParams {
-    /// One slot at least, 10 ms of headroom, `β` = 0.8, decreases of at most a half.
+    /// One slot at least, 10 ms of headroom, `β` = 0 — no decrease on delay alone: that
+    /// starved the job against a loss-based TCP flow, which keeps the queue full whatever
+    /// the job does (docs/benchmarks.md, "Shared links"); the delay then only says which
+    /// losses are congestion — decreases of at most a half, 2 slots a round trip up.
     pub const DEFAULT: CongestionParams = CongestionParams {
         min_window: 1,
         headroom: Duration::from_millis(10),
-        delay_beta_per_mille: 800,
+        delay_beta_per_mille: 0,
         max_decrease_per_mille: 500,
+        increase: 2,
     };
 }
 
@@ -184,7 +193,7 @@ impl CongestionWindow {
             self.unmarked = self.unmarked.saturating_add(1);
             if self.unmarked >= self.window {
                 self.unmarked = 0;
-                self.window = self.window.saturating_add(1).min(self.max);
+                self.window = self.window.saturating_add(p.increase).min(self.max);
             }
         }
         let start = *self.epoch_start.get_or_insert(now);
@@ -199,8 +208,10 @@ impl CongestionWindow {
             self.recent_rtt = smallest;
         }
         let target = self.base_rtt.map(|b| b + p.headroom);
-        self.delay_high = matches!((smallest, target), (Some(m), Some(t)) if m > t + p.headroom);
+        self.delay_high = matches!((smallest, target), (Some(m), Some(t)) if m > t);
         match (smallest, target) {
+            // β = 0: the delay only says which losses are congestion (the default, §6.3).
+            _ if p.delay_beta_per_mille == 0 => None,
             (Some(m), Some(t)) if m > t => {
                 if !self.may_decrease(now, srtt) {
                     return None;

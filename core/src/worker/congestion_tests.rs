@@ -19,11 +19,13 @@ use crate::switch::{JobConfig, Slot, Switch, Verdict};
 const MS: fn(u64) -> Duration = Duration::from_millis;
 const AT: fn(u64) -> Instant = Instant::from_millis;
 
-/// The controller with a 2 ms headroom, whatever the default.
+/// The controller with a 2 ms headroom and Swift's decrease on delay (`β` = 0.8), whatever
+/// the default.
 fn on(min_window: u16) -> CongestionControl {
     CongestionControl::On(CongestionParams {
         min_window,
         headroom: MS(2),
+        delay_beta_per_mille: 800,
         ..CongestionParams::DEFAULT
     })
 }
@@ -52,23 +54,25 @@ fn a_mark_halves_the_window_at_most_once_a_round_trip() {
 }
 
 #[test]
-fn the_window_grows_a_slot_a_window_of_results_up_to_the_lanes_slots() {
+fn the_window_grows_by_its_increase_a_window_of_results_up_to_the_lanes_slots() {
     let mut w = CongestionWindow::new(on(1), 16);
     let srtt = Some(MS(10));
     w.on_result(AT(0), Some(MS(10)), srtt, true);
     assert_eq!(w.window(), 8);
-    // A window of unmarked Results (about a round trip) with no queue: one slot more.
+    // A window of unmarked Results (about a round trip) with no queue: `increase` (2)
+    // slots more, about a TCP segment's bytes.
+    assert_eq!(CongestionParams::DEFAULT.increase, 2);
     for t in 1..=7u64 {
         w.on_result(AT(t), Some(MS(10)), srtt, false);
     }
     assert_eq!(w.window(), 8);
     w.on_result(AT(8), Some(MS(10)), srtt, false);
-    assert_eq!(w.window(), 9, "eight Results at a window of 8");
-    for t in 9..=17u64 {
+    assert_eq!(w.window(), 10, "eight Results at a window of 8");
+    for t in 9..=18u64 {
         w.on_result(AT(t), Some(MS(10)), srtt, false);
     }
-    assert_eq!(w.window(), 10, "nine more at a window of 9");
-    for t in 18..=400u64 {
+    assert_eq!(w.window(), 12, "ten more at a window of 10");
+    for t in 19..=400u64 {
         w.on_result(AT(t), Some(MS(10)), srtt, false);
     }
     assert_eq!(w.window(), 16, "capped at the lane's slots");
@@ -151,6 +155,30 @@ fn a_loss_in_a_round_trip_of_high_delay_is_congestion() {
         !w.marks(AT(36)),
         "a loss of unknown direction is not marked"
     );
+}
+
+#[test]
+fn by_default_the_delay_only_says_which_losses_are_congestion() {
+    let round_trips = |w: &mut CongestionWindow, from: u64, sample: u64| {
+        for t in from..from + 200 {
+            assert_eq!(
+                w.on_result(AT(t), Some(MS(sample)), Some(MS(sample)), false),
+                None,
+                "no decrease on delay alone"
+            );
+        }
+    };
+    // A short queue (4 ms over a 1 ms base, under the 10 ms headroom): a loss is random.
+    let mut w = CongestionWindow::new(CongestionControl::DEFAULT_ON, 64);
+    w.on_result(AT(0), Some(MS(1)), Some(MS(1)), false);
+    round_trips(&mut w, 1, 5);
+    assert_eq!(w.on_loss(AT(300), Some(MS(5)), true), None);
+    assert_eq!(w.window(), 64);
+    // A standing queue (a TCP flow's: 19 ms): the window stays, but a loss halves it.
+    round_trips(&mut w, 301, 20);
+    assert_eq!(w.window(), 64, "a full queue alone costs nothing");
+    assert_eq!(w.on_loss(AT(600), Some(MS(20)), true), Some(Decrease::Loss));
+    assert_eq!(w.window(), 32);
 }
 
 #[test]
