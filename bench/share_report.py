@@ -1,0 +1,114 @@
+"""The share phase's table and throughput-over-time plot (bench/share_phase.py rows); called
+by bench/report.py for rows with "phase": "share"."""
+
+import statistics
+
+
+def fmt(x, f="{:.1f}", none="–"):
+    return none if x is None else f.format(x)
+
+
+def mbit(x):
+    return fmt(None if x is None else x / 1e6)
+
+
+def rtt_stats(row):
+    """Median and 99th percentile ping round trip over the shared period, and ping loss, for
+    each pinging rank."""
+    lo = row.get("lead_seconds", 0) + 2.0
+    out = []
+    for r in row.get("rtt", []):
+        ms = sorted(m for t, m in r["ms"] if t >= lo)
+        sr = r.get("sent_received")
+        loss = None if not sr or not sr[0] else 100 * (sr[0] - sr[1]) / sr[0]
+        if ms:
+            p99 = ms[min(len(ms) - 1, int(0.99 * len(ms)))]
+            out.append((r["rank"], statistics.median(ms), p99, loss))
+        else:
+            out.append((r["rank"], None, None, loss))
+    return out
+
+
+def markdown(rows, meta):
+    rows = [r for r in rows if "error" not in r]
+    lines = ["### Shared links (`--phases share`)", ""]
+    lines += [
+        "| scenario | variant | who | goodput (Mbit/s) | alone | share of link | Jain | "
+        "all-reduce shared / alone (s) | ping rtt median / p99 (ms), loss | tbf drops up / down "
+        "(% of packets) | collapse |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        rate = r["rate_bps"]
+        q = r["qdisc"]
+        up = q["up_dropped"] / max(1, q["up_sent"] + q["up_dropped"]) * 100
+        down = q["down_dropped"] / max(1, q["down_sent"] + q["down_dropped"]) * 100
+        pings = "; ".join(f"w{k}: {fmt(m)} / {fmt(p)}, {fmt(l, '{:.1f}%')}"
+                          for k, m, p, l in rtt_stats(r))
+        sh = r.get("allreduce_seconds_shared") or []
+        al = r.get("allreduce_seconds_alone") or []
+        times = (f"{fmt(statistics.median(sh), '{:.2f}')} / "
+                 f"{fmt(statistics.median(al) if al else None, '{:.2f}')}") if sh else "–"
+        for i, (who, g) in enumerate(r["goodput_bps"].items()):
+            # A job's link share in wire bytes: a 1 KiB chunk travels in a 1086 B frame; the
+            # TCP flow's, 1448 B of payload in a 1514 B frame.
+            wire = 1086 / 1024 if who != "tcp" else 1514 / 1448
+            first = i == 0
+            lines.append("| " + " | ".join([
+                r["scenario"] if first else "",
+                r["variant"] if first else "",
+                "TCP" if who == "tcp" else f"job {who}",
+                mbit(g),
+                mbit(r.get("goodput_alone_bps", {}).get(who)),
+                fmt(None if g is None else 100 * g * wire / rate, "{:.0f}%"),
+                fmt(r.get("jain"), "{:.3f}") if first else "",
+                times if first else "",
+                pings if first else "",
+                f"{q['up_dropped']} / {q['down_dropped']} ({up:.2f}% / {down:.2f}%)" if first else "",
+                ("yes" if r["collapse"] else "no") if first else "",
+            ]) + " |")
+    lines.append("")
+    steady = [r for r in rows if r["scenario"] == "incast"]
+    for r in steady:
+        q = r["qdisc"]
+        pct = q["down_steady_dropped"] / max(1, q["down_steady_sent"] + q["down_steady_dropped"]) * 100
+        peak = max((v for k, v in q["max_backlog_bytes"].items() if k.startswith("nb-sw/")),
+                   default=0)
+        lines.append(f"Incast ({r['variant']}, window {r.get('window')}): steady-state loss at the "
+                     f"switch's downlink queues (after the first 5 s) {pct:.3f}% "
+                     f"({q['down_steady_dropped']} of {q['down_steady_sent'] + q['down_steady_dropped']} "
+                     f"packets), peak downlink backlog {peak / 1e3:.0f} kB.")
+    for r in rows:
+        if r.get("failed"):
+            lines.append(f"{r['scenario']} ({r['variant']}): ranks that failed: {r['failed']}")
+        if r.get("tcp"):
+            t = r["tcp"]
+            lines.append(f"TCP flow ({r['variant']}): {t.get('congestion')}, "
+                         f"{t.get('retransmits')} retransmits, received {mbit(t.get('received_bps'))} Mbit/s")
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    rows = [r for r in rows if "error" not in r]
+    if not rows:
+        return
+    fig, axes = plt.subplots(len(rows), 1, figsize=(9, 2.6 * len(rows)), squeeze=False)
+    for ax, r in zip(axes[:, 0], rows):
+        for who, pts in r["series_bps"].items():
+            if pts:
+                ax.plot([t for t, _ in pts], [v / 1e6 for _, v in pts],
+                        label="TCP (iperf3)" if who == "tcp" else f"switchml-rs job {who}")
+        ax.axhline(r["rate_bps"] / 1e6, color="grey", lw=0.5, ls="--")
+        if r.get("lead_seconds"):
+            ax.axvline(r["lead_seconds"], color="grey", lw=0.5)
+        ax.set_title(f"{r['scenario']} ({r['variant']})", fontsize=9)
+        ax.set_ylabel("Mbit/s")
+        ax.set_ylim(0, r["rate_bps"] / 1e6 * 1.1)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="lower right")
+    axes[-1, 0].set_xlabel("seconds")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
