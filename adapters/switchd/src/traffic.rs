@@ -103,6 +103,9 @@ pub struct DaemonCounters {
     pub replies_limited: u64,
     /// Status messages dropped unanswered because the daemon runs with `--status off`.
     pub status_off: u64,
+    /// Batches handled while the socket's send backlog was above `--mark-backlog`
+    /// (`backlog_mark`): the switch marked what it counted in them.
+    pub congested_batches: u64,
     /// CPU time (user + system) of the daemon's threads, one per shard.
     pub cpu: std::time::Duration,
     /// The switch's counters: drops by reason (these two classes included), verdicts.
@@ -115,7 +118,7 @@ impl DaemonCounters {
     /// The switch-wide counters of the daemon, as `(name, help)`, in the order of
     /// [`DaemonCounters::named`]: the one list that reports, the admin socket's `stats`
     /// and the metrics endpoint follow.
-    pub const COUNTERS: [(&'static str, &'static str); 14] = [
+    pub const COUNTERS: [(&'static str, &'static str); 15] = [
         ("received", "Datagrams received"),
         ("sent", "Datagrams sent"),
         ("send_failures", "Datagrams the kernel refused to send"),
@@ -142,6 +145,10 @@ impl DaemonCounters {
             "Answers to strangers not sent: their destination had its share",
         ),
         ("status_off", "Status messages unanswered (--status off)"),
+        (
+            "congested_batches",
+            "Batches handled while the send backlog was above --mark-backlog",
+        ),
     ];
 
     /// Return the switch-wide counters as `(name, value)`, in the order of
@@ -162,6 +169,7 @@ impl DaemonCounters {
             self.throttled,
             self.replies_limited,
             self.status_off,
+            self.congested_batches,
         ];
         Self::COUNTERS.map(|(name, _)| name).into_iter().zip(values)
     }
@@ -194,6 +202,7 @@ impl DaemonCounters {
             throttled,
             replies_limited,
             status_off,
+            congested_batches,
             cpu,
             switch,
             jobs,
@@ -213,6 +222,7 @@ impl DaemonCounters {
         self.throttled += throttled;
         self.replies_limited += replies_limited;
         self.status_off += status_off;
+        self.congested_batches += congested_batches;
         self.switch += switch;
         for j in jobs {
             match self.jobs.iter_mut().find(|m| m.job == j.job) {
