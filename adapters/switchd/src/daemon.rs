@@ -36,7 +36,7 @@ use switchml_udp::source::is_bad_source;
 use switchml_udp::Offload;
 
 use crate::admin::AdminRequest;
-use crate::backlog_mark::BacklogMark;
+use crate::backlog_mark::{carries_mark, BacklogMark};
 use crate::daemon_log::DaemonLog;
 use crate::job::{key_from_env, keyless_refused, JobSpec};
 use crate::shards::{ask_peers, AdminRole};
@@ -582,16 +582,19 @@ impl<G: ControlPlane> Daemon<G> {
         Ok(n)
     }
 
-    /// Read the send backlog and say whether this batch is handled congested; an error
-    /// reads as an empty queue (the signal is advice, never a reason to stop).
+    /// Read the send backlog and tell the switch whether to mark what it counts in this
+    /// batch `CONGESTED` (protocol.md §6.3); an error reads as an empty queue (the signal
+    /// is advice, never a reason to stop).
     fn sample_backlog(&mut self) {
         let Some(mark) = &self.mark else {
             return;
         };
         let queued = send_backlog(&self.socket).unwrap_or(0);
-        if mark.sample(queued) {
+        let congested = mark.sample(queued);
+        if congested {
             self.counters.congested_batches += 1;
         }
+        self.endpoint.set_congested(congested);
     }
 
     /// Receive a batch. An error that is not the socket's own ([`is_fatal`]) is counted,
@@ -685,6 +688,11 @@ impl<G: ControlPlane> Daemon<G> {
             .drops(DropReason::BadSession);
         let t = endpoint.handle(now, from, bytes, out);
         trace_sent(&t, out, &from);
+        if let Transmit::Lanes { len, up: false, .. } = t {
+            if out.get(..len).is_some_and(carries_mark) {
+                counters.results_marked += 1;
+            }
+        }
         let reply = match t {
             Transmit::Reply { len } => out.get(..len),
             _ => None,

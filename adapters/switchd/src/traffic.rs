@@ -106,6 +106,9 @@ pub struct DaemonCounters {
     /// Batches handled while the socket's send backlog was above `--mark-backlog`
     /// (`backlog_mark`): the switch marked what it counted in them.
     pub congested_batches: u64,
+    /// Results multicast with the `CONGESTED` mark (protocol.md §6.3): uses the switch
+    /// counted a Contribution of while marking.
+    pub results_marked: u64,
     /// CPU time (user + system) of the daemon's threads, one per shard.
     pub cpu: std::time::Duration,
     /// The switch's counters: drops by reason (these two classes included), verdicts.
@@ -118,7 +121,7 @@ impl DaemonCounters {
     /// The switch-wide counters of the daemon, as `(name, help)`, in the order of
     /// [`DaemonCounters::named`]: the one list that reports, the admin socket's `stats`
     /// and the metrics endpoint follow.
-    pub const COUNTERS: [(&'static str, &'static str); 15] = [
+    pub const COUNTERS: [(&'static str, &'static str); 16] = [
         ("received", "Datagrams received"),
         ("sent", "Datagrams sent"),
         ("send_failures", "Datagrams the kernel refused to send"),
@@ -149,6 +152,10 @@ impl DaemonCounters {
             "congested_batches",
             "Batches handled while the send backlog was above --mark-backlog",
         ),
+        (
+            "results_marked",
+            "Results multicast with the CONGESTED mark",
+        ),
     ];
 
     /// Return the switch-wide counters as `(name, value)`, in the order of
@@ -170,6 +177,7 @@ impl DaemonCounters {
             self.replies_limited,
             self.status_off,
             self.congested_batches,
+            self.results_marked,
         ];
         Self::COUNTERS.map(|(name, _)| name).into_iter().zip(values)
     }
@@ -203,6 +211,7 @@ impl DaemonCounters {
             replies_limited,
             status_off,
             congested_batches,
+            results_marked,
             cpu,
             switch,
             jobs,
@@ -223,6 +232,7 @@ impl DaemonCounters {
         self.replies_limited += replies_limited;
         self.status_off += status_off;
         self.congested_batches += congested_batches;
+        self.results_marked += results_marked;
         self.switch += switch;
         for j in jobs {
             match self.jobs.iter_mut().find(|m| m.job == j.job) {
