@@ -158,6 +158,7 @@ class ShareScenarios:
         self.a = bench.a
         self.log = log
         self.wait_all = wait_all
+        self.switch_counters = {}
 
     # ------------------------------------------------------------ pieces
 
@@ -308,6 +309,10 @@ class ShareScenarios:
         self.stop(procs + [pg.proc for pg in pings])
         sw.kill(signal.SIGINT)
         self.wait_all([sw], 10)
+        counters = next((x["counters"] for x in sw.json_lines() if "counters" in x), {})
+        self.switch_counters = {k: counters.get(k) for k in
+                                ("received", "sent", "congested_batches", "results_marked")
+                                if k in counters}
         return rtts
 
     def failures(self, workers):
@@ -389,6 +394,7 @@ class ShareScenarios:
             "rtt": [{"rank": i, "ms": [(round(t - t0, 3), ms) for t, ms in pts],
                      "sent_received": sr} for i, (pts, sr) in enumerate(rtts)],
             "tcp": {k: v for k, v in (tcp or {}).items() if k != "bins"} if tcp else None,
+            "switch_counters": self.switch_counters,
             "start": t0,
             "end": t_end,
             **extra,
