@@ -34,7 +34,7 @@ IPERF_PORT = 5201
 STARVED = 0.10
 ITERATION = re.compile(r"^iteration (\d+): ([0-9.]+) s$")
 QDISC = re.compile(
-    r"qdisc tbf \S+ (?:dev (\S+) )?.*?Sent (\d+) bytes (\d+) pkt \(dropped (\d+), "
+    r"qdisc tbf \S+ dev (\S+) .*?Sent (\d+) bytes (\d+) pkt \(dropped (\d+), "
     r"overlimits (\d+) requeues \d+\)\s*backlog (\S+) (\d+)p", re.S)
 
 
@@ -64,13 +64,19 @@ def read_qdiscs(namespaces):
     for ns in namespaces:
         r = subprocess.run(["tc", "-n", ns, "-s", "qdisc", "show"], capture_output=True,
                            text=True)
-        # One block per qdisc: split before each "qdisc" line.
-        for block in re.split(r"\n(?=qdisc )", r.stdout):
-            m = QDISC.search(block)
-            if m:
-                dev = re.search(r"dev (\S+)", block).group(1)
-                out[f"{ns}/{dev}"] = (int(m.group(3)), int(m.group(4)),
-                                      backlog_bytes(m.group(6)), int(m.group(7)))
+        out.update(parse_qdiscs(ns, r.stdout))
+    return out
+
+
+def parse_qdiscs(ns, text):
+    """The tbf queues in `tc -s qdisc show`'s output for namespace `ns`."""
+    out = {}
+    # One block per qdisc: split before each "qdisc" line.
+    for block in re.split(r"\n(?=qdisc )", text):
+        m = QDISC.search(block)
+        if m:
+            out[f"{ns}/{m.group(1)}"] = (int(m.group(3)), int(m.group(4)),
+                                         backlog_bytes(m.group(6)), int(m.group(7)))
     return out
 
 
