@@ -57,12 +57,12 @@ def backlog_bytes(text):
     return int(float(m.group(1)) * {"": 1, "K": 1e3, "M": 1e6, "G": 1e9}[m.group(2)])
 
 
-def read_qdiscs(namespaces):
+def read_qdiscs(namespaces, wrap=lambda argv: argv):
     """Every tbf queue of the testbed: {"nb-sw/p0": (sent_pkts, dropped, backlog_bytes,
-    backlog_pkts), "nb-w0/eth0": ...}."""
+    backlog_pkts), "nb-w0/eth0": ...}; `wrap` puts each `tc` in the benchmark's CPU group."""
     out = {}
     for ns in namespaces:
-        r = subprocess.run(["tc", "-n", ns, "-s", "qdisc", "show"], capture_output=True,
+        r = subprocess.run(wrap(["tc", "-n", ns, "-s", "qdisc", "show"]), capture_output=True,
                            text=True)
         out.update(parse_qdiscs(ns, r.stdout))
     return out
@@ -84,8 +84,10 @@ class Watch(threading.Thread):
     """Every `period` seconds: the switch's per-job completions (admin `stats`), every
     worker's new `iteration` lines, and every tbf queue."""
 
-    def __init__(self, switchml, admin, workers, namespaces, period):
+    def __init__(self, switchml, admin, workers, namespaces, period, wrap):
         super().__init__(daemon=True)
+        # Its own commands count as the benchmark's CPU, not as other load.
+        self.wrap = wrap
         self.switchml, self.admin, self.period = switchml, admin, period
         self.workers = workers  # {(job, rank): Proc}
         self.namespaces = namespaces
@@ -95,7 +97,7 @@ class Watch(threading.Thread):
         self.stopped = threading.Event()
 
     def completions(self):
-        r = subprocess.run([self.switchml, "job", "--admin", self.admin, "stats"],
+        r = subprocess.run(self.wrap([self.switchml, "job", "--admin", self.admin, "stats"]),
                            capture_output=True, text=True, timeout=10)
         got = {}
         for line in r.stdout.splitlines():
@@ -111,7 +113,7 @@ class Watch(threading.Thread):
                 done = self.completions()
             except subprocess.TimeoutExpired:
                 done = {}
-            queues = read_qdiscs(self.namespaces)
+            queues = read_qdiscs(self.namespaces, self.wrap)
             self.samples.append((t, done, queues))
             for key, proc in self.workers.items():
                 try:
@@ -304,7 +306,7 @@ class ShareScenarios:
     def start_watching(self, admin, workers, period):
         pings = [Ping(self.b, 0), Ping(self.b, 1)]
         namespaces = ["nb-sw"] + [worker_ns(r) for r in range(self.a.share_workers)]
-        watch = Watch(self.a.switchml, admin, workers, namespaces, period)
+        watch = Watch(self.a.switchml, admin, workers, namespaces, period, self.b.group.wrap)
         watch.start()
         return pings, watch
 
@@ -374,12 +376,15 @@ class ShareScenarios:
             st_sent = st_drop = 0
         backlog = {q: max((s[2].get(q, (0, 0, 0, 0))[2] for s in samples), default=0)
                    for q in q1}
-        # All-reduce times: iterations that ended inside the shared period (and alone).
-        iters = [(tt - t0, sec) for key, its in watch.iterations.items() if key[1] == 0
-                 for tt, _, sec in its]
-        # (`tt` is when the line was seen: up to one bin after the iteration ended.)
-        shared_iters = [s for tt, s in iters if shared[0] + s <= tt <= shared[1] + bin_s]
-        alone_iters = [s for tt, s in iters if tt - bin_s <= t_shared - t0]
+        # All-reduce times per job (rank 0's): iterations that ended inside the shared period,
+        # and alone. (`tt` is when the line was seen: up to one bin after the iteration ended.)
+        shared_iters, alone_iters = {}, {}
+        for (job, rank), its in watch.iterations.items():
+            if rank != 0:
+                continue
+            done = [(tt - t0, sec) for tt, _, sec in its]
+            shared_iters[str(job)] = [s for tt, s in done if shared[0] + s <= tt <= shared[1] + bin_s]
+            alone_iters[str(job)] = [s for tt, s in done if tt - bin_s <= t_shared - t0]
         row = {
             "series_bps": series,
             "goodput_bps": goodput,

@@ -29,6 +29,20 @@ def rtt_stats(row):
     return out
 
 
+def allreduce_times(row, who):
+    """Median all-reduce time of job `who` shared and alone, as table text."""
+    def median_of(key):
+        got = row.get(key) or {}
+        # Rows of the first runs keep one list for rank 0 of every job: only one job's is clear.
+        jobs = [j for j in row["goodput_bps"] if j != "tcp"]
+        xs = got.get(who, []) if isinstance(got, dict) else got if jobs == [who] else []
+        return statistics.median(xs) if xs else None
+    shared = median_of("allreduce_seconds_shared")
+    if who == "tcp" or shared is None:
+        return "–"
+    return f"{fmt(shared, '{:.2f}')} / {fmt(median_of('allreduce_seconds_alone'), '{:.2f}')}"
+
+
 def markdown(rows, meta):
     rows = [r for r in rows if "error" not in r]
     lines = ["### Shared links (`--phases share`)", ""]
@@ -45,15 +59,12 @@ def markdown(rows, meta):
         down = q["down_dropped"] / max(1, q["down_sent"] + q["down_dropped"]) * 100
         pings = "; ".join(f"w{k}: {fmt(m)} / {fmt(p)}, {fmt(l, '{:.1f}%')}"
                           for k, m, p, l in rtt_stats(r))
-        sh = r.get("allreduce_seconds_shared") or []
-        al = r.get("allreduce_seconds_alone") or []
-        times = (f"{fmt(statistics.median(sh), '{:.2f}')} / "
-                 f"{fmt(statistics.median(al) if al else None, '{:.2f}')}") if sh else "–"
         for i, (who, g) in enumerate(r["goodput_bps"].items()):
             # A job's link share in wire bytes: a 1 KiB chunk travels in a 1086 B frame; the
             # TCP flow's, 1448 B of payload in a 1514 B frame.
             wire = 1086 / 1024 if who != "tcp" else 1514 / 1448
             first = i == 0
+            times = allreduce_times(r, who)
             lines.append("| " + " | ".join([
                 r["scenario"] if first else "",
                 r["variant"] if first else "",
@@ -62,7 +73,7 @@ def markdown(rows, meta):
                 mbit(r.get("goodput_alone_bps", {}).get(who)),
                 fmt(None if g is None else 100 * g * wire / rate, "{:.0f}%"),
                 fmt(r.get("jain"), "{:.3f}") if first else "",
-                times if first else "",
+                times,
                 pings if first else "",
                 f"{q['up_dropped']} / {q['down_dropped']} ({up:.2f}% / {down:.2f}%)" if first else "",
                 ("yes" if r["collapse"] else "no") if first else "",
@@ -79,6 +90,12 @@ def markdown(rows, meta):
                      f"({q['down_steady_dropped']} of {q['down_steady_sent'] + q['down_steady_dropped']} "
                      f"packets), peak downlink backlog {peak / 1e3:.0f} kB.")
     for r in rows:
+        if r.get("foreign_cpu_seconds") is not None:
+            span = max(1e-9, r["end"] - r["start"])
+            lines.append(f"{r['scenario']} ({r['variant']}): host {100 * r.get('host_util', 0):.0f}% "
+                         f"busy; other load took {r['foreign_cpu_seconds'] / span:.2f} of the "
+                         f"{meta.get('cpus', '?') if meta else '?'} cores"
+                         + (" (disturbed)" if r.get("disturbed") else "") + ".")
         if r.get("failed"):
             lines.append(f"{r['scenario']} ({r['variant']}): ranks that failed: {r['failed']}")
         if r.get("tcp"):

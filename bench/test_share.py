@@ -43,7 +43,7 @@ def made_up_row():
         "lead_seconds": 5, "series_bps": series,
         "goodput_bps": {"1": 60e6, "tcp": 35e6}, "goodput_alone_bps": {"1": 94e6},
         "jain": share_phase.jain([60e6, 35e6]), "collapse": False, "failed": {},
-        "allreduce_seconds_shared": [8.5, 8.7], "allreduce_seconds_alone": [5.8],
+        "allreduce_seconds_shared": {"1": [8.5, 8.7]}, "allreduce_seconds_alone": {"1": [5.8]},
         "qdisc": {"up_sent": 1000, "up_dropped": 10, "down_sent": 900, "down_dropped": 0,
                   "down_steady_sent": 800, "down_steady_dropped": 0,
                   "max_backlog_bytes": {"nb-sw/p0": 1000}},
