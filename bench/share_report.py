@@ -121,7 +121,8 @@ def plot(rows, path):
         ax.axhline(r["rate_bps"] / 1e6, color="grey", lw=0.5, ls="--")
         if r.get("lead_seconds"):
             ax.axvline(r["lead_seconds"], color="grey", lw=0.5)
-        ax.set_title(f"{r['scenario']} ({r['variant']})", fontsize=9)
+        slots = f", slots {'/'.join(map(str, r['slots']))}" if r.get("slots") else ""
+        ax.set_title(f"{r['scenario']} ({r['variant']}{slots})", fontsize=9)
         ax.set_ylabel("Mbit/s")
         ax.set_ylim(0, r["rate_bps"] / 1e6 * 1.1)
         ax.grid(alpha=0.3)

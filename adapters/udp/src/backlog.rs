@@ -13,7 +13,7 @@ use std::os::fd::AsRawFd;
 
 /// Return the bytes of send buffer the socket's datagrams still hold (`SIOCOUTQ`): those
 /// written and not yet sent by the device, in the kernel's accounting (each datagram counts
-/// with its buffer's overhead, about twice a 1 KiB payload).
+/// with its kernel buffer's overhead, its `truesize`, which is more than its length).
 pub fn send_backlog(socket: &impl AsRawFd) -> io::Result<usize> {
     let mut queued: libc::c_int = 0;
     // SAFETY: `socket` is open for the duration of the call (the caller borrows it), and
