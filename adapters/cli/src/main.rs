@@ -126,8 +126,10 @@ enum Command {
         #[arg(long, value_name = "ADDR")]
         metrics: Option<std::net::SocketAddr>,
         /// Sample each shard's send backlog (the bytes its Results still hold in the queues
-        /// toward the workers, SIOCOUTQ) before every batch, and mark congestion while it
-        /// is above BYTES (counted as `congested_batches`). Off by default.
+        /// toward the workers, SIOCOUTQ) before every batch and, while it is above BYTES,
+        /// mark what the switch counts CONGESTED (docs/protocol.md §6.3), so that the
+        /// Results carry the mark to every rank (counted as `congested_batches` and
+        /// `results_marked`). Off by default.
         #[arg(long, value_name = "BYTES")]
         mark_backlog: Option<usize>,
         /// Pool slots for jobs added through --admin, beyond the --job ones.
