@@ -267,8 +267,7 @@ impl<G: ControlPlane> Daemon<G> {
             slot_count: spec.slots,
             key,
         };
-        let lanes = MAX_LANES.min(usize::from(spec.slots));
-        let routes = vec![None; usize::from(spec.world) * lanes];
+        let routes = lane_table(&config);
         let added = match place {
             JobPlace::Flat => self.endpoint.add_job(config, routes),
             JobPlace::Parent => self.endpoint.add_parent_job(config, routes),
@@ -370,20 +369,14 @@ impl<G: ControlPlane> Daemon<G> {
             slot_count,
             ..old
         };
-        let routes = self
-            .endpoint
+        self.endpoint
             .remove_job(id)
             .map_err(|e| format!("job {id}: {e}"))?;
-        // The new range was free with the job's own counted as free, so it installs.
-        let lanes = MAX_LANES.min(usize::from(slot_count));
-        let mut routes = routes;
-        routes.clear();
-        routes.resize(usize::from(config.world) * lanes, None);
-        if let Err(e) = self.endpoint.add_job(config, routes) {
-            let lanes = MAX_LANES.min(usize::from(old.slot_count));
-            let again = vec![None; usize::from(old.world) * lanes];
+        // The new range was free with the job's own counted as free, so it installs; if
+        // not, the job goes back where it was.
+        if let Err(e) = self.endpoint.add_job(config, lane_table(&config)) {
             self.endpoint
-                .add_job(old, again)
+                .add_job(old, lane_table(&old))
                 .map_err(|e2| format!("job {id}: {e}; restoring its range: {e2}"))?;
             return Err(format!("job {id}: {e}"));
         }
@@ -751,6 +744,13 @@ impl<G: ControlPlane> Daemon<G> {
         output.route(endpoint, &t, b, &from)?;
         output.owed_up(endpoint)
     }
+}
+
+/// An empty address table for `job`: `world × lanes` entries, a lane holding a slot at
+/// least.
+fn lane_table(job: &JobConfig) -> Vec<Route<SocketAddr>> {
+    let lanes = MAX_LANES.min(usize::from(job.slot_count));
+    vec![None; usize::from(job.world) * lanes]
 }
 
 /// Trace what the switch sends for one datagram (`RUST_LOG=switchml::packet=trace`): once
