@@ -106,27 +106,46 @@ def markdown(rows, meta):
 
 
 def plot(rows, path):
+    """Throughput over time: a row of panels per scenario, a column per variant (side by
+    side, on one time axis)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     rows = [r for r in rows if "error" not in r]
     if not rows:
         return
-    fig, axes = plt.subplots(len(rows), 1, figsize=(9, 2.6 * len(rows)), squeeze=False)
-    for ax, r in zip(axes[:, 0], rows):
-        for who, pts in r["series_bps"].items():
-            if pts:
-                ax.plot([t for t, _ in pts], [v / 1e6 for _, v in pts],
-                        label="TCP (iperf3)" if who == "tcp" else f"switchml-rs job {who}")
-        ax.axhline(r["rate_bps"] / 1e6, color="grey", lw=0.5, ls="--")
-        if r.get("lead_seconds"):
-            ax.axvline(r["lead_seconds"], color="grey", lw=0.5)
-        slots = f", slots {'/'.join(map(str, r['slots']))}" if r.get("slots") else ""
-        ax.set_title(f"{r['scenario']} ({r['variant']}{slots})", fontsize=9)
-        ax.set_ylabel("Mbit/s")
-        ax.set_ylim(0, r["rate_bps"] / 1e6 * 1.1)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="lower right")
-    axes[-1, 0].set_xlabel("seconds")
+    variants = list(dict.fromkeys(r["variant"] for r in rows))
+    def key(r):
+        return (r["scenario"], tuple(r.get("slots") or ()), r.get("run", 0))
+    keys = list(dict.fromkeys(key(r) for r in rows))
+    cell = {(key(r), r["variant"]): r for r in rows}
+    fig, axes = plt.subplots(len(keys), len(variants), figsize=(8 * len(variants), 2.6 * len(keys)),
+                             squeeze=False, sharex="row")
+    for i, k in enumerate(keys):
+        for j, v in enumerate(variants):
+            ax, r = axes[i, j], cell.get((k, v))
+            if r is None:
+                ax.set_axis_off()
+                continue
+            draw(ax, r, v if len(variants) > 1 else None)
+    for ax in axes[-1, :]:
+        ax.set_xlabel("seconds")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
+
+
+def draw(ax, r, variant):
+    for who, pts in r["series_bps"].items():
+        if pts:
+            ax.plot([t for t, _ in pts], [v / 1e6 for _, v in pts],
+                    label="TCP (iperf3)" if who == "tcp" else f"switchml-rs job {who}")
+    ax.axhline(r["rate_bps"] / 1e6, color="grey", lw=0.5, ls="--")
+    if r.get("lead_seconds"):
+        ax.axvline(r["lead_seconds"], color="grey", lw=0.5)
+    slots = f", slots {'/'.join(map(str, r['slots']))}" if r.get("slots") else ""
+    label = f"SWITCHML_CONGESTION={variant}" if variant and variant != "default" else r["variant"]
+    ax.set_title(f"{r['scenario']} ({label}{slots})", fontsize=9)
+    ax.set_ylabel("Mbit/s")
+    ax.set_ylim(0, r["rate_bps"] / 1e6 * 1.1)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
