@@ -576,10 +576,7 @@ class Bench:
                     self.testbed("loss", "0")
                     share = ShareScenarios(self, log, wait_all)
                     for run in range(a.share_runs):
-                        # Variants alternate within a run, so that both see the same machine.
-                        for variant in a.share_congestion:
-                            env = {} if variant == "default" else {"SWITCHML_CONGESTION": variant}
-                            share.run(out, run, variant, env)
+                        share.run(out, run, a.share_congestion)
         finally:
             for p in list(LIVE):
                 p.kill()

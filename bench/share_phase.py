@@ -207,24 +207,32 @@ class ShareScenarios:
 
     # ------------------------------------------------------------ scenarios
 
-    def run(self, out, run, variant, env):
-        """Every scenario of --share-scenarios once, writing a row each."""
+    def run(self, out, run, variants):
+        """Every scenario of --share-scenarios once per variant, the variants of a scenario
+        back to back (so that they see the same machine), writing a row each. A variant is
+        the workers' SWITCHML_CONGESTION (`default`: unset)."""
         for scenario in self.a.share_scenarios:
-            self.b.wait_quiet()
-            self.log(f"share: {scenario} ({variant}) run {run + 1}")
-            row = getattr(self, scenario)(env)
-            if "start" in row:
-                row.update(self.b.sampler.window(row["start"], row["end"], self.a.share_workers))
-                foreign = row.get("foreign_cpu_seconds")
-                row["disturbed"] = bool(foreign is not None and
-                                        foreign > 0.10 * (row["end"] - row["start"]))
-            row.update(phase="share", scenario=scenario, variant=variant, run=run,
-                       rate=self.a.share_rate, rate_bps=self.b.rate_bps, world=self.a.share_workers,
-                       bytes=self.a.share_size, bin_seconds=self.a.share_bin,
-                       seconds_shared=self.a.share_seconds, lead_seconds=self.lead(scenario))
-            out.write(json.dumps(row) + "\n")
-            out.flush()
-            self.say(row)
+            for variant in variants:
+                self.one(out, run, scenario, variant)
+
+    def one(self, out, run, scenario, variant):
+        """One scenario, one variant: measure, flag other load, write the row."""
+        env = {} if variant == "default" else {"SWITCHML_CONGESTION": variant}
+        self.b.wait_quiet()
+        self.log(f"share: {scenario} ({variant}) run {run + 1}")
+        row = getattr(self, scenario)(env)
+        if "start" in row:
+            row.update(self.b.sampler.window(row["start"], row["end"], self.a.share_workers))
+            foreign = row.get("foreign_cpu_seconds")
+            row["disturbed"] = bool(foreign is not None and
+                                    foreign > 0.10 * (row["end"] - row["start"]))
+        row.update(phase="share", scenario=scenario, variant=variant, run=run,
+                   rate=self.a.share_rate, rate_bps=self.b.rate_bps, world=self.a.share_workers,
+                   bytes=self.a.share_size, bin_seconds=self.a.share_bin,
+                   seconds_shared=self.a.share_seconds, lead_seconds=self.lead(scenario))
+        out.write(json.dumps(row) + "\n")
+        out.flush()
+        self.say(row)
 
     def lead(self, scenario):
         return self.a.share_lead if scenario == "tcp" else 0.0
