@@ -4,7 +4,10 @@
 //! Why the send side (`SIOCOUTQ`): a UDP socket's datagrams stay charged to its send buffer
 //! from `sendmmsg` until the device has sent them, so the figure counts the Results waiting
 //! in the egress queues (qdiscs) of the links toward the workers — the switch's own output
-//! queue, whose depth over the line rate is the queueing delay a Result is about to see. The
+//! queue, whose depth over the line rate is the queueing delay a Result is about to see. It
+//! is one figure for every egress port the socket sends through: one congested downlink
+//! among idle ones shows only its own queue, and P equally deep ones show P times one, so a
+//! threshold set for one port's queue marks P busy ports at 1/P of that depth each. The
 //! receive side says less: `FIONREAD` on a UDP socket gives only the next datagram's length,
 //! and a long receive queue means a slow daemon, not a congested link.
 
