@@ -27,6 +27,8 @@ import tempfile
 import threading
 import time
 
+from share_phase import ShareScenarios
+
 BENCH = os.path.dirname(os.path.abspath(__file__))
 SWITCH_IP = "10.77.0.254"
 SWITCH_PORT = 48864
@@ -569,6 +571,12 @@ class Bench:
                     self.set_rate(a.cpu_rate)
                     for run in range(a.runs):
                         self.measure(out, "cpu", a.cpu_rate, 0.0, a.cpu_workers, [a.cpu_size], run)
+                if "share" in a.phases:
+                    self.set_rate(a.share_rate)
+                    self.testbed("loss", "0")
+                    share = ShareScenarios(self, log, wait_all)
+                    for run in range(a.share_runs):
+                        share.run(out, run, a.share_congestion)
         finally:
             for p in list(LIVE):
                 p.kill()
@@ -637,6 +645,36 @@ def sizes_arg(s):
     return out
 
 
+def share_args(p):
+    """The share phase's settings (bench/share_phase.py)."""
+    g = p.add_argument_group("share phase")
+    g.add_argument("--share-scenarios", default="tcp,jobs,incast", type=lambda s: s.split(","),
+                   help="tcp: one bulk TCP flow on nb-w0's uplink; jobs: two jobs on one "
+                        "switch; incast: a full window completing at once")
+    g.add_argument("--share-seconds", type=float, default=60,
+                   help="how long the links are shared (each scenario)")
+    g.add_argument("--share-lead", type=float, default=15,
+                   help="tcp: seconds the job runs alone before the TCP flow starts")
+    g.add_argument("--share-bin", type=float, default=1.0, help="seconds per throughput bin")
+    g.add_argument("--share-rate", default="100mbit")
+    g.add_argument("--share-workers", type=int, default=4)
+    g.add_argument("--share-size", type=lambda s: sizes_arg(s)[0], default="64M")
+    g.add_argument("--share-runs", type=int, default=1)
+    g.add_argument("--share-slots", default="",
+                   help="jobs: the two jobs' slot counts, e.g. 128,64 (default: each its "
+                        "lanes x window)")
+    g.add_argument("--share-percent", default="",
+                   help="jobs: `switchml job share` before the workers start, e.g. 1:50,2:50")
+    g.add_argument("--share-congestion", default="default", type=lambda s: s.split(","),
+                   help="variants run side by side: SWITCHML_CONGESTION for the workers "
+                        "(`default`: unset), e.g. off,on")
+    g.add_argument("--share-switch-args", default="",
+                   help="extra arguments for the share phase's `switchml switch`")
+    g.add_argument("--incast-window", type=int, default=256,
+                   help="incast: slots per lane (256 x 1086 B exceeds tbf's 250 kB queue)")
+    g.add_argument("--tcp-cc", default="cubic", help="the TCP flow's congestion control")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True, help="JSON lines file to append to")
@@ -655,7 +693,8 @@ def main():
                    help="seconds to wait for other load to stop before each measurement")
     p.add_argument("--phases", default="sizes,loss,cpu", type=lambda s: s.split(","),
                    help="sizes: every rate, P and size without loss; loss: the loss sweep; "
-                        "cpu: one faster link (--cpu-rate)")
+                        "cpu: one faster link (--cpu-rate); share: switchml-rs on shared "
+                        "links (bench/share_phase.py; not in the default run)")
     p.add_argument("--systems", default="switchml,gloo,mpi", type=lambda s: s.split(","))
     p.add_argument("--loss", default="0,0.01,0.1,1",
                    type=lambda s: [float(x) for x in s.split(",")] if s else [],
@@ -676,6 +715,7 @@ def main():
     p.add_argument("--retries", type=int, default=60, help="switchml timeouts of one use before giving up")
     p.add_argument("--coalesce-us", type=int, default=500,
                    help="switchml lanes let datagrams gather this long after a wake-up")
+    share_args(p)
     a = p.parse_args()
     for s in a.systems:
         if s not in SYSTEMS:

@@ -21,6 +21,8 @@ import statistics
 import sys
 from collections import defaultdict
 
+import share_report
+
 BEGIN, END = "<!-- netbench:begin -->", "<!-- netbench:end -->"
 
 
@@ -466,10 +468,22 @@ def main():
     p.add_argument("results")
     p.add_argument("--doc", help="markdown file whose netbench section to replace")
     p.add_argument("--plot", help="PNG to write")
+    p.add_argument("--share-plot",
+                   help="PNG for the share phase's throughput over time (default: --plot, "
+                        "when the results hold only that phase)")
     a = p.parse_args()
     meta, rows = load(a.results)
     if not rows:
         sys.exit(f"{a.results}: no measurements")
+    # The share phase has tables of its own (bench/share_report.py).
+    share = [x for x in rows if x.get("phase") == "share"]
+    rows = [x for x in rows if x.get("phase") != "share"]
+    if share:
+        print(share_report.markdown(share, meta))
+        if a.plot or a.share_plot:
+            share_report.plot(share, a.share_plot or a.plot)
+        if not rows:
+            return
     r = Report(meta, rows)
     md = r.markdown()
     if a.doc:
@@ -483,7 +497,7 @@ def main():
             fh.write(head + md + tail)
     else:
         print(md)
-    if a.plot:
+    if a.plot and not (share and not a.share_plot):
         r.plot(a.plot)
 
 

@@ -125,6 +125,13 @@ enum Command {
         /// `http://ADDR/metrics`, e.g. `--metrics 127.0.0.1:9464`. Off by default.
         #[arg(long, value_name = "ADDR")]
         metrics: Option<std::net::SocketAddr>,
+        /// Sample each shard's send backlog (the bytes its Results still hold in the queues
+        /// toward the workers, SIOCOUTQ) before every batch and, while it is above BYTES,
+        /// mark what the switch counts CONGESTED (docs/protocol.md §6.3), so that the
+        /// Results carry the mark to every rank (counted as `congested_batches` and
+        /// `results_marked`). Off by default.
+        #[arg(long, value_name = "BYTES")]
+        mark_backlog: Option<usize>,
         /// Pool slots for jobs added through --admin, beyond the --job ones.
         #[arg(long, default_value_t = 1024)]
         spare_slots: usize,
@@ -195,13 +202,16 @@ enum Command {
     /// Add, remove or list the jobs of a running switch (`switchml switch --admin PATH`), or
     /// read its counters: `add ID:WORLD[:SLOTS[:KEY]]` (KEY in hex; a job without one is
     /// refused unless KEY is `none` or the switch runs with --allow-keyless), `remove ID` (a
-    /// run's ranks are told the job was removed, Abort `JobRemoved`), `list`, `stats` (every
-    /// counter, every shard's added up, as `--metrics` serves them).
+    /// run's ranks are told the job was removed, Abort `JobRemoved`), `share ID PERCENT` (an
+    /// idle job's range becomes PERCENT of the slot pool, at the lowest free range: its
+    /// bound on data in flight, so its part of links shared with other jobs; its workers'
+    /// lanes × window must fit), `list`, `stats` (every counter, every shard's added up, as
+    /// `--metrics` serves them).
     Job {
         /// The switch's admin socket.
         #[arg(long)]
         admin: std::path::PathBuf,
-        /// The request: `add SPEC`, `remove ID` or `list`.
+        /// The request: `add SPEC`, `remove ID`, `share ID PERCENT`, `list` or `stats`.
         #[arg(required = true, num_args = 1..)]
         request: Vec<String>,
     },
@@ -407,6 +417,7 @@ fn main() {
             status,
             metrics,
             io,
+            mark_backlog,
             dialect,
             iface,
             ip,
@@ -448,6 +459,7 @@ fn main() {
                 answer_status: status == "on",
                 metrics,
                 xdp_iface: iface.filter(|_| xdp),
+                mark_backlog,
                 ..SwitchConfig::new(bind, jobs)
             };
             switch_cmd::switch(config, report_every, json)

@@ -61,10 +61,11 @@ fn answer(request: Result<AdminRequest, String>, s: &Stats) -> String {
             "ok p4app session: {} workers, {} registered",
             s.workers, s.registered
         ),
-        Ok(AdminRequest::Add(_) | AdminRequest::Remove(_)) => "error: the p4app dialect has \
-            one session, which the client's Session.UdpSession opens; there are no jobs to \
-            add or remove"
-            .into(),
+        Ok(AdminRequest::Add(_) | AdminRequest::Remove(_) | AdminRequest::Share(..)) => {
+            "error: the p4app dialect has one session, which the client's Session.UdpSession \
+            opens; there are no jobs to add, remove or share"
+                .into()
+        }
         Err(e) => format!("error: {e}"),
     }
 }

@@ -11,9 +11,15 @@
 //! ```text
 //! add ID:WORLD[:SLOTS[:KEY]]   →  ok job ID: WORLD ranks, slots LO..HI   | error: …
 //! remove ID                    →  ok job ID removed                      | error: …
+//! share ID PERCENT             →  ok job ID: PERCENT% of the pool of N, slots LO..HI | error: …
 //! list                         →  ok N jobs; then one line per job
 //! stats                        →  ok; then every counter, as the metrics endpoint shows them
 //! ```
+//!
+//! `share` gives an idle job (no run open) PERCENT of the slot pool: its range becomes that
+//! many slots, at the lowest free range (the core's `switch::place_share`). Jobs never share
+//! slots, so the share is also the job's bound on data in flight, and so its part of links it
+//! shares with other jobs; it keeps one job from holding the whole pool.
 //!
 //! The daemon checks for requests between batches of datagrams (at most every 100 ms); a
 //! client gets 200 ms to send its line, so a stuck client delays the data path that long.
@@ -24,6 +30,8 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use switchml_core::switch::PoolShare;
+
 use crate::job::JobSpec;
 
 /// What a client asks.
@@ -33,6 +41,8 @@ pub enum AdminRequest {
     Add(JobSpec),
     /// End a job's run (Abort `JobRemoved`) and unregister it.
     Remove(u16),
+    /// Give an idle job a share of the slot pool.
+    Share(u16, PoolShare),
     /// Describe the jobs.
     List,
     /// Every counter the daemon keeps, in the metrics endpoint's text format.
@@ -50,11 +60,24 @@ impl std::str::FromStr for AdminRequest {
                 id.parse()
                     .map_err(|_| format!("remove: {id:?} is not a job id"))?,
             ),
+            (Some("share"), Some(id)) => {
+                let id = id
+                    .parse()
+                    .map_err(|_| format!("share: {id:?} is not a job id"))?;
+                let pct = words.next().unwrap_or("");
+                let share = pct
+                    .trim_end_matches('%')
+                    .parse()
+                    .ok()
+                    .and_then(PoolShare::new)
+                    .ok_or_else(|| format!("share: {pct:?} is not a percentage from 1 to 100"))?;
+                AdminRequest::Share(id, share)
+            }
             (Some("list"), None) => return Ok(AdminRequest::List),
             (Some("stats"), None) => return Ok(AdminRequest::Stats),
             _ => {
                 return Err(format!(
-                    "unknown request {line:?}: expected `add ID:WORLD[:SLOTS[:KEY]]`, `remove ID`, `list` or `stats`"
+                    "unknown request {line:?}: expected `add ID:WORLD[:SLOTS[:KEY]]`, `remove ID`, `share ID PERCENT`, `list` or `stats`"
                 ))
             }
         };
@@ -252,8 +275,23 @@ mod tests {
             (5, 4, 64, Some(0xBEEF))
         );
         assert_eq!("remove 5".parse(), Ok(AdminRequest::Remove(5)));
+        let half = PoolShare::new(50).unwrap();
+        assert_eq!("share 5 50".parse(), Ok(AdminRequest::Share(5, half)));
+        assert_eq!("share 5 50%".parse(), Ok(AdminRequest::Share(5, half)));
         assert_eq!(" list ".parse(), Ok(AdminRequest::List));
-        for bad in ["", "add", "remove x", "list 3", "add 5:4 extra", "drop 5"] {
+        for bad in [
+            "",
+            "add",
+            "remove x",
+            "list 3",
+            "add 5:4 extra",
+            "drop 5",
+            "share 5",
+            "share 5 0",
+            "share 5 101",
+            "share x 50",
+            "share 5 50 7",
+        ] {
             assert!(bad.parse::<AdminRequest>().is_err(), "{bad:?}");
         }
     }

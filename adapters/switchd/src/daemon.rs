@@ -22,10 +22,12 @@ use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use switchml_core::switch::{
-    first_free_range, ControlPlane, DropReason, Endpoint, JobConfig, Route, Switch, Transmit,
+    first_free_range, place_share, ControlPlane, DropReason, Endpoint, JobConfig, PoolShare, Route,
+    Switch, Transmit,
 };
 use switchml_core::wire::{self, AbortPacket, AbortRepr, JoinReplyPacket, Pretty, TRACE_TARGET};
 
+use switchml_udp::backlog::send_backlog;
 use switchml_udp::batch::{is_fatal, RecvBatch, SendBatch};
 use switchml_udp::clock::Clock;
 use switchml_udp::loss::LossInjector;
@@ -35,6 +37,7 @@ use switchml_udp::Offload;
 use switchml_xdp::Io;
 
 use crate::admin::AdminRequest;
+use crate::backlog_mark::{carries_mark, BacklogMark};
 use crate::daemon_log::DaemonLog;
 use crate::job::{key_from_env, keyless_refused, JobSpec};
 use crate::shards::{ask_peers, AdminRole};
@@ -87,11 +90,16 @@ pub struct Daemon<G> {
     board: CounterBoard,
     /// The parents of child jobs, watched for silence (protocol.md §7).
     watches: Vec<ParentWatch>,
+    /// The jobs that are part of a tree of switches (a parent's or a child's), whose ranges
+    /// a share may not move.
+    tree_jobs: Vec<u16>,
     /// Whether a job whose spec gives no key, with no `SWITCHML_JOB_KEY`, is served
     /// without one (`--allow-keyless`) rather than refused.
     allow_keyless: bool,
     /// Whether Status is answered (`--status off`: dropped unanswered).
     answer_status: bool,
+    /// The send backlog's threshold for marking (`--mark-backlog`; `None`: never sampled).
+    mark: Option<BacklogMark>,
     /// Per source: datagrams that failed authentication (then the source is dropped
     /// unread for a while).
     junk: SourceLimit,
@@ -177,8 +185,10 @@ impl<G: ControlPlane> Daemon<G> {
             admin,
             board: CounterBoard::new(0),
             watches: Vec::new(),
+            tree_jobs: Vec::new(),
             allow_keyless: false,
             answer_status: true,
+            mark: None,
             junk: SourceLimit::new(limits.junk_burst, limits.junk_rate),
             replies: SourceLimit::new(limits.reply_burst, limits.reply_rate),
         })
@@ -203,6 +213,18 @@ impl<G: ControlPlane> Daemon<G> {
     /// Answer Status messages, or (`false`) drop them unanswered, counted as `status_off`.
     pub(crate) fn answer_status(&mut self, on: bool) {
         self.answer_status = on;
+    }
+
+    /// Sample the socket's send backlog before each batch and mark while it holds more
+    /// than `threshold` bytes ([`BacklogMark`]); `None`: never.
+    pub(crate) fn mark_backlog(&mut self, threshold: Option<usize>) {
+        self.mark = threshold.map(BacklogMark::new);
+        if let (Some(m), 0) = (&self.mark, self.endpoint.shard().index()) {
+            log::info!(
+                "marking congestion while more than {} bytes wait to be sent",
+                m.threshold()
+            );
+        }
     }
 
     /// Limit what each source costs and gets as `limits` says (`source_limit`).
@@ -260,8 +282,7 @@ impl<G: ControlPlane> Daemon<G> {
             slot_count: spec.slots,
             key,
         };
-        let lanes = MAX_LANES.min(usize::from(spec.slots));
-        let routes = vec![None; usize::from(spec.world) * lanes];
+        let routes = lane_table(&config);
         let added = match place {
             JobPlace::Flat => self.endpoint.add_job(config, routes),
             JobPlace::Parent => self.endpoint.add_parent_job(config, routes),
@@ -286,6 +307,9 @@ impl<G: ControlPlane> Daemon<G> {
             }
         };
         added.map_err(|e| format!("job {}: {e}", spec.id))?;
+        if place != JobPlace::Flat {
+            self.tree_jobs.push(spec.id);
+        }
         self.counters.jobs.push(JobTraffic {
             job: spec.id,
             ..JobTraffic::default()
@@ -318,8 +342,65 @@ impl<G: ControlPlane> Daemon<G> {
             .map_err(|e| format!("job {id}: {e}"))?;
         self.counters.jobs.retain(|j| j.job != id);
         self.watches.retain(|w| w.job != id);
+        self.tree_jobs.retain(|&j| j != id);
         log::info!("job {id} removed");
         Ok(())
+    }
+
+    /// Give job `id` `share` of the slot pool: its range becomes that share of the pool, at
+    /// the lowest range that fits (the core's [`place_share`]). Only between runs, since a
+    /// run's ranks address its slots; the job keeps its key and world, and its switch
+    /// counters start again. A job of a tree of switches keeps its range (its parent's and
+    /// children's must match it).
+    pub fn share_job(&mut self, id: u16, share: PoolShare) -> Result<JobConfig, String> {
+        let switch = self.endpoint.switch();
+        let Some(job) = switch.job_snapshot(id) else {
+            return Err(format!("no job {id}"));
+        };
+        if job.has_run() {
+            return Err(format!(
+                "job {id} has a run open ({} joined): its ranks address its slots; give it \
+                 a share between runs",
+                job.joined
+            ));
+        }
+        if self.tree_jobs.contains(&id) {
+            return Err(format!(
+                "job {id} is part of a tree of switches: its range must match its parent's \
+                 and children's"
+            ));
+        }
+        let Some((slot_lo, slot_count)) = place_share(switch, id, share) else {
+            return Err(format!(
+                "job {id}: no free range of {} slots ({}% of the pool of {})",
+                share.slots_of(switch.pool_len()),
+                share.percent(),
+                switch.pool_len()
+            ));
+        };
+        let old = job.config;
+        let config = JobConfig {
+            slot_lo,
+            slot_count,
+            ..old
+        };
+        self.endpoint
+            .remove_job(id)
+            .map_err(|e| format!("job {id}: {e}"))?;
+        // The new range was free with the job's own counted as free, so it installs; if
+        // not, the job goes back where it was.
+        if let Err(e) = self.endpoint.add_job(config, lane_table(&config)) {
+            self.endpoint
+                .add_job(old, lane_table(&old))
+                .map_err(|e2| format!("job {id}: {e}; restoring its range: {e2}"))?;
+            return Err(format!("job {id}: {e}"));
+        }
+        log::info!(
+            "job {id}: {}% of the pool: slots {slot_lo}..{}",
+            share.percent(),
+            slot_lo + u32::from(slot_count)
+        );
+        Ok(config)
     }
 
     /// Describe the jobs, one line each.
@@ -393,6 +474,16 @@ impl<G: ControlPlane> Daemon<G> {
             },
             Ok(AdminRequest::Remove(id)) => match self.remove_job(id) {
                 Ok(()) => format!("ok job {id} removed"),
+                Err(e) => format!("error: {e}"),
+            },
+            Ok(AdminRequest::Share(id, share)) => match self.share_job(id, share) {
+                Ok(c) => format!(
+                    "ok job {id}: {}% of the pool of {}, slots {}..{}",
+                    share.percent(),
+                    self.endpoint.switch().pool_len(),
+                    c.slot_lo,
+                    c.slot_lo + u32::from(c.slot_count)
+                ),
                 Err(e) => format!("error: {e}"),
             },
             Ok(AdminRequest::Stats) => format!(
@@ -472,6 +563,9 @@ impl<G: ControlPlane> Daemon<G> {
         }
         let now = self.clock.now();
         let failures = self.counters.send_failures;
+        if n > 0 {
+            self.sample_backlog();
+        }
         for i in 0..n {
             self.handle(i, now)?;
         }
@@ -497,6 +591,21 @@ impl<G: ControlPlane> Daemon<G> {
         let failed = self.counters.send_failures - failures;
         self.log.send_failed(failed, self.send.take_failure());
         Ok(n)
+    }
+
+    /// Read the send backlog and tell the switch whether to mark what it counts in this
+    /// batch `CONGESTED` (protocol.md §6.3); an error reads as an empty queue (the signal
+    /// is advice, never a reason to stop).
+    fn sample_backlog(&mut self) {
+        let Some(mark) = &self.mark else {
+            return;
+        };
+        let queued = send_backlog(&self.socket).unwrap_or(0);
+        let congested = mark.sample(queued);
+        if congested {
+            self.counters.congested_batches += 1;
+        }
+        self.endpoint.set_congested(congested);
     }
 
     /// Receive a batch. An error that is not the socket's own ([`is_fatal`]) is counted,
@@ -596,6 +705,11 @@ impl<G: ControlPlane> Daemon<G> {
             .drops(DropReason::BadSession);
         let t = endpoint.handle(now, from, bytes, out);
         trace_sent(&t, out, &from);
+        if let Transmit::Lanes { len, up: false, .. } = t {
+            if out.get(..len).is_some_and(carries_mark) {
+                counters.results_marked += 1;
+            }
+        }
         let reply = match t {
             Transmit::Reply { len } => out.get(..len),
             _ => None,
@@ -655,6 +769,13 @@ impl<G: ControlPlane> Daemon<G> {
         output.route(endpoint, &t, b, &from)?;
         output.owed_up(endpoint)
     }
+}
+
+/// An empty address table for `job`: `world × lanes` entries, a lane holding a slot at
+/// least.
+fn lane_table(job: &JobConfig) -> Vec<Route<SocketAddr>> {
+    let lanes = MAX_LANES.min(usize::from(job.slot_count));
+    vec![None; usize::from(job.world) * lanes]
 }
 
 /// Trace what the switch sends for one datagram (`RUST_LOG=switchml::packet=trace`): once

@@ -19,6 +19,7 @@
 #![forbid(unsafe_code)]
 
 mod admin;
+mod backlog_mark;
 mod daemon;
 mod daemon_log;
 mod job;

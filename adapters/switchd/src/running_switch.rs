@@ -123,6 +123,9 @@ pub struct SwitchConfig {
     /// (`source_limit`): answers needing no session per destination, and datagrams
     /// failing authentication per source before the rest are dropped unread.
     pub source_limits: crate::SourceLimits,
+    /// Mark congestion while the socket's send backlog holds more than this many bytes
+    /// (`--mark-backlog`, [`crate::backlog_mark`]); `None`, the default: never sampled.
+    pub mark_backlog: Option<usize>,
     /// Serve every counter at `http://ADDR/metrics` for Prometheus (`--metrics ADDR`);
     /// `None`, the default: no endpoint.
     pub metrics: Option<SocketAddr>,
@@ -153,6 +156,7 @@ impl SwitchConfig {
             allow_keyless: false,
             answer_status: true,
             source_limits: crate::SourceLimits::default(),
+            mark_backlog: None,
             metrics: None,
             xdp_iface: None,
         }
@@ -457,6 +461,7 @@ fn serve_with<G: ControlPlane>(
     daemon.use_io(io);
     daemon.allow_keyless(config.allow_keyless);
     daemon.answer_status(config.answer_status);
+    daemon.mark_backlog(config.mark_backlog);
     daemon.limit_sources(config.source_limits);
     daemon.read_counters_from(board.clone());
     for job in &config.jobs {

@@ -107,6 +107,12 @@ pub struct DaemonCounters {
     pub xdp_received: u64,
     /// Of `sent`, the datagrams that went as AF_XDP frames (`--io xdp`).
     pub xdp_sent: u64,
+    /// Batches handled while the socket's send backlog was above `--mark-backlog`
+    /// (`backlog_mark`): the switch marked what it counted in them.
+    pub congested_batches: u64,
+    /// Results multicast with the `CONGESTED` mark (protocol.md §6.3): uses the switch
+    /// counted a Contribution of while marking.
+    pub results_marked: u64,
     /// CPU time (user + system) of the daemon's threads, one per shard.
     pub cpu: std::time::Duration,
     /// The switch's counters: drops by reason (these two classes included), verdicts.
@@ -119,7 +125,7 @@ impl DaemonCounters {
     /// The switch-wide counters of the daemon, as `(name, help)`, in the order of
     /// [`DaemonCounters::named`]: the one list that reports, the admin socket's `stats`
     /// and the metrics endpoint follow.
-    pub const COUNTERS: [(&'static str, &'static str); 16] = [
+    pub const COUNTERS: [(&'static str, &'static str); 18] = [
         ("received", "Datagrams received"),
         ("sent", "Datagrams sent"),
         ("send_failures", "Datagrams the kernel refused to send"),
@@ -148,6 +154,14 @@ impl DaemonCounters {
         ("status_off", "Status messages unanswered (--status off)"),
         ("xdp_received", "Datagrams received as AF_XDP frames"),
         ("xdp_sent", "Datagrams sent as AF_XDP frames"),
+        (
+            "congested_batches",
+            "Batches handled while the send backlog was above --mark-backlog",
+        ),
+        (
+            "results_marked",
+            "Results multicast with the CONGESTED mark",
+        ),
     ];
 
     /// Return the switch-wide counters as `(name, value)`, in the order of
@@ -170,6 +184,8 @@ impl DaemonCounters {
             self.status_off,
             self.xdp_received,
             self.xdp_sent,
+            self.congested_batches,
+            self.results_marked,
         ];
         Self::COUNTERS.map(|(name, _)| name).into_iter().zip(values)
     }
@@ -204,6 +220,8 @@ impl DaemonCounters {
             status_off,
             xdp_received,
             xdp_sent,
+            congested_batches,
+            results_marked,
             cpu,
             switch,
             jobs,
@@ -225,6 +243,8 @@ impl DaemonCounters {
         self.status_off += status_off;
         self.xdp_received += xdp_received;
         self.xdp_sent += xdp_sent;
+        self.congested_batches += congested_batches;
+        self.results_marked += results_marked;
         self.switch += switch;
         for j in jobs {
             match self.jobs.iter_mut().find(|m| m.job == j.job) {

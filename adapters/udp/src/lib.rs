@@ -9,6 +9,7 @@
 //!   with UDP GSO runs and GRO buffers where the kernel has them ([`Offload`]);
 //! - [`sockaddr`]: socket addresses to and from the kernel's form;
 //! - [`socket`]: socket buffer sizing, `poll` with a wake-up ([`socket::Wake`]);
+//! - [`backlog`]: the bytes a socket still has queued toward the network (`SIOCOUTQ`);
 //! - [`source`]: source addresses no answer can go to; [`mtu`]: the path MTU to a peer;
 //! - [`loss`]: seeded loss injection, for tests and benchmarks;
 //! - [`clock`]: the one place where OS time becomes core time; [`cpu`]: a thread's CPU time;
@@ -20,6 +21,7 @@
 
 #![warn(missing_docs)]
 
+pub mod backlog;
 pub mod batch;
 pub mod clock;
 pub mod cpu;

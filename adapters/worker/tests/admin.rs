@@ -158,6 +158,88 @@ fn a_keyless_job_is_refused_unless_said(pipeline: SwitchPipeline) {
     drop(sw);
 }
 
+/// Issue 29, item 3: the admin socket gives a job a share of the slot pool, and then two
+/// jobs on one switch both run. Before, a job kept the range it was added with: one that
+/// asked for the whole pool left none for the next, which was refused.
+fn a_share_limits_a_job_and_two_jobs_both_progress(pipeline: SwitchPipeline) {
+    let dir = std::env::temp_dir().join(format!(
+        "switchml-admin-share-{pipeline}-{}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("admin.sock");
+    let greedy = format!("5:2:64:{KEY:x}").parse().unwrap();
+    let sw = RunningSwitch::start(&SwitchConfig {
+        admin: Some(path.clone()),
+        pipeline,
+        ..SwitchConfig::new("127.0.0.1:0".parse().unwrap(), vec![greedy])
+    })
+    .expect("switch starts");
+    let ask = |r: &str| request(&path, r, Duration::from_secs(5));
+    let other = format!("add 6:2:32:{KEY:x}");
+    // Job 5 holds the whole pool of 64 slots: no room for job 6.
+    assert!(ask(&other).unwrap_err().contains("no free range"));
+    assert_eq!(
+        ask("share 5 50"),
+        Ok("ok job 5: 50% of the pool of 64, slots 0..32".into())
+    );
+    assert!(ask(&other).unwrap().contains("slots 32..64"));
+    assert!(ask("share 9 50").unwrap_err().contains("no job 9"));
+    // Job 5 cannot take more than what job 6 leaves it.
+    assert!(ask("share 5 60").unwrap_err().contains("no free range"));
+    let listed = ask("list").unwrap();
+    assert!(listed.contains("job 5: 2 ranks, slots 0..32"), "{listed}");
+
+    let world = 2;
+    let addr = sw.addr();
+    let job = |id: u16, window: u16| {
+        move |r| {
+            config(r, world, addr)
+                .into_builder()
+                .job(id)
+                .key(KEY)
+                .lanes(1)
+                .window(window)
+                .build()
+        }
+    };
+    // The share bounds the job's data in flight: a window past it is refused.
+    let too_wide = Communicator::connect(&job(5, 64)(0))
+        .err()
+        .expect("a 64-slot window does not fit in 32 slots");
+    assert!(
+        too_wide.to_string().contains("outside the job's slots"),
+        "{too_wide}"
+    );
+    let len = 20_000;
+    let run = |id: u16| {
+        per_rank(world, job(id, 32), |c| {
+            let x = ints(c.rank(), world, len, u64::from(id));
+            // Several all-reduces each, so that the two jobs' runs overlap.
+            let mut last = Vec::new();
+            for _ in 0..3 {
+                let mut y = x.clone();
+                c.allreduce(&mut y, Op::Sum).expect("all-reduce");
+                last = y;
+            }
+            last
+        })
+    };
+    let (five, six) = std::thread::scope(|s| {
+        let five = s.spawn(|| run(5));
+        let six = s.spawn(|| run(6));
+        (five.join().unwrap(), six.join().unwrap())
+    });
+    for (id, outcomes) in [(5u16, five), (6u16, six)] {
+        let want = int_sum(world, len, u64::from(id));
+        for o in outcomes {
+            assert_eq!(o.unwrap(), want, "job {id}");
+        }
+    }
+    drop(sw);
+    let _ = std::fs::remove_dir(&dir);
+}
+
 fn switch_with(pipeline: SwitchPipeline, admin: &std::path::Path) -> RunningSwitch {
     let spec = format!("{JOB}:2:32:{KEY:x}").parse().unwrap();
     RunningSwitch::start(&SwitchConfig {
@@ -170,6 +252,7 @@ fn switch_with(pipeline: SwitchPipeline, admin: &std::path::Path) -> RunningSwit
 
 on_both_pipelines!(
     a_keyless_job_is_refused_unless_said,
+    a_share_limits_a_job_and_two_jobs_both_progress,
     jobs_come_and_go_on_a_running_switch,
     removing_a_running_job_tells_its_ranks
 );

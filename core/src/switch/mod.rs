@@ -41,7 +41,7 @@ mod verdict;
 pub use aggregator::{Aggregator, ControlPlane, JobSnapshot};
 pub use endpoint::{Endpoint, Route, Transmit, DEFAULT_DEAD_AFTER};
 pub use job::{Job, JobConfig, JobCounters, JobError};
-pub use placement::first_free_range;
+pub use placement::{first_free_range, place_share, PoolShare};
 pub use pool::{Slot, SlotVersion};
 pub use run::QUIET_SWEEPS;
 pub use tier::{ParentLink, Tier};
