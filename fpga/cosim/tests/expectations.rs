@@ -205,7 +205,7 @@ fn random_sequences_are_seeded_and_reach_every_data_path_verdict() {
 #[test]
 fn the_golden_vectors_make_scripts_the_reference_still_agrees_with() {
     let cases = golden::scenario_cases(1).expect("the reference renders switch.txt");
-    assert_eq!(cases.len(), 19);
+    assert_eq!(cases.len(), 20);
     // The wire vectors reach the slots: Contributions absorbed, then (second pass) dropped
     // as duplicates; the Probe answered.
     let wire = golden::wire_case(1).unwrap();
