@@ -491,6 +491,27 @@ impl<S: Aggregator> Sim<S> {
         })
     }
 
+    /// Submit one tensor per node (`inputs[r]` on node `r`), drive until every node has
+    /// finished it (at most `max_steps` steps), and return every node's result; panics,
+    /// naming the node, if the drive stalls or a node's tensor failed.
+    pub fn all_reduce(&mut self, inputs: Vec<Buf>, op: Op, max_steps: usize) -> Vec<Buf> {
+        let nodes = inputs.len();
+        let mut id = TensorId(0);
+        for (r, x) in inputs.into_iter().enumerate() {
+            id = self.submit(r, x, op);
+        }
+        if let Err(e) = self.drive(max_steps, |s| s.finished(id)) {
+            panic!("the all-reduce did not finish: {e:?}");
+        }
+        (0..nodes)
+            .map(|r| match self.take_result(r, id) {
+                Some((buf, Ok(()))) => buf,
+                Some((_, Err(e))) => panic!("node {r}: {e:?}"),
+                None => panic!("node {r} has no result"),
+            })
+            .collect()
+    }
+
     /// Take the result of tensor `id` from node `node`.
     pub fn take_result(
         &mut self,

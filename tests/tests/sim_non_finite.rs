@@ -6,9 +6,8 @@
 //! tensor must sum normally.
 
 use proptest::prelude::*;
-use proptest::test_runner::{FileFailurePersistence, TestCaseError};
+use proptest::test_runner::FileFailurePersistence;
 use switchml_core::quant::{NonFiniteKinds, Op};
-use switchml_core::worker::TensorId;
 use switchml_tests::harness::{self, f32_values, lossy, reference_f32, SimSwitch};
 use switchml_tests::sim::{Buf, Rng, Sim};
 
@@ -16,26 +15,15 @@ const STEPS: usize = 2_000_000;
 const SPECIALS: [f32; 3] = [f32::INFINITY, f32::NEG_INFINITY, f32::NAN];
 
 /// Submit `inputs` (rank `r`'s on lane `r`) and return every rank's result.
-fn all_reduce(
-    sim: &mut Sim<SimSwitch>,
-    inputs: &[Vec<f32>],
-    op: Op,
-) -> Result<Vec<Vec<f32>>, TestCaseError> {
-    let mut id = TensorId(0);
-    for (r, x) in inputs.iter().enumerate() {
-        id = sim.submit(r, Buf::F32(x.clone()), op);
-    }
-    sim.drive(STEPS, |s| s.finished(id)).unwrap();
-    let mut out = Vec::new();
-    for r in 0..inputs.len() {
-        let (buf, result) = sim.take_result(r, id).expect("rank finished");
-        prop_assert_eq!(result, Ok(()), "rank {}", r);
-        let Buf::F32(got) = buf else {
-            panic!("type changed")
-        };
-        out.push(got);
-    }
-    Ok(out)
+fn all_reduce(sim: &mut Sim<SimSwitch>, inputs: &[Vec<f32>], op: Op) -> Vec<Vec<f32>> {
+    let bufs = inputs.iter().map(|x| Buf::F32(x.clone())).collect();
+    sim.all_reduce(bufs, op, STEPS)
+        .into_iter()
+        .map(|buf| match buf {
+            Buf::F32(got) => got,
+            _ => panic!("type changed"),
+        })
+        .collect()
 }
 
 /// What every rank must hold: per chunk of `count`, the IEEE value for the kinds any rank
@@ -91,7 +79,7 @@ proptest! {
             inputs[r][i] = SPECIALS[rng.between(0, 2) as usize];
         }
         let want = expected(&inputs, usize::from(count), op);
-        let got = all_reduce(&mut sim, &inputs, op)?;
+        let got = all_reduce(&mut sim, &inputs, op);
         for (r, y) in got.iter().enumerate() {
             for i in 0..len {
                 prop_assert_eq!(y[i].to_bits(), want[i].to_bits(), "rank {} element {}", r, i);
@@ -106,7 +94,7 @@ proptest! {
         // The next tensor, all finite, is the reference result again.
         let next: Vec<Vec<f32>> = (0..world).map(|_| f32_values(&mut rng, len)).collect();
         let want = reference_f32(&next, usize::from(count), op);
-        for y in all_reduce(&mut sim, &next, op)? {
+        for y in all_reduce(&mut sim, &next, op) {
             prop_assert_eq!(y.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
                 want.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
         }

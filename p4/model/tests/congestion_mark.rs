@@ -7,7 +7,7 @@
 use proptest::prelude::*;
 use switchml_core::quant::Op;
 use switchml_core::switch::{Aggregator, ControlPlane, JobConfig};
-use switchml_core::worker::{Config, CongestionControl, TensorId};
+use switchml_core::worker::{Config, CongestionControl};
 use switchml_p4model::Pipeline;
 use switchml_tests::harness::{self, f32_values, lossy, sim_config, JOB, KEY};
 use switchml_tests::sim::{lane_configs, Buf, Rng, Sim};
@@ -22,20 +22,10 @@ fn lanes_on(world: u16, window: u16, count: u16) -> Vec<Config> {
     lane_configs(c, 1)
 }
 
-/// Submit one f32 tensor per rank, drive to the end, return every rank's result.
+/// Every rank's result of one f32 tensor per rank.
 fn run<S: Aggregator>(sim: &mut Sim<S>, inputs: &[Vec<f32>]) -> Vec<Buf> {
-    let mut id = TensorId(0);
-    for (r, x) in inputs.iter().enumerate() {
-        id = sim.submit(r, Buf::F32(x.clone()), Op::Sum);
-    }
-    sim.drive(STEPS, |s| s.finished(id)).unwrap();
-    (0..inputs.len())
-        .map(|r| {
-            let (buf, result) = sim.take_result(r, id).expect("rank finished");
-            assert_eq!(result, Ok(()));
-            buf
-        })
-        .collect()
+    let bufs = inputs.iter().map(|x| Buf::F32(x.clone())).collect();
+    sim.all_reduce(bufs, Op::Sum, STEPS)
 }
 
 proptest! {

@@ -49,21 +49,9 @@ fn run_f32<S: Aggregator>(sim: &mut Sim<S>, inputs: &[Vec<f32>]) -> Vec<Buf> {
     run(sim, inputs.iter().map(|x| Buf::F32(x.clone())).collect())
 }
 
-/// Submit one tensor per rank, drive to the end, return every rank's result.
+/// Every rank's result of one tensor per rank.
 fn run<S: Aggregator>(sim: &mut Sim<S>, inputs: Vec<Buf>) -> Vec<Buf> {
-    let ranks = inputs.len();
-    let mut id = TensorId(0);
-    for (r, x) in inputs.into_iter().enumerate() {
-        id = sim.submit(r, x, Op::Sum);
-    }
-    sim.drive(STEPS, |s| s.finished(id)).unwrap();
-    (0..ranks)
-        .map(|r| {
-            let (buf, result) = sim.take_result(r, id).expect("rank finished");
-            assert_eq!(result, Ok(()));
-            buf
-        })
-        .collect()
+    sim.all_reduce(inputs, Op::Sum, STEPS)
 }
 
 proptest! {
