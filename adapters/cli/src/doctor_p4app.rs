@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use switchml_p4app_switch::{CounterKind, Stats};
+use switchml_p4app_switch::Stats;
 
 /// How long the control plane has to accept the connection, and the admin socket to answer.
 const WAIT: Duration = Duration::from_secs(2);
@@ -49,9 +49,7 @@ pub fn doctor(admin: &Path, control: Option<&str>, json_out: bool) -> i32 {
     if json_out {
         let mut v = json!({ "dialect": "p4app", "findings": findings });
         if let Ok(s) = &stats {
-            let missing: Vec<u16> = (0..s.workers.min(64))
-                .filter(|r| s.registered_ranks & (1 << r) == 0)
-                .collect();
+            let missing: Vec<u16> = s.missing_ranks().collect();
             v["workers"] = json!(s.workers);
             v["registered"] = json!(s.registered);
             v["missing"] = json!(missing);
@@ -78,12 +76,7 @@ pub fn doctor(admin: &Path, control: Option<&str>, json_out: bool) -> i32 {
                 s.workers, s.registered
             );
             for c in s.counters().filter(|c| c.value > 0) {
-                let kind = match c.kind {
-                    CounterKind::Work => "",
-                    CounterKind::Dropped => "dropped: ",
-                    CounterKind::NotSent => "not sent: ",
-                    CounterKind::Ignored => "ignored: ",
-                };
+                let kind = c.kind.prefix();
                 println!("  {:>16} {:>12}  {kind}{}", c.name, c.value, c.help);
             }
         }

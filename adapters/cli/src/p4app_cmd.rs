@@ -37,14 +37,9 @@ fn print(s: &Stats, json_out: bool) {
             s.workers, s.registered
         );
         for c in s.counters() {
-            let why = match c.kind {
-                CounterKind::Work => c.help.to_string(),
-                CounterKind::Dropped => format!("dropped: {}", c.help),
-                CounterKind::NotSent => format!("not sent: {}", c.help),
-                CounterKind::Ignored => format!("ignored: {}", c.help),
-            };
             if c.value > 0 || c.kind == CounterKind::Work {
-                println!("  {:>16} {:>12}  {why}", c.name, c.value);
+                let kind = c.kind.prefix();
+                println!("  {:>16} {:>12}  {kind}{}", c.name, c.value, c.help);
             }
         }
     }

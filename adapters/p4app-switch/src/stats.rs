@@ -67,6 +67,18 @@ pub enum CounterKind {
     Ignored,
 }
 
+impl CounterKind {
+    /// How a line about a counter of this kind begins ("dropped: …"), empty for work.
+    pub const fn prefix(self) -> &'static str {
+        match self {
+            CounterKind::Work => "",
+            CounterKind::Dropped => "dropped: ",
+            CounterKind::NotSent => "not sent: ",
+            CounterKind::Ignored => "ignored: ",
+        }
+    }
+}
+
 /// One counter with its name and what it means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Counter {
@@ -258,6 +270,11 @@ impl Stats {
         seen.then_some(stats)
     }
 
+    /// The session's ranks (of the first 64) that have not registered their MAC and IP.
+    pub fn missing_ranks(&self) -> impl Iterator<Item = u16> + '_ {
+        (0..self.workers.min(64)).filter(|r| self.registered_ranks & (1 << r) == 0)
+    }
+
     /// What the counters say about a job that does not finish, one sentence each (empty
     /// when nothing looks wrong).
     pub fn findings(&self) -> Vec<String> {
@@ -270,10 +287,7 @@ impl Stats {
                     .into(),
             );
         } else if self.registered < self.workers {
-            let missing: Vec<String> = (0..self.workers.min(64))
-                .filter(|r| self.registered_ranks & (1 << r) == 0)
-                .map(|r| r.to_string())
-                .collect();
+            let missing: Vec<String> = self.missing_ranks().map(|r| r.to_string()).collect();
             out.push(format!(
                 "{} of {} ranks registered; missing: rank {} (their results cannot be sent: \
                  {} replies held back so far)",

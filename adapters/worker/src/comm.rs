@@ -83,9 +83,10 @@ const JOIN_GRACE: Duration = Duration::from_secs(2);
 impl Communicator {
     /// Start the lanes and join the job; return when every lane has joined.
     pub fn connect(config: &CommConfig) -> Result<Communicator, Error> {
+        // A count from the path is a power of two up to the switch's largest, which
+        // `validate` already admits (it checks a count of 0 as the count it falls back to).
         config.validate()?;
         let sized = config.sized_for_path(MAX_DEFAULT_COUNT);
-        sized.validate()?;
         if config.dialect == Dialect::P4app {
             return Self::connect_p4app(&sized);
         }
