@@ -107,8 +107,9 @@ enum Command {
         /// alive every 250 ms. 0: never.
         #[arg(long, default_value_t = 1500)]
         dead_after: u64,
-        /// Take `switchml job` requests (add, remove, list jobs) on this Unix socket,
-        /// created with mode 0600: whoever may open it administers the switch.
+        /// Take `switchml job` requests (add, remove, list, share, stats; with --dialect
+        /// p4app: list and stats) on this Unix socket, created with mode 0600: whoever may
+        /// open it administers the switch.
         #[arg(long)]
         admin: Option<std::path::PathBuf>,
         /// Serve jobs that have no key (none in the spec, no SWITCHML_JOB_KEY), here and
@@ -121,8 +122,9 @@ enum Command {
         /// address either way).
         #[arg(long, default_value = "on", value_parser = ["on", "off"])]
         status: String,
-        /// Serve every counter (the ones `--json` prints) for Prometheus at
-        /// `http://ADDR/metrics`, e.g. `--metrics 127.0.0.1:9464`. Off by default.
+        /// Serve every counter (the ones `--json` prints; with --dialect p4app, the
+        /// dialect switch's) for Prometheus at `http://ADDR/metrics`, e.g. `--metrics
+        /// 127.0.0.1:9464`. Off by default.
         #[arg(long, value_name = "ADDR")]
         metrics: Option<std::net::SocketAddr>,
         /// Sample each shard's send backlog (the bytes its Results still hold in the queues
@@ -423,6 +425,10 @@ fn main() {
             ip,
             control,
         } => 'arm: {
+            if dialect == p4app_cmd::Dialect::P4app && io == "xdp" {
+                eprintln!("error: --io xdp is for the switchml dialect; --dialect p4app reads raw frames of --iface");
+                break 'arm 2;
+            }
             if let (p4app_cmd::Dialect::P4app, Some(iface), Some(ip)) = (dialect, &iface, ip) {
                 let serving = p4app_cmd::Serving {
                     control,
