@@ -102,6 +102,7 @@ pub fn bench(o: &Options, tuning: &Tuning) -> i32 {
                 op: switchml_worker::Op::Sum,
                 seed: 1,
                 verify: false,
+                warmup: true,
             };
             let hidden = ProgressBar::hidden();
             let setup = Setup {

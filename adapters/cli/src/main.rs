@@ -355,6 +355,7 @@ impl WorkArgs {
             op: demo::op(self.average),
             seed: self.seed,
             verify: !self.no_verify,
+            warmup: false,
         }
     }
 }

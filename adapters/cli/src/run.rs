@@ -50,6 +50,10 @@ pub struct Workload {
     pub seed: u64,
     /// Whether to check the result against the exact reference.
     pub verify: bool,
+    /// One untimed all-reduce before the timed ones, as the Gloo baseline does per size:
+    /// first-touch page faults of the packet buffers and the slot pool's first use are
+    /// setup, not all-reduce time.
+    pub warmup: bool,
 }
 
 /// What one rank measured.
@@ -102,7 +106,7 @@ pub enum Values {
 }
 
 /// The tensor all-reduced in place, and a pristine copy to restore it from between
-/// iterations (only when there are several).
+/// iterations (only when there are several and the input matters: see [`Buffers::new`]).
 #[derive(Debug, Clone)]
 pub struct Buffers<T> {
     data: Vec<T>,
@@ -110,8 +114,13 @@ pub struct Buffers<T> {
 }
 
 impl<T: Copy> Buffers<T> {
-    fn new(data: Vec<T>, iterations: u32) -> Self {
-        let pristine = (iterations > 1).then(|| data.clone());
+    /// `restore`: whether each all-reduce must start from the input again — for a check of
+    /// the last result, and for types whose range a sum of sums can leave. An unchecked f32
+    /// tensor is all-reduced in place, as the Gloo baseline's is (its values grow by the
+    /// world size each time, far inside f32's range), so the timed region's CPU holds no
+    /// copy the baseline does not make.
+    fn new(data: Vec<T>, all_reduces: u32, restore: bool) -> Self {
+        let pristine = (all_reduces > 1 && restore).then(|| data.clone());
         Buffers { data, pristine }
     }
 
@@ -126,22 +135,30 @@ impl<T: Copy> Buffers<T> {
 impl Input {
     /// Make rank `rank`'s input for `w` in a world of `world` ranks.
     pub fn new(w: &Workload, rank: u16, world: u16) -> Input {
+        let all_reduces = w.iterations + u32::from(w.warmup);
+        // Sums of sums grow by `world` each time: 2^100 is far inside f32's range.
+        let growth = f64::from(all_reduces) * f64::from(world.max(2)).log2();
+        let restore = w.verify || w.dtype != Dtype::F32 || growth > 100.0;
         match w.dtype {
             Dtype::F32 => Input::F32(Buffers::new(
                 f32_input(w.seed, rank, w.elements),
-                w.iterations,
+                all_reduces,
+                restore,
             )),
             Dtype::I32 => Input::I32(Buffers::new(
                 i32_input(w.seed, rank, world, w.elements),
-                w.iterations,
+                all_reduces,
+                restore,
             )),
             Dtype::F16 => Input::F16(Buffers::new(
                 f16_input(w.seed, rank, w.elements),
-                w.iterations,
+                all_reduces,
+                restore,
             )),
             Dtype::Bf16 => Input::Bf16(Buffers::new(
                 bf16_input(w.seed, rank, w.elements),
-                w.iterations,
+                all_reduces,
+                restore,
             )),
         }
     }
@@ -159,25 +176,27 @@ pub fn run_rank(
 ) -> Result<RankRun, Error> {
     let world = comm.world_size();
     let average = w.op == Op::Average;
-    let check = |c: Check| w.verify.then_some(c);
+    // Lazily: a check is a pass over the result against the reference, slower than the
+    // all-reduce, and wasted when nobody asked.
+    let check = |c: &dyn Fn() -> Check| w.verify.then(c);
     let (timed, check, result) = match input {
         Input::F32(b) => {
             let (t, x) = iterate(comm, w, w.op, b, barrier, tick)?;
             (
                 t,
-                check(check_f32(&x, w.seed, world, average)),
+                check(&|| check_f32(&x, w.seed, world, average)),
                 Values::F32(x),
             )
         }
         Input::I32(b) => {
             let (t, x) = iterate(comm, w, Op::Sum, b, barrier, tick)?;
-            (t, check(check_i32(&x, w.seed, world)), Values::I32(x))
+            (t, check(&|| check_i32(&x, w.seed, world)), Values::I32(x))
         }
         Input::F16(b) => {
             let (t, x) = iterate(comm, w, w.op, b, barrier, tick)?;
             (
                 t,
-                check(check_f16(&x, w.seed, world, average)),
+                check(&|| check_f16(&x, w.seed, world, average)),
                 Values::F16(x),
             )
         }
@@ -185,7 +204,7 @@ pub fn run_rank(
             let (t, x) = iterate(comm, w, w.op, b, barrier, tick)?;
             (
                 t,
-                check(check_bf16(&x, w.seed, world, average)),
+                check(&|| check_bf16(&x, w.seed, world, average)),
                 Values::Bf16(x),
             )
         }
@@ -220,6 +239,10 @@ fn iterate<T: Element>(
 ) -> Result<(Timed, Vec<T>), Error> {
     let mut elapsed = Duration::ZERO;
     let mut first = None;
+    if w.warmup {
+        timed(barrier, || comm.allreduce(&mut buffers.data, op))?;
+        buffers.reset(1);
+    }
     for i in 0..w.iterations.max(1) {
         buffers.reset(i);
         let data = &mut buffers.data;
@@ -282,6 +305,7 @@ mod tests {
             op: Op::Sum,
             seed: 7,
             verify: true,
+            warmup: false,
         };
         let Input::F32(a) = Input::new(&w, 0, 2) else {
             panic!("f32 workload, not f32 input")
@@ -293,7 +317,7 @@ mod tests {
         assert_ne!(a.data, b.data);
         // One iteration needs no pristine copy; several restore the input each time.
         assert!(a.pristine.is_none());
-        let mut c = Buffers::new(vec![1, 2, 3], 2);
+        let mut c = Buffers::new(vec![1, 2, 3], 2, true);
         c.data[0] = 9;
         c.reset(0);
         assert_eq!(c.data, [9, 2, 3]);
@@ -314,5 +338,63 @@ mod tests {
             ..w
         };
         assert!(matches!(Input::new(&w, 0, 2), Input::Bf16(v) if v.data.len() == 1000));
+    }
+
+    #[test]
+    fn only_a_checked_or_narrow_input_is_restored_between_all_reduces() {
+        let pristine = |w: Workload, world| match Input::new(&w, 0, world) {
+            Input::F32(b) => b.pristine.is_some(),
+            Input::I32(b) => b.pristine.is_some(),
+            Input::F16(b) => b.pristine.is_some(),
+            Input::Bf16(b) => b.pristine.is_some(),
+        };
+        let w = Workload {
+            elements: 10,
+            iterations: 3,
+            dtype: Dtype::F32,
+            op: Op::Sum,
+            seed: 7,
+            verify: false,
+            warmup: false,
+        };
+        // Unchecked f32, as `switchml bench` runs: all-reduced in place, as Gloo's is.
+        assert!(!pristine(w, 4));
+        assert!(pristine(Workload { verify: true, ..w }, 4));
+        assert!(pristine(
+            Workload {
+                dtype: Dtype::I32,
+                ..w
+            },
+            4
+        ));
+        assert!(pristine(
+            Workload {
+                dtype: Dtype::F16,
+                ..w
+            },
+            4
+        ));
+        // A warm-up is one more all-reduce of the same buffer.
+        let once = Workload {
+            iterations: 1,
+            verify: true,
+            ..w
+        };
+        assert!(!pristine(once, 4));
+        assert!(pristine(
+            Workload {
+                warmup: true,
+                ..once
+            },
+            4
+        ));
+        // Sums of sums that would leave f32's range start from the input again.
+        assert!(pristine(
+            Workload {
+                iterations: 60,
+                ..w
+            },
+            4
+        ));
     }
 }
