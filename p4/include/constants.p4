@@ -48,8 +48,10 @@ const bit<8> FLAG_OVERFLOW   = 0x01;
 const bit<8> FLAG_RETRANSMIT = 0x02;
 // POS_INF 0x04, NEG_INF 0x08 and NAN 0x10: the non-finite kinds (§5.4), and CONGESTED 0x20
 // (§6.3): the bits every switch ORs into the Result; with OVERFLOW, the bits a slot version
-// keeps (overflow_flag.p4). These programs pass a worker's CONGESTED on; they do not set it
-// from their own queues (yet).
+// keeps (overflow_flag.p4). These programs pass a worker's CONGESTED on, and also set it on
+// each copy of a Result that leaves by a port whose egress queue is deep
+// (congestion_marker.p4; the copy only: the slot version keeps the workers' marks).
+const bit<8> FLAG_CONGESTED  = 0x20;
 const bit<8> FLAG_CARRIED    = 0x3C;
 const bit<8> FLAG_STICKY     = 0x3D;
 const bit<8> JOIN_COMPLETE   = 0x01;

@@ -78,6 +78,7 @@ struct egress_metadata_t {
 #include "drop_counters.p4"
 #include "job_counters.p4"
 #include "udp_sender.p4"
+#include "congestion_marker.p4"
 
 control SwitchmlIngress(inout headers_t hdr, inout metadata_t meta,
                         in ingress_intrinsic_metadata_t ig_intr_md,
@@ -531,6 +532,7 @@ control SwitchmlEgress(inout egress_headers_t hdr, inout egress_metadata_t meta,
                        inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
     JobEgressCounters() job_egress_counters;
     UdpSender() udp_sender;
+    CongestionMarker() congestion_marker;
 
     apply {
 #ifdef SWITCHML_TIERS
@@ -571,6 +573,9 @@ control SwitchmlEgress(inout egress_headers_t hdr, inout egress_metadata_t meta,
 #endif
         job_egress_counters.apply(hdr, eg_intr_md);
         udp_sender.apply(hdr, eg_intr_md);
+        // A Result leaving by a deep queue is marked CONGESTED (protocol.md §6.3), after
+        // job_overflows read its flag byte.
+        congestion_marker.apply(hdr, eg_intr_md);
         if (hdr.egress_bridge.drop == 1) {
             eg_dprsr_md.drop_ctl = 1;
         }

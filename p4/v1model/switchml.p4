@@ -59,6 +59,7 @@ struct v1model_metadata_t {
 #include "drop_counters.p4"
 #include "job_counters.p4"
 #include "udp_sender.p4"
+#include "congestion_marker.p4"
 
 control SwitchmlVerifyChecksum(inout headers_t hdr, inout v1model_metadata_t v1) {
     apply { }
@@ -309,6 +310,7 @@ control SwitchmlIngress(inout headers_t hdr, inout v1model_metadata_t v1,
 control SwitchmlEgress(inout headers_t hdr, inout v1model_metadata_t v1,
                        inout standard_metadata_t standard_metadata) {
     UdpSender() udp_sender;
+    CongestionMarker() congestion_marker;
     metadata_t meta;                            // v1.sml, copied back before recirculating
 
     apply {
@@ -341,8 +343,10 @@ control SwitchmlEgress(inout headers_t hdr, inout v1model_metadata_t v1,
         if (meta.verdict == VERDICT_RECIRCULATE) {
             recirculate_preserving_field_list(1);
         } else if (meta.verdict != VERDICT_TO_CPU && meta.verdict != VERDICT_FORWARD) {
-            // A punted message and the controller's answer leave as they are.
+            // A punted message and the controller's answer leave as they are; a Result
+            // leaving by a deep queue is marked CONGESTED (protocol.md §6.3).
             udp_sender.apply(hdr, meta, standard_metadata);
+            congestion_marker.apply(hdr, standard_metadata);
         }
     }
 }

@@ -405,6 +405,27 @@ impl Pipeline {
         self.cpu_port
     }
 
+    /// Mark each copy of a Result that leaves by a port whose egress queue holds more than
+    /// `depth` `CONGESTED` (protocol.md §6.3; 0, the default: never): the default action of
+    /// table `congestion_threshold`, `set_threshold(depth)` (BMv2: `table_set_default
+    /// congestion_threshold set_threshold <depth>`, in packets; Tofino: cells of 80 bytes).
+    /// A depth past the 19-bit field never marks.
+    pub fn set_congestion_threshold(&mut self, depth: u32) {
+        self.congestion_marker.set_threshold(depth);
+    }
+
+    /// Return the congestion threshold (0: never mark).
+    pub fn congestion_threshold(&self) -> u32 {
+        self.congestion_marker.threshold()
+    }
+
+    /// Say that what is enqueued to `port` from now on finds `depth` ahead of it: the
+    /// traffic manager's `enq_qdepth`, which the model, having no queues, takes from its
+    /// driver (a test, a simulator). 0 for every port until set.
+    pub fn set_queue_depth(&mut self, port: u16, depth: u32) {
+        self.egress_queues.set_depth(port, depth);
+    }
+
     /// Count a datagram that the adapter dropped before the pipeline saw it (too long, or
     /// from a source no answer can go to), as the reference's `Switch::count_drop` does, so
     /// that a StatusReply reports every drop. On a Tofino the controller would add these to

@@ -18,7 +18,8 @@
 //!   [`MAX_PASSES`] in all ([`next_step_selector`]). A Join or Leave that ends its job's run
 //!   takes a second pass to clear the run's session ([`run_tracker`]).
 //! - **Tables** with typed entries ([`classifier`], [`tier_selector`]) and a **packet
-//!   replication engine** ([`replication`]) feeding the egress rewrite ([`udp_sender`]).
+//!   replication engine** ([`replication`]) feeding the egress rewrite ([`udp_sender`]),
+//!   which marks each copy of a Result by its port's queue depth ([`congestion_marker`]).
 //! - **Two levels** (protocol.md §7): a job is flat, a parent or a child ([`tier_selector`]);
 //!   a child's completed uses go up ([`Verdict::Up`]), its parent's Results are checked
 //!   ([`parent_result`]), stored ([`relay`]) and multicast down, its Join goes up and its
@@ -47,6 +48,7 @@
 pub mod aggregator;
 pub mod bitmap_checker;
 pub mod classifier;
+pub mod congestion_marker;
 pub mod control_plane;
 pub mod controller;
 pub mod count_checker;

@@ -33,7 +33,8 @@
 //!                                              └─ JoinReply (likewise): RunTracker
 //!  (TierSelector before the Classifier: a Result's or JoinReply's child job, the job's
 //!  tier; at a child a completed use, a resend in n and a Join may go Up instead)
-//!        ─▶ ReplyBuilder ─▶ DropCounters/JobCounters ─▶ Replication ─▶ UdpSender ─▶ out
+//!        ─▶ ReplyBuilder ─▶ DropCounters/JobCounters ─▶ Replication ─▶ UdpSender
+//!        ─▶ CongestionMarker (a Result by a deep queue: CONGESTED, frames only) ─▶ out
 //!        (TNA: job_overflows in the egress: JobCounters::result, from the Result's flags)
 //! ```
 
@@ -42,6 +43,7 @@ use switchml_core::wire::{AbortReason, Flags, RANK_ALL};
 
 use crate::bitmap_checker::BitmapChecker;
 use crate::classifier::{Classification, Classifier, JobEntry, Source};
+use crate::congestion_marker::{CongestionMarker, EgressQueues};
 use crate::controller::Control;
 use crate::count_checker::CountChecker;
 use crate::drop_counters::{DropCounters, Tally};
@@ -182,6 +184,9 @@ pub struct Pipeline {
     pub(crate) job_counters: JobCounters,
     pub(crate) replication: Replication,
     pub(crate) udp_sender: UdpSender,
+    /// The egress's queue-depth mark (`congestion_marker.p4`) and the depths it reads.
+    pub(crate) congestion_marker: CongestionMarker,
+    pub(crate) egress_queues: EgressQueues,
     /// The clone of the packet that ended a child's run: the Abort it owes its parent.
     pub(crate) up: Option<UpAbort>,
     /// The CPU port, where the controller is (TNA: `switch_config`'s; v1model: `CPU_PORT`).
@@ -190,9 +195,11 @@ pub struct Pipeline {
     pub(crate) cookies: Option<crate::controller::CookieCheck>,
     /// The controller's parent cookies and last Joins up, one per job table entry.
     pub(crate) parent_cookies: Vec<crate::controller::ParentCookie>,
-    /// Mark every counted Contribution `CONGESTED` (protocol.md §6.3): the control plane's
-    /// stand-in for a queue-depth test (`enq_qdepth` in v1model), set by
-    /// `ControlPlane::set_congested`.
+    /// Mark every counted Contribution `CONGESTED` (protocol.md §6.3), as the reference's
+    /// `Switch::set_congested` does: the software daemon's mark from its socket's send
+    /// backlog (`--mark-backlog`) when it serves the model, through
+    /// `ControlPlane::set_congested`. No P4 program has it: they mark each copy of a
+    /// Result from its egress queue's depth instead (`congestion_marker`).
     pub(crate) congested: bool,
 }
 
@@ -221,6 +228,8 @@ impl Pipeline {
             job_counters: JobCounters::new(config.jobs),
             replication: Replication::new(config.jobs, config.workers),
             udp_sender: UdpSender::new(config.switch),
+            congestion_marker: CongestionMarker::default(),
+            egress_queues: EgressQueues::default(),
             up: None,
             cpu_port: CPU_PORT,
             cookies: None,
@@ -284,6 +293,14 @@ impl Pipeline {
                         self.udp_sender.replicate(&to, len, head);
                     }
                     _ => {}
+                }
+                // The egress of what leaves by one port: a Result marked if that port's
+                // queue is deep (a multicast's copies are marked in `egress`).
+                if let Verdict::Unicast { port, len, .. } | Verdict::Up { port, len, .. } = v {
+                    if let Some(datagram) = body.get_mut(..len) {
+                        let depth = self.egress_queues.depth(port);
+                        self.congestion_marker.apply(depth, datagram);
+                    }
                 }
                 match v {
                     Verdict::ToCpu { port, .. } => self.to_cpu(
@@ -375,7 +392,8 @@ impl Pipeline {
 
     /// Egress for one replica: write the frame for `replica` of the multicast `packet`
     /// (as [`Pipeline::process`] left it) into `out`; return its length, or `None` if
-    /// the replica's worker is gone or `out` is too short.
+    /// the replica's worker is gone or `out` is too short. A Result is marked `CONGESTED`
+    /// if the replica's port's queue is deep (`congestion_marker.rs`), this copy only.
     pub fn egress(&self, replica: Replica, packet: &[u8], out: &mut [u8]) -> Option<usize> {
         let worker = self.classifier.worker(replica.rid)?;
         let datagram = packet.get(TRANSPORT_LEN..)?;
@@ -384,6 +402,9 @@ impl Pipeline {
         out[TRANSPORT_LEN..].copy_from_slice(datagram);
         self.udp_sender
             .replicate(&worker.addr, datagram.len(), &mut out[..TRANSPORT_LEN]);
+        let depth = self.egress_queues.depth(replica.port);
+        self.congestion_marker
+            .apply(depth, &mut out[TRANSPORT_LEN..]);
         Some(len)
     }
 

@@ -2,7 +2,8 @@
 //! and the switch marking every use it counts (`ControlPlane::set_congested`) or only
 //! passing the workers' own marks on, a seeded run on the model is the very same run as on
 //! the reference switch — same results, same windows, same counters, same time — so the
-//! model ORs and sets the mark as the reference does.
+//! model ORs and sets the mark as the reference does. (That mark is the software daemon's,
+//! `--mark-backlog`; the P4 programs' own, from queue depth, is `queue_depth_mark.rs`'s.)
 
 use proptest::prelude::*;
 use switchml_core::quant::Op;

@@ -17,7 +17,7 @@ use p4text::{p4_dir, preprocess};
 /// Every control of the programs: each is declared for both targets, in
 /// `p4/<target>/<control>.p4` or, when the two targets share it, in `p4/include/<control>.p4`,
 /// and has a Rust twin `p4/model/src/<control>.rs`.
-const CONTROLS: [&str; 22] = [
+const CONTROLS: [&str; 23] = [
     "parser",
     "validator",
     "tier_selector",
@@ -40,6 +40,7 @@ const CONTROLS: [&str; 22] = [
     "drop_counters",
     "job_counters",
     "udp_sender",
+    "congestion_marker",
 ];
 
 #[test]

@@ -14,7 +14,7 @@
 //! ```
 
 mod bed;
-mod datagrams;
+pub mod datagrams;
 pub mod multi_pass;
 pub mod tiered;
 

@@ -1,4 +1,4 @@
-//! The datagrams the model's own replay beds send ([`super::multi_pass`],
+//! The datagrams the model's own replay beds and tests send ([`super::multi_pass`],
 //! [`super::tiered`]): valid messages of one job, built with the core's wire `Repr`s.
 
 use switchml_core::wire::{
