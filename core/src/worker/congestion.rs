@@ -74,12 +74,6 @@ pub struct CongestionParams {
     /// the bytes a TCP flow adds a round trip (one 1,448-byte segment against 1 KiB
     /// chunks), so that the job and a Reno or CUBIC flow converge to halves of a link.
     pub increase: u16,
-    /// The most of its window, in thousandths, that a lane gives up to a standing queue
-    /// (delay alone, `β` = 0): at the first round trip above the target it shrinks to
-    /// `(1000 − yield)/1000` of the window it had, and grows no further while the queue
-    /// stands. A loss-based flow keeps the queue full whatever the job does, so a bounded
-    /// yield is what delay can ask of the job without starving it (0: none).
-    pub yield_per_mille: u16,
 }
 
 impl CongestionParams {
@@ -93,7 +87,6 @@ impl CongestionParams {
         delay_beta_per_mille: 0,
         max_decrease_per_mille: 500,
         increase: 2,
-        yield_per_mille: 125,
     };
 }
 
@@ -122,9 +115,6 @@ pub(crate) struct CongestionWindow {
     /// than the headroom again: a queue the delay signal is not holding down, which is
     /// when a tail-drop queue overflows.
     delay_high: bool,
-    /// The window the lane had when the standing queue was first seen (none while the
-    /// delay is under the target): the yield is measured from it.
-    yield_from: Option<u16>,
     /// The last whole round trip's smallest sample: the round trip now, queues included,
     /// without the long samples of uses that waited for a loss's recovery. It times the
     /// round trips here (the smoothed one until it is known).
@@ -135,12 +125,6 @@ pub(crate) struct CongestionWindow {
     /// Until when this rank's Contributions carry `CONGESTED`: it lost some of its own to
     /// congestion, which only it can see (protocol.md §6.3).
     mark_until: Option<Instant>,
-}
-
-/// `from` less its yield, at least one slot less (a window of one gives up nothing).
-fn yielded(from: u16, p: CongestionParams) -> u16 {
-    let kept = u32::from(from) * u32::from(1000 - p.yield_per_mille.min(1000)) / 1000;
-    (kept as u16).min(from.saturating_sub(1)).max(1)
 }
 
 impl CongestionWindow {
@@ -161,7 +145,6 @@ impl CongestionWindow {
             epoch_min: None,
             epoch_losses: 0,
             delay_high: false,
-            yield_from: None,
             recent_rtt: None,
             last_decrease: None,
             unmarked: 0,
@@ -204,13 +187,13 @@ impl CongestionWindow {
             self.decrease(now, 500);
             return Some(Decrease::Mark);
         }
-        if !marked && self.window < self.ceiling() {
+        if !marked {
             // Additive increase, as TCP's: a slot a window of unmarked Results, about one a
             // round trip, also in the round trip after a decrease.
             self.unmarked = self.unmarked.saturating_add(1);
             if self.unmarked >= self.window {
                 self.unmarked = 0;
-                self.window = self.window.saturating_add(p.increase).min(self.ceiling());
+                self.window = self.window.saturating_add(p.increase).min(self.max);
             }
         }
         let start = *self.epoch_start.get_or_insert(now);
@@ -226,13 +209,9 @@ impl CongestionWindow {
         }
         let target = self.base_rtt.map(|b| b + p.headroom);
         self.delay_high = matches!((smallest, target), (Some(m), Some(t)) if m > t);
-        if !self.delay_high {
-            self.yield_from = None;
-        }
         match (smallest, target) {
-            // β = 0: the delay says which losses are congestion and asks the bounded yield
-            // (the default, §6.3).
-            _ if p.delay_beta_per_mille == 0 => self.yield_to_queue(now, srtt, p),
+            // β = 0: the delay only says which losses are congestion (the default, §6.3).
+            _ if p.delay_beta_per_mille == 0 => None,
             (Some(m), Some(t)) if m > t => {
                 if !self.may_decrease(now, srtt) {
                     return None;
@@ -269,37 +248,6 @@ impl CongestionWindow {
             self.mark_until = Some(now + srtt);
         }
         Some(Decrease::Loss)
-    }
-
-    /// The most the window may grow to now: the lane's slots, or, while a standing queue
-    /// holds its yield, the yielded window (a loss's halving still grows back to it).
-    fn ceiling(&self) -> u16 {
-        match (self.params, self.yield_from) {
-            (Some(p), Some(from)) if self.delay_high => yielded(from, p).max(self.min),
-            _ => self.max,
-        }
-    }
-
-    /// A round trip ended above the target: give up the yield once for this standing
-    /// queue (from the window the lane had when it was first seen).
-    fn yield_to_queue(
-        &mut self,
-        now: Instant,
-        srtt: Duration,
-        p: CongestionParams,
-    ) -> Option<Decrease> {
-        if !self.delay_high || p.yield_per_mille == 0 {
-            return None;
-        }
-        let from = *self.yield_from.get_or_insert(self.window);
-        let to = yielded(from, p).max(self.min);
-        if self.window <= to || !self.may_decrease(now, srtt) {
-            return None;
-        }
-        self.window = to;
-        self.unmarked = 0;
-        self.last_decrease = Some(now);
-        Some(Decrease::Delay)
     }
 
     fn may_decrease(&self, now: Instant, srtt: Duration) -> bool {
