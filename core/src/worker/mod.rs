@@ -30,6 +30,7 @@
 //! slot and the ranks that never contributed. A lane with nothing to send keeps alive with
 //! a Probe every [`Config::keep_alive`].
 
+mod age_heap;
 mod congestion;
 mod control;
 mod event;
@@ -283,6 +284,9 @@ pub struct Worker<B, const SLOTS: usize, const QUEUE: usize> {
     in_flight: u16,
     /// Slots whose fresh use waits for the congestion window.
     held: u16,
+    /// With the window on: the held slots, and every slot with a use, by age (§6.3).
+    held_by_age: age_heap::AgeHeap<SLOTS>,
+    active_by_age: age_heap::AgeHeap<SLOTS>,
     tensors: Queue<B, QUEUE>,
     joined_event: bool,
     failure: Option<WorkerError>,
@@ -356,6 +360,8 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             cwnd: CongestionWindow::new(config.congestion, config.window),
             in_flight: 0,
             held: 0,
+            held_by_age: age_heap::AgeHeap::new(),
+            active_by_age: age_heap::AgeHeap::new(),
             tensors: Queue::new(),
             joined_event: false,
             failure: None,

@@ -11,11 +11,22 @@
 //! sends in the same order whatever its timing.
 
 use super::congestion::Decrease;
+use super::slot_state::Work;
 use super::Worker;
 use crate::quant::Tensor;
 use crate::time::Instant;
 
 impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> {
+    /// Give slot `i` its next use (or make it idle), keeping the window's order of the
+    /// slots' uses.
+    pub(super) fn set_work(&mut self, i: usize, work: Work) {
+        self.active_by_age.remove(i);
+        self.slots[i].work = work;
+        if let (true, Some(age)) = (self.cwnd.is_on(), work.age()) {
+            self.active_by_age.insert(i, age);
+        }
+    }
+
     /// Return whether slot `i`'s fresh use may be sent now: the window has room, or it is
     /// the lane's oldest incomplete use.
     pub(super) fn window_admits(&self, i: usize) -> bool {
@@ -25,12 +36,20 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         let Some(age) = self.slots[i].work.age() else {
             return true;
         };
-        self.slots[..usize::from(self.config.window)]
-            .iter()
-            .enumerate()
-            .filter(|&(j, _)| j != i)
-            .filter_map(|(_, st)| st.work.age())
-            .all(|other| age < other)
+        // Ages are unique (one slot per chunk), so the oldest of the slots with a use is
+        // older than every other one.
+        let oldest = self.active_by_age.oldest() == Some(i);
+        debug_assert_eq!(
+            oldest,
+            self.slots[..usize::from(self.config.window)]
+                .iter()
+                .enumerate()
+                .filter(|&(j, _)| j != i)
+                .filter_map(|(_, st)| st.work.age())
+                .all(|other| age < other),
+            "the heap of uses by age agrees with a scan of the slots"
+        );
+        oldest
     }
 
     /// Hold slot `i`'s fresh use until it is the oldest held and the window has room.
@@ -38,6 +57,9 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         if !self.slots[i].held {
             self.slots[i].held = true;
             self.held += 1;
+            if let Some(age) = self.slots[i].work.age() {
+                self.held_by_age.insert(i, age);
+            }
             if self.in_flight >= self.cwnd.window() {
                 self.stats.cwnd_waits += 1;
             }
@@ -49,6 +71,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         if self.slots[i].held {
             self.slots[i].held = false;
             self.held -= 1;
+            self.held_by_age.remove(i);
         }
     }
 
@@ -56,16 +79,19 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
     /// same order, so that their Results come back in it and a use is found late only when
     /// something was lost (§6.1).
     pub(super) fn oldest_held(&self) -> Option<usize> {
-        if self.held == 0 {
-            return None;
-        }
-        self.slots[..usize::from(self.config.window)]
-            .iter()
-            .enumerate()
-            .filter(|(_, st)| st.held)
-            .filter_map(|(j, st)| Some((st.work.age()?, j)))
-            .min()
-            .map(|(_, j)| j)
+        let oldest = self.held_by_age.oldest();
+        debug_assert_eq!(
+            oldest,
+            self.slots[..usize::from(self.config.window)]
+                .iter()
+                .enumerate()
+                .filter(|(_, st)| st.held)
+                .filter_map(|(j, st)| Some((st.work.age()?, j)))
+                .min()
+                .map(|(_, j)| j),
+            "the heap of held uses by age agrees with a scan of the slots"
+        );
+        oldest
     }
 
     /// A use was found lost; `upstream`: its Contribution never reached the switch.

@@ -32,7 +32,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
                 break;
             }
         }
-        self.slots[i].work = work;
+        self.set_work(i, work);
         if work
             != (Work::Idle {
                 next: self.tensors.next_id,
@@ -354,7 +354,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         st.late = false;
         match next {
             Some(work) => {
-                st.work = work;
+                self.set_work(i, work);
                 self.enqueue(i);
             }
             None => {
