@@ -3,8 +3,9 @@
 //! The original client sends raw frames whose IPv4 checksum is 0 and whose UDP checksum
 //! covers only the pseudo-header (its NIC offload is absent on a software NIC), so a kernel
 //! UDP socket would drop them all. This crate reads and writes whole Ethernet frames on one
-//! interface and runs the core's [`P4appSwitch`](switchml_core::p4app::P4appSwitch) on them
-//! (`docs/protocol.md` §8, `docs/p4app.md`). The layers, bottom up:
+//! interface (an AF_PACKET socket, or AF_XDP sockets beside it) and runs the core's
+//! [`P4appSwitch`](switchml_core::p4app::P4appSwitch) on them (`docs/protocol.md` §8,
+//! `docs/p4app.md`). The layers, bottom up:
 //!
 //! - [`raw`]: an AF_PACKET socket through `libc` (every `unsafe` of the crate, justified);
 //! - [`frames_io`]: that socket alone, or (`--io xdp`) AF_XDP sockets beside it for the

@@ -1,7 +1,8 @@
 //! # switchml-xdp
 //!
 //! The AF_XDP data path of switchml-rs's host adapters (issue 30): kernel bypass for the
-//! switch daemon's shards and the worker's lanes, on an unmodified Linux kernel.
+//! switch daemon's shards, the worker's lanes and the p4app dialect switch's frames, on an
+//! unmodified Linux kernel.
 //!
 //! - [`program`]: the XDP program, assembled in Rust: IPv4/UDP datagrams to a queue's port
 //!   go to that queue's AF_XDP socket (`bpf_redirect_map` on an XSKMAP); everything else,
