@@ -16,6 +16,7 @@ const XDP: SwitchSide = SwitchSide {
     queues: 1,
     xdp: true,
     bridge: false,
+    busy_queue: None,
 };
 
 /// The counters of the frames the engine saw and sent add up over the two paths.
@@ -62,6 +63,24 @@ fn two_queues_each_with_an_af_xdp_socket_sum_exactly() {
     assert_eq!(queues, 2, "{s:?}");
     paths_add_up(&s);
     assert!(s.paths.received_af_xdp > 0, "{s:?}");
+}
+
+/// Two queues, the second held by another AF_XDP socket: the switch binds only the first,
+/// and whatever lands on the second (the veth picks by the sender's CPU, so how much is
+/// the scheduler's) finds no port range in the program's map, is passed to the kernel and
+/// read from the AF_PACKET socket: no frame is lost, the sums are exact.
+#[test]
+fn frames_on_a_queue_without_the_switch_s_socket_reach_its_af_packet_socket() {
+    let side = SwitchSide {
+        queues: 2,
+        busy_queue: Some(1),
+        ..XDP
+    };
+    let Some((s, queues)) = scenario(side, "u", 2, P4appSize::Elements64, 0) else {
+        return;
+    };
+    assert_eq!(queues, 1, "{s:?}");
+    paths_add_up(&s);
 }
 
 /// A bridge has no native XDP hook: the switch says why (a warning) and serves every frame

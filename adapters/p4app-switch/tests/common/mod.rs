@@ -27,6 +27,7 @@ use switchml_p4app_switch::raw::RawSocket;
 use switchml_p4app_switch::{
     DialectSetup, P4appSwitchConfig, Peer, RunningP4appSwitch, Stats, UdpDialectWorker,
 };
+use switchml_xdp::xsk::Xsk;
 
 pub const SWITCH_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 254);
 pub const CONTROL_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 253);
@@ -83,6 +84,9 @@ pub struct SwitchSide {
     /// Serve on a bridge `{prefix}br` with s0 its port (a bridge has no native XDP hook)
     /// instead of on s0 itself.
     pub bridge: bool,
+    /// A queue of s0 that another AF_XDP socket holds from before the switch starts to
+    /// after it stops, so that the switch cannot bind it.
+    pub busy_queue: Option<u32>,
 }
 
 /// The switch on s0's AF_PACKET socket, one queue.
@@ -91,6 +95,7 @@ pub const PACKET: SwitchSide = SwitchSide {
     queues: 1,
     xdp: false,
     bridge: false,
+    busy_queue: None,
 };
 
 impl SwitchSide {
@@ -387,11 +392,16 @@ pub fn scenario(
         (Kind::I32, n * 3),
     ];
     let junk = loss == 0;
-    let sw = in_ns(&t.ns("switch"), move || {
+    let (sw, _holder) = in_ns(&t.ns("switch"), move || {
+        let holder = side.busy_queue.map(|q| {
+            // SAFETY: a NUL-terminated name that outlives the call.
+            let index = unsafe { libc::if_nametoindex(c"s0".as_ptr()) };
+            Xsk::open(index, q).expect("an AF_XDP socket holds the queue")
+        });
         let mut config = P4appSwitchConfig::new(&side.iface(), SWITCH_IP);
         config.slots = 1024;
         config.xdp = side.xdp;
-        RunningP4appSwitch::start(&config)
+        RunningP4appSwitch::start(&config).map(|sw| (sw, holder))
     })
     .join()
     .unwrap()
