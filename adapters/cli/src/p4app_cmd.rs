@@ -39,7 +39,7 @@ fn print(s: &Stats, json_out: bool) {
         for c in s.counters() {
             if c.value > 0 || c.kind == CounterKind::Work {
                 let kind = c.kind.prefix();
-                println!("  {:>16} {:>12}  {kind}{}", c.name, c.value, c.help);
+                println!("  {:>18} {:>12}  {kind}{}", c.name, c.value, c.help);
             }
         }
     }
