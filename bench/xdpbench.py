@@ -3,7 +3,7 @@
 
 One run, the paths alternated round by round (socket; socket with GSO/GRO off,
 `SWITCHML_NO_GSO=1`; AF_XDP): a switch daemon (`switchml switch`, one
-shard) in namespace xd-b-s and P ranks (`switchml worker`, one lane each) in xd-b-w0..,
+shard) in namespace xd-b-s (`--prefix` names them) and P ranks (`switchml worker`, one lane each) in xd-b-w0..,
 every namespace on a bridge in xd-b-hub (10.78.0.0/24). The same job both ways: an
 all-reduce of a 64 MiB int32 tensor (16 Mi elements), verified exact. Measured per job:
 
@@ -13,6 +13,16 @@ all-reduce of a 64 MiB int32 tensor (16 Mi elements), verified exact. Measured p
 - packets per second per core: datagrams in + out over those CPU seconds;
 - the all-reduce time (the slowest rank's, over its --iterations all-reduces);
 - the ksoftirqd threads' CPU over the job (veth delivery the kernel defers there).
+
+With `--dialect p4app` the same phases for the original SwitchML's dialect
+(`switchml switch --dialect p4app`, its workers `switchml worker --dialect p4app`, int32):
+the dialect switch on its AF_PACKET socket (`socket`) against AF_XDP (`xdp`, the dialect's
+ports steered, ARP on the AF_PACKET socket beside); packets are the frames the switch
+received and sent, and "frames via AF_XDP" its `received_af_xdp + sent_af_xdp`. The ranks
+use kernel UDP sockets either way (the dialect's worker has no AF_XDP path).
+
+`--prefix` names the namespaces (`{prefix}-s`, `-hub`, `-w0`..) and the interfaces in them,
+so that two benchmarks on one machine do not meet.
 
 Root only. Prints a Markdown table and writes JSON lines (--out).
 """
@@ -44,15 +54,16 @@ class Testbed:
         hub = f"{PREFIX}-hub"
         ip("netns", "add", hub)
         self.names.append(hub)
-        ip("-n", hub, "link", "add", "xd-br", "type", "bridge")
-        ip("-n", hub, "link", "set", "xd-br", "up")
+        bridge = f"{PREFIX}-br"
+        ip("-n", hub, "link", "add", bridge, "type", "bridge")
+        ip("-n", hub, "link", "set", bridge, "up")
         for i, host in enumerate(["s"] + [f"w{r}" for r in range(ranks)]):
             ns = f"{PREFIX}-{host}"
             ip("netns", "add", ns)
             self.names.append(ns)
-            port = f"xd-p{i}"
+            port = f"{PREFIX}-p{i}"
             ip("-n", hub, "link", "add", port, "type", "veth", "peer", "name", PREFIX, "netns", ns)
-            ip("-n", hub, "link", "set", port, "master", "xd-br", "up")
+            ip("-n", hub, "link", "set", port, "master", bridge, "up")
             ip("-n", ns, "addr", "add", f"{SUBNET}.{i + 1}/24", "dev", PREFIX)
             ip("-n", ns, "link", "set", PREFIX, "up")
             ip("-n", ns, "link", "set", "lo", "up")
@@ -88,6 +99,41 @@ def ksoftirqd_cpu():
 
 
 PATHS = ["socket", "socket-no-gso", "xdp"]
+# The dialect switch's `--io`: socket is its AF_PACKET socket.
+P4APP_PATHS = ["socket", "xdp"]
+
+
+def measure(sw_args, started, rank_args, env, limit):
+    """Start the switch (`sw_args`) in its namespace and wait for the line that holds
+    `started`; run the ranks (`rank_args[r]`, each in its namespace) to their end; stop the
+    switch. Returns its first line, the ranks' last JSON lines, the switch's stdout and
+    stderr after the first line, and its CPU and ksoftirqd's over the ranks' run."""
+    switch = subprocess.Popen(["ip", "netns", "exec", f"{PREFIX}-s", *sw_args], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = switch.stdout.readline()
+        if started not in first:
+            raise RuntimeError(f"switch did not start: {first} {switch.stderr.read()}")
+        # `ip netns exec` execs the switch: the same pid.
+        cpu0, soft0 = proc_cpu(switch.pid), ksoftirqd_cpu()
+        workers = [subprocess.Popen(["ip", "netns", "exec", f"{PREFIX}-w{r}", *args], env=env,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                   for r, args in enumerate(rank_args)]
+        reports = []
+        for w in workers:
+            out, err = w.communicate(timeout=limit)
+            lines = [l for l in out.splitlines() if l.startswith("{")]
+            if w.returncode != 0 or not lines:
+                raise RuntimeError(f"rank failed ({w.returncode}): {out[-500:]} {err[-500:]}")
+            reports.append(json.loads(lines[-1]))
+        cpu1, soft1 = proc_cpu(switch.pid), ksoftirqd_cpu()
+        switch.send_signal(signal.SIGINT)
+        out, err = switch.communicate(timeout=30)
+        return first, reports, out, err, cpu1 - cpu0, soft1 - soft0
+    finally:
+        if switch.poll() is None:
+            switch.kill()
+            switch.wait()
 
 
 def run_job(binary, path, ranks, elements, iterations, key, limit):
@@ -99,55 +145,69 @@ def run_job(binary, path, ranks, elements, iterations, key, limit):
                "--threads", "1", "--json"]
     if path == "xdp":
         sw_args += ["--io", "xdp", "--iface", PREFIX]
-    switch = subprocess.Popen(["ip", "netns", "exec", f"{PREFIX}-s", *sw_args], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        first = switch.stdout.readline()
-        if "listening" not in first:
-            raise RuntimeError(f"switch did not start: {first} {switch.stderr.read()}")
-        # `ip netns exec` execs the switch: the same pid.
-        cpu0, soft0 = proc_cpu(switch.pid), ksoftirqd_cpu()
-        workers = []
-        for r in range(ranks):
-            args = [binary, "worker", "--rank", str(r), "--world", str(ranks),
-                    "--switch", f"{SUBNET}.1:48864", "--job", "1", "--elements", str(elements),
-                    "--iterations", str(iterations),
-                    "--dtype", "i32", "--lanes", "1", "--window", "128", "--json"]
-            if path == "xdp":
-                args += ["--io", f"xdp:{PREFIX}"]
-            workers.append(subprocess.Popen(["ip", "netns", "exec", f"{PREFIX}-w{r}", *args],
-                                            env=env, stdout=subprocess.PIPE,
-                                            stderr=subprocess.PIPE, text=True))
-        reports = []
-        for w in workers:
-            out, err = w.communicate(timeout=limit)
-            lines = [l for l in out.splitlines() if l.startswith("{")]
-            if w.returncode != 0 or not lines:
-                raise RuntimeError(f"rank failed ({w.returncode}): {out[-500:]} {err[-500:]}")
-            reports.append(json.loads(lines[-1]))
-        cpu1, soft1 = proc_cpu(switch.pid), ksoftirqd_cpu()
-        switch.send_signal(signal.SIGINT)
-        out, err = switch.communicate(timeout=30)
-        final = [json.loads(l) for l in out.splitlines() if l.startswith("{") and "stopped" in l]
-        counters = final[-1]["counters"] if final else {}
-        xdp_warned = "AF_XDP" in err and "instead" in err
-        return {
-            "path": path, "ranks": ranks, "elements": elements, "iterations": iterations,
-            "switch_cpu": cpu1 - cpu0, "ksoftirqd_cpu": soft1 - soft0,
-            "rank_cpu": [r["cpu_seconds"] for r in reports],
-            "seconds": max(r["seconds"] for r in reports),
-            "verified": all(r["verified"] for r in reports),
-            "rank_datagrams": sum(r["datagrams_sent"] + r["datagrams_received"] for r in reports),
-            "rank_frames": sum(r.get("xdp_frames_sent", 0) + r.get("xdp_frames_received", 0)
-                               for r in reports),
-            "switch_datagrams": counters.get("received", 0) + counters.get("sent", 0),
-            "switch_frames": counters.get("xdp_received", 0) + counters.get("xdp_sent", 0),
-            "fell_back": xdp_warned,
-        }
-    finally:
-        if switch.poll() is None:
-            switch.kill()
-            switch.wait()
+    rank_args = []
+    for r in range(ranks):
+        args = [binary, "worker", "--rank", str(r), "--world", str(ranks),
+                "--switch", f"{SUBNET}.1:48864", "--job", "1", "--elements", str(elements),
+                "--iterations", str(iterations),
+                "--dtype", "i32", "--lanes", "1", "--window", "128", "--json"]
+        if path == "xdp":
+            args += ["--io", f"xdp:{PREFIX}"]
+        rank_args.append(args)
+    _, reports, out, err, cpu, soft = measure(sw_args, "listening", rank_args, env, limit)
+    final = [json.loads(l) for l in out.splitlines() if l.startswith("{") and "stopped" in l]
+    counters = final[-1]["counters"] if final else {}
+    return {
+        "path": path, "ranks": ranks, "elements": elements, "iterations": iterations,
+        "switch_cpu": cpu, "ksoftirqd_cpu": soft,
+        "rank_cpu": [r["cpu_seconds"] for r in reports],
+        "seconds": max(r["seconds"] for r in reports),
+        "verified": all(r["verified"] for r in reports),
+        "rank_datagrams": sum(r["datagrams_sent"] + r["datagrams_received"] for r in reports),
+        "rank_frames": sum(r.get("xdp_frames_sent", 0) + r.get("xdp_frames_received", 0)
+                           for r in reports),
+        "switch_datagrams": counters.get("received", 0) + counters.get("sent", 0),
+        "switch_frames": counters.get("xdp_received", 0) + counters.get("xdp_sent", 0),
+        "fell_back": "AF_XDP" in err and "instead" in err,
+    }
+
+
+# The dialect switch's address: not the switch namespace's own (10.78.0.1, where its gRPC
+# control plane listens), as `--ip` requires.
+P4APP_IP = "254"
+
+
+def run_p4app_job(binary, path, ranks, elements, iterations, key, limit):
+    """One job against the dialect switch on `path` (socket: AF_PACKET; xdp: AF_XDP)."""
+    del key  # the dialect has no job key
+    env = dict(os.environ, RUST_LOG="warn")
+    sw_args = [binary, "switch", "--dialect", "p4app", "--iface", PREFIX,
+               "--ip", f"{SUBNET}.{P4APP_IP}", "--control", f"{SUBNET}.1:50099", "--json",
+               "--io", path]
+    rank_args = [[binary, "worker", "--dialect", "p4app", "--rank", str(r),
+                  "--world", str(ranks), "--switch", f"{SUBNET}.1:50099",
+                  "--elements", str(elements), "--iterations", str(iterations),
+                  "--dtype", "i32", "--count", "256", "--json"] for r in range(ranks)]
+    first, reports, out, err, cpu, soft = measure(sw_args, "p4app", rank_args, env, limit)
+    # The first line said it started; the last has the final counters.
+    finals = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+    counters = finals[-1] if finals else {}
+    # The dialect's worker counts no datagrams: each rank sends one packet of 256 values
+    # per slice and receives one result for it (lossless veths).
+    packets = -(-elements // 256) * iterations
+    return {
+        "dialect": "p4app", "path": path, "ranks": ranks, "elements": elements,
+        "iterations": iterations, "af_xdp_queues": json.loads(first).get("af_xdp_queues", 0),
+        "switch_cpu": cpu, "ksoftirqd_cpu": soft,
+        "rank_cpu": [r["cpu_seconds"] for r in reports],
+        "seconds": max(r["seconds"] for r in reports),
+        "verified": all(r["verified"] for r in reports),
+        "rank_datagrams": 2 * packets * ranks,
+        "rank_frames": 0,
+        "switch_datagrams": counters.get("received", 0) + counters.get("sent", 0),
+        "switch_frames": counters.get("received_af_xdp", 0) + counters.get("sent_af_xdp", 0),
+        "fell_back": "AF_XDP" in err and "instead" in err,
+    }
 
 
 def table(results, elements, iterations):
@@ -173,6 +233,7 @@ def table(results, elements, iterations):
 
 
 def main():
+    global PREFIX
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--binary", default="target/release/switchml")
     p.add_argument("--ranks", default="2,4")
@@ -182,7 +243,17 @@ def main():
     p.add_argument("--iterations", type=int, default=1, help="all-reduces of the tensor a job")
     p.add_argument("--limit", type=int, default=300, help="seconds a job may take")
     p.add_argument("--out", help="write every job's measurements as JSON lines")
+    p.add_argument("--dialect", default="switchml", choices=["switchml", "p4app"],
+                   help="whose switch: ours (paths " + ", ".join(PATHS) + ") or the "
+                   "original SwitchML's dialect (paths " + ", ".join(P4APP_PATHS) + ")")
+    p.add_argument("--prefix", default=PREFIX, help="of the namespaces and interfaces")
     a = p.parse_args()
+    PREFIX = a.prefix
+    job = run_job
+    if a.dialect == "p4app":
+        job = run_p4app_job
+        if a.paths == ",".join(PATHS):
+            a.paths = ",".join(P4APP_PATHS)
     if os.geteuid() != 0:
         sys.exit("xdpbench: must run as root (namespaces, bpf)")
     ranks = [int(x) for x in a.ranks.split(",")]
@@ -197,7 +268,7 @@ def main():
                 paths = a.paths.split(",")
                 paths = paths[rnd % len(paths):] + paths[:rnd % len(paths)]
                 for path in paths:
-                    r = run_job(a.binary, path, n, a.elements, a.iterations, key, a.limit)
+                    r = job(a.binary, path, n, a.elements, a.iterations, key, a.limit)
                     r["round"] = rnd
                     print(json.dumps(r), file=sys.stderr, flush=True)
                     results.append(r)

@@ -77,7 +77,7 @@ pub fn doctor(admin: &Path, control: Option<&str>, json_out: bool) -> i32 {
             );
             for c in s.counters().filter(|c| c.value > 0) {
                 let kind = c.kind.prefix();
-                println!("  {:>16} {:>12}  {kind}{}", c.name, c.value, c.help);
+                println!("  {:>18} {:>12}  {kind}{}", c.name, c.value, c.help);
             }
         }
         match findings.is_empty() {

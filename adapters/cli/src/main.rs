@@ -164,7 +164,11 @@ enum Command {
         dialect: p4app_cmd::Dialect,
         /// How datagrams move: `socket` (UDP sockets, GSO/GRO) or `xdp` (AF_XDP on --iface,
         /// shard i on its receive queue i, root or CAP_NET_ADMIN + CAP_BPF; falls back to the
-        /// sockets, saying why, where XDP is unavailable).
+        /// sockets, saying why, where XDP is unavailable). With --dialect p4app: `socket`
+        /// reads every frame from an AF_PACKET socket; `xdp` takes the dialect's UDP frames
+        /// (ports 0xBEE0-0xBEEF) through one AF_XDP socket per receive queue, batched, and
+        /// ARP and the rest through the AF_PACKET socket (falls back to it alone, saying
+        /// why).
         #[arg(long, default_value = "socket", value_parser = ["socket", "xdp"])]
         io: String,
         /// --dialect p4app: the interface whose frames the switch takes (root or CAP_NET_RAW);
@@ -426,10 +430,6 @@ fn main() {
             ip,
             control,
         } => 'arm: {
-            if dialect == p4app_cmd::Dialect::P4app && io == "xdp" {
-                eprintln!("error: --io xdp is for the switchml dialect; --dialect p4app reads raw frames of --iface");
-                break 'arm 2;
-            }
             if let (p4app_cmd::Dialect::P4app, Some(iface), Some(ip)) = (dialect, &iface, ip) {
                 let serving = p4app_cmd::Serving {
                     control,
@@ -437,6 +437,7 @@ fn main() {
                     json,
                     admin,
                     metrics,
+                    xdp: io == "xdp",
                 };
                 break 'arm p4app_cmd::switch(iface, ip, serving);
             }

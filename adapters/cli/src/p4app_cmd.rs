@@ -39,7 +39,7 @@ fn print(s: &Stats, json_out: bool) {
         for c in s.counters() {
             if c.value > 0 || c.kind == CounterKind::Work {
                 let kind = c.kind.prefix();
-                println!("  {:>16} {:>12}  {kind}{}", c.name, c.value, c.help);
+                println!("  {:>18} {:>12}  {kind}{}", c.name, c.value, c.help);
             }
         }
     }
@@ -77,6 +77,8 @@ pub struct Serving {
     pub admin: Option<PathBuf>,
     /// The Prometheus endpoint, if any.
     pub metrics: Option<SocketAddr>,
+    /// `--io xdp`: the dialect's frames through AF_XDP where the interface allows it.
+    pub xdp: bool,
 }
 
 /// Run the dialect switch; return the exit code.
@@ -87,10 +89,12 @@ pub fn switch(iface: &str, ip: Ipv4Addr, serving: Serving) -> i32 {
         json: json_out,
         admin,
         metrics,
+        xdp,
     } = serving;
     let stop = crate::signal::stop_flag();
     let mut config = P4appSwitchConfig::new(iface, ip);
     config.control = control;
+    config.xdp = xdp;
     let sw = match RunningP4appSwitch::start(&config) {
         Ok(s) => Arc::new(s),
         Err(e) => {
@@ -122,11 +126,15 @@ pub fn switch(iface: &str, ip: Ipv4Addr, serving: Serving) -> i32 {
     if json_out {
         println!(
             "{}",
-            json!({"dialect": "p4app", "iface": iface, "mac": mac, "ip": ip.to_string(), "control": sw.control_addr().to_string(), "slots": config.slots})
+            json!({"dialect": "p4app", "iface": iface, "mac": mac, "ip": ip.to_string(), "control": sw.control_addr().to_string(), "slots": config.slots, "af_xdp_queues": sw.xdp_queues()})
         );
     } else {
+        let io = match sw.xdp_queues() {
+            0 => "AF_PACKET".to_string(),
+            n => format!("AF_XDP on {n} queue(s), AF_PACKET for the rest"),
+        };
         println!(
-            "serving the p4app dialect on {iface} as {ip} ({mac}), UDP 48864; control plane (gRPC) on {}; {} slots",
+            "serving the p4app dialect on {iface} as {ip} ({mac}), UDP 48864 through {io}; control plane (gRPC) on {}; {} slots",
             sw.control_addr(),
             config.slots
         );

@@ -2,7 +2,7 @@
 //! for every frame it does not answer.
 //!
 //! [`Engine`] is the part without a socket (tests feed it bytes); [`run`] is the thread
-//! that feeds it from a [`RawSocket`]. The control plane reaches it only through
+//! that feeds it from the sockets of [`Frames`] (AF_PACKET, or AF_XDP beside it). The control plane reaches it only through
 //! [`Command`]s, which the thread applies before each frame: a rank's registration is sent
 //! before the gRPC reply that lets the client send, so it is in place before its frames.
 
@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use switchml_core::p4app::{P4appSlot, P4appSwitch, P4appVerdict};
 
 use crate::frame::{self, Frame, Peer, REPLY_HEADERS_LEN};
-use crate::raw::RawSocket;
+use crate::frames_io::Frames;
 use crate::stats::{FrameCounters, Stats};
 
 /// 32-bit words of rank bitmap: 64 ranks (the original has 32).
@@ -93,6 +93,7 @@ impl<'s> Engine<'s> {
     pub fn stats(&self) -> Stats {
         Stats {
             frames: self.counters,
+            paths: Default::default(),
             switch: self.switch.counters(),
             workers: self.switch.workers(),
             registered: self.ranks.len() as u16,
@@ -188,10 +189,10 @@ impl<'s> Engine<'s> {
     }
 }
 
-/// The data-plane thread: serve `socket` until `stop`, applying `commands` before each
-/// frame and publishing the counters into `stats` after it.
+/// The data-plane thread: serve `frames` until `stop`, applying `commands` before the
+/// frames read are handled and publishing the counters into `stats` after them.
 pub fn run(
-    socket: RawSocket,
+    mut frames: Frames,
     ip: Ipv4Addr,
     slots: usize,
     commands: Receiver<Command>,
@@ -199,26 +200,21 @@ pub fn run(
     stop: Arc<AtomicBool>,
 ) {
     let mut slots = vec![Slot::EMPTY; slots];
-    let mut engine = Engine::new(&mut slots, socket.mac(), ip);
-    let (mut buf, mut out) = (vec![0u8; 9216], vec![0u8; 9216]);
-    while !stop.load(Ordering::Relaxed) {
-        let got = socket.recv(&mut buf);
+    let mut engine = Engine::new(&mut slots, frames.mac(), ip);
+    let mut out = vec![0u8; 9216];
+    let mut apply = |engine: &mut Engine<'_>| {
         while let Ok(c) = commands.try_recv() {
             engine.apply(c);
         }
-        match got {
-            Ok(Some(n)) => {
-                let frame = &buf[..n.min(buf.len())];
-                engine.handle(frame, n, &mut out, &mut |f| socket.send(f));
-            }
-            Ok(None) => {}
-            Err(e) => {
-                log::error!("p4app switch: receive failed: {e}");
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
+    };
+    while !stop.load(Ordering::Relaxed) {
+        if let Err(e) = frames.serve(&mut engine, &mut out, &mut apply) {
+            log::error!("p4app switch: receive failed: {e}");
+            std::thread::sleep(std::time::Duration::from_millis(10));
         }
         if let Ok(mut s) = stats.lock() {
             *s = engine.stats();
+            s.paths = frames.counters();
         }
     }
 }

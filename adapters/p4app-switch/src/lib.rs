@@ -3,10 +3,13 @@
 //! The original client sends raw frames whose IPv4 checksum is 0 and whose UDP checksum
 //! covers only the pseudo-header (its NIC offload is absent on a software NIC), so a kernel
 //! UDP socket would drop them all. This crate reads and writes whole Ethernet frames on one
-//! interface and runs the core's [`P4appSwitch`](switchml_core::p4app::P4appSwitch) on them
-//! (`docs/protocol.md` §8, `docs/p4app.md`). The layers, bottom up:
+//! interface (an AF_PACKET socket, or AF_XDP sockets beside it) and runs the core's
+//! [`P4appSwitch`](switchml_core::p4app::P4appSwitch) on them (`docs/protocol.md` §8,
+//! `docs/p4app.md`). The layers, bottom up:
 //!
 //! - [`raw`]: an AF_PACKET socket through `libc` (every `unsafe` of the crate, justified);
+//! - [`frames_io`]: that socket alone, or (`--io xdp`) AF_XDP sockets beside it for the
+//!   dialect's UDP ports, one per receive queue, through switchml-xdp's safe API;
 //! - [`frame`]: Ethernet/IPv4/UDP and ARP through smoltcp's `wire` views; checksums of
 //!   requests ignored, replies with a valid IPv4 checksum and UDP checksum 0;
 //! - [`dataplane`]: (MAC, IP) → rank, the dialect switch, one reply frame per worker for a
@@ -34,6 +37,7 @@ pub mod client;
 pub mod control;
 pub mod dataplane;
 pub mod frame;
+pub mod frames_io;
 pub mod proto;
 pub mod raw;
 pub mod stats;
@@ -43,11 +47,10 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 pub use client::ControlClient;
 pub use frame::Peer;
-pub use stats::{Counter, CounterKind, FrameCounters, Stats};
+pub use stats::{Counter, CounterKind, FrameCounters, PathCounters, Stats};
 pub use worker::{DialectError, DialectSetup, UdpDialectWorker};
 
 /// The port of the original controller.
@@ -66,6 +69,11 @@ pub struct P4appSwitchConfig {
     pub control: SocketAddr,
     /// Slots (each of 256 values, two sets): 8,192 as in the original; at most 16,384.
     pub slots: usize,
+    /// Take the dialect's UDP frames through AF_XDP sockets, one per receive queue of
+    /// `iface`, beside the AF_PACKET socket (`--io xdp`; root, or CAP_NET_ADMIN, CAP_BPF
+    /// and CAP_NET_RAW); where the interface refuses XDP, the AF_PACKET socket alone, with
+    /// a warning that says why ([`frames_io`]).
+    pub xdp: bool,
 }
 
 impl P4appSwitchConfig {
@@ -76,6 +84,7 @@ impl P4appSwitchConfig {
             ip,
             control: SocketAddr::from(([0, 0, 0, 0], CONTROL_PORT)),
             slots: 8192,
+            xdp: false,
         }
     }
 }
@@ -87,6 +96,7 @@ pub struct RunningP4appSwitch {
     stats: Arc<Mutex<Stats>>,
     control: SocketAddr,
     mac: [u8; 6],
+    xdp_queues: usize,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     threads: Vec<JoinHandle<()>>,
 }
@@ -102,8 +112,12 @@ impl RunningP4appSwitch {
         {
             return Err(invalid("slots must be in 1..=16384"));
         }
-        let socket = raw::RawSocket::open(&config.iface, Duration::from_millis(50))?;
-        let mac = socket.mac();
+        let socket = raw::RawSocket::open(&config.iface, frames_io::WAIT)?;
+        let frames = match config.xdp {
+            true => frames_io::Frames::xdp(socket, &config.iface),
+            false => frames_io::Frames::packet(socket),
+        };
+        let (mac, xdp_queues) = (frames.mac(), frames.xdp_queues());
         let listener = std::net::TcpListener::bind(config.control)?;
         let control = listener.local_addr()?;
         let (tx, rx) = mpsc::channel();
@@ -115,12 +129,13 @@ impl RunningP4appSwitch {
         let (s, st) = (stop.clone(), stats.clone());
         let data_thread = std::thread::Builder::new()
             .name("p4app-data".into())
-            .spawn(move || dataplane::run(socket, ip, slots, rx, st, s))?;
+            .spawn(move || dataplane::run(frames, ip, slots, rx, st, s))?;
         Ok(RunningP4appSwitch {
             stop,
             stats,
             control,
             mac,
+            xdp_queues,
             shutdown: Some(shutdown),
             threads: vec![control_thread, data_thread],
         })
@@ -134,6 +149,11 @@ impl RunningP4appSwitch {
     /// Return the switch's MAC (its interface's).
     pub fn mac(&self) -> [u8; 6] {
         self.mac
+    }
+
+    /// Return how many AF_XDP sockets the data plane reads (0: the AF_PACKET socket alone).
+    pub fn xdp_queues(&self) -> usize {
+        self.xdp_queues
     }
 
     /// Return the counters (as of the last frame).

@@ -90,6 +90,20 @@ impl RawSocket {
     /// `Ok(None)` when the timeout passed or a signal interrupted, else the frame's length
     /// on the wire, which is more than `buf.len()` when the frame was cut.
     pub fn recv(&self, buf: &mut [u8]) -> io::Result<Option<usize>> {
+        self.recv_with(buf, libc::MSG_TRUNC)
+    }
+
+    /// [`recv`](Self::recv) without waiting: `Ok(None)` at once when no frame is queued.
+    pub fn try_recv(&self, buf: &mut [u8]) -> io::Result<Option<usize>> {
+        self.recv_with(buf, libc::MSG_TRUNC | libc::MSG_DONTWAIT)
+    }
+
+    /// The socket's descriptor, to `poll` for frames.
+    pub fn fd(&self) -> std::os::fd::RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    fn recv_with(&self, buf: &mut [u8], flags: libc::c_int) -> io::Result<Option<usize>> {
         // SAFETY: as in `open`: all-zero is a valid `sockaddr_ll`.
         let mut from: libc::sockaddr_ll = unsafe { zeroed() };
         let mut from_len = size_of::<libc::sockaddr_ll>() as libc::socklen_t;
@@ -100,7 +114,7 @@ impl RawSocket {
                 self.fd.as_raw_fd(),
                 buf.as_mut_ptr().cast(),
                 buf.len(),
-                libc::MSG_TRUNC,
+                flags,
                 (&mut from as *mut libc::sockaddr_ll).cast(),
                 &mut from_len,
             )

@@ -39,11 +39,28 @@ pub struct FrameCounters {
     pub other: u64,
 }
 
+/// Which socket the frames came through and went out of (`--io`): the AF_XDP sockets
+/// (the dialect's UDP ports, steered by the XDP program) or the AF_PACKET socket (every
+/// frame without `--io xdp`; ARP and whatever the program passes with it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PathCounters {
+    /// Frames received through an AF_XDP socket.
+    pub received_af_xdp: u64,
+    /// Frames received through the AF_PACKET socket.
+    pub received_af_packet: u64,
+    /// Frames sent through an AF_XDP socket.
+    pub sent_af_xdp: u64,
+    /// Frames sent through the AF_PACKET socket.
+    pub sent_af_packet: u64,
+}
+
 /// Everything counted: the frames and the dialect switch.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stats {
     /// Frames.
     pub frames: FrameCounters,
+    /// The sockets they went through.
+    pub paths: PathCounters,
     /// The switch's verdicts on the requests it was handed.
     pub switch: P4appCounters,
     /// The session's worker count (0 before the first `UdpSession`).
@@ -97,13 +114,37 @@ type Field = fn(&mut Stats) -> &mut u64;
 
 /// Every counter: its name, help, kind and field, in [`Stats::counters`]'s order (the one
 /// list: printing, metrics, reading back).
-const COUNTERS: [(&str, &str, CounterKind, Field); 19] = {
+const COUNTERS: [(&str, &str, CounterKind, Field); 23] = {
     use CounterKind::*;
     [
         ("received", "frames received", Work, |s| {
             &mut s.frames.received
         }),
         ("sent", "frames sent", Work, |s| &mut s.frames.sent),
+        (
+            "received_af_xdp",
+            "frames received through AF_XDP (--io xdp)",
+            Work,
+            |s| &mut s.paths.received_af_xdp,
+        ),
+        (
+            "received_af_packet",
+            "frames received through the AF_PACKET socket",
+            Work,
+            |s| &mut s.paths.received_af_packet,
+        ),
+        (
+            "sent_af_xdp",
+            "frames sent through AF_XDP (--io xdp)",
+            Work,
+            |s| &mut s.paths.sent_af_xdp,
+        ),
+        (
+            "sent_af_packet",
+            "frames sent through the AF_PACKET socket",
+            Work,
+            |s| &mut s.paths.sent_af_packet,
+        ),
         (
             "arp_replies",
             "ARP requests for the switch's IP answered",
@@ -440,9 +481,9 @@ mod tests {
         let text = s.openmetrics();
         for line in [
             "switchml_p4app_received_total 100",
-            "switchml_p4app_dropped_total{reason=\"incomplete\"} 114",
-            "switchml_p4app_not_sent_total{reason=\"send_errors\"} 117",
-            "switchml_p4app_other_total 118",
+            "switchml_p4app_dropped_total{reason=\"incomplete\"} 118",
+            "switchml_p4app_not_sent_total{reason=\"send_errors\"} 121",
+            "switchml_p4app_other_total 122",
             "switchml_p4app_session_workers 3",
             "switchml_p4app_session_registered_ranks 5",
         ] {
@@ -460,7 +501,7 @@ mod tests {
         let s = sample();
         let findings = s.findings().join("\n");
         assert!(findings.contains("missing: rank 1 "), "{findings}");
-        assert!(findings.contains("114 retransmissions into sets not yet complete"));
+        assert!(findings.contains("118 retransmissions into sets not yet complete"));
         assert!(Stats::default().findings()[0].starts_with("no session"));
         let healthy = Stats {
             workers: 2,

@@ -4,6 +4,7 @@
 
 use std::fmt;
 use std::io;
+use std::ops::RangeInclusive;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 
@@ -124,10 +125,26 @@ impl Attached {
         self.rx_queues
     }
 
-    /// Steer UDP datagrams to `port` that arrive on `queue` into socket `xsk`.
-    pub(crate) fn steer(&self, queue: u32, port: u16, xsk: i32) -> io::Result<()> {
+    /// Whether it has receive queue `queue` (an AF_XDP socket binds to one).
+    pub(crate) fn has_queue(&self, queue: u32) -> Result<(), Unavailable> {
+        if queue < self.rx_queues {
+            return Ok(());
+        }
+        let name = &self.name;
+        Err(Unavailable {
+            step: format!("queue {queue} of {name}"),
+            error: io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{name} has {} receive queue(s)", self.rx_queues),
+            ),
+        })
+    }
+
+    /// Steer UDP datagrams to a port in `ports` that arrive on `queue` into socket `xsk`.
+    pub(crate) fn steer(&self, queue: u32, ports: RangeInclusive<u16>, xsk: i32) -> io::Result<()> {
         update_map(&self.xsks, queue, xsk as u32)?;
-        update_map(&self.ports, queue, u32::from(port))
+        let (first, last) = (u32::from(*ports.start()), u32::from(*ports.end()));
+        update_map(&self.ports, queue, first | last << 16)
     }
 
     /// Stop steering `queue` (its socket is closing).

@@ -1,7 +1,8 @@
 //! # switchml-xdp
 //!
 //! The AF_XDP data path of switchml-rs's host adapters (issue 30): kernel bypass for the
-//! switch daemon's shards and the worker's lanes, on an unmodified Linux kernel.
+//! switch daemon's shards, the worker's lanes and the p4app dialect switch's frames, on an
+//! unmodified Linux kernel.
 //!
 //! - [`program`]: the XDP program, assembled in Rust: IPv4/UDP datagrams to a queue's port
 //!   go to that queue's AF_XDP socket (`bpf_redirect_map` on an XSKMAP); everything else,
@@ -11,6 +12,8 @@
 //! - [`xsk`]: one socket per queue with its own UMEM and fill, completion, RX and TX rings,
 //!   bound zero-copy where the driver can and in copy mode otherwise, with need-wakeup;
 //! - [`frame`]: Ethernet/IPv4/UDP headers read and written, checksums valid;
+//! - [`FrameQueue`]: one queue's socket steered a range of ports, whole frames in and out,
+//!   for a caller that parses its own (the p4app dialect switch);
 //! - [`neighbour`]: the next hop's MAC, from the kernel's neighbour table and from frames;
 //! - [`netns`]: namespaces joined by veths, for the tests and the benchmark;
 //! - [`Io`]: the seam the daemon and the worker call — the UDP socket alone, or an
@@ -23,7 +26,7 @@
 //! `xsk-rs` binds `libxdp`/`libbpf` through `bindgen`: a C toolchain, `libclang` and the
 //! `-dev` packages on every machine that builds, for what is a handful of `setsockopt`s and
 //! `mmap`s. `aya` loads programs well but wants the program built by `bpf-linker` on a
-//! nightly toolchain (or a C compiler for BPF). The program here is 38 instructions and
+//! nightly toolchain (or a C compiler for BPF). The program here is 42 instructions and
 //! its whole life is three `bpf(2)` commands and a link, so this crate speaks to the kernel
 //! through `libc` (already a dependency of the socket layer): it builds wherever the rest
 //! of the workspace builds, and every `unsafe` is in view, each with the reason it is sound.
@@ -42,6 +45,7 @@
 
 mod bpf;
 pub mod frame;
+mod frames;
 pub mod iface;
 pub mod io;
 pub mod neighbour;
@@ -51,6 +55,7 @@ pub mod program;
 mod ring;
 pub mod xsk;
 
+pub use frames::FrameQueue;
 pub use iface::{Attached, Unavailable};
 pub use io::Io;
 pub use path::{XdpCounters, XdpPath};

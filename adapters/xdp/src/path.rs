@@ -73,15 +73,7 @@ impl XdpPath {
                 })
             }
         };
-        if queue >= iface.rx_queues {
-            return Err(Unavailable {
-                step: format!("queue {queue} of {name}"),
-                error: io::Error::new(
-                    io::ErrorKind::NotFound,
-                    format!("{name} has {} receive queue(s)", iface.rx_queues),
-                ),
-            });
-        }
+        iface.has_queue(queue)?;
         let peer = match socket.peer_addr() {
             Ok(SocketAddr::V4(p)) => Some(p),
             _ => None,
@@ -90,7 +82,7 @@ impl XdpPath {
             "AF_XDP socket on {name} queue {queue}"
         )))?;
         iface
-            .steer(queue, local.port(), xsk.fd())
+            .steer(queue, local.port()..=local.port(), xsk.fd())
             .map_err(unavailable("steer the port to the AF_XDP socket"))?;
         Ok(XdpPath {
             xsk,

@@ -9,11 +9,16 @@
 //!         || ip->protocol != IPPROTO_UDP || (ip->frag_off & htons(0x3fff)))  // whole UDP
 //!         return XDP_PASS;
 //!     __u32 queue = ctx->rx_queue_index;
-//!     __u32 *port = bpf_map_lookup_elem(&ports, &queue);               // this queue's port
-//!     if (!port || *port != ntohs(udp->dest)) return XDP_PASS;
+//!     __u32 *ports = bpf_map_lookup_elem(&ports, &queue);              // this queue's ports
+//!     __u16 dest = ntohs(udp->dest);                                   // first | last << 16
+//!     if (!ports || dest < (*ports & 0xffff) || dest > (*ports >> 16)) return XDP_PASS;
 //!     return bpf_redirect_map(&xsks, queue, XDP_PASS);                 // no socket: pass
 //! }
 //! ```
+//!
+//! A queue's entry in the port map is a range, so that one socket can take every port of a
+//! protocol that uses several (the p4app dialect's 0xBEE0–0xBEEF); the daemon's and the
+//! worker's sockets steer a range of one port.
 //!
 //! Everything else — ARP, ICMP, other ports, IP options, fragments, a datagram that arrived
 //! on another queue than its socket's — goes to the kernel as if no program were there, so
@@ -76,6 +81,7 @@ pub fn steer_program(ports: i32, xsks: i32) -> Vec<Insn> {
     const MOV64_IMM: u8 = 0xb7;
     const ADD64_IMM: u8 = 0x07;
     const AND64_IMM: u8 = 0x57;
+    const RSH64_IMM: u8 = 0x77;
     const LDX_W: u8 = 0x61;
     const LDX_H: u8 = 0x69;
     const LDX_B: u8 = 0x71;
@@ -84,7 +90,7 @@ pub fn steer_program(ports: i32, xsks: i32) -> Vec<Insn> {
     const JGT_REG: u8 = 0x2d;
     const JNE_IMM: u8 = 0x55;
     const JEQ_IMM: u8 = 0x15;
-    const JNE_REG: u8 = 0x5d;
+    const JLT_REG: u8 = 0xad;
     const CALL: u8 = 0x85;
     const EXIT: u8 = 0x95;
     let mut a = Asm {
@@ -119,8 +125,12 @@ pub fn steer_program(ports: i32, xsks: i32) -> Vec<Insn> {
     a.op(insn(ADD64_IMM, 2, 0, 0, -4));
     a.op(insn(CALL, 0, 0, 0, HELPER_MAP_LOOKUP));
     a.pass_if(JEQ_IMM, 0, 0, 0);
-    a.op(insn(LDX_W, 1, 0, 0, 0));
-    a.pass_if(JNE_REG, 1, 8, 0); // not this queue's port
+    a.op(insn(LDX_W, 1, 0, 0, 0)); // r1 = first | last << 16
+    a.op(insn(MOV64_REG, 2, 1, 0, 0));
+    a.op(insn(AND64_IMM, 2, 0, 0, 0xffff));
+    a.pass_if(JLT_REG, 8, 2, 0); // below this queue's first port
+    a.op(insn(RSH64_IMM, 1, 0, 0, 16));
+    a.pass_if(JGT_REG, 8, 1, 0); // above its last
     a.map(1, xsks);
     a.op(insn(MOV64_REG, 2, 7, 0, 0));
     a.op(insn(MOV64_IMM, 3, 0, 0, XDP_PASS));
