@@ -86,7 +86,7 @@ impl Host {
         Host {
             rank,
             world,
-            worker: Box::new(Worker::new(config).expect("a valid lane config")),
+            worker: boxed_worker(config),
             uplink: Link::new(up, seed),
             downlink: Link::new(down, seed | 1 << 63),
             armed: None,
@@ -272,4 +272,22 @@ pub(crate) fn all_done(hosts: &[Host]) -> bool {
     hosts
         .iter()
         .all(|h| h.finished.is_some() || h.failure.is_some())
+}
+
+/// A worker of `MAX_WINDOW` slots is about half a megabyte (the core allocates nothing), and
+/// an unoptimized build copies it a few times on its way into its box: more than a test
+/// thread's 2 MiB of stack holds with room to spare. So it is built on a thread of its own
+/// with a stack made for it.
+fn boxed_worker(config: Config) -> Box<SimWorker> {
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("sim-worker-build".into())
+            .stack_size(32 << 20)
+            .spawn_scoped(s, move || {
+                Box::new(Worker::new(config).expect("a valid lane config"))
+            })
+            .expect("a thread to build a worker on")
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e))
+    })
 }

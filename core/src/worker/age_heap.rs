@@ -2,28 +2,20 @@
 //! §6.3), so that the congestion window finds the oldest held use, and whether a use is
 //! the lane's oldest incomplete one, in O(log s) rather than by a scan of every slot.
 //!
-//! Each entry keeps its use's age packed into one integer beside the slot, so that the
-//! comparisons read two adjacent arrays and never the slots themselves. A slot's age must
-//! not change while it is in the heap: the worker takes a slot out before it gives the
-//! slot another use.
+//! The heap keeps slot indices only, 4 bytes a slot (a lane of the simulator has 4,096,
+//! and a worker is built on the stack); each operation is given the ages (`age(j)`: slot
+//! `j`'s current use's). A slot's age must not change while it is in the heap: the worker
+//! takes a slot out before it gives the slot another use.
 
 /// A use's place in the order every rank shares: tensor, chunk, a priming use first.
 pub(crate) type Age = (u64, u32, u8);
 
-/// `age` then `slot`, in one integer that orders as the pair does (104 + 16 bits).
-fn key(age: Age, slot: usize) -> u128 {
-    let (tensor, chunk, data) = age;
-    (u128::from(tensor) << 56) | (u128::from(chunk) << 24) | (u128::from(data) << 16) | slot as u128
-}
-
-/// A set of slots ordered by age, the oldest on top.
+/// A set of slots ordered by age (then by slot), the oldest on top.
 #[derive(Debug, Clone)]
 pub(crate) struct AgeHeap<const N: usize> {
-    /// The heap's keys: `keys[..len]`, each no larger than its children's.
-    keys: [u128; N],
-    /// The slot of each key in `keys`.
-    slots: [u16; N],
-    /// Where slot `j` is in the heap, or `ABSENT`.
+    /// The heap: `heap[..len]` are slot indices, each no younger than its children.
+    heap: [u16; N],
+    /// Where slot `j` is in `heap`, or `ABSENT`.
     pos: [u16; N],
     len: u16,
 }
@@ -33,8 +25,7 @@ const ABSENT: u16 = u16::MAX;
 impl<const N: usize> AgeHeap<N> {
     pub(crate) const fn new() -> Self {
         AgeHeap {
-            keys: [0; N],
-            slots: [0; N],
+            heap: [0; N],
             pos: [ABSENT; N],
             len: 0,
         }
@@ -42,7 +33,7 @@ impl<const N: usize> AgeHeap<N> {
 
     /// Return the slot with the oldest use, if any.
     pub(crate) fn oldest(&self) -> Option<usize> {
-        (self.len > 0).then(|| usize::from(self.slots[0]))
+        (self.len > 0).then(|| usize::from(self.heap[0]))
     }
 
     /// Return whether slot `j` is in the set.
@@ -50,22 +41,20 @@ impl<const N: usize> AgeHeap<N> {
         self.pos.get(j).is_some_and(|&p| p != ABSENT)
     }
 
-    /// Put slot `j`, whose use is `age` old, in the set (nothing if it is in already or
-    /// out of range).
-    pub(crate) fn insert(&mut self, j: usize, age: Age) {
+    /// Put slot `j` in the set (nothing if it is in already or out of range).
+    pub(crate) fn insert(&mut self, j: usize, age: impl Fn(usize) -> Age) {
         if j >= N || self.contains(j) || usize::from(self.len) >= N {
             return;
         }
         let at = usize::from(self.len);
-        self.keys[at] = key(age, j);
-        self.slots[at] = j as u16;
+        self.heap[at] = j as u16;
         self.pos[j] = at as u16;
         self.len += 1;
-        self.sift_up(at);
+        self.sift_up(at, &age);
     }
 
     /// Take slot `j` out of the set (nothing if it is not in it).
-    pub(crate) fn remove(&mut self, j: usize) {
+    pub(crate) fn remove(&mut self, j: usize, age: impl Fn(usize) -> Age) {
         if !self.contains(j) {
             return;
         }
@@ -75,22 +64,28 @@ impl<const N: usize> AgeHeap<N> {
         self.len -= 1;
         self.pos[j] = ABSENT;
         if at < last {
-            self.sift_down(at);
-            self.sift_up(at);
+            self.sift_down(at, &age);
+            self.sift_up(at, &age);
         }
     }
 
-    fn swap(&mut self, a: usize, b: usize) {
-        self.keys.swap(a, b);
-        self.slots.swap(a, b);
-        self.pos[usize::from(self.slots[a])] = a as u16;
-        self.pos[usize::from(self.slots[b])] = b as u16;
+    /// The order of the entry at `at`: its age, then its slot (ages are unique in a
+    /// worker, one slot per chunk; the slot makes the order total anyway).
+    fn key(&self, at: usize, age: &impl Fn(usize) -> Age) -> (Age, u16) {
+        let j = self.heap[at];
+        (age(usize::from(j)), j)
     }
 
-    fn sift_up(&mut self, mut at: usize) {
+    fn swap(&mut self, a: usize, b: usize) {
+        self.heap.swap(a, b);
+        self.pos[usize::from(self.heap[a])] = a as u16;
+        self.pos[usize::from(self.heap[b])] = b as u16;
+    }
+
+    fn sift_up(&mut self, mut at: usize, age: &impl Fn(usize) -> Age) {
         while at > 0 {
             let parent = (at - 1) / 2;
-            if self.keys[at] >= self.keys[parent] {
+            if self.key(at, age) >= self.key(parent, age) {
                 break;
             }
             self.swap(at, parent);
@@ -98,15 +93,15 @@ impl<const N: usize> AgeHeap<N> {
         }
     }
 
-    fn sift_down(&mut self, mut at: usize) {
+    fn sift_down(&mut self, mut at: usize, age: &impl Fn(usize) -> Age) {
         let len = usize::from(self.len);
         loop {
             let (l, r) = (2 * at + 1, 2 * at + 2);
             let mut least = at;
-            if l < len && self.keys[l] < self.keys[least] {
+            if l < len && self.key(l, age) < self.key(least, age) {
                 least = l;
             }
-            if r < len && self.keys[r] < self.keys[least] {
+            if r < len && self.key(r, age) < self.key(least, age) {
                 least = r;
             }
             if least == at {
@@ -122,20 +117,6 @@ impl<const N: usize> AgeHeap<N> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn keys_order_as_age_then_slot() {
-        let ordered = [
-            key((0, 0, 0), 5),
-            key((0, 0, 1), 0),
-            key((0, 1, 0), 0),
-            key((0, u32::MAX, 1), 9),
-            key((1, 0, 0), 0),
-            key((u64::MAX, u32::MAX, 1), 0),
-            key((u64::MAX, u32::MAX, 1), 1),
-        ];
-        assert!(ordered.windows(2).all(|w| w[0] < w[1]));
-    }
-
     /// Every insertion and removal order keeps the oldest on top (ties by slot index).
     #[test]
     fn the_oldest_is_on_top_through_any_insertions_and_removals() {
@@ -150,6 +131,7 @@ mod tests {
             (1, 2, 0),
             (4, 4, 4),
         ];
+        let age = |j: usize| ages[j];
         let oldest_of = |set: &[usize]| set.iter().copied().min_by_key(|&j| (ages[j], j));
         let mut rng = crate::splitmix::SplitMix64::new(7);
         let mut heap = AgeHeap::<9>::new();
@@ -157,12 +139,12 @@ mod tests {
         for _ in 0..2000 {
             let j = (rng.next_u64() % 9) as usize;
             if rng.next_u64() % 2 == 0 {
-                heap.insert(j, ages[j]);
+                heap.insert(j, age);
                 if !set.contains(&j) {
                     set.push(j).unwrap();
                 }
             } else {
-                heap.remove(j);
+                heap.remove(j, age);
                 set.retain(|&k| k != j);
             }
             assert_eq!(heap.oldest(), oldest_of(&set));
@@ -172,8 +154,8 @@ mod tests {
             }
         }
         assert!(!heap.contains(99));
-        heap.insert(99, (0, 0, 0));
-        heap.remove(99);
+        heap.insert(99, age);
+        heap.remove(99, age);
         assert_eq!(heap.oldest(), oldest_of(&set));
     }
 }

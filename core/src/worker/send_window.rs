@@ -10,8 +10,9 @@
 //! every fresh use waits among the held ones and they go out oldest first, so every rank
 //! sends in the same order whatever its timing.
 
+use super::age_heap::Age;
 use super::congestion::Decrease;
-use super::slot_state::Work;
+use super::slot_state::{SlotState, Work};
 use super::Worker;
 use crate::quant::Tensor;
 use crate::time::Instant;
@@ -20,10 +21,12 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
     /// Give slot `i` its next use (or make it idle), keeping the window's order of the
     /// slots' uses.
     pub(super) fn set_work(&mut self, i: usize, work: Work) {
-        self.active_by_age.remove(i);
+        let slots = &self.slots;
+        self.active_by_age.remove(i, |j| age_of(slots, j));
         self.slots[i].work = work;
-        if let (true, Some(age)) = (self.cwnd.is_on(), work.age()) {
-            self.active_by_age.insert(i, age);
+        if self.cwnd.is_on() && work.age().is_some() {
+            let slots = &self.slots;
+            self.active_by_age.insert(i, |j| age_of(slots, j));
         }
     }
 
@@ -57,8 +60,9 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         if !self.slots[i].held {
             self.slots[i].held = true;
             self.held += 1;
-            if let Some(age) = self.slots[i].work.age() {
-                self.held_by_age.insert(i, age);
+            if self.slots[i].work.age().is_some() {
+                let slots = &self.slots;
+                self.held_by_age.insert(i, |j| age_of(slots, j));
             }
             if self.in_flight >= self.cwnd.window() {
                 self.stats.cwnd_waits += 1;
@@ -71,7 +75,8 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         if self.slots[i].held {
             self.slots[i].held = false;
             self.held -= 1;
-            self.held_by_age.remove(i);
+            let slots = &self.slots;
+            self.held_by_age.remove(i, |j| age_of(slots, j));
         }
     }
 
@@ -110,4 +115,12 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         }
         self.stats.cwnd = u64::from(self.cwnd.window());
     }
+}
+
+/// Slot `j`'s use's age (an idle slot, never in a heap, sorts last).
+fn age_of(slots: &[SlotState], j: usize) -> Age {
+    slots
+        .get(j)
+        .and_then(|st| st.work.age())
+        .unwrap_or((u64::MAX, u32::MAX, u8::MAX))
 }
