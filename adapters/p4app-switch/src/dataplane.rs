@@ -1,21 +1,18 @@
 //! The data plane: frames in, [`P4appSwitch`] in the middle, frames out, and a counter
 //! for every frame it does not answer.
 //!
-//! [`Engine`] is the part without a socket (tests feed it bytes); [`run`] is the thread
-//! that feeds it from the sockets of [`Frames`] (AF_PACKET, or AF_XDP beside it). The control plane reaches it only through
+//! [`Engine`] is the part without a socket (tests feed it bytes);
+//! [`frames_io::run`](crate::frames_io::run) is the thread that feeds it from the sockets
+//! (AF_PACKET, or AF_XDP beside it). The control plane reaches it only through
 //! [`Command`]s, which the thread applies before each frame: a rank's registration is sent
 //! before the gRPC reply that lets the client send, so it is in place before its frames.
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::Receiver;
-use std::sync::{Arc, Mutex};
 
 use switchml_core::p4app::{P4appSlot, P4appSwitch, P4appVerdict};
 
 use crate::frame::{self, Frame, Peer, REPLY_HEADERS_LEN};
-use crate::frames_io::Frames;
 use crate::stats::{FrameCounters, Stats};
 
 /// 32-bit words of rank bitmap: 64 ranks (the original has 32).
@@ -185,36 +182,6 @@ impl<'s> Engine<'s> {
         match send(frame) {
             Ok(()) => self.counters.sent += 1,
             Err(_) => self.counters.send_errors += 1,
-        }
-    }
-}
-
-/// The data-plane thread: serve `frames` until `stop`, applying `commands` before the
-/// frames read are handled and publishing the counters into `stats` after them.
-pub fn run(
-    mut frames: Frames,
-    ip: Ipv4Addr,
-    slots: usize,
-    commands: Receiver<Command>,
-    stats: Arc<Mutex<Stats>>,
-    stop: Arc<AtomicBool>,
-) {
-    let mut slots = vec![Slot::EMPTY; slots];
-    let mut engine = Engine::new(&mut slots, frames.mac(), ip);
-    let mut out = vec![0u8; 9216];
-    let mut apply = |engine: &mut Engine<'_>| {
-        while let Ok(c) = commands.try_recv() {
-            engine.apply(c);
-        }
-    };
-    while !stop.load(Ordering::Relaxed) {
-        if let Err(e) = frames.serve(&mut engine, &mut out, &mut apply) {
-            log::error!("p4app switch: receive failed: {e}");
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        if let Ok(mut s) = stats.lock() {
-            *s = engine.stats();
-            s.paths = frames.counters();
         }
     }
 }

@@ -13,16 +13,20 @@
 //! map, so its frames are passed and read from the AF_PACKET socket too.
 
 use std::io;
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Receiver;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use switchml_udp::socket::wait_any;
 use switchml_xdp::iface::MAX_QUEUES;
 use switchml_xdp::{Attached, FrameQueue};
 
-use crate::dataplane::Engine;
+use crate::dataplane::{Command, Engine, Slot};
 use crate::frame::SWITCH_PORTS;
 use crate::raw::RawSocket;
-use crate::stats::PathCounters;
+use crate::stats::{PathCounters, Stats};
 
 /// Frames taken from one AF_XDP socket before they are answered (and the TX kicked).
 const BATCH: usize = 64;
@@ -213,6 +217,36 @@ impl Frames {
             if n < BATCH {
                 break;
             }
+        }
+    }
+}
+
+/// The data-plane thread: serve `frames` until `stop`, applying `commands` before the
+/// frames read are handled and publishing the counters into `stats` after them.
+pub fn run(
+    mut frames: Frames,
+    ip: Ipv4Addr,
+    slots: usize,
+    commands: Receiver<Command>,
+    stats: Arc<Mutex<Stats>>,
+    stop: Arc<AtomicBool>,
+) {
+    let mut slots = vec![Slot::EMPTY; slots];
+    let mut engine = Engine::new(&mut slots, frames.mac(), ip);
+    let mut out = vec![0u8; 9216];
+    let mut apply = |engine: &mut Engine<'_>| {
+        while let Ok(c) = commands.try_recv() {
+            engine.apply(c);
+        }
+    };
+    while !stop.load(Ordering::Relaxed) {
+        if let Err(e) = frames.serve(&mut engine, &mut out, &mut apply) {
+            log::error!("p4app switch: receive failed: {e}");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        if let Ok(mut s) = stats.lock() {
+            *s = engine.stats();
+            s.paths = frames.counters();
         }
     }
 }

@@ -8,12 +8,13 @@
 //! `docs/p4app.md`). The layers, bottom up:
 //!
 //! - [`raw`]: an AF_PACKET socket through `libc` (every `unsafe` of the crate, justified);
-//! - [`frames_io`]: that socket alone, or (`--io xdp`) AF_XDP sockets beside it for the
-//!   dialect's UDP ports, one per receive queue, through switchml-xdp's safe API;
 //! - [`frame`]: Ethernet/IPv4/UDP and ARP through smoltcp's `wire` views; checksums of
 //!   requests ignored, replies with a valid IPv4 checksum and UDP checksum 0;
 //! - [`dataplane`]: (MAC, IP) → rank, the dialect switch, one reply frame per worker for a
 //!   multicast, a counter for every frame not answered; one thread, no async runtime;
+//! - [`frames_io`]: the data-plane thread (`run`), on that socket alone, or (`--io xdp`)
+//!   AF_XDP sockets beside it for the dialect's UDP ports, one per receive queue, through
+//!   switchml-xdp's safe API;
 //! - [`control`] and [`client`]: the original controller's gRPC services
 //!   (`Sync.Broadcast`, `Sync.Barrier`, `Session.UdpSession`, port 50099) and a client;
 //! - [`RunningP4appSwitch`]: the two threads, started and stopped together;
@@ -129,7 +130,7 @@ impl RunningP4appSwitch {
         let (s, st) = (stop.clone(), stats.clone());
         let data_thread = std::thread::Builder::new()
             .name("p4app-data".into())
-            .spawn(move || dataplane::run(frames, ip, slots, rx, st, s))?;
+            .spawn(move || frames_io::run(frames, ip, slots, rx, st, s))?;
         Ok(RunningP4appSwitch {
             stop,
             stats,
