@@ -16,6 +16,7 @@
 
 use std::marker::PhantomData;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::sync::atomic::AtomicU64;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -118,6 +119,7 @@ impl Communicator {
         // This communicator's incarnation: a new process to the switch (protocol.md §4.1).
         let nonce = fresh_nonce();
         let xdp = crate::lane_io::attach(&config.io);
+        let backoffs = Arc::new(AtomicU64::new(0));
         for lane in 0..config.lanes {
             lanes.push(start_lane(
                 &config,
@@ -125,6 +127,7 @@ impl Communicator {
                 nonce,
                 reports_tx.clone(),
                 xdp.as_ref(),
+                &backoffs,
             )?);
         }
         drop(reports_tx);
@@ -530,6 +533,7 @@ fn start_lane(
     nonce: u32,
     reports: Sender<Report>,
     xdp: Option<&Arc<switchml_xdp::Attached>>,
+    backoffs: &Arc<AtomicU64>,
 ) -> Result<LaneHandle, Error> {
     let local: IpAddr = match config.switch {
         SocketAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
@@ -569,6 +573,7 @@ fn start_lane(
         shared: Arc::clone(&shared),
         coalesce: config.coalesce,
         log: LaneLog::new(&core, usize::from(lane)),
+        backoffs: crate::backoffs::LaneBackoffs::new(backoffs),
     };
     let thread = std::thread::Builder::new()
         .name(format!("switchml-r{}-lane{lane}", config.rank))

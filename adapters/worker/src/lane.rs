@@ -25,6 +25,7 @@ use switchml_udp::socket::Wake;
 use switchml_udp::Offload;
 use switchml_xdp::Io;
 
+use crate::backoffs::LaneBackoffs;
 use crate::error::Error;
 use crate::lane_log::LaneLog;
 use crate::part::Part;
@@ -103,6 +104,9 @@ pub(crate) struct Lane {
     pub(crate) coalesce: Duration,
     /// What the lane logs, rate-limited.
     pub(crate) log: LaneLog,
+    /// The congestion backoffs this lane passes to the rank's other lanes and takes from
+    /// them (protocol.md §6.3).
+    pub(crate) backoffs: LaneBackoffs,
 }
 
 impl Lane {
@@ -217,9 +221,22 @@ impl Lane {
             if self.worker.poll_timeout().is_some_and(|t| t <= now) {
                 self.worker.handle_timeout(now);
             }
+            self.share_backoffs(now);
             let rto = self.worker.current_rto();
             self.log.tick(now, self.worker.stats(), rto);
             self.publish();
+        }
+    }
+
+    /// Tell the rank's other lanes of this lane's congestion backoffs, and follow theirs:
+    /// the lanes share the rank's path, so they back off as one flow (protocol.md §6.3).
+    fn share_backoffs(&mut self, now: switchml_core::time::Instant) {
+        let stats = self.worker.stats();
+        if self
+            .backoffs
+            .exchange(stats.cwnd_mark_decreases + stats.cwnd_loss_decreases)
+        {
+            self.worker.handle_lane_backoff(now);
         }
     }
 

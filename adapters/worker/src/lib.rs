@@ -44,6 +44,7 @@
 
 #![warn(missing_docs)]
 
+mod backoffs;
 mod comm;
 pub mod config;
 #[cfg(feature = "p4app")]

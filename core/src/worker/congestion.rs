@@ -21,8 +21,10 @@
 //!
 //! The window grows by `increase` slots (2) for every window's worth of unmarked Results
 //! (about a round trip: TCP's additive increase, in bytes about a TCP segment's), up to
-//! the lane's slots. The state is integers and the caller's clock; nothing here
-//! allocates.
+//! the lane's slots. A rank's lanes share its path, so they back off and grow as one flow:
+//! with `L` lanes each grows `increase` for every `L` windows of Results, and each halves
+//! when another lane of the rank halved for congestion (`on_lane_backoff`). The state is
+//! integers and the caller's clock; nothing here allocates.
 
 use crate::time::{Duration, Instant};
 
@@ -96,12 +98,16 @@ pub(crate) enum Decrease {
     Mark,
     Delay,
     Loss,
+    /// Another lane of the rank halved for congestion.
+    Lane,
 }
 
 /// A lane's congestion window and what it has seen this round trip.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CongestionWindow {
     params: Option<CongestionParams>,
+    /// The rank's lanes, which share its path (at least 1).
+    lanes: u16,
     max: u16,
     min: u16,
     window: u16,
@@ -121,15 +127,15 @@ pub(crate) struct CongestionWindow {
     recent_rtt: Option<Duration>,
     last_decrease: Option<Instant>,
     /// Unmarked Results since the window last grew.
-    unmarked: u16,
+    unmarked: u32,
     /// Until when this rank's Contributions carry `CONGESTED`: it lost some of its own to
     /// congestion, which only it can see (protocol.md §6.3).
     mark_until: Option<Instant>,
 }
 
 impl CongestionWindow {
-    /// A window over `max` slots, open fully.
-    pub(crate) fn new(control: CongestionControl, max: u16) -> Self {
+    /// A window over `max` slots, open fully, for one of a rank's `lanes` lanes.
+    pub(crate) fn new(control: CongestionControl, max: u16, lanes: u16) -> Self {
         let max = max.max(1);
         let (params, min) = match control {
             CongestionControl::Off => (None, max),
@@ -137,6 +143,7 @@ impl CongestionWindow {
         };
         CongestionWindow {
             params,
+            lanes: lanes.max(1),
             max,
             min,
             window: max,
@@ -188,10 +195,11 @@ impl CongestionWindow {
             return Some(Decrease::Mark);
         }
         if !marked {
-            // Additive increase, as TCP's: a slot a window of unmarked Results, about one a
-            // round trip, also in the round trip after a decrease.
+            // Additive increase, as TCP's: `increase` slots a window of unmarked Results,
+            // about a round trip, also in the round trip after a decrease; shared by the
+            // rank's lanes, so that together they grow as one flow.
             self.unmarked = self.unmarked.saturating_add(1);
-            if self.unmarked >= self.window {
+            if self.unmarked >= u32::from(self.window) * u32::from(self.lanes) {
                 self.unmarked = 0;
                 self.window = self.window.saturating_add(p.increase).min(self.max);
             }
@@ -248,6 +256,23 @@ impl CongestionWindow {
             self.mark_until = Some(now + srtt);
         }
         Some(Decrease::Loss)
+    }
+
+    /// Another lane of this rank halved its window for congestion (a mark or a loss):
+    /// the lanes share the rank's path, so this one halves too, at most once a round trip.
+    /// A lane never passes on a decrease it took this way, so two lanes cannot echo one.
+    pub(crate) fn on_lane_backoff(
+        &mut self,
+        now: Instant,
+        srtt: Option<Duration>,
+    ) -> Option<Decrease> {
+        self.params?;
+        let srtt = self.recent_rtt.or(srtt)?;
+        if !self.may_decrease(now, srtt) {
+            return None;
+        }
+        self.decrease(now, 500);
+        Some(Decrease::Lane)
     }
 
     fn may_decrease(&self, now: Instant, srtt: Duration) -> bool {

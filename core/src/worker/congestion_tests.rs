@@ -32,7 +32,7 @@ fn on(min_window: u16) -> CongestionControl {
 
 #[test]
 fn a_mark_halves_the_window_at_most_once_a_round_trip() {
-    let mut w = CongestionWindow::new(on(1), 64);
+    let mut w = CongestionWindow::new(on(1), 64, 1);
     let srtt = Some(MS(10));
     assert_eq!(w.window(), 64, "starts open");
     assert_eq!(
@@ -55,7 +55,7 @@ fn a_mark_halves_the_window_at_most_once_a_round_trip() {
 
 #[test]
 fn the_window_grows_by_its_increase_a_window_of_results_up_to_the_lanes_slots() {
-    let mut w = CongestionWindow::new(on(1), 16);
+    let mut w = CongestionWindow::new(on(1), 16, 1);
     let srtt = Some(MS(10));
     w.on_result(AT(0), Some(MS(10)), srtt, true);
     assert_eq!(w.window(), 8);
@@ -80,7 +80,7 @@ fn the_window_grows_by_its_increase_a_window_of_results_up_to_the_lanes_slots() 
 
 #[test]
 fn a_standing_queue_shrinks_the_window_in_proportion_to_the_excess() {
-    let mut w = CongestionWindow::new(on(1), 100);
+    let mut w = CongestionWindow::new(on(1), 100, 1);
     // Base round trip 10 ms, target 12 ms.
     w.on_result(AT(0), Some(MS(10)), Some(MS(10)), false);
     let mut decreases = 0;
@@ -97,7 +97,7 @@ fn a_standing_queue_shrinks_the_window_in_proportion_to_the_excess() {
 
 #[test]
 fn one_long_sample_a_round_trip_is_not_a_queue() {
-    let mut w = CongestionWindow::new(on(1), 100);
+    let mut w = CongestionWindow::new(on(1), 100, 1);
     for t in 0..=200u64 {
         // A use that waited for another rank's lost Contribution now and then; the
         // smallest sample of each round trip is the base.
@@ -109,7 +109,7 @@ fn one_long_sample_a_round_trip_is_not_a_queue() {
 
 #[test]
 fn random_losses_are_not_congestion_but_a_burst_is() {
-    let mut w = CongestionWindow::new(on(1), 64);
+    let mut w = CongestionWindow::new(on(1), 64, 1);
     let srtt = Some(MS(10));
     w.on_result(AT(0), Some(MS(10)), srtt, false);
     // One loss a round trip, no queue: 1% of 64 slots and more.
@@ -136,7 +136,7 @@ fn random_losses_are_not_congestion_but_a_burst_is() {
 
 #[test]
 fn a_loss_in_a_round_trip_of_high_delay_is_congestion() {
-    let mut w = CongestionWindow::new(on(1), 64);
+    let mut w = CongestionWindow::new(on(1), 64, 1);
     let srtt = Some(MS(10));
     w.on_result(AT(0), Some(MS(10)), srtt, false);
     // The first round trip had the base sample; the second a standing queue of 20 ms.
@@ -169,7 +169,7 @@ fn by_default_the_delay_only_says_which_losses_are_congestion() {
         }
     };
     // A short queue (4 ms over a 1 ms base, under the 10 ms headroom): a loss is random.
-    let mut w = CongestionWindow::new(CongestionControl::DEFAULT_ON, 64);
+    let mut w = CongestionWindow::new(CongestionControl::DEFAULT_ON, 64, 1);
     w.on_result(AT(0), Some(MS(1)), Some(MS(1)), false);
     round_trips(&mut w, 1, 5);
     assert_eq!(w.on_loss(AT(300), Some(MS(5)), true), None);
@@ -182,8 +182,64 @@ fn by_default_the_delay_only_says_which_losses_are_congestion() {
 }
 
 #[test]
+fn a_ranks_lanes_grow_as_one_flow() {
+    // The window after `n` unmarked Results a millisecond apart at a 1 ms round trip.
+    let grown = |lanes: u16, n: u64| {
+        let mut w = CongestionWindow::new(CongestionControl::DEFAULT_ON, 64, lanes);
+        w.on_result(AT(0), Some(MS(1)), Some(MS(1)), false);
+        assert_eq!(
+            w.on_loss(AT(1), Some(MS(1)), true),
+            None,
+            "random: no decrease"
+        );
+        // Halve it by a mark, then count Results until it has grown back.
+        assert_eq!(
+            w.on_result(AT(2), Some(MS(1)), Some(MS(1)), true),
+            Some(Decrease::Mark)
+        );
+        assert_eq!(w.window(), 32);
+        for t in 0..n {
+            w.on_result(AT(3 + t), Some(MS(1)), Some(MS(1)), false);
+        }
+        w.window()
+    };
+    // One lane: 2 slots for each window (32, then 34, ...) of Results.
+    assert_eq!(grown(1, 32), 34);
+    assert_eq!(grown(1, 32 + 34), 36);
+    // Two lanes share the increase: each grows 2 slots every two windows.
+    assert_eq!(grown(2, 32), 32);
+    assert_eq!(grown(2, 64), 34);
+}
+
+#[test]
+fn a_lane_follows_its_siblings_backoff_once_a_round_trip() {
+    let mut w = CongestionWindow::new(CongestionControl::DEFAULT_ON, 64, 2);
+    assert_eq!(
+        w.on_lane_backoff(AT(0), None),
+        None,
+        "no round trip known yet"
+    );
+    w.on_result(AT(0), Some(MS(10)), Some(MS(10)), false);
+    assert_eq!(w.on_lane_backoff(AT(1), Some(MS(10))), Some(Decrease::Lane));
+    assert_eq!(w.window(), 32);
+    assert_eq!(
+        w.on_lane_backoff(AT(5), Some(MS(10))),
+        None,
+        "once a round trip"
+    );
+    assert_eq!(
+        w.on_lane_backoff(AT(12), Some(MS(10))),
+        Some(Decrease::Lane)
+    );
+    assert_eq!(w.window(), 16);
+    let mut off = CongestionWindow::new(CongestionControl::Off, 64, 2);
+    assert_eq!(off.on_lane_backoff(AT(1), Some(MS(10))), None);
+    assert_eq!(off.window(), 64);
+}
+
+#[test]
 fn off_keeps_every_slot_in_flight() {
-    let mut w = CongestionWindow::new(CongestionControl::Off, 16);
+    let mut w = CongestionWindow::new(CongestionControl::Off, 16, 1);
     assert_eq!(w.on_result(AT(0), Some(MS(10)), Some(MS(10)), true), None);
     for _ in 0..100 {
         assert_eq!(w.on_loss(AT(1), Some(MS(10)), true), None);

@@ -345,6 +345,8 @@ pub struct Stats {
     pub cwnd_delay_decreases: u64,
     /// Times it shrank on losses judged to be congestion.
     pub cwnd_loss_decreases: u64,
+    /// Times it shrank because another lane of the rank did (on a mark or a loss).
+    pub cwnd_lane_decreases: u64,
     /// Times a fresh use waited because the window was full.
     pub cwnd_waits: u64,
 }
@@ -370,6 +372,7 @@ impl Stats {
         self.cwnd_mark_decreases += other.cwnd_mark_decreases;
         self.cwnd_delay_decreases += other.cwnd_delay_decreases;
         self.cwnd_loss_decreases += other.cwnd_loss_decreases;
+        self.cwnd_lane_decreases += other.cwnd_lane_decreases;
         self.cwnd_waits += other.cwnd_waits;
     }
 }

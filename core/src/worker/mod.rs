@@ -357,7 +357,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             next_order: 0,
             oldest_watch: 0,
             rtt: RttEstimator::default(),
-            cwnd: CongestionWindow::new(config.congestion, config.window),
+            cwnd: CongestionWindow::new(config.congestion, config.window, config.lanes),
             in_flight: 0,
             held: 0,
             held_by_age: age_heap::AgeHeap::new(),

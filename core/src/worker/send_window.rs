@@ -99,6 +99,15 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
         oldest
     }
 
+    /// Another lane of this rank, which shares its path to the switch, halved its window
+    /// for congestion (`cwnd_mark_decreases` or `cwnd_loss_decreases` grew there): halve
+    /// this one too, at most once a round trip, so that the rank's lanes back off as one
+    /// flow does (protocol.md §6.3). The adapter passes the news between its lanes.
+    pub fn handle_lane_backoff(&mut self, now: Instant) {
+        let decrease = self.cwnd.on_lane_backoff(now, self.rtt.srtt());
+        self.count_decrease(decrease);
+    }
+
     /// A use was found lost; `upstream`: its Contribution never reached the switch.
     pub(super) fn note_loss(&mut self, now: Instant, upstream: bool) {
         let decrease = self.cwnd.on_loss(now, self.rtt.srtt(), upstream);
@@ -111,6 +120,7 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             Some(Decrease::Mark) => self.stats.cwnd_mark_decreases += 1,
             Some(Decrease::Delay) => self.stats.cwnd_delay_decreases += 1,
             Some(Decrease::Loss) => self.stats.cwnd_loss_decreases += 1,
+            Some(Decrease::Lane) => self.stats.cwnd_lane_decreases += 1,
             None => {}
         }
         self.stats.cwnd = u64::from(self.cwnd.window());
