@@ -160,6 +160,13 @@ pub(crate) fn connect_until(
             return Err(None);
         }
         match TcpStream::connect_timeout(&to, left) {
+            // Nothing listens there yet and the kernel gave this socket the very port it
+            // dials: TCP's simultaneous open connected it to itself, and it holds the
+            // port the listener is about to bind. Let it go and try again.
+            Ok(s) if s.local_addr().ok() == Some(to) => {
+                drop(s);
+                std::thread::sleep(RETRY.min(left))
+            }
             Ok(s) => return Ok(s),
             Err(e)
                 if matches!(

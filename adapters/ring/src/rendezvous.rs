@@ -16,6 +16,20 @@ use switchml_core::wire::ring_payload::{emit_table_entry, parse_table, table_len
 /// How often a rank retries connecting to rank 0 while it is not listening yet.
 const RETRY: Duration = Duration::from_millis(20);
 
+/// Bind `at`, trying again until `deadline` while the port is in use: another rank's
+/// attempt to reach rank 0 before it listens may hold the port for a moment (a dial from
+/// that very port connects to itself; the dialer lets it go).
+fn bind_until(at: SocketAddr, deadline: Instant) -> std::io::Result<TcpListener> {
+    loop {
+        match TcpListener::bind(at) {
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && Instant::now() < deadline => {
+                std::thread::sleep(RETRY)
+            }
+            bound => return bound,
+        }
+    }
+}
+
 /// Rank 0: take every other rank's handshake and Hello at `at`, answer each with the
 /// table; connections that fail the handshake are closed and counted in `gate`.
 pub(crate) fn host(
@@ -25,7 +39,7 @@ pub(crate) fn host(
     deadline: Instant,
     gate: &mut Gate,
 ) -> Result<Vec<SocketAddr>, Error> {
-    let listener = TcpListener::bind(at)
+    let listener = bind_until(at, deadline)
         .map_err(|e| Error::io(format!("fallback rendezvous: rank 0 listens at {at}"), &e))?;
     let world = usize::from(config.world);
     let wanted: Vec<u16> = (1..config.world).collect();
@@ -110,4 +124,26 @@ pub(crate) fn guest(
         ));
     }
     Ok(parse_table(&p).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rank_0_binds_its_address_once_a_passing_holder_lets_it_go() {
+        let held = TcpListener::bind("127.0.0.1:0").unwrap();
+        let at = held.local_addr().unwrap();
+        // Past the deadline, a port in use is the error it is.
+        let refused = bind_until(at, Instant::now()).unwrap_err();
+        assert_eq!(refused.kind(), std::io::ErrorKind::AddrInUse);
+        // Held for a moment only (as a dial that connected to itself holds it): bound.
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            drop(held);
+        });
+        let bound = bind_until(at, Instant::now() + Duration::from_secs(60)).unwrap();
+        assert_eq!(bound.local_addr().unwrap(), at);
+        release.join().unwrap();
+    }
 }
