@@ -259,7 +259,8 @@ enum Command {
         /// Tensor sizes, comma-separated (suffixes allowed).
         #[arg(long, default_value = "1M,4M,16M,64M", value_delimiter = ',', value_parser = parse_count)]
         sizes: Vec<usize>,
-        /// All-reduces per measurement.
+        /// All-reduces timed per measurement, after one untimed warm-up (as the Gloo side
+        /// has).
         #[arg(long, default_value_t = 3)]
         iterations: u32,
         /// Skip the Gloo comparison.

@@ -231,11 +231,7 @@ impl Lane {
     /// Tell the rank's other lanes of this lane's congestion backoffs, and follow theirs:
     /// the lanes share the rank's path, so they back off as one flow (protocol.md §6.3).
     fn share_backoffs(&mut self, now: switchml_core::time::Instant) {
-        let stats = self.worker.stats();
-        if self
-            .backoffs
-            .exchange(stats.cwnd_mark_decreases + stats.cwnd_loss_decreases)
-        {
+        if self.backoffs.exchange(self.worker.backoffs_to_share()) {
             self.worker.handle_lane_backoff(now);
         }
     }

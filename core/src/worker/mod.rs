@@ -282,8 +282,6 @@ pub struct Worker<B, const SLOTS: usize, const QUEUE: usize> {
     cwnd: CongestionWindow,
     /// Slots whose current use has been sent and has no Result yet.
     in_flight: u16,
-    /// Slots whose fresh use waits for the congestion window.
-    held: u16,
     /// With the window on: the held slots, and every slot with a use, by age (§6.3).
     held_by_age: age_heap::AgeHeap<SLOTS>,
     active_by_age: age_heap::AgeHeap<SLOTS>,
@@ -359,7 +357,6 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
             rtt: RttEstimator::default(),
             cwnd: CongestionWindow::new(config.congestion, config.window, config.lanes),
             in_flight: 0,
-            held: 0,
             held_by_age: age_heap::AgeHeap::new(),
             active_by_age: age_heap::AgeHeap::new(),
             tensors: Queue::new(),

@@ -59,7 +59,6 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
     pub(super) fn hold(&mut self, i: usize) {
         if !self.slots[i].held {
             self.slots[i].held = true;
-            self.held += 1;
             if self.slots[i].work.age().is_some() {
                 let slots = &self.slots;
                 self.held_by_age.insert(i, |j| age_of(slots, j));
@@ -74,7 +73,6 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
     pub(super) fn unhold(&mut self, i: usize) {
         if self.slots[i].held {
             self.slots[i].held = false;
-            self.held -= 1;
             let slots = &self.slots;
             self.held_by_age.remove(i, |j| age_of(slots, j));
         }
@@ -100,12 +98,20 @@ impl<B: Tensor, const SLOTS: usize, const QUEUE: usize> Worker<B, SLOTS, QUEUE> 
     }
 
     /// Another lane of this rank, which shares its path to the switch, halved its window
-    /// for congestion (`cwnd_mark_decreases` or `cwnd_loss_decreases` grew there): halve
+    /// for congestion (its [`backoffs_to_share`](Self::backoffs_to_share) grew): halve
     /// this one too, at most once a round trip, so that the rank's lanes back off as one
     /// flow does (protocol.md §6.3). The adapter passes the news between its lanes.
     pub fn handle_lane_backoff(&mut self, now: Instant) {
         let decrease = self.cwnd.on_lane_backoff(now, self.rtt.srtt());
         self.count_decrease(decrease);
+    }
+
+    /// Return this lane's backoffs that the rank's other lanes follow (§6.3, "A rank's
+    /// lanes are one flow"): its halvings on a mark or on a loss judged congestion, never
+    /// one it took from another lane (so two lanes cannot echo one) nor one on delay alone
+    /// (which every lane sees for itself).
+    pub fn backoffs_to_share(&self) -> u64 {
+        self.stats.cwnd_mark_decreases + self.stats.cwnd_loss_decreases
     }
 
     /// A use was found lost; `upstream`: its Contribution never reached the switch.
