@@ -15,8 +15,9 @@ use crate::xsk::{Mode, Xsk};
 
 /// An AF_XDP socket on one queue that IPv4/UDP frames to a range of ports are steered to.
 pub struct FrameQueue {
-    xsk: Xsk,
-    iface: Arc<Attached>,
+    /// The socket; [`XdpPath`](crate::XdpPath) writes its frames in place.
+    pub(crate) xsk: Xsk,
+    pub(crate) iface: Arc<Attached>,
     queue: u32,
 }
 

@@ -18,9 +18,10 @@ use switchml_udp::batch::{Flushed, RecvBatch, SendBatch};
 use switchml_udp::socket::{wait_any, Ready};
 
 use crate::frame::{emit, parse, Route, HEADERS};
+use crate::frames::FrameQueue;
 use crate::iface::{unavailable, Attached, Unavailable};
 use crate::neighbour::Neighbours;
-use crate::xsk::{Mode, Xsk};
+use crate::xsk::Mode;
 
 /// Receives from the AF_XDP socket between two reads of the UDP socket while frames keep
 /// coming (when the AF_XDP socket is idle, `wait` says whether the UDP socket has any).
@@ -28,9 +29,8 @@ const SOCKET_EVERY: u32 = 16;
 
 /// An AF_XDP socket on one queue, steered the UDP socket's port, beside that socket.
 pub struct XdpPath {
-    xsk: Xsk,
-    iface: Arc<Attached>,
-    queue: u32,
+    /// The queue's AF_XDP socket, steered the UDP socket's port (unsteered when it goes).
+    frames: FrameQueue,
     /// Our address: the socket's (a connected socket's has the source IP the kernel picked
     /// for the peer), its IP learned from the first unicast frame if the socket is bound to
     /// the unspecified address (a daemon on 0.0.0.0 answers from the address it was first
@@ -73,21 +73,13 @@ impl XdpPath {
                 })
             }
         };
-        iface.has_queue(queue)?;
         let peer = match socket.peer_addr() {
             Ok(SocketAddr::V4(p)) => Some(p),
             _ => None,
         };
-        let xsk = Xsk::open(iface.index, queue).map_err(unavailable(format!(
-            "AF_XDP socket on {name} queue {queue}"
-        )))?;
-        iface
-            .steer(queue, local.port()..=local.port(), xsk.fd())
-            .map_err(unavailable("steer the port to the AF_XDP socket"))?;
+        let frames = FrameQueue::open(iface, queue, local.port()..=local.port())?;
         Ok(XdpPath {
-            xsk,
-            iface: Arc::clone(iface),
-            queue,
+            frames,
             local,
             peer,
             neighbours: Neighbours::new(name),
@@ -113,7 +105,7 @@ impl XdpPath {
 
     /// Whether the socket is zero-copy or copy mode.
     pub fn mode(&self) -> Mode {
-        self.xsk.mode()
+        self.frames.mode()
     }
 
     /// Receive a batch: frames from the AF_XDP socket, and what the UDP socket `socket`
@@ -129,13 +121,13 @@ impl XdpPath {
             batch.clear_received();
         }
         let XdpPath {
-            xsk,
+            frames,
             local,
             neighbours,
             counters,
             ..
         } = self;
-        xsk.receive(batch.room_left(), |frame| {
+        frames.receive(batch.room_left(), |frame| {
             let Some(f) = parse(frame) else { return };
             if f.dst.port() != local.port() {
                 return;
@@ -156,8 +148,7 @@ impl XdpPath {
     /// otherwise. As [`SendBatch::flush`].
     pub fn flush(&mut self, socket: RawFd, batch: &mut SendBatch) -> io::Result<Flushed> {
         let XdpPath {
-            xsk,
-            iface,
+            frames,
             local,
             peer,
             neighbours,
@@ -178,12 +169,12 @@ impl XdpPath {
                     return false;
                 };
                 let route = Route {
-                    src_mac: iface.mac,
+                    src_mac: frames.iface.mac,
                     dst_mac,
                     src: *local,
                     dst,
                 };
-                let pushed = xsk.push(|buf| {
+                let pushed = frames.xsk.push(|buf| {
                     let Some(payload) = buf.get_mut(HEADERS..HEADERS + bytes.len()) else {
                         return 0;
                     };
@@ -196,11 +187,11 @@ impl XdpPath {
         }
         let mut done = Flushed::default();
         if sent > 0 {
-            if let Err(e) = self.xsk.kick_tx() {
+            if let Err(e) = self.frames.kick_tx() {
                 log::debug!(
                     "AF_XDP send on {} queue {}: {e}",
-                    self.iface.name,
-                    self.queue
+                    self.frames.iface.name,
+                    self.frames.queue()
                 );
             }
         }
@@ -215,17 +206,11 @@ impl XdpPath {
     /// Wait up to `timeout` for a frame, a datagram on `socket` or the eventfd `wake` (-1:
     /// none).
     pub fn wait(&mut self, socket: RawFd, wake: RawFd, timeout: Duration) -> io::Result<Ready> {
-        let [socket, frames, woken] = wait_any([socket, self.xsk.fd(), wake], timeout)?;
+        let [socket, frames, woken] = wait_any([socket, self.frames.fd(), wake], timeout)?;
         self.socket_ready |= socket;
         Ok(Ready {
             socket: socket || frames,
             woken,
         })
-    }
-}
-
-impl Drop for XdpPath {
-    fn drop(&mut self) {
-        self.iface.unsteer(self.queue);
     }
 }
