@@ -72,9 +72,10 @@ pub struct CongestionParams {
     /// The largest decrease on delay, in thousandths of the window (a mark or a congestion
     /// loss halves it).
     pub max_decrease_per_mille: u16,
-    /// Slots added for every window of unmarked Results (about one round trip): 2, about
-    /// the bytes a TCP flow adds a round trip (one 1,448-byte segment against 1 KiB
-    /// chunks), so that the job and a Reno or CUBIC flow converge to halves of a link.
+    /// Slots added for every window of unmarked Results (about one round trip) — by the
+    /// rank, its `L` lanes each adding them every `L` windows: 2, about the bytes a TCP
+    /// flow adds a round trip (one 1,448-byte segment against 1 KiB chunks), so that the
+    /// job and a Reno or CUBIC flow converge to halves of a link.
     pub increase: u16,
 }
 
